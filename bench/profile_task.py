@@ -1,0 +1,87 @@
+#!/usr/bin/env python
+"""Profile one sparkpipes Kafka→Delta task in-process (no Spark), to see where its time goes.
+
+    .venv/bin/python bench/profile_task.py [--events 250000] [--top 25]
+
+Produces N datagen-shaped JSON events into a 1-partition topic on the embedded broker,
+builds the same TaskSpec the BatchRunner would for partition 0 and runs
+``sparkpipes.engine.task.run_task`` under cProfile, then prints the hottest functions and
+a wall-clock split between fetching (KafkaPartitionConsumer.fetch), decoding and writing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import os
+import pstats
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from bench_kafka_delta import make_events  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--events", type=int, default=250_000)
+    ap.add_argument("--top", type=int, default=25)
+    ap.add_argument("--chunk", type=int, default=50_000)
+    ap.add_argument("--what-if", default="", help="apply proposed fixes (bench/whatif), e.g. newline")
+    ap.add_argument("--no-profile", action="store_true", help="time without cProfile")
+    args = ap.parse_args()
+    if args.what_if:
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "whatif"))
+        import sparkpipes_fixes
+
+        print("what-if fixes applied:", sparkpipes_fixes.apply(set(args.what_if.split(","))))
+
+    import pyarrow as pa
+
+    from sparkpipes.config import PipelineSpec
+    from sparkpipes.engine.task import TaskSpec, run_task
+    from sparkpipes.formats import build_decoder
+    from sparkpipes.sinks import DeltaSink
+    from sparkpipes.sources import build_source
+    from sparkpipes.testing import EmbeddedBroker
+
+    schema = pa.schema([("ts", pa.int64()), ("uuid", pa.string()), ("count", pa.int32())])
+    with EmbeddedBroker() as broker, tempfile.TemporaryDirectory() as tmp:
+        broker.create_topic("events", 1)
+        broker.produce("events", make_events(args.events), partition=0)
+        spec = PipelineSpec.build(
+            name="p", source="kafka", location=f"{broker.bootstrap}/events", table="events",
+            format="json",
+        )
+        source = build_source(spec.source, spec.location, spec.config, spec.credentials)
+        decoder = build_decoder("json", schema, spec.mapping, spec.csv)
+        sink = DeltaSink(os.path.join(tmp, "events"), schema, "events")
+        sink.create()
+        task = TaskSpec(
+            pipeline="p", pipeline_id="x", batch_id=1, partition="0", start=0, source=source,
+            source_label="topic 'events'", decoder=decoder, sink=sink,
+            max_records=1_000_000, fetch_timeout_s=spec.fetch_timeout_ms / 1000,
+            skip_parser_errors=False, out_of_range="fail", provenance=False,
+            chunk_records=args.chunk,
+        )
+        prof = cProfile.Profile()
+        t0, c0 = time.perf_counter(), time.process_time()
+        if not args.no_profile:
+            prof.enable()
+        out = run_task(task)
+        prof.disable()
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        assert "failed" not in out, out
+        print(f"task: {out['rows']:,} rows, wall {wall:.2f}s, process CPU {cpu:.2f}s "
+              f"({cpu / out['rows'] * 1e6:.2f} µs/row; profiler overhead included)")
+        if args.no_profile:
+            return
+        st = pstats.Stats(prof)
+        st.sort_stats("cumulative").print_stats(args.top)
+        st.sort_stats("tottime").print_stats(args.top)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Prepare this checkout on a fresh machine: Java 17, a virtualenv with the package and its
+# test extras, and (with --services) PostgreSQL running on 127.0.0.1. Idempotent.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+want_services=0
+[ "${1:-}" = "--services" ] && want_services=1
+
+say() { printf '[bootstrap] %s\n' "$*" >&2; }
+as_root() { [ "$(id -u)" = 0 ]; }
+apt_install() {
+  if as_root && command -v apt-get >/dev/null; then
+    if [ ! -f /tmp/.sparkpipes-apt-updated ]; then
+      DEBIAN_FRONTEND=noninteractive apt-get update -qq && touch /tmp/.sparkpipes-apt-updated
+    fi
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+  else
+    say "missing: $*; install it (Debian/Ubuntu: sudo apt-get install $*) and run again"
+    exit 1
+  fi
+}
+
+# Python >= 3.11
+PY=${PYTHON:-python3}
+if ! "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+  say "Python 3.11 or newer is needed (found: $("$PY" --version 2>&1 || echo none))"
+  exit 1
+fi
+
+# Java 17 for Spark
+java_major() { java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1; }
+if ! command -v java >/dev/null || [ "$(java_major)" -lt 17 ] 2>/dev/null; then
+  say "installing Java 17 (Spark needs it)"
+  apt_install openjdk-17-jre-headless
+fi
+
+# virtualenv + packages (re-installed only when pyproject.toml changes)
+if [ ! -x .venv/bin/python ]; then
+  say "creating .venv"
+  "$PY" -m venv .venv
+fi
+stamp=.venv/.sparkpipes-installed
+if [ ! -f "$stamp" ] || ! cmp -s pyproject.toml "$stamp"; then
+  say "installing sparkpipes and its dependencies into .venv"
+  .venv/bin/python -m pip install -q --upgrade pip >/dev/null
+  .venv/bin/python -m pip install -q -e ".[test]"
+  cp pyproject.toml "$stamp"
+fi
+
+if [ "$want_services" = 1 ]; then
+  # PostgreSQL on 127.0.0.1:5432 for the catalog tests
+  if ! command -v pg_ctlcluster >/dev/null; then
+    say "installing PostgreSQL"
+    apt_install postgresql
+    fresh_pg=1
+  fi
+  ver=$(ls /etc/postgresql | sort -V | tail -1)
+  if ! pg_isready -q -h 127.0.0.1 -p 5432; then
+    say "starting PostgreSQL $ver"
+    pg_ctlcluster --skip-systemctl-redirect "$ver" main start || true
+    for _ in $(seq 30); do pg_isready -q -h 127.0.0.1 -p 5432 && break; sleep 1; done
+  fi
+  if [ "${fresh_pg:-0}" = 1 ] && as_root; then
+    su postgres -c "psql -q -c \"ALTER USER postgres PASSWORD 'postgres'\"" || true
+  fi
+  pg_isready -q -h 127.0.0.1 -p 5432 || { say "PostgreSQL is not answering on 127.0.0.1:5432"; exit 1; }
+fi
+say "ready ($root/.venv)"

@@ -1,0 +1,5 @@
+import sys
+
+from sparkpipes.cli import main
+
+sys.exit(main())

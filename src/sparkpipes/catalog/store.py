@@ -1,0 +1,405 @@
+"""The catalog: tables, pipelines, batch history and the errors store, on SQLAlchemy.
+
+A SQLite file in the warehouse by default; any SQLAlchemy URL (PostgreSQL for a shared
+deployment). The catalog is *history and definitions*; where a pipeline resumes is decided
+by the destination table's commit log, and the catalog is reconciled from it on restart.
+
+Credentials live in their own column and are returned only by :meth:`Catalog.credentials`;
+every other read gives the definition with credentials redacted.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import json
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import sqlalchemy as sa
+from sqlalchemy.exc import IntegrityError, OperationalError
+
+from sparkpipes.errors import AlreadyExistsError, CatalogError, NotFoundError
+
+meta = sa.MetaData()
+
+tables_t = sa.Table(
+    "sp_tables",
+    meta,
+    sa.Column("name", sa.String(255), primary_key=True),
+    sa.Column("location", sa.Text, nullable=False),
+    sa.Column("ddl", sa.Text, nullable=False),
+    sa.Column("arrow_schema", sa.Text, nullable=False),
+    sa.Column("keys", sa.Text, nullable=False, default="[]"),
+    sa.Column("created_at", sa.DateTime, nullable=False),
+)
+
+pipelines_t = sa.Table(
+    "sp_pipelines",
+    meta,
+    sa.Column("name", sa.String(255), primary_key=True),
+    sa.Column("id", sa.String(64), nullable=False, unique=True),
+    sa.Column("source", sa.String(64), nullable=False),
+    sa.Column("table_name", sa.String(255), nullable=False),
+    sa.Column("definition", sa.Text, nullable=False),
+    sa.Column("credentials", sa.Text, nullable=False, default="{}"),
+    sa.Column("state", sa.String(32), nullable=False),
+    sa.Column("last_error", sa.Text),
+    sa.Column("created_at", sa.DateTime, nullable=False),
+    sa.Column("updated_at", sa.DateTime, nullable=False),
+)
+
+batches_t = sa.Table(
+    "sp_batches",
+    meta,
+    sa.Column("pipeline_id", sa.String(64), primary_key=True),
+    sa.Column("batch_id", sa.BigInteger, primary_key=True),
+    sa.Column("attempt", sa.Integer, primary_key=True),
+    sa.Column("pipeline_name", sa.String(255), nullable=False),
+    sa.Column("state", sa.String(32), nullable=False),
+    sa.Column("rows", sa.BigInteger, nullable=False, default=0),
+    sa.Column("bytes", sa.BigInteger, nullable=False, default=0),
+    sa.Column("errors", sa.BigInteger, nullable=False, default=0),
+    sa.Column("started_at", sa.DateTime, nullable=False),
+    sa.Column("finished_at", sa.DateTime),
+    sa.Column("duration_ms", sa.BigInteger),
+    sa.Column("partitions", sa.Text, nullable=False, default="[]"),
+    sa.Column("offsets", sa.Text),
+    sa.Column("error", sa.Text),
+)
+
+errors_t = sa.Table(
+    "sp_errors",
+    meta,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("pipeline_id", sa.String(64), nullable=False, index=True),
+    sa.Column("pipeline_name", sa.String(255), nullable=False),
+    sa.Column("batch_id", sa.BigInteger, nullable=False),
+    sa.Column("partition", sa.Text, nullable=False),
+    sa.Column("offset", sa.Text),
+    sa.Column("code", sa.String(16), nullable=False),
+    sa.Column("kind", sa.String(32), nullable=False),
+    sa.Column("reason", sa.Text, nullable=False),
+    sa.Column("excerpt", sa.Text),
+    sa.Column("created_at", sa.DateTime, nullable=False),
+)
+
+variables_t = sa.Table(
+    "sp_variables",
+    meta,
+    sa.Column("name", sa.String(255), primary_key=True),
+    sa.Column("value", sa.Text, nullable=False),
+)
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC).replace(tzinfo=None)
+
+
+def schema_to_text(schema: pa.Schema) -> str:
+    return base64.b64encode(schema.serialize().to_pybytes()).decode()
+
+
+def schema_from_text(text: str) -> pa.Schema:
+    return pa.ipc.read_schema(pa.py_buffer(base64.b64decode(text)))
+
+
+@dataclass(frozen=True)
+class TableRecord:
+    name: str
+    location: str
+    ddl: str
+    schema: pa.Schema
+    keys: list[dict[str, Any]]
+    created_at: dt.datetime
+
+
+@dataclass(frozen=True)
+class PipelineRecord:
+    name: str
+    id: str
+    source: str
+    table: str
+    definition: dict[str, Any]  # credentials redacted
+    state: str
+    last_error: str | None
+    created_at: dt.datetime
+    updated_at: dt.datetime
+
+
+class Catalog:
+    def __init__(self, url: str) -> None:
+        self.url = url
+        kwargs: dict[str, Any] = {"future": True}
+        if url.startswith("sqlite"):
+            kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
+        try:
+            self.engine = sa.create_engine(url, **kwargs)
+            meta.create_all(self.engine)
+        except (OperationalError, sa.exc.ArgumentError) as e:
+            raise CatalogError(f"cannot open catalog {self.safe_url}: {e.args[0]}") from None
+        self._lock = threading.RLock()
+
+    @property
+    def safe_url(self) -> str:
+        return sa.engine.make_url(self.url).render_as_string(hide_password=True)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def _tx(self):
+        return self.engine.begin()
+
+    # -- tables -----------------------------------------------------------------------
+    def create_table(self, name: str, location: str, ddl: str, schema: pa.Schema, keys=()) -> None:
+        try:
+            with self._tx() as c:
+                c.execute(
+                    tables_t.insert().values(
+                        name=name,
+                        location=location,
+                        ddl=ddl,
+                        arrow_schema=schema_to_text(schema),
+                        keys=json.dumps(list(keys)),
+                        created_at=_now(),
+                    )
+                )
+        except IntegrityError:
+            raise AlreadyExistsError(f"table '{name}' already exists") from None
+
+    def table(self, name: str) -> TableRecord:
+        with self._tx() as c:
+            row = c.execute(sa.select(tables_t).where(tables_t.c.name == name)).first()
+        if row is None:
+            raise NotFoundError(f"table '{name}' does not exist")
+        return TableRecord(
+            row.name,
+            row.location,
+            row.ddl,
+            schema_from_text(row.arrow_schema),
+            json.loads(row.keys),
+            row.created_at,
+        )
+
+    def tables(self) -> list[TableRecord]:
+        with self._tx() as c:
+            names = [r.name for r in c.execute(sa.select(tables_t.c.name).order_by("name"))]
+        return [self.table(n) for n in names]
+
+    def drop_table(self, name: str) -> None:
+        with self._tx() as c:
+            if c.execute(tables_t.delete().where(tables_t.c.name == name)).rowcount == 0:
+                raise NotFoundError(f"table '{name}' does not exist")
+
+    # -- pipelines --------------------------------------------------------------------
+    def create_pipeline(
+        self,
+        name: str,
+        pipeline_id: str,
+        source: str,
+        table: str,
+        definition: dict[str, Any],
+        credentials: dict[str, str],
+        state: str,
+        *,
+        replace: bool = False,
+    ) -> None:
+        now = _now()
+        with self._tx() as c:
+            if replace:
+                c.execute(pipelines_t.delete().where(pipelines_t.c.name == name))
+            try:
+                c.execute(
+                    pipelines_t.insert().values(
+                        name=name,
+                        id=pipeline_id,
+                        source=source,
+                        table_name=table,
+                        definition=json.dumps(definition),
+                        credentials=json.dumps(credentials),
+                        state=state,
+                        created_at=now,
+                        updated_at=now,
+                    )
+                )
+            except IntegrityError:
+                raise AlreadyExistsError(f"pipeline '{name}' already exists") from None
+
+    def _pipeline(self, row) -> PipelineRecord:
+        return PipelineRecord(
+            row.name,
+            row.id,
+            row.source,
+            row.table_name,
+            json.loads(row.definition),
+            row.state,
+            row.last_error,
+            row.created_at,
+            row.updated_at,
+        )
+
+    def pipeline(self, name: str) -> PipelineRecord:
+        with self._tx() as c:
+            row = c.execute(sa.select(pipelines_t).where(pipelines_t.c.name == name)).first()
+        if row is None:
+            raise NotFoundError(f"pipeline '{name}' does not exist", pipeline=name)
+        return self._pipeline(row)
+
+    def pipelines(self) -> list[PipelineRecord]:
+        with self._tx() as c:
+            rows = c.execute(sa.select(pipelines_t).order_by(pipelines_t.c.name)).all()
+        return [self._pipeline(r) for r in rows]
+
+    def credentials(self, name: str) -> dict[str, str]:
+        with self._tx() as c:
+            row = c.execute(
+                sa.select(pipelines_t.c.credentials).where(pipelines_t.c.name == name)
+            ).first()
+        if row is None:
+            raise NotFoundError(f"pipeline '{name}' does not exist", pipeline=name)
+        return json.loads(row.credentials)
+
+    def update_pipeline(self, name: str, **values: Any) -> None:
+        if "definition" in values:
+            values["definition"] = json.dumps(values["definition"])
+        with self._tx() as c:
+            res = c.execute(
+                pipelines_t.update()
+                .where(pipelines_t.c.name == name)
+                .values(updated_at=_now(), **values)
+            )
+            if res.rowcount == 0:
+                raise NotFoundError(f"pipeline '{name}' does not exist", pipeline=name)
+
+    def drop_pipeline(self, name: str) -> PipelineRecord:
+        rec = self.pipeline(name)
+        with self._tx() as c:
+            c.execute(pipelines_t.delete().where(pipelines_t.c.name == name))
+        return rec
+
+    # -- batches ----------------------------------------------------------------------
+    def record_batch(
+        self,
+        *,
+        pipeline_id: str,
+        pipeline_name: str,
+        batch_id: int,
+        attempt: int,
+        state: str,
+        started_at: dt.datetime,
+        rows: int = 0,
+        nbytes: int = 0,
+        errors: int = 0,
+        partitions: Sequence[dict[str, Any]] = (),
+        offsets: dict[str, Any] | None = None,
+        error: str | None = None,
+    ) -> None:
+        finished = _now()
+        values = dict(
+            pipeline_name=pipeline_name,
+            state=state,
+            rows=rows,
+            bytes=nbytes,
+            errors=errors,
+            started_at=started_at,
+            finished_at=finished,
+            duration_ms=int((finished - started_at).total_seconds() * 1000),
+            partitions=json.dumps(list(partitions)),
+            offsets=json.dumps(offsets) if offsets is not None else None,
+            error=error,
+        )
+        key = dict(pipeline_id=pipeline_id, batch_id=batch_id, attempt=attempt)
+        with self._tx() as c:
+            c.execute(
+                batches_t.delete().where(
+                    sa.and_(*(getattr(batches_t.c, k) == v for k, v in key.items()))
+                )
+            )
+            c.execute(batches_t.insert().values(**key, **values))
+
+    def batches(self, pipeline_id: str | None = None) -> list[dict[str, Any]]:
+        q = sa.select(batches_t).order_by(batches_t.c.batch_id, batches_t.c.attempt)
+        if pipeline_id is not None:
+            q = q.where(batches_t.c.pipeline_id == pipeline_id)
+        with self._tx() as c:
+            rows = c.execute(q).mappings().all()
+        out = []
+        for r in rows:
+            d = dict(r)
+            d["partitions"] = json.loads(d["partitions"])
+            d["offsets"] = json.loads(d["offsets"]) if d["offsets"] else None
+            out.append(d)
+        return out
+
+    def last_succeeded(self, pipeline_id: str) -> tuple[int, dict[str, Any]] | None:
+        q = (
+            sa.select(batches_t.c.batch_id, batches_t.c.offsets)
+            .where(batches_t.c.pipeline_id == pipeline_id, batches_t.c.state == "Succeeded")
+            .order_by(batches_t.c.batch_id.desc())
+            .limit(1)
+        )
+        with self._tx() as c:
+            row = c.execute(q).first()
+        return (row.batch_id, json.loads(row.offsets)) if row else None
+
+    # -- errors -----------------------------------------------------------------------
+    def replace_errors(
+        self, pipeline_id: str, pipeline_name: str, batch_id: int, errors: Iterable[dict]
+    ) -> int:
+        """Store a batch's errors; a retry of the same batch replaces them (idempotent)."""
+        now = _now()
+        rows = [
+            dict(
+                pipeline_id=pipeline_id,
+                pipeline_name=pipeline_name,
+                batch_id=batch_id,
+                partition=str(e["partition"]),
+                offset=json.dumps(e.get("offset")),
+                code=e.get("code", "SP300"),
+                kind=e.get("kind", "parse"),
+                reason=e["reason"],
+                excerpt=e.get("excerpt"),
+                created_at=now,
+            )
+            for e in errors
+        ]
+        with self._tx() as c:
+            c.execute(
+                errors_t.delete().where(
+                    errors_t.c.pipeline_id == pipeline_id, errors_t.c.batch_id == batch_id
+                )
+            )
+            if rows:
+                c.execute(errors_t.insert(), rows)
+        return len(rows)
+
+    def errors(self, pipeline_id: str | None = None) -> list[dict[str, Any]]:
+        q = sa.select(errors_t).order_by(errors_t.c.id)
+        if pipeline_id is not None:
+            q = q.where(errors_t.c.pipeline_id == pipeline_id)
+        with self._tx() as c:
+            rows = c.execute(q).mappings().all()
+        out = []
+        for r in rows:
+            d = dict(r)
+            d["offset"] = json.loads(d["offset"]) if d["offset"] else None
+            out.append(d)
+        return out
+
+    def drop_pipeline_history(self, pipeline_id: str) -> None:
+        with self._tx() as c:
+            c.execute(batches_t.delete().where(batches_t.c.pipeline_id == pipeline_id))
+            c.execute(errors_t.delete().where(errors_t.c.pipeline_id == pipeline_id))
+
+    # -- variables --------------------------------------------------------------------
+    def set_variable(self, name: str, value: str) -> None:
+        with self._tx() as c:
+            c.execute(variables_t.delete().where(variables_t.c.name == name))
+            c.execute(variables_t.insert().values(name=name, value=value))
+
+    def variables(self) -> dict[str, str]:
+        with self._tx() as c:
+            return {r.name: r.value for r in c.execute(sa.select(variables_t))}

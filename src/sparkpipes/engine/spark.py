@@ -1,0 +1,40 @@
+"""The one long-lived SparkSession an engine runs its batches on."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+DEFAULTS = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.driver.bindAddress": "127.0.0.1",
+    "spark.driver.host": "127.0.0.1",
+    "spark.python.worker.reuse": "true",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.shuffle.partitions": "4",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.driver.memory": "1g",
+    "spark.sql.parquet.datetimeRebaseModeInRead": "CORRECTED",
+}
+
+
+def build_session(master: str | None = None, conf: Mapping[str, str] | None = None):
+    """Get or create the session. ``master`` defaults to $SPARKPIPES_SPARK_MASTER or local[*]."""
+    os.environ.setdefault("PYSPARK_PYTHON", os.environ.get("PYSPARK_PYTHON") or _python())
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName("sparkpipes").master(
+        master or os.environ.get("SPARKPIPES_SPARK_MASTER", "local[*]")
+    )
+    for k, v in {**DEFAULTS, **(conf or {})}.items():
+        builder = builder.config(k, v)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel(os.environ.get("SPARKPIPES_SPARK_LOG_LEVEL", "ERROR"))
+    return session
+
+
+def _python() -> str:
+    import sys
+
+    return sys.executable

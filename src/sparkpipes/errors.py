@@ -1,0 +1,181 @@
+"""One exception root for everything sparkpipes raises on purpose.
+
+Every error carries a stable ``code`` (for scripts and the errors store) and, where it
+concerns one, the pipeline / source partition / batch it happened in. ``transient``
+decides what the engine does with it: a transient error (broker unreachable, a lost
+Spark executor) is retried with backoff; a terminal one (malformed record, offset out of
+range, bad configuration) fails the batch at once and puts the pipeline into ``Error``.
+
+User-facing front ends (the CLI, the demo) print ``str(err)`` and never a traceback for a
+``SparkpipesError``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class SparkpipesError(Exception):
+    """Root of all sparkpipes errors."""
+
+    code = "SP000"
+    transient = False
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        pipeline: str | None = None,
+        partition: str | None = None,
+        batch: int | None = None,
+        offset: Any = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.pipeline = pipeline
+        self.partition = partition
+        self.batch = batch
+        self.offset = offset
+
+    def where(self) -> str:
+        parts = []
+        if self.pipeline is not None:
+            parts.append(f"pipeline '{self.pipeline}'")
+        if self.batch is not None:
+            parts.append(f"batch {self.batch}")
+        if self.partition is not None:
+            parts.append(f"partition {self.partition}")
+        return ", ".join(parts)
+
+    def with_context(
+        self,
+        *,
+        pipeline: str | None = None,
+        partition: str | None = None,
+        batch: int | None = None,
+    ) -> SparkpipesError:
+        """Fill in context the raiser did not know; never overwrite what it did."""
+        self.pipeline = self.pipeline if self.pipeline is not None else pipeline
+        self.partition = self.partition if self.partition is not None else partition
+        self.batch = self.batch if self.batch is not None else batch
+        return self
+
+    def __str__(self) -> str:
+        where = self.where()
+        return f"[{self.code}] {self.message}" + (f" ({where})" if where else "")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "type": type(self).__name__,
+            "code": self.code,
+            "message": self.message,
+            "pipeline": self.pipeline,
+            "partition": self.partition,
+            "batch": self.batch,
+            "offset": self.offset,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> SparkpipesError:
+        """Rebuild an error that crossed a process boundary (a Spark task result)."""
+        kind = _REGISTRY.get(d.get("type", ""), SparkpipesError)
+        err = kind.__new__(kind)
+        SparkpipesError.__init__(
+            err,
+            d["message"],
+            pipeline=d.get("pipeline"),
+            partition=d.get("partition"),
+            batch=d.get("batch"),
+            offset=d.get("offset"),
+        )
+        return err
+
+
+class ConfigError(SparkpipesError):
+    """A definition or option is invalid (unknown key, wrong type, forbidden option)."""
+
+    code = "SP100"
+
+
+class NotFoundError(SparkpipesError):
+    """A named pipeline or table does not exist."""
+
+    code = "SP101"
+
+
+class AlreadyExistsError(SparkpipesError):
+    """A pipeline or table with that name already exists."""
+
+    code = "SP102"
+
+
+class SourceError(SparkpipesError):
+    """The source failed in a way that retrying will not fix."""
+
+    code = "SP200"
+
+
+class SourceUnavailableError(SourceError):
+    """The source could not be reached (broker down, timeout); retried with backoff."""
+
+    code = "SP201"
+    transient = True
+
+
+class OffsetOutOfRangeError(SourceError):
+    """The offset to resume from no longer exists in the source (retention, topic recreated)."""
+
+    code = "SP202"
+
+
+class DecodeError(SparkpipesError):
+    """A record could not be decoded into the table's schema."""
+
+    code = "SP300"
+
+
+class SinkError(SparkpipesError):
+    """Writing or committing to the destination failed."""
+
+    code = "SP400"
+    transient = True
+
+
+class SchemaMismatchError(SinkError):
+    """Decoded data does not fit the destination table; retrying will not help."""
+
+    code = "SP401"
+    transient = False
+
+
+class CatalogError(SparkpipesError):
+    """The catalog database failed."""
+
+    code = "SP500"
+    transient = True
+
+
+class EngineError(SparkpipesError):
+    """A Spark job failed for a reason that is not one of ours (executor lost, JVM error)."""
+
+    code = "SP600"
+    transient = True
+
+
+class PipelineStateError(SparkpipesError):
+    """The requested operation does not fit the pipeline's current state."""
+
+    code = "SP601"
+
+
+def _all_subclasses(cls: type) -> list[type]:
+    out = []
+    for sub in cls.__subclasses__():
+        out.append(sub)
+        out.extend(_all_subclasses(sub))
+    return out
+
+
+_REGISTRY: dict[str, type[SparkpipesError]] = {
+    c.__name__: c for c in [SparkpipesError, *_all_subclasses(SparkpipesError)]
+}

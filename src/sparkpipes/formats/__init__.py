@@ -1,0 +1,30 @@
+"""Formats: decoders from raw payloads to Arrow tables, looked up by ``FORMAT`` name."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pyarrow as pa
+
+from sparkpipes.config import CsvOptions, FieldMapping
+from sparkpipes.formats.base import Decoded, Decoder, RecordError
+from sparkpipes.util.registry import Registry
+
+FORMATS = Registry("format", entry_point_group="sparkpipes.formats")
+FORMATS.register("json", "sparkpipes.formats.json:JsonDecoder")
+FORMATS.register("csv", "sparkpipes.formats.csv:CsvDecoder")
+FORMATS.register("raw", "sparkpipes.formats.raw:RawDecoder")
+FORMATS.plan("avro", "Avro and schema-registry decoding are on the roadmap, item 6")
+FORMATS.plan("parquet", "Parquet files come with object-store pipelines, roadmap item 3")
+
+
+def build_decoder(
+    name: str,
+    schema: pa.Schema,
+    mapping: Sequence[FieldMapping] = (),
+    csv: CsvOptions | None = None,
+) -> Decoder:
+    return FORMATS.get(name)(schema, mapping, csv)
+
+
+__all__ = ["FORMATS", "Decoded", "Decoder", "RecordError", "build_decoder"]

@@ -1,0 +1,92 @@
+"""Decoders turn a column of raw record payloads into an Arrow table with the target schema.
+
+Contract
+    ``decode(values)`` returns a table with exactly the target columns, in order and of the
+    target types, holding one row for every record that decoded, plus a
+    ``RecordError`` for every record that did not (by its index in ``values``). No record
+    is both or neither. Whether an error fails the batch or goes to the errors store is
+    the caller's decision.
+
+Fast path and slow path
+    A decoder first hands the whole chunk to an Arrow reader (``pyarrow.json``,
+    ``pyarrow.csv``) with an explicit schema; only if that rejects the chunk does it decode
+    that chunk record by record in Python, with lenient coercion (a number into a string
+    column, epoch milliseconds into a timestamp) and an exact reason per bad record.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from sparkpipes.config import CsvOptions, FieldMapping
+from sparkpipes.formats.coerce import coerce_column
+
+
+@dataclass(frozen=True)
+class RecordError:
+    index: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class Decoded:
+    table: pa.Table
+    kept: pa.Array  # int32 indices into the input of the rows in ``table``
+    errors: tuple[RecordError, ...]
+
+
+class Decoder(abc.ABC):
+    """Decodes payloads into ``schema``. Pickled to executors: no I/O in __init__."""
+
+    def __init__(
+        self,
+        schema: pa.Schema,
+        mapping: Sequence[FieldMapping] = (),
+        csv: CsvOptions | None = None,
+    ) -> None:
+        self.schema = schema
+        by_column = {m.column: m.path for m in mapping}
+        self.paths: dict[str, tuple[str, ...]] = {
+            f.name: by_column.get(f.name, (f.name,)) for f in schema
+        }
+        self.csv = csv or CsvOptions()
+
+    @abc.abstractmethod
+    def decode(self, values: pa.Array) -> Decoded: ...
+
+    def _slow(self, values: pa.Array, parse: Callable[[bytes], dict[str, Any]]) -> Decoded:
+        """Record by record: ``parse`` gives column → Python value, or raises ValueError."""
+        rows: dict[str, list[Any]] = {f.name: [] for f in self.schema}
+        kept: list[int] = []
+        errors: list[RecordError] = []
+        for i, raw in enumerate(values.to_pylist()):
+            if raw is None:
+                errors.append(RecordError(i, "record has no value (null payload)"))
+                continue
+            try:
+                rec = parse(raw)
+                converted = {f.name: coerce_column(rec.get(f.name), f) for f in self.schema}
+            except ValueError as e:
+                errors.append(RecordError(i, str(e)))
+                continue
+            for name, v in converted.items():
+                rows[name].append(v)
+            kept.append(i)
+        table = pa.table(
+            {f.name: pa.array(rows[f.name], f.type) for f in self.schema}, schema=self.schema
+        )
+        return Decoded(table, pa.array(kept, pa.int32()), tuple(errors))
+
+
+def all_kept(n: int) -> pa.Array:
+    return pa.array(range(n), pa.int32())
+
+
+def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """Cast a fast-path table to the target schema; raises on any lossy cast."""
+    return table.select(schema.names).cast(schema, safe=True)

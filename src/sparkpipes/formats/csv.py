@@ -1,0 +1,79 @@
+"""FORMAT CSV: one delimited line per record, fields in table-column order."""
+
+from __future__ import annotations
+
+import csv
+import io
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.csv as pcsv
+
+from sparkpipes.formats.base import Decoded, Decoder, all_kept, conform
+from sparkpipes.formats.json import newline_joined
+
+
+class CsvDecoder(Decoder):
+    def decode(self, values: pa.Array) -> Decoded:
+        n = len(values)
+        if n == 0:
+            return Decoded(self.schema.empty_table(), all_kept(0), ())
+        if values.null_count == 0:
+            try:
+                return Decoded(self._fast(values), all_kept(n), ())
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, _Mismatch):
+                pass
+        return self._slow(values, self._parse_one)
+
+    def _fast(self, values: pa.Array) -> pa.Table:
+        buf = newline_joined(values)
+        opts = self.csv
+        table = pcsv.read_csv(
+            pa.BufferReader(buf),
+            read_options=pcsv.ReadOptions(
+                column_names=self.schema.names, block_size=max(buf.size + 1, 1 << 20)
+            ),
+            parse_options=pcsv.ParseOptions(
+                delimiter=opts.delimiter,
+                quote_char=opts.quote or False,
+                escape_char=opts.escape or False,
+                ignore_empty_lines=False,
+            ),
+            convert_options=pcsv.ConvertOptions(
+                column_types=self.schema,
+                strings_can_be_null=False,
+                quoted_strings_can_be_null=False,
+            ),
+        )
+        if table.num_rows != len(values):
+            raise _Mismatch
+        return conform(table, self.schema)
+
+    def _parse_one(self, raw: bytes) -> dict[str, Any]:
+        try:
+            text = raw.decode()
+        except UnicodeDecodeError as e:
+            raise ValueError(f"not UTF-8 text: {e.reason} at byte {e.start}") from None
+        opts = self.csv
+        reader = csv.reader(
+            io.StringIO(text),
+            delimiter=opts.delimiter,
+            quotechar=opts.quote,
+            escapechar=opts.escape,
+            quoting=csv.QUOTE_MINIMAL if opts.quote else csv.QUOTE_NONE,
+            strict=True,
+        )
+        try:
+            fields = next(reader, [])
+        except csv.Error as e:
+            raise ValueError(f"malformed CSV: {e}") from None
+        if len(fields) != len(self.schema):
+            raise ValueError(f"expected {len(self.schema)} fields, found {len(fields)}")
+        return {
+            f.name: (None if v == "" and not pa.types.is_string(f.type) else v)
+            for f, v in zip(self.schema, fields)
+        }
+
+
+class _Mismatch(Exception):
+    pass

@@ -1,0 +1,49 @@
+"""Sources: the SPI (``base``) and the built-in sources, looked up by name."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from sparkpipes.config import Secret
+from sparkpipes.sources.base import (
+    Fetched,
+    Gap,
+    MetadataProvider,
+    Offset,
+    PartitionConsumer,
+    Source,
+)
+from sparkpipes.util.registry import Registry
+
+SOURCES = Registry("source", entry_point_group="sparkpipes.sources")
+SOURCES.register(
+    "kafka", "sparkpipes.sources.kafka:KafkaSource", install_hint="pip install confluent-kafka"
+)
+SOURCES.register("fs", "sparkpipes.sources.files:FileSource")
+for _name in ("s3", "azure", "gcs", "hdfs"):
+    SOURCES.plan(_name, "object-store pipelines are on the roadmap, item 3")
+for _name in ("kafkaconnect", "kinesis"):
+    SOURCES.plan(_name, "Kafka-Connect-style source pipelines are on the roadmap, item 4")
+
+
+def build_source(
+    name: str,
+    location: str,
+    config: Mapping[str, Any],
+    credentials: Mapping[str, Secret],
+) -> Source:
+    """Look up a source by name and validate its options; no I/O."""
+    return SOURCES.get(name)(location, config, credentials)
+
+
+__all__ = [
+    "SOURCES",
+    "Fetched",
+    "Gap",
+    "MetadataProvider",
+    "Offset",
+    "PartitionConsumer",
+    "Source",
+    "build_source",
+]

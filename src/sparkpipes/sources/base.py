@@ -1,0 +1,141 @@
+"""The source SPI, after Pinot's stream plugin: a metadata provider apart from the consumers.
+
+Offsets
+    An offset is a JSON value (int, str, list or object) meaning **the next record to read**
+    in one partition. Offsets are compared only within one partition and only by the source
+    that made them. The engine never does arithmetic on them; it stores the offset a
+    consumer reports and hands it back to ``open`` on the next batch. A partition's state is
+    derived from that resume offset alone (bytewax): nothing else survives a restart.
+
+Metadata provider (driver side)
+    Lists partitions (including partitions that appear while a pipeline runs), and answers
+    earliest / latest offsets and the offset for a timestamp. May do I/O.
+
+Partition consumer (executor side)
+    Built on the driver, pickled into a Spark task, so its constructor does no I/O.
+    ``open(start)`` connects and positions; ``fetch(max_records, timeout)`` returns the next
+    records (an empty result means "nothing more right now"); ``close()`` releases.
+    ``position()`` is the offset after the last record returned, i.e. the end offset a
+    batch reports.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import pyarrow as pa
+
+Offset = Any  # a JSON value; see the module docstring
+
+
+@dataclass(frozen=True)
+class Fetched:
+    """Records from one fetch, column-wise.
+
+    ``values`` holds the raw record payloads; ``positions`` each record's own position
+    (Kafka offset, line number …) in ``position_type``, used for error reports and the
+    provenance column; ``keys``/``timestamps`` may be None when the source has none.
+    """
+
+    values: pa.Array
+    positions: pa.Array
+    keys: pa.Array | None = None
+    timestamps: pa.Array | None = None
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+
+@dataclass(frozen=True)
+class Gap:
+    """Records that can no longer be read (fell out of retention); recorded as an error."""
+
+    partition: str
+    requested: Offset
+    resumed_at: Offset
+    reason: str
+
+
+class MetadataProvider(abc.ABC):
+    """Driver-side view of a source's partitions and their offset ranges."""
+
+    @abc.abstractmethod
+    def partitions(self) -> list[str]:
+        """All partition ids now, sorted. Called every batch, so new partitions appear."""
+
+    @abc.abstractmethod
+    def earliest(self, partition: str) -> Offset:
+        """Offset of the oldest record still available."""
+
+    @abc.abstractmethod
+    def latest(self, partition: str) -> Offset:
+        """Offset after the newest record the source admits to (may lag the true end)."""
+
+    def offset_for_timestamp(self, partition: str, ts_ms: int) -> Offset:
+        """Offset of the first record at or after ``ts_ms``; sources without time say so."""
+        raise NotImplementedError(f"{type(self).__name__} has no offsets by time")
+
+    def lag(self, partition: str, committed: Offset) -> int | None:
+        """Records between ``committed`` and ``latest``, if the source can count them."""
+        return None
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        pass
+
+
+class PartitionConsumer(abc.ABC):
+    """Reads one partition from a start offset. Pickled to executors: no I/O in __init__."""
+
+    position_type: ClassVar[pa.DataType] = pa.int64()
+
+    @abc.abstractmethod
+    def open(self, start: Offset) -> Gap | None:
+        """Connect and position at ``start``.
+
+        Raises OffsetOutOfRangeError if ``start`` no longer exists, unless the pipeline
+        allows a restart from earliest, in which case it positions there and returns the
+        Gap it skipped.
+        """
+
+    @abc.abstractmethod
+    def fetch(self, max_records: int, timeout_s: float) -> Fetched:
+        """Wait up to ``timeout_s`` for the first record, then return what is ready (at
+        most ``max_records``). Empty means nothing arrived in time: the batch ends there."""
+
+    @abc.abstractmethod
+    def position(self) -> Offset:
+        """Offset after the last record returned (== start before any fetch)."""
+
+    @abc.abstractmethod
+    def close(self) -> None: ...
+
+
+class Source(abc.ABC):
+    """A configured source: a factory for its metadata provider and partition consumers.
+
+    Built from (location, config, credentials) at the boundary; validation of options
+    happens here, before any connection is made.
+    """
+
+    name: ClassVar[str]
+    #: Arrow type of ``Fetched.positions`` (the provenance offset column).
+    position_type: ClassVar[pa.DataType] = pa.int64()
+
+    @abc.abstractmethod
+    def metadata(self) -> MetadataProvider: ...
+
+    @abc.abstractmethod
+    def consumer(
+        self, partition: str, *, out_of_range: str = "fail", pipeline: str | None = None
+    ) -> PartitionConsumer: ...
+
+    @abc.abstractmethod
+    def start_offset(self, meta: MetadataProvider, partition: str, policy: str) -> Offset:
+        """Where a partition that has no committed offset begins (``earliest``/``latest``)."""
+
+    def describe(self) -> Mapping[str, Any]:
+        """Non-secret summary for views and logs."""
+        return {"source": self.name}

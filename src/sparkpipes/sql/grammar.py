@@ -1,0 +1,407 @@
+"""The Lark grammar of the sparkpipes SQL dialect and the parser built from it.
+
+The grammar is LALR(1) with Lark's contextual lexer: in each parser state only the
+terminals that state accepts are tried, so a keyword is a keyword only where the grammar
+can take it and a plain identifier everywhere else (``data``, ``format`` or ``key`` are
+fine column names). Keywords are case-insensitive and match whole words only; they are
+listed in ``KEYWORDS`` and their terminals are generated below. Words in ``RESERVED``
+can never be unquoted identifiers: where an identifier is expected they stop the parse.
+
+Expressions (SET, WHERE, VALUES, computed columns) are parsed structurally only to find
+where they end; the parser keeps their source text. Queries, ``INSERT … SELECT`` and
+procedure bodies are taken as the rest of the statement (terminal ``REST``).
+"""
+
+from __future__ import annotations
+
+import functools
+
+from lark import Lark, Token
+from lark.parsers.lalr_analysis import Shift
+
+KEYWORDS: tuple[str, ...] = tuple(
+    """
+    ADD ALL ALTER AND AS AUTO_INCREMENT BATCHES BATCH_INTERVAL BETWEEN BTREE BY CASE CAST
+    CHARACTER CHARSET CLUSTERED COLLATE COLUMN COLUMNS COLUMNSTORE COMMENT CONFIG CONSTRAINT
+    CREATE CREDENTIALS DATA DEFAULT DESC DESCRIBE DISTINCT DIV DROP DUPLICATE EARLIEST ELSE
+    ENCLOSED END ERRORS ESCAPE ESCAPED EXISTS EXPLAIN FALSE FIELDS FOR FOREGROUND FORMAT FROM
+    GLOBAL GROUP HASH HAVING IF IGNORE ILIKE IN INDEX INFERRED INSERT INTERVAL INTO IS JOIN
+    KEY LATEST LIKE LIMIT LINES LOAD MAX_OFFSETS_PER_BATCH_PARTITION MAX_PARTITIONS_PER_BATCH
+    MAX_RETRIES_PER_BATCH_PARTITION MOD NOT NULL OFFSETS ON OPTIONALLY OR ORDER PARSER
+    PERSISTED PIPELINE PIPELINES PRIMARY PROCEDURE QUERY REFERENCE REGEXP REPLACE RETURNS
+    RLIKE ROWSTORE RUNNING SELECT SESSION SET SHARD SHOW SKIP SORT START STARTING STOP TABLE
+    TABLES TERMINATED TEST THEN TRUE UNION UNIQUE UNSIGNED USING VALUES VARIABLES WHEN WHERE
+    WITH XOR
+    """.split()
+)
+
+RESERVED: frozenset[str] = frozenset(
+    """
+    AND AS BETWEEN BY CASE CREATE DISTINCT DROP ALTER ELSE END EXISTS FALSE FROM GROUP HAVING
+    IN INTERVAL INTO IS JOIN LIKE NOT NULL ON OR ORDER PRIMARY RLIKE REGEXP SELECT SET TABLE
+    THEN TRUE UNION UNIQUE WHEN WHERE WITH XOR
+    """.split()
+)
+
+_PUNCTUATION: dict[str, str] = {
+    "LPAR": "(",
+    "RPAR": ")",
+    "COMMA": ",",
+    "DOT": ".",
+    "EQ": "=",
+    "NSEQ": "<=>",
+    "LTGT": "<>",
+    "BANGEQ": "!=",
+    "LE": "<=",
+    "GE": ">=",
+    "LT": "<",
+    "GT": ">",
+    "EQEQ": "==",
+    "PLUS": "+",
+    "MINUS": "-",
+    "STAR": "*",
+    "SLASH": "/",
+    "PERCENT": "%",
+    "CARET": "^",
+    "AMP": "&",
+    "PIPE": "|",
+    "DPIPE": "||",
+    "DAMP": "&&",
+    "TILDE": "~",
+    "BANG": "!",
+    "SHL": "<<",
+    "SHR": ">>",
+    "DCOLON": "::",
+    "COLON": ":",
+    "ASSIGN": ":=",
+    "DOLLAR": "$",
+    "AT": "@",
+    "DAT": "@@",
+    "LARROW": "<-",
+    "ARROW": "->",
+    "DARROW": "->>",
+    "LSQB": "[",
+    "RSQB": "]",
+    "QMARK": "?",
+}
+
+# Shared with the statement splitter, so both agree on where strings and comments are.
+IDENT_RE = r"[^\W\d][\w$]*"
+QUOTED_IDENT_RE = r"`(?:[^`]|``)*`"
+STRING_RE = r"""'(?:[^'\\]|\\[\s\S]|'')*'|"(?:[^"\\]|\\[\s\S]|"")*\""""
+NUMBER_RE = r"0[xX][0-9a-fA-F]+|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+LINE_COMMENT_RE = r"(?:--|\#)[^\n]*"
+BLOCK_COMMENT_RE = r"\/\*[\s\S]*?\*\/"
+
+_RULES = r"""
+start: _statement
+
+_statement: create_pipeline
+          | create_inferred_pipeline
+          | start_pipeline
+          | start_all_pipelines
+          | stop_pipeline
+          | stop_all_pipelines
+          | drop_pipeline
+          | alter_pipeline
+          | test_pipeline
+          | show_pipelines
+          | show_create_pipeline
+          | show_variables
+          | show_tables
+          | show_other
+          | set_variable
+          | create_table
+          | drop_table
+          | describe_table
+          | alter_table
+          | create_index
+          | insert
+          | query
+          | create_procedure
+
+name: IDENT | QUOTED_IDENT
+int_value: (PLUS | MINUS)? NUMBER
+or_replace: OR REPLACE
+if_not_exists: IF NOT EXISTS
+if_exists: IF EXISTS
+
+// ---------------------------------------------------------------- CREATE PIPELINE
+create_pipeline: CREATE or_replace? PIPELINE if_not_exists? name AS LOAD DATA name STRING pipeline_option* into_clause load_tail
+create_inferred_pipeline: CREATE or_replace? INFERRED PIPELINE if_not_exists? name AS LOAD DATA name STRING pipeline_option* (into_clause load_tail)?
+
+?pipeline_option: CONFIG STRING                               -> opt_config
+                | CREDENTIALS STRING                          -> opt_credentials
+                | BATCH_INTERVAL int_value                    -> opt_batch_interval
+                | MAX_PARTITIONS_PER_BATCH int_value          -> opt_max_partitions
+                | MAX_OFFSETS_PER_BATCH_PARTITION int_value   -> opt_max_offsets
+                | MAX_RETRIES_PER_BATCH_PARTITION int_value   -> opt_max_retries
+                | SKIP skip_kind ERRORS                       -> opt_skip
+                | REPLACE                                     -> opt_conflict
+                | IGNORE                                      -> opt_conflict
+                | format_clause
+
+skip_kind: PARSER | ALL | CONSTRAINT | DUPLICATE KEY
+format_clause: FORMAT name
+
+into_clause: INTO TABLE name
+           | INTO PROCEDURE name
+
+load_tail: _load_item* set_clause? where_clause?
+_load_item: format_clause | load_fields | fields_clause | lines_clause | ignore_lines
+
+load_fields: "(" load_field ("," load_field)* ")"
+load_field: load_target ("<-" json_path (DEFAULT literal)?)?
+load_target: name              -> column_target
+           | "@" name          -> variable_target
+json_path: PERCENT ("::" name)*  -> rooted_path
+         | name ("::" name)*     -> key_path
+
+fields_clause: (FIELDS | COLUMNS) field_option+
+?field_option: TERMINATED BY STRING              -> fields_terminated
+             | OPTIONALLY? ENCLOSED BY STRING    -> fields_enclosed
+             | ESCAPED BY STRING                 -> fields_escaped
+lines_clause: LINES line_option+
+?line_option: TERMINATED BY STRING               -> lines_terminated
+            | STARTING BY STRING                 -> lines_starting
+ignore_lines: IGNORE int_value LINES
+
+set_clause: SET assignment ("," assignment)*
+assignment: name "=" expr_text
+where_clause: WHERE expr_text
+
+// ---------------------------------------------------------------- other pipeline statements
+start_pipeline: START PIPELINE if_not_running? name foreground?
+if_not_running: IF NOT RUNNING
+foreground: FOREGROUND (LIMIT int_value BATCHES)?
+start_all_pipelines: START ALL PIPELINES
+stop_pipeline: STOP PIPELINE if_running? name
+if_running: IF RUNNING
+stop_all_pipelines: STOP ALL PIPELINES
+drop_pipeline: DROP PIPELINE if_exists? name
+alter_pipeline: ALTER PIPELINE if_exists? name SET alter_item ("," SET? alter_item)*
+?alter_item: OFFSETS (EARLIEST | LATEST)                -> alter_offsets
+           | OFFSETS STRING                             -> alter_offsets_json
+           | BATCH_INTERVAL int_value                   -> opt_batch_interval
+           | MAX_PARTITIONS_PER_BATCH int_value         -> opt_max_partitions
+           | MAX_OFFSETS_PER_BATCH_PARTITION int_value  -> opt_max_offsets
+           | MAX_RETRIES_PER_BATCH_PARTITION int_value  -> opt_max_retries
+test_pipeline: TEST PIPELINE name (LIMIT int_value)?
+
+// ---------------------------------------------------------------- SHOW / SET
+show_pipelines: SHOW PIPELINES
+show_create_pipeline: SHOW CREATE PIPELINE name
+show_variables: SHOW show_scope? VARIABLES (LIKE STRING)?
+show_tables: SHOW TABLES (LIKE STRING)?
+show_other: SHOW (CREATE | PIPELINES | TABLES | VARIABLES | show_scope | show_scope VARIABLES)? REST
+// Not shared with SET's scope: LALR would merge the two states and their lookaheads, and
+// the lexer would then read SHOW GLOBAL STATUS's STATUS as an identifier, not as REST.
+show_scope: GLOBAL | SESSION
+scope: GLOBAL | SESSION
+
+set_variable: SET scope? var_name ("=" | ":=") set_value
+            | SET "@@" (scope ".")? var_name ("=" | ":=") set_value
+var_name: name ("." name)*
+set_value: literal | name | ON
+
+literal: STRING                -> lit_string
+       | (PLUS | MINUS)? NUMBER -> lit_number
+       | TRUE                  -> lit_true
+       | FALSE                 -> lit_false
+       | NULL                  -> lit_null
+
+// ---------------------------------------------------------------- tables
+create_table: CREATE table_storage? REFERENCE? TABLE if_not_exists? name "(" _table_element ("," _table_element)* ")"
+table_storage: ROWSTORE | COLUMNSTORE
+_table_element: column_def | computed_column | table_key
+
+column_def: name data_type column_attr*
+computed_column: name AS expr_text PERSISTED data_type
+column_attr: NOT NULL                        -> attr_not_null
+            | NULL                            -> attr_null
+            | DEFAULT literal                 -> attr_default
+            | DEFAULT name                    -> attr_default_word
+            | DEFAULT name "(" NUMBER? ")"    -> attr_default_call
+            | PRIMARY KEY                     -> attr_primary_key
+            | COLLATE name                    -> attr_collate
+            | CHARACTER SET name              -> attr_charset
+            | CHARSET name                    -> attr_charset
+            | AUTO_INCREMENT                  -> attr_auto_increment
+            | COMMENT STRING                  -> attr_comment
+
+table_key: PRIMARY KEY key_columns index_using?             -> primary_key
+         | SHARD KEY name? key_columns                      -> shard_key
+         | SORT KEY name? key_columns                       -> sort_key
+         | (KEY | INDEX) name? key_columns index_using?     -> plain_key
+         | UNIQUE (KEY | INDEX)? name? key_columns index_using? -> unique_key
+key_columns: "(" (name ("," name)*)? ")"
+index_using: USING (HASH | BTREE | CLUSTERED COLUMNSTORE)
+
+data_type: type_name type_params? UNSIGNED?
+         | type_name "<" _type_arg ("," _type_arg)* ">"   -> generic_type
+type_name: IDENT
+type_params: "(" NUMBER ("," NUMBER)* ")"
+_type_arg: data_type | struct_field
+struct_field: name ":"? data_type
+query_type: QUERY "(" struct_field ("," struct_field)* ")"
+
+drop_table: DROP TABLE if_exists? name
+describe_table: (DESCRIBE | DESC) name
+alter_table: ALTER TABLE name ADD COLUMN? (column_def | computed_column)
+create_index: CREATE INDEX name ON name key_columns
+
+// ---------------------------------------------------------------- DML, queries, procedures
+insert: INSERT INTO name insert_columns? VALUES insert_row ("," insert_row)*
+      | INSERT INTO name insert_columns? insert_query
+insert_columns: "(" name ("," name)* ")"
+insert_row: "(" (expr_text ("," expr_text)*)? ")"
+insert_query: (SELECT | WITH) REST?
+
+query: (SELECT | WITH | EXPLAIN | LPAR) REST?
+
+create_procedure: CREATE or_replace? PROCEDURE name "(" (proc_param ("," proc_param)*)? ")" (RETURNS data_type)? AS REST
+proc_param: name (data_type | query_type)
+
+// ---------------------------------------------------------------- expressions (kept as text)
+expr_text: expr
+
+?expr: or_expr
+     | or_expr ("->" | "->>") expr
+?or_expr: or_expr OR xor_expr | xor_expr
+?xor_expr: xor_expr XOR and_expr | and_expr
+?and_expr: and_expr (AND | "&&") not_expr | not_expr
+?not_expr: NOT not_expr | bool_primary
+?bool_primary: bool_primary IS NOT? (NULL | TRUE | FALSE)
+             | bool_primary IS NOT? DISTINCT FROM predicate
+             | bool_primary comp_op predicate
+             | predicate
+comp_op: "=" | "<=>" | "<>" | "!=" | "<" | "<=" | ">" | ">=" | "=="
+?predicate: bit_expr NOT? IN in_list
+          | bit_expr NOT? BETWEEN bit_expr AND predicate
+          | bit_expr NOT? (LIKE | ILIKE | RLIKE | REGEXP) bit_expr (ESCAPE STRING)?
+          | bit_expr
+in_list: "(" expr ("," expr)* ")"
+       | "(" subquery ")"
+?bit_expr: bit_expr "|" bit_and | bit_and
+?bit_and: bit_and "&" shift_expr | shift_expr
+?shift_expr: shift_expr ("<<" | ">>") add_expr | add_expr
+?add_expr: add_expr ("+" | "-" | "||") mul_expr | mul_expr
+?mul_expr: mul_expr ("*" | "/" | "%" | DIV | MOD) bxor_expr | bxor_expr
+?bxor_expr: bxor_expr "^" unary | unary
+?unary: ("-" | "+" | "~" | "!") unary | postfix
+?postfix: postfix "::" json_key
+        | postfix "[" expr "]"
+        | postfix "." name
+        | primary
+json_key: "$" name | "%" name? | name
+?primary: STRING | NUMBER | TRUE | FALSE | NULL
+        | name
+        | name STRING                              -> typed_literal
+        | name "(" (DISTINCT? func_args)? ")"      -> func_call
+        | name "(" "*" ")"                         -> func_call
+        | "(" expr ("," expr)* ")"                 -> paren
+        | "(" subquery ")"                         -> scalar_subquery
+        | EXISTS "(" subquery ")"                  -> exists
+        | CASE expr? case_when+ (ELSE expr)? END   -> case
+        | CAST "(" expr AS data_type ")"           -> cast
+        | "@" name                                 -> user_variable
+        | "@@" name                                -> system_variable
+        | INTERVAL interval_value name?            -> interval
+        | "?"                                      -> placeholder
+case_when: WHEN expr THEN expr
+func_args: expr ((","| FROM | FOR | USING) expr)*
+interval_value: STRING | NUMBER | "-" NUMBER | name | "(" expr ")"
+
+// Balanced token soup: a subquery inside an expression, kept as text.
+subquery: (SELECT | WITH) _sq_item*
+_sq_item: sq_group | sq_token
+sq_group: "(" _sq_item* ")"
+sq_token: %SQ_TOKENS%
+"""
+
+_TERMINALS = rf"""
+IDENT: /{IDENT_RE}/
+QUOTED_IDENT: /{QUOTED_IDENT_RE}/
+STRING: /{STRING_RE}/
+NUMBER: /{NUMBER_RE}/
+REST.-1: /[\s\S]+/
+WS: /\s+/
+LINE_COMMENT: /{LINE_COMMENT_RE}/
+BLOCK_COMMENT: /{BLOCK_COMMENT_RE}/
+%ignore WS
+%ignore LINE_COMMENT
+%ignore BLOCK_COMMENT
+%declare RESERVED
+"""
+
+
+def _lark_string(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def grammar_text() -> str:
+    """The complete Lark grammar: rules, punctuation, keyword and literal terminals."""
+    soup = [*KEYWORDS, "RESERVED", "IDENT", "QUOTED_IDENT", "STRING", "NUMBER"]
+    soup += [n for n in _PUNCTUATION if n not in ("LPAR", "RPAR")]
+    rules = _RULES.replace("%SQ_TOKENS%", " | ".join(soup))
+    punct = "\n".join(f"{n}: {_lark_string(v)}" for n, v in _PUNCTUATION.items())
+    words = "\n".join(f"{k}.2: /{k.lower()}(?![\\w$])/i" for k in KEYWORDS)
+    return f"{rules}\n{punct}\n{words}\n{_TERMINALS}"
+
+
+def _reserve(token: Token) -> Token:
+    if token.value.upper() in RESERVED:
+        return Token.new_borrow_pos("RESERVED", token.value, token)
+    return token
+
+
+@functools.cache
+def parser() -> Lark:
+    """The shared LALR parser for one statement (the splitter has already cut the script)."""
+    return Lark(
+        grammar_text(),
+        parser="lalr",
+        lexer="contextual",
+        propagate_positions=True,
+        maybe_placeholders=False,
+        lexer_callbacks={"IDENT": _reserve},
+    )
+
+
+@functools.cache
+def identifier_keywords() -> frozenset[str]:
+    """Words that cannot be written bare where an identifier is expected.
+
+    That is every reserved word, plus every keyword that some parser state accepts next to
+    an identifier (there the contextual lexer would read it as the keyword); the token soup
+    of subqueries, which accepts every word, does not count. Derived from
+    the parse table; falls back to all keywords if Lark's internals ever move.
+    """
+    words = set(RESERVED)
+    try:
+        states = parser().parser.parser.parser.parse_table.states
+        for actions in states.values():
+            shifts_ident = actions.get("IDENT", (None,))[0] is Shift
+            if shifts_ident and "RESERVED" not in actions:
+                words.update(t for t in actions if t in _KEYWORD_SET)
+    except AttributeError:  # pragma: no cover
+        words.update(KEYWORDS)
+    return frozenset(words)
+
+
+_KEYWORD_SET = frozenset(KEYWORDS)
+
+
+def terminal_display(name: str) -> str | None:
+    """How a terminal is named in an error message; None hides it from "expected …"."""
+    if name in _KEYWORD_SET:
+        return name
+    if name in _PUNCTUATION:
+        return f"'{_PUNCTUATION[name]}'"
+    return {
+        "IDENT": "identifier",
+        "QUOTED_IDENT": "identifier",
+        "STRING": "string",
+        "NUMBER": "number",
+        "$END": "end of statement",
+    }.get(name)

@@ -1,0 +1,149 @@
+"""Cutting a script into statements, and the whitespace-normalized form of SQL text.
+
+Both run on one Lark lexer whose string, quoted-identifier and comment terminals are the
+parser's own, so the splitter never cuts inside a literal or a comment. A ``;`` ends a
+statement except inside the ``BEGIN … END`` body of ``CREATE [OR REPLACE] PROCEDURE``.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from lark import Lark, Token
+
+from sparkpipes.sql.errors import ParseError, position
+
+from . import grammar as g
+
+_LEXER_GRAMMAR = rf"""
+start: (STRING | QUOTED_IDENT | WORD | SEMI | OTHER | WS | LINE_COMMENT | BLOCK_COMMENT)*
+STRING: /{g.STRING_RE}/
+QUOTED_IDENT: /{g.QUOTED_IDENT_RE}/
+WORD: /{g.IDENT_RE}/
+SEMI: ";"
+WS: /\s+/
+LINE_COMMENT: /{g.LINE_COMMENT_RE}/
+BLOCK_COMMENT: /{g.BLOCK_COMMENT_RE}/
+OTHER.-1: /[\s\S]/
+"""
+
+# Openers and closers of the procedural blocks that may hold ';'.
+_BLOCK_SUFFIXES = frozenset({"IF", "LOOP", "WHILE", "REPEAT", "FOR"})
+
+
+@functools.cache
+def _lexer() -> Lark:
+    return Lark(_LEXER_GRAMMAR, parser="lalr", lexer="basic")
+
+
+def _tokens(text: str) -> Iterator[Token]:
+    return _lexer().lex(text, dont_ignore=True)
+
+
+@dataclass(frozen=True)
+class Span:
+    """One statement: ``text[start:end]`` of the script, from its first token to its last."""
+
+    start: int
+    end: int
+
+
+def _unterminated(text: str, tok: Token, stmt_start: int) -> ParseError | None:
+    what = {
+        "'": "unterminated string literal",
+        '"': "unterminated string literal",
+        "`": "unterminated quoted identifier",
+    }.get(tok.value)
+    if what is None and tok.value == "/" and text.startswith("*", tok.end_pos):
+        what = "unterminated comment"
+    if what is None:
+        return None
+    line, column, source_line = position(text, tok.start_pos)
+    return ParseError(
+        what,
+        line,
+        column,
+        tok.value if tok.value != "/" else "/*",
+        text[stmt_start:],
+        source_line=source_line,
+    )
+
+
+def split(text: str) -> list[Span]:
+    """The non-empty statements of a script, in order; a trailing ``;`` is optional.
+
+    Raises ``ParseError`` for an unterminated string, quoted identifier or block comment.
+    """
+    spans: list[Span] = []
+    words: list[str] = []
+    first: Token | None = None
+    last: Token | None = None
+    depth = 0
+    procedure = block_seen = pending_end = False
+
+    for tok in _tokens(text):
+        kind = tok.type
+        if kind in ("WS", "LINE_COMMENT", "BLOCK_COMMENT"):
+            continue
+        if kind == "OTHER":
+            err = _unterminated(text, tok, first.start_pos if first else tok.start_pos)
+            if err is not None:
+                raise err
+        word = tok.value.upper() if kind == "WORD" else ""
+        if pending_end:
+            # END IF / END LOOP … close blocks that were never counted; END CASE closes a CASE.
+            pending_end = False
+            if word not in _BLOCK_SUFFIXES:
+                depth = max(depth - 1, 0)
+            if word in _BLOCK_SUFFIXES or word == "CASE":
+                word = ""
+        if kind == "SEMI" and depth == 0 and (block_seen or not procedure):
+            if first is not None and last is not None:
+                spans.append(Span(first.start_pos, last.end_pos))
+            first = last = None
+            words.clear()
+            depth, procedure, block_seen = 0, False, False
+            continue
+        if first is None:
+            first = tok
+        last = tok
+        if kind == "WORD" and len(words) < 4:
+            words.append(word)
+            if word == "PROCEDURE" and words[:-1] in (["CREATE"], ["CREATE", "OR", "REPLACE"]):
+                procedure = True
+        if not procedure or not word:
+            continue
+        if word == "END":
+            pending_end = True
+        elif word in ("BEGIN", "CASE"):
+            depth += 1
+            block_seen = block_seen or word == "BEGIN"
+    if first is not None and last is not None:
+        spans.append(Span(first.start_pos, last.end_pos))
+    return spans
+
+
+def normalize(text: str) -> str:
+    """SQL text with comments dropped and every run of whitespace outside literals made one
+    space; optimizer hints (``/*+ … */``) are kept. Idempotent."""
+    out: list[str] = []
+    pending_space = False
+    for tok in _tokens(text):
+        if tok.type == "WS" or tok.type == "LINE_COMMENT":
+            pending_space = True
+            continue
+        if tok.type == "BLOCK_COMMENT" and not tok.value.startswith("/*+"):
+            pending_space = True
+            continue
+        if pending_space and out:
+            out.append(" ")
+        pending_space = False
+        out.append(tok.value)
+    return "".join(out)
+
+
+def tokens(text: str) -> list[Token]:
+    """The tokens of ``text`` without whitespace and comments (words are type WORD)."""
+    return [t for t in _tokens(text) if t.type not in ("WS", "LINE_COMMENT", "BLOCK_COMMENT")]

@@ -1,0 +1,64 @@
+"""Name → factory registries with lazy imports and install hints.
+
+A registry maps a user-facing name (``kafka``, ``json``) to ``"module:attribute"``; the
+module is imported only when the name is first used, so a pipeline that reads files does
+not import the Kafka client. Third-party plugins register through an entry-point group.
+"""
+
+from __future__ import annotations
+
+import importlib
+from importlib.metadata import entry_points
+from typing import Any
+
+from sparkpipes.errors import ConfigError
+
+
+class Registry:
+    def __init__(self, what: str, entry_point_group: str | None = None) -> None:
+        self.what = what
+        self.group = entry_point_group
+        self._targets: dict[str, tuple[str, str | None]] = {}
+        self._planned: dict[str, str] = {}
+        self._loaded: dict[str, Any] = {}
+
+    def register(self, name: str, target: str, *, install_hint: str | None = None) -> None:
+        self._targets[name.lower()] = (target, install_hint)
+
+    def plan(self, name: str, when: str) -> None:
+        """A name the product will support later: a clear 'not supported yet' error now."""
+        self._planned[name.lower()] = when
+
+    def names(self) -> list[str]:
+        self._load_entry_points()
+        return sorted(self._targets)
+
+    def get(self, name: str) -> Any:
+        key = name.lower()
+        if key in self._loaded:
+            return self._loaded[key]
+        self._load_entry_points()
+        if key not in self._targets:
+            if key in self._planned:
+                raise ConfigError(
+                    f"{self.what} '{name}' is not supported yet ({self._planned[key]})"
+                )
+            raise ConfigError(
+                f"unknown {self.what} '{name}' (available: {', '.join(self.names())})"
+            )
+        target, hint = self._targets[key]
+        module_name, _, attr = target.partition(":")
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as e:
+            extra = f"; install it with: {hint}" if hint else ""
+            raise ConfigError(f"{self.what} '{name}' needs {e.name}, which is missing{extra}")
+        obj = getattr(module, attr)
+        self._loaded[key] = obj
+        return obj
+
+    def _load_entry_points(self) -> None:
+        if not self.group:
+            return
+        for ep in entry_points(group=self.group):
+            self._targets.setdefault(ep.name.lower(), (ep.value, None))

@@ -1,0 +1,38 @@
+"""Shared fixtures: one embedded Tansu broker and one SparkSession for the whole run."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import uuid
+
+import pytest
+
+os.environ.setdefault("SPARKPIPES_SPARK_MASTER", "local[2]")
+
+_counter = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def broker():
+    from sparkpipes.testing import EmbeddedBroker
+
+    with EmbeddedBroker() as b:
+        yield b
+
+
+@pytest.fixture
+def topic(broker):
+    """A fresh 4-partition topic name on the shared broker."""
+    name = f"t{next(_counter)}_{uuid.uuid4().hex[:6]}"
+    broker.create_topic(name, 4)
+    return name
+
+
+@pytest.fixture
+def engine(tmp_path):
+    from sparkpipes import Engine
+
+    eng = Engine(tmp_path / "warehouse")
+    yield eng
+    eng.close()

@@ -1,0 +1,49 @@
+"""The file source through the engine: JSON-object offsets, files appearing and growing."""
+
+from __future__ import annotations
+
+import json
+
+
+def test_files_added_and_appended_are_loaded_once(engine, tmp_path):
+    data = tmp_path / "in"
+    data.mkdir()
+    (data / "a.json").write_text("".join(json.dumps({"id": i}) + "\n" for i in range(5)))
+    engine.create_table("t", "id BIGINT, __source_partition STRING, __source_offset BIGINT")
+    engine.create_pipeline(
+        "files", source="fs", location=str(data / "*.json"), table="t", provenance=True
+    )
+    engine.run_batches("files", 3, until_idle=True)
+    (data / "b.json").write_text('{"id": 100}\n{"id": 101}\n{"id": 1')  # last line incomplete
+    with open(data / "a.json", "a") as f:
+        f.write('{"id": 5}\n')
+    engine.run_batches("files", 3, until_idle=True)
+    with open(data / "b.json", "a") as f:
+        f.write("02}\n")
+    engine.run_batches("files", 3, until_idle=True)
+
+    t = engine.table_arrow("t")
+    assert sorted(t.column("id").to_pylist()) == [0, 1, 2, 3, 4, 5, 100, 101, 102]
+    offsets = engine.offsets("files")
+    assert offsets[str(data / "a.json")] == {"byte": 60, "line": 6}
+    assert offsets[str(data / "b.json")]["line"] == 3
+    rows = {(r["__source_partition"], r["__source_offset"]): r["id"] for r in t.to_pylist()}
+    assert rows[(str(data / "b.json"), 2)] == 102
+
+
+def test_csv_files_with_a_bad_line_skipped_into_the_errors_store(engine, tmp_path):
+    (tmp_path / "x.csv").write_text("1,a\n2,b\nthree,c\n4,d\n")
+    engine.create_table("t", "n INT, s STRING")
+    engine.create_pipeline(
+        "csvp",
+        source="fs",
+        location=str(tmp_path / "*.csv"),
+        table="t",
+        format="csv",
+        skip_parser_errors=True,
+    )
+    engine.run_batches("csvp", 2, until_idle=True)
+    assert sorted(engine.table_arrow("t").column("n").to_pylist()) == [1, 2, 4]
+    (err,) = engine.errors("csvp")
+    assert err["partition"] == str(tmp_path / "x.csv") and err["offset"] == 2
+    assert err["excerpt"] == "three,c" and "column 'n'" in err["reason"]

@@ -1,0 +1,216 @@
+"""Kafka → Delta pipelines against the real embedded broker (Tansu) and a real Spark."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from sparkpipes.errors import (
+    ConfigError,
+    DecodeError,
+    NotFoundError,
+    OffsetOutOfRangeError,
+    SourceUnavailableError,
+)
+
+SCHEMA = "id BIGINT, name STRING, __source_partition STRING, __source_offset BIGINT"
+
+
+def events(n, start=0):
+    return [json.dumps({"id": i, "name": f"n{i}"}) for i in range(start, start + n)]
+
+
+def ids(engine, table="events"):
+    return sorted(engine.table_arrow(table).column("id").to_pylist())
+
+
+def make(engine, broker, topic, **kw):
+    engine.create_table("events", SCHEMA)
+    opts = dict(
+        source="kafka",
+        location=f"{broker.bootstrap}/{topic}",
+        table="events",
+        provenance=True,
+        max_retries=0,
+    )
+    opts.update(kw)
+    return engine.create_pipeline("p", **opts)
+
+
+def test_json_four_partitions_exactly_once_with_batch_limits(engine, broker, topic):
+    broker.produce(topic, events(4000), partitions=4)
+    make(engine, broker, topic, max_offsets_per_batch_partition=400)
+    results = engine.run_batches("p", 20, until_idle=True)
+    assert [r.state for r in results][-1] == "NoData"
+    assert all(r.rows <= 1600 for r in results)
+    assert ids(engine) == list(range(4000))
+    assert engine.offsets("p") == {"0": 1000, "1": 1000, "2": 1000, "3": 1000}
+    t = engine.table_arrow("events")
+    pairs = set(zip(t.column("__source_partition").to_pylist(), t.column("__source_offset").to_pylist()))
+    assert len(pairs) == 4000
+    # batches in the catalog chain: each starts where the previous ended
+    done = [b for b in engine.batches("p") if b["state"] == "Succeeded"]
+    assert [b["batch_id"] for b in done] == list(range(1, len(done) + 1))
+    for prev, cur in zip(done, done[1:]):
+        for part in cur["partitions"]:
+            assert part["start"] == prev["offsets"][part["partition"]]
+    # more data later continues from the committed offsets, via Spark SQL too
+    broker.produce(topic, events(400, start=4000), partitions=4)
+    engine.run_batches("p", 5, until_idle=True)
+    assert ids(engine) == list(range(4400))
+    assert engine.sql("SELECT count(DISTINCT id) AS n FROM events").first()["n"] == 4400
+
+
+def test_restart_resumes_from_the_table_not_from_memory(tmp_path, broker, topic):
+    from sparkpipes import Engine
+
+    broker.produce(topic, events(800), partitions=4)
+    with Engine(tmp_path / "wh") as eng:
+        make(eng, broker, topic, max_offsets_per_batch_partition=100)
+        eng.run_batches("p", 1)
+    broker.produce(topic, events(200, start=800), partitions=4)
+    with Engine(tmp_path / "wh") as eng:
+        eng.run_batches("p", 20, until_idle=True)
+        assert ids(eng) == list(range(1000))
+        assert len(eng.batches("p")) >= 3
+
+
+def test_csv_with_field_options(engine, broker, topic):
+    broker.produce(topic, [f"{i};'x;{i}'" for i in range(100)], partitions=4)
+    engine.create_table("events", "id BIGINT, name STRING")
+    engine.create_pipeline(
+        "p",
+        source="kafka",
+        location=f"{broker.bootstrap}/{topic}",
+        table="events",
+        format="csv",
+        csv={"delimiter": ";", "quote": "'"},
+    )
+    engine.run_batches("p", 5, until_idle=True)
+    t = engine.table_arrow("events").sort_by("id")
+    assert t.column("id").to_pylist() == list(range(100))
+    assert t.column("name").to_pylist()[:2] == ["x;0", "x;1"]
+
+
+def test_bad_record_fails_the_batch_naming_topic_partition_offset(engine, broker, topic):
+    broker.produce(topic, [*events(10), "{oops", *events(10, start=10)], partition=2)
+    make(engine, broker, topic)
+    with pytest.raises(DecodeError) as e:
+        engine.run_batch("p")
+    msg = str(e.value)
+    assert f"topic '{topic}' partition 2 offset 10" in msg
+    assert "invalid JSON" in msg and "'{oops'" in msg
+    assert engine.pipeline("p").state == "Error"
+    assert "offset 10" in engine.pipeline("p").last_error
+    assert engine.table_arrow("events").num_rows == 0  # nothing committed
+    (err,) = engine.errors("p")
+    assert (err["partition"], err["offset"], err["code"]) == ("2", 10, "SP300")
+    assert engine.batches("p")[-1]["state"] == "Failed"
+
+
+def test_skip_parser_errors_records_them_and_commits_the_rest(engine, broker, topic):
+    bad = ["{oops", '{"id": "not a number"}', "[]"]
+    broker.produce(topic, [*events(5), *bad, *events(5, start=5)], partition=1)
+    make(engine, broker, topic, skip_parser_errors=True)
+    results = engine.run_batches("p", 3, until_idle=True)
+    assert ids(engine) == list(range(10))
+    assert results[0].errors == 3
+    errs = engine.errors("p")
+    assert [(e["partition"], e["offset"]) for e in errs] == [("1", 5), ("1", 6), ("1", 7)]
+    assert errs[0]["excerpt"] == "{oops" and errs[0]["batch_id"] == 1
+    assert "column 'id'" in errs[1]["reason"]
+    assert engine.offsets("p")["1"] == 13
+
+
+def test_unknown_or_dangerous_client_option_is_refused_up_front(engine, broker, topic):
+    engine.create_table("events", SCHEMA)
+    with pytest.raises(ConfigError, match="unknown or unsupported Kafka option 'fetch.speed'"):
+        engine.create_pipeline(
+            "p", source="kafka", location=f"{broker.bootstrap}/{topic}", table="events",
+            config={"fetch.speed": "max"},
+        )
+    with pytest.raises(ConfigError, match="sasl.jaas.config"):
+        engine.create_pipeline(
+            "p", source="kafka", location=f"{broker.bootstrap}/{topic}", table="events",
+            config='{"sasl.jaas.config": "x"}',
+        )
+    with pytest.raises(NotFoundError):
+        engine.pipeline("p")
+
+
+def test_missing_topic_and_unreachable_broker(engine, broker):
+    engine.create_table("events", SCHEMA)
+    engine.create_pipeline("p", source="kafka", location=f"{broker.bootstrap}/nope", table="events", max_retries=0)
+    with pytest.raises(Exception, match="topic 'nope' does not exist"):
+        engine.run_batch("p")
+    engine.create_pipeline(
+        "q", source="kafka", location="127.0.0.1:1/events", table="events", max_retries=1
+    )
+    t = time.time()
+    with pytest.raises(SourceUnavailableError, match="cannot reach Kafka at 127.0.0.1:1"):
+        engine.run_batch("q")
+    assert time.time() - t > 10  # it was retried once, after backoff
+    assert engine.pipeline("q").state == "Error"
+
+
+def test_offsets_out_of_range_fail_by_default_or_resume_with_a_recorded_gap(engine, broker, topic):
+    # Tansu keeps no retention and has no DeleteRecords, so the committed offsets are made
+    # to fall outside the broker's range by recreating the topic with fewer records.
+    broker.produce(topic, events(400), partitions=4)
+    make(engine, broker, topic)
+    engine.run_batches("p", 3, until_idle=True)
+    assert engine.offsets("p") == {"0": 100, "1": 100, "2": 100, "3": 100}
+    broker.delete_topic(topic)
+    time.sleep(0.5)
+    broker.create_topic(topic, 4)
+    broker.produce(topic, events(40, start=1000), partitions=4)
+    time.sleep(2.1)  # drained partitions are re-polled after IDLE_RECHECK_S
+    with pytest.raises(OffsetOutOfRangeError) as e:
+        engine.run_batch("p")
+    assert f"offset 100 of topic '{topic}' partition" in str(e.value)
+    assert "out of range" in str(e.value)
+    assert engine.pipeline("p").state == "Error"
+
+    engine.alter_pipeline("p", on_offset_out_of_range="earliest")
+    engine.run_batches("p", 3, until_idle=True)
+    assert ids(engine) == list(range(400)) + list(range(1000, 1040))
+    gaps = [e for e in engine.errors("p") if e["kind"] == "offset_out_of_range"]
+    assert sorted(g["partition"] for g in gaps) == ["0", "1", "2", "3"]
+    assert all(g["offset"] == 100 and "resumed at earliest offset 0" in g["reason"] for g in gaps)
+
+
+def test_partitions_added_while_running_are_read_from_earliest(engine, broker, topic):
+    # Tansu refuses CreatePartitions, so the topic is recreated with 6 partitions and the
+    # old 4 refilled to the same offsets: to a consumer, exactly partitions 4 and 5 added.
+    broker.produce(topic, events(400), partitions=4)
+    make(engine, broker, topic)
+    engine.start("p")
+    deadline = time.time() + 60
+    while engine.offsets("p") != {str(p): 100 for p in range(4)} and time.time() < deadline:
+        time.sleep(0.2)
+    engine.stop("p")  # only while the topic is briefly missing: that is an error by itself
+    broker.delete_topic(topic)
+    time.sleep(0.5)
+    broker.create_topic(topic, 6)
+    broker.produce(topic, events(400, start=10_000), partitions=4)  # refill 0-3 to offset 100
+    engine.start("p")
+    broker.produce(topic, events(60, start=5000), partitions=6)  # 10 more in each partition
+    want = list(range(400)) + list(range(5000, 5060))
+    while time.time() < deadline and ids(engine) != want:
+        time.sleep(0.3)
+    engine.stop("p")
+    assert ids(engine) == want
+    offsets = engine.offsets("p")
+    assert offsets == {"0": 110, "1": 110, "2": 110, "3": 110, "4": 10, "5": 10}
+    assert engine.pipeline("p").state == "Stopped"
+
+
+def test_latest_starts_at_the_end_for_a_new_pipeline(engine, broker, topic):
+    broker.produce(topic, events(100), partitions=4)
+    make(engine, broker, topic, offsets="latest")
+    engine.run_batches("p", 2, until_idle=True)
+    broker.produce(topic, events(8, start=100), partitions=4)
+    engine.run_batches("p", 3, until_idle=True)
+    assert ids(engine) == list(range(100, 108))

@@ -1,0 +1,97 @@
+import datetime as dt
+
+import pyarrow as pa
+import pytest
+
+from sparkpipes.config import CsvOptions, FieldMapping
+from sparkpipes.errors import ConfigError
+from sparkpipes.formats import build_decoder
+
+SCHEMA = pa.schema(
+    [
+        ("id", pa.int64()),
+        ("name", pa.string()),
+        ("score", pa.float64()),
+        ("ts", pa.timestamp("us", tz="UTC")),
+    ]
+)
+
+
+def values(*items):
+    return pa.array([i if isinstance(i, bytes) or i is None else i.encode() for i in items])
+
+
+def test_json_fast_path_with_nested_mapping_and_unknown_fields():
+    d = build_decoder("json", SCHEMA, [FieldMapping("score", ("m", "s"))])
+    out = d.decode(
+        values(
+            '{"id": 1, "name": "a", "m": {"s": 1.5}, "ts": "2026-01-02T03:04:05Z", "x": 9}',
+            '{"id": 2}',
+        )
+    )
+    assert out.errors == ()
+    assert out.kept.to_pylist() == [0, 1]
+    rows = out.table.to_pylist()
+    assert rows[0]["score"] == 1.5 and rows[0]["name"] == "a"
+    assert rows[0]["ts"] == dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC)
+    assert rows[1] == {"id": 2, "name": None, "score": None, "ts": None}
+    assert out.table.schema == SCHEMA
+
+
+def test_json_bad_records_are_reported_by_index_and_the_rest_kept():
+    d = build_decoder("json", SCHEMA)
+    out = d.decode(
+        values(
+            '{"id": 1, "name": 7, "ts": 1700000000000}',  # lenient: number→string, epoch ms
+            "{not json",
+            '[1, 2]',
+            '{"id": "x"}',
+            b"",
+            '{"id": 99999999999999999999}',
+            '{"id": 5}',
+        )
+    )
+    assert out.kept.to_pylist() == [0, 6]
+    assert out.table.column("name").to_pylist() == ["7", None]
+    assert out.table.column("ts")[0].as_py() == dt.datetime(2023, 11, 14, 22, 13, 20, tzinfo=dt.UTC)
+    reasons = {e.index: e.reason for e in out.errors}
+    assert set(reasons) == {1, 2, 3, 4, 5}
+    assert reasons[1].startswith("invalid JSON")
+    assert "expected a JSON object, got list" in reasons[2]
+    assert "column 'id': cannot convert 'x' to int64" in reasons[3]
+    assert "column 'id'" in reasons[5] and "out of range" in reasons[5]
+
+
+def test_json_value_with_newlines_is_one_record():
+    d = build_decoder("json", SCHEMA)
+    out = d.decode(values('{\n"id": 1,\n"name": "a"\n}', '{"id": 2}'))
+    assert out.errors == ()
+    assert out.table.column("id").to_pylist() == [1, 2]
+
+
+def test_csv_fast_and_slow_paths():
+    d = build_decoder("csv", SCHEMA, csv=CsvOptions(delimiter="|"))
+    out = d.decode(values('1|a|2.5|2026-01-01T00:00:00Z', '2|"b|c"|3|'))
+    assert out.errors == ()
+    assert out.table.column("name").to_pylist() == ["a", "b|c"]
+    out = d.decode(values("1|a|2.5|", "2|b", "x|b|1|", "4|d|1|"))
+    assert out.kept.to_pylist() == [0, 3]
+    reasons = {e.index: e.reason for e in out.errors}
+    assert reasons[1] == "expected 4 fields, found 2"
+    assert "column 'id'" in reasons[2]
+
+
+def test_raw_into_one_string_column_and_invalid_utf8_is_an_error():
+    d = build_decoder("raw", pa.schema([("line", pa.string())]))
+    out = d.decode(values("hello", b"\xff\xfe", "world"))
+    assert out.table.column("line").to_pylist() == ["hello", "world"]
+    assert [(e.index, e.reason) for e in out.errors] == [(1, "not valid UTF-8 text (byte 0)")]
+    with pytest.raises(ConfigError, match="one STRING or BINARY column"):
+        build_decoder("raw", SCHEMA)
+
+
+def test_unknown_and_planned_formats():
+    with pytest.raises(ConfigError, match="unknown format 'xml'"):
+        build_decoder("xml", SCHEMA)
+    with pytest.raises(ConfigError, match="not supported yet"):
+        build_decoder("avro", SCHEMA)
