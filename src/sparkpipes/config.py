@@ -72,7 +72,9 @@ def parse_json_object(text: str | Mapping[str, Any] | None, *, what: str) -> dic
     try:
         value = json.loads(text)
     except json.JSONDecodeError as e:
-        raise ConfigError(f"{what} is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}")
+        raise ConfigError(
+            f"{what} is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}"
+        ) from None
     if not isinstance(value, dict):
         raise ConfigError(f"{what} must be a JSON object, got {type(value).__name__}")
     return value

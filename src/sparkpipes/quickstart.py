@@ -41,6 +41,7 @@ def run(warehouse: str, catalog_url: str | None, events: int) -> int:
         n = broker.produce("events", datagen(events), partitions=4)
         print(f"Produced {n} events to topic 'events' in {time.time() - t:.1f}s", file=out)
         print("Starting Spark ...", file=out, flush=True)
+        eng.spark  # noqa: B018 - start the session before timing the pipeline
         eng.drop_pipeline("events_pipeline", if_exists=True)
         eng.drop_table("events", if_exists=True)
         eng.create_table("events", "ts BIGINT, uuid STRING, count INT")

@@ -30,9 +30,7 @@ def pg_url():
 def test_pipeline_history_and_errors_in_postgres(tmp_path, pg_url, broker, topic):
     from sparkpipes import Engine
 
-    broker.produce(
-        topic, [json.dumps({"id": i}) for i in range(200)] + ["{bad"], partitions=4
-    )
+    broker.produce(topic, [json.dumps({"id": i}) for i in range(200)] + ["{bad"], partitions=4)
     with Engine(tmp_path / "wh", catalog_url=pg_url) as eng:
         eng.create_table("t", "id BIGINT")
         eng.create_pipeline(
@@ -60,7 +58,9 @@ def test_pipeline_history_and_errors_in_postgres(tmp_path, pg_url, broker, topic
     with db.connect() as c:
         row = c.execute(sa.text("SELECT definition, credentials FROM sp_pipelines")).one()
         dumped = " ".join(
-            str(r) for t in ("sp_batches", "sp_errors") for r in c.execute(sa.text(f"SELECT * FROM {t}"))
+            str(r)
+            for t in ("sp_batches", "sp_errors")
+            for r in c.execute(sa.text(f"SELECT * FROM {t}"))
         )
     db.dispose()
     assert "s3cret-pw" not in row.definition and "s3cret-pw" not in dumped

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 
@@ -48,12 +49,13 @@ def test_json_four_partitions_exactly_once_with_batch_limits(engine, broker, top
     assert ids(engine) == list(range(4000))
     assert engine.offsets("p") == {"0": 1000, "1": 1000, "2": 1000, "3": 1000}
     t = engine.table_arrow("events")
-    pairs = set(zip(t.column("__source_partition").to_pylist(), t.column("__source_offset").to_pylist()))
+    parts, offs = t.column("__source_partition"), t.column("__source_offset")
+    pairs = set(zip(parts.to_pylist(), offs.to_pylist()))
     assert len(pairs) == 4000
     # batches in the catalog chain: each starts where the previous ended
     done = [b for b in engine.batches("p") if b["state"] == "Succeeded"]
     assert [b["batch_id"] for b in done] == list(range(1, len(done) + 1))
-    for prev, cur in zip(done, done[1:]):
+    for prev, cur in itertools.pairwise(done):
         for part in cur["partitions"]:
             assert part["start"] == prev["offsets"][part["partition"]]
     # more data later continues from the committed offsets, via Spark SQL too
@@ -126,14 +128,20 @@ def test_skip_parser_errors_records_them_and_commits_the_rest(engine, broker, to
 
 def test_unknown_or_dangerous_client_option_is_refused_up_front(engine, broker, topic):
     engine.create_table("events", SCHEMA)
-    with pytest.raises(ConfigError, match="unknown or unsupported Kafka option 'fetch.speed'"):
+    with pytest.raises(ConfigError, match=r"unknown or unsupported Kafka option 'fetch\.speed'"):
         engine.create_pipeline(
-            "p", source="kafka", location=f"{broker.bootstrap}/{topic}", table="events",
+            "p",
+            source="kafka",
+            location=f"{broker.bootstrap}/{topic}",
+            table="events",
             config={"fetch.speed": "max"},
         )
-    with pytest.raises(ConfigError, match="sasl.jaas.config"):
+    with pytest.raises(ConfigError, match=r"sasl\.jaas\.config"):
         engine.create_pipeline(
-            "p", source="kafka", location=f"{broker.bootstrap}/{topic}", table="events",
+            "p",
+            source="kafka",
+            location=f"{broker.bootstrap}/{topic}",
+            table="events",
             config='{"sasl.jaas.config": "x"}',
         )
     with pytest.raises(NotFoundError):
@@ -142,14 +150,16 @@ def test_unknown_or_dangerous_client_option_is_refused_up_front(engine, broker, 
 
 def test_missing_topic_and_unreachable_broker(engine, broker):
     engine.create_table("events", SCHEMA)
-    engine.create_pipeline("p", source="kafka", location=f"{broker.bootstrap}/nope", table="events", max_retries=0)
+    engine.create_pipeline(
+        "p", source="kafka", location=f"{broker.bootstrap}/nope", table="events", max_retries=0
+    )
     with pytest.raises(Exception, match="topic 'nope' does not exist"):
         engine.run_batch("p")
     engine.create_pipeline(
         "q", source="kafka", location="127.0.0.1:1/events", table="events", max_retries=1
     )
     t = time.time()
-    with pytest.raises(SourceUnavailableError, match="cannot reach Kafka at 127.0.0.1:1"):
+    with pytest.raises(SourceUnavailableError, match=r"cannot reach Kafka at 127\.0\.0\.1:1"):
         engine.run_batch("q")
     assert time.time() - t > 10  # it was retried once, after backoff
     assert engine.pipeline("q").state == "Error"
@@ -214,3 +224,28 @@ def test_latest_starts_at_the_end_for_a_new_pipeline(engine, broker, topic):
     broker.produce(topic, events(8, start=100), partitions=4)
     engine.run_batches("p", 3, until_idle=True)
     assert ids(engine) == list(range(100, 108))
+
+
+def test_max_partitions_per_batch_rotates_over_all_partitions(engine, broker, topic):
+    broker.produce(topic, events(400), partitions=4)
+    make(engine, broker, topic, max_partitions_per_batch=2)
+    results = engine.run_batches("p", 10, until_idle=True)
+    assert all(len(r.partitions) <= 2 for r in results)
+    assert ids(engine) == list(range(400))
+    assert engine.offsets("p") == {"0": 100, "1": 100, "2": 100, "3": 100}
+
+
+def test_metadata_provider_answers_offsets_and_times(broker, topic):
+    from sparkpipes.sources import build_source
+
+    before = int(time.time() * 1000) - 1
+    broker.produce(topic, events(10), partition=3)
+    meta = build_source("kafka", f"{broker.bootstrap}/{topic}", {}, {}).metadata()
+    try:
+        assert meta.partitions() == ["0", "1", "2", "3"]
+        assert meta.earliest("3") == 0
+        assert meta.end("3") == 10  # exact, whatever the broker's high watermark says
+        assert meta.offset_for_timestamp("3", before) == 0
+        assert meta.earliest("0") == meta.end("0") == 0
+    finally:
+        meta.close()

@@ -27,7 +27,9 @@ def build_session(master: str | None = None, conf: Mapping[str, str] | None = No
     builder = SparkSession.builder.appName("sparkpipes").master(
         master or os.environ.get("SPARKPIPES_SPARK_MASTER", "local[*]")
     )
-    for k, v in {**DEFAULTS, **(conf or {})}.items():
+    log4j = os.path.join(os.path.dirname(__file__), "log4j2.properties")
+    quiet = {"spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{log4j}"}
+    for k, v in {**DEFAULTS, **quiet, **(conf or {})}.items():
         builder = builder.config(k, v)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel(os.environ.get("SPARKPIPES_SPARK_LOG_LEVEL", "ERROR"))

@@ -62,7 +62,6 @@ class FileMetadata(MetadataProvider):
         return dict(START)
 
     def latest(self, partition: str) -> dict:
-        size = os.path.getsize(partition)
         with open(partition, "rb") as f:
             data = f.read()
         end = data.rfind(b"\n") + 1

@@ -250,7 +250,7 @@ class KafkaMetadata(MetadataProvider):
         (tp,) = self._client().offsets_for_times(
             [TopicPartition(self.source.topic, int(partition), ts_ms)], timeout=self.timeout_s
         )
-        return tp.offset if tp.offset >= 0 else self.latest(partition)
+        return tp.offset if tp.offset >= 0 else self.end(partition)
 
     def lag(self, partition: str, committed: Any) -> int | None:
         if not isinstance(committed, int):

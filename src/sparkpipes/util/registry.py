@@ -52,7 +52,9 @@ class Registry:
             module = importlib.import_module(module_name)
         except ImportError as e:
             extra = f"; install it with: {hint}" if hint else ""
-            raise ConfigError(f"{self.what} '{name}' needs {e.name}, which is missing{extra}")
+            raise ConfigError(
+                f"{self.what} '{name}' needs {e.name}, which is missing{extra}"
+            ) from None
         obj = getattr(module, attr)
         self._loaded[key] = obj
         return obj

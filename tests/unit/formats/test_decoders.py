@@ -44,7 +44,7 @@ def test_json_bad_records_are_reported_by_index_and_the_rest_kept():
         values(
             '{"id": 1, "name": 7, "ts": 1700000000000}',  # lenient: number→string, epoch ms
             "{not json",
-            '[1, 2]',
+            "[1, 2]",
             '{"id": "x"}',
             b"",
             '{"id": 99999999999999999999}',
@@ -71,7 +71,7 @@ def test_json_value_with_newlines_is_one_record():
 
 def test_csv_fast_and_slow_paths():
     d = build_decoder("csv", SCHEMA, csv=CsvOptions(delimiter="|"))
-    out = d.decode(values('1|a|2.5|2026-01-01T00:00:00Z', '2|"b|c"|3|'))
+    out = d.decode(values("1|a|2.5|2026-01-01T00:00:00Z", '2|"b|c"|3|'))
     assert out.errors == ()
     assert out.table.column("name").to_pylist() == ["a", "b|c"]
     out = d.decode(values("1|a|2.5|", "2|b", "x|b|1|", "4|d|1|"))

@@ -27,7 +27,11 @@ def test_kafka_accepts_allowed_options_and_credentials():
     src = build_source(
         "kafka",
         "a:1,b:2/events",
-        {"security.protocol": "SASL_SSL", "ssl.ca.location": "/ca", "isolation.level": "read_committed"},
+        {
+            "security.protocol": "SASL_SSL",
+            "ssl.ca.location": "/ca",
+            "isolation.level": "read_committed",
+        },
         {"sasl.password": Secret("pw")},
     )
     assert (src.servers, src.topic) == ("a:1,b:2", "events")

@@ -1,0 +1,69 @@
+import datetime as dt
+
+import pyarrow as pa
+import pytest
+
+from sparkpipes.catalog import Catalog
+from sparkpipes.errors import AlreadyExistsError, CatalogError, NotFoundError
+
+
+@pytest.fixture
+def cat(tmp_path):
+    c = Catalog(f"sqlite:///{tmp_path / 'c.db'}")
+    yield c
+    c.close()
+
+
+def test_tables_and_pipelines_round_trip(cat):
+    schema = pa.schema([("a", pa.int64())])
+    cat.create_table("t", "/x", "`a` BIGINT", schema)
+    assert cat.table("t").schema == schema
+    with pytest.raises(AlreadyExistsError):
+        cat.create_table("t", "/x", "", schema)
+    cat.create_pipeline("p", "id1", "kafka", "t", {"name": "p"}, {"sasl.password": "pw"}, "Stopped")
+    assert cat.pipeline("p").definition == {"name": "p"}
+    assert cat.credentials("p") == {"sasl.password": "pw"}
+    with pytest.raises(NotFoundError, match="pipeline 'q' does not exist"):
+        cat.pipeline("q")
+    cat.update_pipeline("p", state="Running")
+    assert cat.pipeline("p").state == "Running"
+
+
+def test_errors_of_a_retried_batch_replace_not_duplicate(cat):
+    errs = [{"partition": "0", "offset": 5, "reason": "bad"}]
+    cat.replace_errors("id1", "p", 3, errs)
+    cat.replace_errors("id1", "p", 3, errs + [{"partition": "1", "offset": 2, "reason": "x"}])
+    assert [(e["partition"], e["offset"]) for e in cat.errors("id1")] == [("0", 5), ("1", 2)]
+
+
+def test_batches_and_last_succeeded(cat):
+    now = dt.datetime.now()
+    cat.record_batch(
+        pipeline_id="i",
+        pipeline_name="p",
+        batch_id=1,
+        attempt=1,
+        state="Succeeded",
+        started_at=now,
+        offsets={"0": 3},
+    )
+    cat.record_batch(
+        pipeline_id="i",
+        pipeline_name="p",
+        batch_id=2,
+        attempt=1,
+        state="Failed",
+        started_at=now,
+        error="boom",
+    )
+    assert cat.last_succeeded("i") == (1, {"0": 3})
+    assert [b["state"] for b in cat.batches("i")] == ["Succeeded", "Failed"]
+
+
+def test_unreachable_catalog_is_a_clear_error():
+    with pytest.raises(CatalogError, match="cannot open catalog"):
+        Catalog("postgresql+psycopg2://nobody:secretpw@127.0.0.1:1/x")
+    try:
+        Catalog("postgresql+psycopg2://nobody:secretpw@127.0.0.1:1/x")
+    except CatalogError as e:
+        assert "secretpw" not in str(e)

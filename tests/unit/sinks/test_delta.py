@@ -1,0 +1,56 @@
+"""The Delta sink's half of the commit protocol, on a real delta-rs table."""
+
+import json
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable
+
+from sparkpipes.errors import SchemaMismatchError
+from sparkpipes.sinks import Committed, DeltaSink
+
+SCHEMA = pa.schema([("id", pa.int64()), ("s", pa.string())])
+
+
+@pytest.fixture
+def sink(tmp_path):
+    s = DeltaSink(str(tmp_path / "t"), SCHEMA, "t")
+    s.create()
+    return s
+
+
+def test_files_are_invisible_until_the_one_commit(sink):
+    f1 = sink.write_file(pa.table({"id": [1, 2], "s": ["a", "b"]}), "part-b1-p0")
+    f2 = sink.write_file(pa.table({"id": [3], "s": ["c"]}), "part-b1-p1")
+    assert DeltaTable(sink.uri).to_pyarrow_table().num_rows == 0
+    assert json.loads(f1.stats)["numRecords"] == 2
+    assert json.loads(f1.stats)["minValues"] == {"id": 1}
+    assert sink.commit([f1, f2], app_id="a", batch_id=1, offsets={"0": 2, "1": 1})
+    dt = DeltaTable(sink.uri)
+    assert sorted(dt.to_pyarrow_table().column("id").to_pylist()) == [1, 2, 3]
+    assert dt.transaction_version("a") == 1
+    assert sink.committed("a") == Committed(1, {"0": 2, "1": 1})
+
+
+def test_a_replayed_batch_is_skipped(sink):
+    f = sink.write_file(pa.table({"id": [1], "s": ["a"]}), "p")
+    assert sink.commit([f], app_id="a", batch_id=1, offsets={"0": 1})
+    again = sink.write_file(pa.table({"id": [1], "s": ["a"]}), "p")
+    assert not sink.commit([again], app_id="a", batch_id=1, offsets={"0": 1})
+    assert DeltaTable(sink.uri).to_pyarrow_table().num_rows == 1
+    assert sink.commit([], app_id="a", batch_id=2, offsets={"0": 1, "1": 0})  # offsets only
+    assert sink.committed("a") == Committed(2, {"0": 1, "1": 0})
+
+
+def test_the_table_wins_over_a_stale_catalog_hint(sink):
+    for b in (1, 2, 3):
+        sink.commit([], app_id="a", batch_id=b, offsets={"0": b * 10})
+        sink.commit([], app_id="other", batch_id=b, offsets={"0": -b})
+    assert sink.committed("a", hint=Committed(2, {"0": 20})) == Committed(3, {"0": 30})
+    assert sink.committed("a", hint=Committed(3, {"0": 30})) == Committed(3, {"0": 30})
+    assert sink.committed("nobody") is None
+
+
+def test_data_that_does_not_fit_the_table_is_refused(sink):
+    with pytest.raises(SchemaMismatchError, match="does not fit table 't'"):
+        sink.write_file(pa.table({"id": ["x"], "s": ["a"]}), "p")

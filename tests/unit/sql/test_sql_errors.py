@@ -1,0 +1,293 @@
+"""Invalid input raises ParseError / SemanticError located at the offending token."""
+
+import pytest
+
+from sparkpipes.errors import SparkpipesError
+from sparkpipes.sql import ParseError, SemanticError, parse, parse_one
+
+
+def error_of(sql: str) -> ParseError:
+    with pytest.raises(ParseError) as info:
+        parse(sql)
+    return info.value
+
+
+def test_error_classes_and_codes():
+    assert issubclass(ParseError, SparkpipesError)
+    assert issubclass(SemanticError, ParseError)
+    assert ParseError.code == "SP700"
+    assert SemanticError.code == "SP701"
+
+
+def test_message_shows_position_token_and_caret():
+    err = error_of("CREATE PIPELINE p AS LOAD DATA INTO TABLE t")
+    assert type(err) is ParseError
+    assert (err.line, err.column, err.token) == (1, 32, "INTO")
+    assert err.statement_text == "CREATE PIPELINE p AS LOAD DATA INTO TABLE t"
+    head, source, caret = str(err).split("\n")
+    assert head.startswith("[SP700] syntax error at line 1, column 32: unexpected 'INTO' (expected")
+    assert source == "CREATE PIPELINE p AS LOAD DATA INTO TABLE t"
+    assert caret == " " * 31 + "^"
+
+
+def test_typo_in_keyword():
+    err = error_of("CREATE PIPLINE p AS LOAD DATA KAFKA 'x' INTO TABLE t")
+    assert (err.line, err.column, err.token) == (1, 8, "PIPLINE")
+    assert "unexpected 'PIPLINE'" in err.message
+    assert "PIPELINE" in err.message
+    assert str(err).endswith("CREATE PIPLINE p AS LOAD DATA KAFKA 'x' INTO TABLE t\n       ^")
+
+
+def test_typo_in_later_keyword():
+    err = error_of("CREATE PIPELINE p AS LOAD DATA KAFKA 'x' BATCH_INTERVALL 5 INTO TABLE t")
+    assert (err.line, err.column, err.token) == (1, 42, "BATCH_INTERVALL")
+
+
+def test_missing_into():
+    err = error_of("CREATE PIPELINE p AS LOAD DATA KAFKA 'x' TABLE t")
+    assert (err.line, err.column, err.token) == (1, 42, "TABLE")
+    assert "INTO" in err.message
+    err = error_of("CREATE PIPELINE p AS LOAD DATA KAFKA 'x'")
+    assert (err.line, err.column, err.token) == (1, 41, None)
+    assert err.message.startswith("unexpected end of statement (expected ")
+    assert "INTO" in err.message
+
+
+def test_unterminated_string():
+    err = error_of("SELECT 1;\nSET x = 'abc\n  more")
+    assert (err.line, err.column, err.token) == (2, 9, "'")
+    assert err.message == "unterminated string literal"
+    assert str(err).split("\n")[1:] == ["SET x = 'abc", "        ^"]
+
+
+@pytest.mark.parametrize(
+    ("sql", "message", "column"),
+    [
+        ('SELECT "abc', "unterminated string literal", 8),
+        ("SELECT `abc", "unterminated quoted identifier", 8),
+        ("SELECT 1 /* abc", "unterminated comment", 10),
+        ("SET x = 'it''s", "unterminated string literal", 13),
+        ("SET x = 'a\\'", "unterminated string literal", 9),
+    ],
+)
+def test_unterminated_tokens(sql, message, column):
+    err = error_of(sql)
+    assert (err.message, err.line, err.column) == (message, 1, column)
+
+
+def test_bad_json_config_points_at_the_literal():
+    err = error_of("CREATE PIPELINE p AS LOAD DATA KAFKA 'x'\n  CONFIG '{bad'\n  INTO TABLE t")
+    assert type(err) is SemanticError
+    assert (err.line, err.column, err.token) == (2, 10, "'{bad'")
+    assert "CONFIG is not valid JSON" in err.message
+    assert str(err).startswith("[SP701] invalid statement at line 2, column 10: CONFIG")
+    assert str(err).split("\n")[1:] == ["  CONFIG '{bad'", "         ^"]
+
+
+@pytest.mark.parametrize("value", ["[1, 2]", "1", '"s"', "null"])
+def test_config_and_credentials_must_be_json_objects(value):
+    sql = f"CREATE PIPELINE p AS LOAD DATA KAFKA 'x' CREDENTIALS '{value}' INTO TABLE t"
+    err = error_of(sql)
+    assert type(err) is SemanticError
+    assert err.message == "CREDENTIALS must be a JSON object"
+    assert err.column == sql.index("'" + value) + 1
+
+
+def test_error_on_line_three_of_a_script():
+    sql = "START PIPELINE p;\nSTOP PIPELINE p;\n\tCREATE TABLE t (a INT, b VARCHR(3))"
+    err = error_of(sql)
+    assert type(err) is SemanticError
+    assert (err.line, err.column, err.token) == (3, 27, "VARCHR")
+    assert err.message == "unknown type 'VARCHR'"
+    assert err.statement_text == "CREATE TABLE t (a INT, b VARCHR(3))"
+    assert str(err).split("\n")[1:] == ["\tCREATE TABLE t (a INT, b VARCHR(3))", "\t" + " " * 25 + "^"]
+
+
+def test_syntax_error_after_statement_starting_mid_line():
+    err = error_of("SHOW PIPELINES; START PIPELINE p FOREGROUND LIMIT x BATCHES")
+    assert (err.line, err.column, err.token) == (1, 51, "x")
+    assert str(err).split("\n")[2] == " " * 50 + "^"
+
+
+def test_syntax_error_in_expression():
+    err = error_of("CREATE PIPELINE p AS LOAD DATA KAFKA 'x' INTO TABLE t\nWHERE (a > ) AND b")
+    assert (err.line, err.column, err.token) == (2, 12, ")")
+
+
+def test_reserved_word_as_name_needs_backquotes():
+    err = error_of("CREATE TABLE select (a INT)")
+    assert (err.column, err.token) == (14, "select")
+    assert "backquoted" in err.message
+    assert parse_one("CREATE TABLE `select` (a INT)").name == "select"
+
+
+def test_unexpected_character():
+    err = error_of("START PIPELINE p {")
+    assert (err.column, err.token) == (18, "{")
+
+
+@pytest.mark.parametrize(
+    ("sql", "message", "token"),
+    [
+        (
+            "CREATE PIPELINE p AS LOAD DATA KAFKA 'x' BATCH_INTERVAL 1 BATCH_INTERVAL 2 "
+            "INTO TABLE t",
+            "BATCH_INTERVAL is given more than once",
+            "BATCH_INTERVAL 2",
+        ),
+        (
+            "CREATE PIPELINE p AS LOAD DATA KAFKA 'x' CONFIG '{}' CONFIG '{}' INTO TABLE t",
+            "CONFIG is given more than once",
+            "CONFIG '{}'",
+        ),
+        (
+            "CREATE PIPELINE p AS LOAD DATA KAFKA 'x' SKIP ALL ERRORS SKIP PARSER ERRORS "
+            "INTO TABLE t",
+            "SKIP … ERRORS is given more than once",
+            "SKIP PARSER ERRORS",
+        ),
+        (
+            "CREATE PIPELINE p AS LOAD DATA KAFKA 'x' REPLACE IGNORE INTO TABLE t",
+            "REPLACE / IGNORE is given more than once",
+            "IGNORE",
+        ),
+        (
+            "CREATE PIPELINE p AS LOAD DATA KAFKA 'x' FORMAT JSON INTO TABLE t FORMAT JSON",
+            "FORMAT is given more than once",
+            "FORMAT JSON",
+        ),
+        (
+            "CREATE PIPELINE p AS LOAD DATA KAFKA 'x' BATCH_INTERVAL -5 INTO TABLE t",
+            "BATCH_INTERVAL must be at least 0, got -5",
+            "-5",
+        ),
+        (
+            "CREATE PIPELINE p AS LOAD DATA KAFKA 'x' BATCH_INTERVAL 2.5 INTO TABLE t",
+            "BATCH_INTERVAL must be an integer",
+            "2.5",
+        ),
+        (
+            "CREATE PIPELINE p AS LOAD DATA KAFKA 'x' MAX_PARTITIONS_PER_BATCH 0 INTO TABLE t",
+            "MAX_PARTITIONS_PER_BATCH must be at least 1, got 0",
+            "0",
+        ),
+        (
+            "CREATE PIPELINE p AS LOAD DATA KAFKA 'x' INTO TABLE t FORMAT XML",
+            "unknown format 'XML' (expected AVRO, CSV, JSON, PARQUET, RAW)",
+            "XML",
+        ),
+        (
+            "CREATE PIPELINE p AS LOAD DATA KAFKA 'x' INTO TABLE t FORMAT JSON (a <- a, b)",
+            "a column list cannot mix mappings (<-) and plain columns",
+            "b",
+        ),
+        (
+            "CREATE PIPELINE p AS LOAD DATA KAFKA 'x' INTO TABLE t (a <- a)",
+            "field mappings (<-) need FORMAT JSON, AVRO or PARQUET",
+            "(a <- a)",
+        ),
+        (
+            "CREATE PIPELINE p AS LOAD DATA KAFKA 'x' INTO TABLE t FORMAT JSON "
+            "FIELDS TERMINATED BY ','",
+            "FIELDS applies to CSV only",
+            "FIELDS TERMINATED BY ','",
+        ),
+        (
+            "CREATE PIPELINE p AS LOAD DATA FS 'x' INTO TABLE t "
+            "FIELDS TERMINATED BY ',' TERMINATED BY ';'",
+            "TERMINATED BY is given more than once",
+            "TERMINATED BY ';'",
+        ),
+        (
+            "CREATE PIPELINE p AS LOAD DATA FS 'x' INTO TABLE t (a) (b)",
+            "the column list is given more than once",
+            "(b)",
+        ),
+        (
+            "CREATE PIPELINE p AS LOAD DATA FS 'x' INTO TABLE t SET a = 1, a = 2",
+            "SET of column 'a' is given more than once",
+            "a = 2",
+        ),
+        ("START PIPELINE p FOREGROUND LIMIT 0 BATCHES", "LIMIT … BATCHES must be at least 1, got 0", "0"),
+        ("ALTER PIPELINE p SET OFFSETS '[1]'", "OFFSETS must be a JSON object", "'[1]'"),
+        (
+            "ALTER PIPELINE p SET OFFSETS LATEST, OFFSETS EARLIEST",
+            "OFFSETS is given more than once",
+            "OFFSETS EARLIEST",
+        ),
+        ("CREATE TABLE t (a INT, A TEXT)", "column 'A' is given more than once", "A TEXT"),
+        ("CREATE TABLE t (a INT NULL NOT NULL)", "NULL / NOT NULL is given more than once", "NOT NULL"),
+        ("CREATE TABLE t (a INT, KEY (b))", "key column 'b' is not a column of the table", "KEY (b)"),
+        ("CREATE TABLE t (a INT, KEY ())", "a key needs at least one column", "KEY ()"),
+        (
+            "CREATE TABLE t (a INT PRIMARY KEY, PRIMARY KEY (a))",
+            "PRIMARY KEY is given more than once",
+            "PRIMARY KEY (a)",
+        ),
+        ("CREATE TABLE t (a ARRAY)", "ARRAY needs its element types in <…>", "ARRAY"),
+        ("CREATE TABLE t (a INT<STRING>)", "INT does not take <…> arguments", "INT"),
+        ("CREATE TABLE t (a MAP<INT>)", "MAP takes 2 type argument(s)", "MAP"),
+        ("CREATE TABLE t (a STRUCT<INT>)", "STRUCT members need a name (name: type)", "INT"),
+        ("CREATE TABLE t (a ARRAY<x: INT>)", "ARRAY takes types, not named fields", "x: INT"),
+        ("CREATE TABLE t (a VARCHAR(1, 2))", "VARCHAR takes at most 1 parameter(s)", "(1, 2)"),
+        ("CREATE TABLE t (a TEXT UNSIGNED)", "TEXT cannot be UNSIGNED", "UNSIGNED"),
+        ("CREATE TABLE `` (a INT)", "empty identifier", "``"),
+        ("CREATE INDEX i ON t ()", "an index needs at least one column", "()"),
+        ("SET x = 1e999", "number is out of range", "1e999"),
+        ("CREATE PROCEDURE p(a INT, A INT) AS BEGIN END", "parameter 'A' is given more than once", "A INT"),
+    ],
+)
+def test_semantic_errors(sql, message, token):
+    err = error_of(sql)
+    assert type(err) is SemanticError
+    assert err.message == message
+    assert err.token == token
+    assert err.column == sql.rindex(token) + 1
+
+
+@pytest.mark.parametrize(
+    ("sql", "message"),
+    [
+        ("CREATE PROCEDURE p() AS x", "a procedure body starts with BEGIN or DECLARE"),
+        ("CREATE PROCEDURE p() AS BEGIN x", "a procedure body ends with END"),
+    ],
+)
+def test_procedure_body_shape(sql, message):
+    err = error_of(sql)
+    assert type(err) is ParseError
+    assert err.message == message
+
+
+def test_parse_one_needs_exactly_one_statement():
+    err = error_of_one("SELECT 1; SELECT 2")
+    assert (err.line, err.column) == (1, 11)
+    assert err.message == "expected exactly one statement, found 2"
+    err = error_of_one("-- nothing")
+    assert err.message == "expected exactly one statement, found 0"
+    assert parse_one("SELECT 1;") == parse("SELECT 1")[0]
+
+
+def error_of_one(sql: str) -> ParseError:
+    with pytest.raises(ParseError) as info:
+        parse_one(sql)
+    return info.value
+
+
+def test_error_serializes_with_position():
+    d = error_of("SHOW TABLES LIKE").to_dict()
+    assert d["code"] == "SP700"
+    assert (d["line"], d["column"]) == (1, 17)
+    assert d["type"] == "ParseError"
+
+
+def test_long_lines_are_shown_around_the_error():
+    err = error_of("SET x = '" + "a" * 300 + "' oops")
+    assert (err.column, err.token) == (312, "oops")
+    source, caret = str(err).split("\n")[1:]
+    assert len(source) <= 160
+    assert source[len(caret) - 1 :].startswith("oops")
+
+
+def test_non_text_input_is_a_parse_error():
+    with pytest.raises(ParseError):
+        parse(None)  # type: ignore[arg-type]
