@@ -99,6 +99,9 @@ class FieldMapping:
     """``column <- path``: where in the record a table column comes from.
 
     ``path`` is a tuple of keys into nested JSON objects (``a::b`` becomes ``("a", "b")``).
+    A ``column`` starting with ``@`` is a variable: loaded for ``SET`` expressions only.
+    For CSV the mappings list the fields in order. Given any mapping, table columns it
+    does not name are not loaded (NULL unless a ``SET`` fills them).
     """
 
     column: str
@@ -131,6 +134,9 @@ class PipelineSpec:
     on_offset_out_of_range: str = "fail"
     provenance: bool = False
     fetch_timeout_ms: int = 200
+    assignments: tuple[tuple[str, str], ...] = ()
+    where: str | None = None
+    skip_lines: int = 0
 
     def __post_init__(self) -> None:
         _check(self.name, "pipeline name")
@@ -147,6 +153,7 @@ class PipelineSpec:
                 pipeline=self.name,
             )
         for key, low in (
+            ("skip_lines", 0),
             ("batch_interval_ms", 0),
             ("max_offsets_per_batch_partition", 1),
             ("max_retries", 0),
@@ -179,6 +186,7 @@ class PipelineSpec:
         )
         kw["credentials"] = {k: Secret(v) for k, v in creds.items()}
         kw["mapping"] = tuple(_mapping(m) for m in kw.get("mapping") or ())
+        kw["assignments"] = tuple((str(c), str(e)) for c, e in kw.get("assignments") or ())
         csv = kw.get("csv")
         if isinstance(csv, Mapping):
             reject_unknown(csv, {f.name for f in dataclasses.fields(CsvOptions)}, what="csv option")
@@ -214,11 +222,13 @@ def _mapping(m: Any) -> FieldMapping:
         return m
     column, path = m
     if isinstance(path, str):
-        path = tuple(p for p in path.split("::") if p)
-    path = tuple(str(p) for p in path)
-    if not path:
+        if path.strip() in ("", "%"):
+            path = () if path.strip() == "%" else None
+        else:
+            path = tuple(p for p in path.split("::") if p and p != "%")
+    if path is None:
         raise ConfigError(f"field mapping for column '{column}' has an empty path")
-    return FieldMapping(str(column), path)
+    return FieldMapping(str(column), tuple(str(p) for p in path))
 
 
 def _check(name: str, what: str) -> None:

@@ -51,7 +51,8 @@ N_RECORDS = 100_000
 PARTITIONS = 4
 INITIAL_RECORDS = 40_000  # produced before the first start: 10,000 per partition of backlog
 MAX_OFFSETS = 3_000  # the child pipeline's max_offsets_per_batch_partition
-PRODUCE_SECONDS = 220.0  # the other 60,000 records trickle in over about this long
+RUN_SECONDS = 13.0  # first guess of one start-batch-kill cycle; then measured
+CHUNK = (25, 400)  # records per producer chunk: small, so that nearly every batch commits
 RANDOM_KILLS = 20
 POINT_SLOTS = 8  # crash-point runs are among the first runs, while records still arrive
 KILL_DELAY_S = (1.5, 6.0)
@@ -78,6 +79,8 @@ class RecordProducer:
         self.error: BaseException | None = None
         self.next_id = 0
         self.chunks = 0
+        self.finished_at = 0.0
+        self.target_end = time.time() + 300.0  # when to be done: moved by the kill loop
         self._stop = threading.Event()
         self._producer = Producer(
             {
@@ -123,12 +126,14 @@ class RecordProducer:
         self._thread.start()
 
     def _run(self) -> None:
-        rate = max(N_RECORDS - self.next_id, 1) / PRODUCE_SECONDS
         try:
             while self.next_id < N_RECORDS and not self._stop.is_set():
-                chunk = self.rng.randint(1_000, 6_000)
+                chunk = self.rng.randint(*CHUNK)
                 self.produce(chunk)
+                # pace the rest to end at target_end, so records arrive during every run
+                rate = max(N_RECORDS - self.next_id, 1) / max(self.target_end - time.time(), 5)
                 self._stop.wait(chunk / rate * self.rng.uniform(0.5, 1.5))
+            self.finished_at = time.time()
         except BaseException as e:
             self.error = e
 
@@ -436,7 +441,7 @@ def check_run(run: Run, tag: str) -> None:
             run.outcome = f"batch {a.version} committed and recorded"
     elif run.kind == "random":
         if a.version == b.version + c:
-            run.outcome = "before commit"
+            run.outcome = "files written, not committed" if new_orphans else "no files written"
         elif a.version == b.version + c + 1:
             run.outcome = (
                 "after commit, before record"
@@ -466,6 +471,7 @@ def test_crash_exactly_once(broker, tmp_path):
     current: Run | None = None
     try:
         producer.produce(INITIAL_RECORDS)
+        producer.target_end = time.time() + RUN_SECONDS * (len(schedule) - 1)
         producer.start()
 
         for index, (kind, param) in enumerate(schedule):
@@ -496,6 +502,8 @@ def test_crash_exactly_once(broker, tmp_path):
             run.seconds = time.time() - run.t0
             run.after = read_state(warehouse)
             runs.append(run)
+            average = sum(r.seconds for r in runs) / len(runs)
+            producer.target_end = time.time() + average * (len(schedule) - index - 2)
             check_run(run, tag)
             print(
                 f"run {index:2d} {kind:12s} {param:5.2f}: {run.seconds:5.1f}s, "
@@ -506,7 +514,6 @@ def test_crash_exactly_once(broker, tmp_path):
 
         assert producer.join(PRODUCER_TIMEOUT_S), f"{tag}: producer did not finish"
         assert producer.error is None, f"{tag}: producer failed: {producer.error!r}"
-        produced_at = time.time()
         (warehouse / "done").touch()
         current = final = start_child(len(schedule), "final", 0, args, tmp_path, runs[-1].after)
         try:
@@ -622,7 +629,8 @@ def test_crash_exactly_once(broker, tmp_path):
     orphans = sorted(state.orphans)
     print(
         f"\ncrash test {tag} passed in {time.time() - started:.0f}s "
-        f"(producer done after {produced_at - started:.0f}s, final run {final.seconds:.0f}s): "
+        f"(producer done after {producer.finished_at - started:.0f}s, final run "
+        f"{final.seconds:.0f}s): "
         f"{sum(kinds.values())} kills {dict(kinds)}; random kills {dict(outcomes)}; "
         f"{state.version} batches committed, {len(unrecorded)} unrecorded in the catalog; "
         f"{len(orphans)} unreferenced files of {len({batch_of(f) for f in orphans})} killed "

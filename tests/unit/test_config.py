@@ -51,6 +51,7 @@ def test_mapping_paths_accept_singlestore_double_colon():
     assert [(m.column, m.path) for m in s.mapping] == [("a", ("x", "y")), ("b", ("z",))]
     with pytest.raises(ConfigError, match="empty path"):
         spec(mapping=[("a", "")])
+    assert spec(mapping=[("a", "%")]).mapping[0].path == ()  # the whole record
 
 
 def test_errors_carry_context_across_processes():

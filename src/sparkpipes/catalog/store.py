@@ -33,7 +33,7 @@ tables_t = sa.Table(
     sa.Column("location", sa.Text, nullable=False),
     sa.Column("ddl", sa.Text, nullable=False),
     sa.Column("arrow_schema", sa.Text, nullable=False),
-    sa.Column("keys", sa.Text, nullable=False, default="[]"),
+    sa.Column("options", sa.Text, nullable=False, default="{}"),
     sa.Column("created_at", sa.DateTime, nullable=False),
 )
 
@@ -113,8 +113,13 @@ class TableRecord:
     location: str
     ddl: str
     schema: pa.Schema
-    keys: list[dict[str, Any]]
+    options: dict[str, Any]  # keys, computed columns, …
     created_at: dt.datetime
+
+    @property
+    def computed(self) -> dict[str, str]:
+        """Computed columns, in order: name → expression (computed at ingest)."""
+        return dict(self.options.get("computed", {}))
 
 
 @dataclass(frozen=True)
@@ -154,7 +159,14 @@ class Catalog:
         return self.engine.begin()
 
     # -- tables -----------------------------------------------------------------------
-    def create_table(self, name: str, location: str, ddl: str, schema: pa.Schema, keys=()) -> None:
+    def create_table(
+        self,
+        name: str,
+        location: str,
+        ddl: str,
+        schema: pa.Schema,
+        options: dict[str, Any] | None = None,
+    ) -> None:
         try:
             with self._tx() as c:
                 c.execute(
@@ -163,7 +175,7 @@ class Catalog:
                         location=location,
                         ddl=ddl,
                         arrow_schema=schema_to_text(schema),
-                        keys=json.dumps(list(keys)),
+                        options=json.dumps(options or {}),
                         created_at=_now(),
                     )
                 )
@@ -180,7 +192,7 @@ class Catalog:
             row.location,
             row.ddl,
             schema_from_text(row.arrow_schema),
-            json.loads(row.keys),
+            json.loads(row.options),
             row.created_at,
         )
 
@@ -188,6 +200,14 @@ class Catalog:
         with self._tx() as c:
             names = [r.name for r in c.execute(sa.select(tables_t.c.name).order_by("name"))]
         return [self.table(n) for n in names]
+
+    def update_table(self, name: str, **values: Any) -> None:
+        if "schema" in values:
+            values["arrow_schema"] = schema_to_text(values.pop("schema"))
+        if "options" in values:
+            values["options"] = json.dumps(values["options"])
+        with self._tx() as c:
+            c.execute(tables_t.update().where(tables_t.c.name == name).values(**values))
 
     def drop_table(self, name: str) -> None:
         with self._tx() as c:
@@ -337,7 +357,10 @@ class Catalog:
     def last_succeeded(self, pipeline_id: str) -> tuple[int, dict[str, Any]] | None:
         q = (
             sa.select(batches_t.c.batch_id, batches_t.c.offsets)
-            .where(batches_t.c.pipeline_id == pipeline_id, batches_t.c.state == "Succeeded")
+            .where(
+                batches_t.c.pipeline_id == pipeline_id,
+                batches_t.c.state.in_(("Succeeded", "OffsetsSet")),
+            )
             .order_by(batches_t.c.batch_id.desc())
             .limit(1)
         )

@@ -36,8 +36,10 @@ from typing import Any
 
 from sparkpipes.catalog import Catalog
 from sparkpipes.config import PipelineSpec
+from sparkpipes.engine import transform as tf
 from sparkpipes.engine.faults import crash_point
 from sparkpipes.engine.task import TaskSpec, run_task
+from sparkpipes.engine.transform import Transform
 from sparkpipes.errors import EngineError, SparkpipesError
 from sparkpipes.formats import Decoder
 from sparkpipes.sinks import AddFile, Committed, DeltaSink
@@ -81,7 +83,14 @@ class BatchRunner:
         sink: DeltaSink,
         catalog: Catalog,
         spark,
+        *,
+        output_schema=None,
+        transform: Transform | None = None,
+        staging: DeltaSink | None = None,
     ) -> None:
+        self.output_schema = output_schema
+        self.transform = transform or Transform()
+        self.staging = staging
         self.spec = spec
         self.pipeline_id = pipeline_id
         self.app_id = f"sparkpipes:{pipeline_id}"
@@ -126,6 +135,9 @@ class BatchRunner:
             candidates = (candidates[shift:] + candidates[:shift])[:limit]
         return Plan(batch_id, known, {p: offsets[p] for p in candidates}, offsets)
 
+    def forget_idle(self) -> None:
+        self._idle.clear()
+
     def _still_idle(self, partition: str) -> bool:
         """Skip a drained partition while its latest offset stays put, for a while only:
         a watermark can repeat (a recreated topic, a broker that under-reports it)."""
@@ -164,7 +176,23 @@ class BatchRunner:
                 self._idle[r["partition"]] = (watermarks[r["partition"]], time.time())
             else:
                 self._idle.pop(r["partition"], None)
-        rows = sum(r["rows"] for r in results)
+        staged: list[AddFile] = []
+        if self.transform and files:
+            staged = files
+            files = tf.run_staged(
+                self.spark,
+                staged,
+                self.staging.uri,
+                self.staging.schema,
+                self.transform,
+                self.sink,
+                f"part-b{plan.batch_id:08d}-t",
+            )
+        rows = (
+            sum(r["rows"] for r in results)
+            if not self.transform
+            else sum(f.num_records for f in files)
+        )
         nbytes = sum(r["bytes"] for r in results)
         parts = [
             {
@@ -203,6 +231,7 @@ class BatchRunner:
         )
         if not fresh:
             result.state = "Replayed"
+        self._drop_staging()
         crash_point("after_commit")
         result.seconds = time.time() - t0
         self.catalog.record_batch(
@@ -221,9 +250,14 @@ class BatchRunner:
         crash_point("after_record")
         return result
 
+    def _drop_staging(self) -> None:
+        if self.staging is not None:
+            tf.remove_staging(self.staging.uri)
+
     def _execute(self, plan: Plan) -> list[dict[str, Any]]:
         if not plan.starts:
             return []
+        self._drop_staging()  # leftovers of an attempt that did not commit
         specs = [
             TaskSpec(
                 pipeline=self.spec.name,
@@ -234,7 +268,9 @@ class BatchRunner:
                 source=self.source,
                 source_label=_label(self.source),
                 decoder=self.decoder,
-                sink=self.sink,
+                sink=self.staging if self.transform else self.sink,
+                output_schema=self.output_schema,
+                skip_lines=self.spec.skip_lines,
                 max_records=self.spec.max_offsets_per_batch_partition,
                 fetch_timeout_s=self.spec.fetch_timeout_ms / 1000,
                 skip_parser_errors=self.spec.skip_parser_errors,

@@ -18,6 +18,7 @@ offset out of range, bad option) or the last failed retry puts the pipeline into
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import os
 import threading
@@ -26,13 +27,18 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import pyarrow as pa
+
 from sparkpipes.catalog import Catalog, PipelineRecord
+from sparkpipes.catalog.views import PartitionOffsets
 from sparkpipes.config import PipelineSpec
 from sparkpipes.engine.batch import BatchResult, BatchRunner
 from sparkpipes.engine.schema import to_arrow, to_spark
 from sparkpipes.engine.task import OFFSET_COLUMN, PARTITION_COLUMN
+from sparkpipes.engine.transform import Transform
 from sparkpipes.errors import (
     ConfigError,
+    DecodeError,
     NotFoundError,
     PipelineStateError,
     SparkpipesError,
@@ -110,20 +116,30 @@ class Engine:
         schema: Any,
         *,
         keys: Sequence[Mapping[str, Any]] = (),
+        computed: Mapping[str, str] | None = None,
         if_not_exists: bool = False,
     ) -> None:
-        """Create a Delta table from Spark DDL text, a StructType or an Arrow schema."""
+        """Create a Delta table from Spark DDL text, a StructType or an Arrow schema.
+
+        ``keys`` (SingleStore-style PRIMARY / SHARD / SORT / KEY) are recorded in the
+        catalog. ``computed`` maps columns of the schema to SQL expressions over the other
+        columns, evaluated whenever rows are loaded (``col AS (expr) PERSISTED type``).
+        """
         PipelineSpec.build(name="x", source="fs", location="x", table=name)  # name check
         if if_not_exists and name in self.tables():
             return
         if isinstance(schema, str):
             self.spark  # noqa: B018 - DDL parsing needs a session
         arrow, ddl = to_arrow(schema)
+        for col in computed or {}:
+            if col not in arrow.names:
+                raise ConfigError(f"computed column '{col}' is not a column of table '{name}'")
         location = os.path.join(self.warehouse, "tables", name)
         sink = DeltaSink(location, arrow, name)
         if sink.exists():
             raise ConfigError(f"a Delta table already exists at {location}; drop it first")
-        self.catalog.create_table(name, location, ddl, arrow, keys)
+        options = {"keys": [dict(k) for k in keys], "computed": dict(computed or {})}
+        self.catalog.create_table(name, location, ddl, arrow, options)
         try:
             sink.create()
         except Exception:
@@ -146,6 +162,68 @@ class Engine:
         import shutil
 
         shutil.rmtree(rec.location, ignore_errors=True)
+
+    def add_column(self, table: str, column: str, type_ddl: str, computed: str | None = None):
+        """Add a column (NULL in existing rows; a computed column is computed for rows
+        loaded from now on)."""
+        from deltalake.schema import Field
+
+        rec = self.catalog.table(table)
+        if column in rec.schema.names:
+            raise ConfigError(f"table '{table}' already has a column '{column}'")
+        self.spark  # noqa: B018 - DDL parsing needs a session
+        arrow, ddl = to_arrow(f"`{column}` {type_ddl}")
+        from deltalake import DeltaTable
+
+        DeltaTable(rec.location).alter.add_columns([Field.from_arrow(arrow.field(0))])
+        options = dict(rec.options)
+        if computed:
+            options["computed"] = {**rec.computed, column: computed}
+        self.catalog.update_table(
+            table,
+            schema=rec.schema.append(arrow.field(0)),
+            ddl=f"{rec.ddl}, {ddl}",
+            options=options,
+        )
+        with self._lock:
+            for name in [p.name for p in self.catalog.pipelines() if p.table == table]:
+                self._runners.pop(name, None)
+
+    def add_key(self, table: str, key: Mapping[str, Any]) -> None:
+        """Record a key / index (SingleStore-style) on the table; Delta enforces none."""
+        rec = self.catalog.table(table)
+        missing = [c for c in key.get("columns", ()) if c not in rec.schema.names]
+        if missing:
+            raise ConfigError(f"table '{table}' has no column(s) {', '.join(missing)}")
+        options = dict(rec.options)
+        options["keys"] = [*options.get("keys", []), dict(key)]
+        self.catalog.update_table(table, options=options)
+
+    def insert(self, table: str, df) -> int:
+        """Append a DataFrame's rows (columns by name; computed columns are computed) in
+        one Delta commit. Returns the number of rows written."""
+        from sparkpipes.engine import transform as tf
+
+        rec = self.catalog.table(table)
+        sink = DeltaSink(rec.location, rec.schema, rec.name)
+        out = tf.apply(df, Transform(computed=tuple(rec.computed.items())), rec.schema)
+        files = tf.write_dataframe(out, sink, "part-insert")
+        if files:
+            sink.commit_files(files, operation="INSERT")
+        return sum(f.num_records for f in files)
+
+    # -- variables --------------------------------------------------------------------
+    def variables(self) -> dict[str, Any]:
+        from sparkpipes.engine.variables import resolve
+
+        return resolve(self.catalog.variables())
+
+    def set_variable(self, name: str, value: Any) -> Any:
+        from sparkpipes.engine.variables import coerce
+
+        v = coerce(name, value)
+        self.catalog.set_variable(name.lower(), str(v))
+        return v
 
     def tables(self) -> list[str]:
         return [t.name for t in self.catalog.tables()]
@@ -205,7 +283,7 @@ class Engine:
         build_source(spec.source, spec.location, spec.config, spec.credentials)
         names = set(schema.names)
         for m in spec.mapping:
-            if m.column not in names:
+            if m.column not in names and not m.column.startswith("@"):
                 raise ConfigError(
                     f"field mapping names column '{m.column}', which table '{spec.table}' "
                     f"does not have (columns: {', '.join(schema.names)})",
@@ -220,15 +298,27 @@ class Engine:
                     f"{', '.join(missing)})",
                     pipeline=spec.name,
                 )
-        build_decoder(spec.format, self._data_schema(spec, schema), spec.mapping, spec.csv)
+        if spec.skip_lines and spec.source != "fs":
+            raise ConfigError("IGNORE n LINES applies to files only", pipeline=spec.name)
+        build_decoder(spec.format, self._load_schema(spec, schema, {}), spec.mapping, spec.csv)
 
     @staticmethod
-    def _data_schema(spec: PipelineSpec, schema):
-        if not spec.provenance:
-            return schema
-        import pyarrow as pa
-
-        return pa.schema([f for f in schema if f.name not in (PARTITION_COLUMN, OFFSET_COLUMN)])
+    def _load_schema(spec: PipelineSpec, schema, computed: Mapping[str, str]):
+        """The columns a pipeline's decoder produces: the mapped ones (variables as
+        STRING), or every table column but computed and provenance ones."""
+        if spec.mapping:
+            return pa.schema(
+                [
+                    pa.field(m.column, schema.field(m.column).type)
+                    if m.column in schema.names
+                    else pa.field(m.column, pa.string())
+                    for m in spec.mapping
+                ]
+            )
+        skip = set(computed)
+        if spec.provenance:
+            skip |= {PARTITION_COLUMN, OFFSET_COLUMN}
+        return pa.schema([f for f in schema if f.name not in skip])
 
     def spec(self, name: str) -> PipelineSpec:
         rec = self.catalog.pipeline(name)
@@ -275,11 +365,40 @@ class Engine:
                 spec = self.spec(name)
                 table = self.catalog.table(spec.table)
                 source = build_source(spec.source, spec.location, spec.config, spec.credentials)
-                decoder = build_decoder(
-                    spec.format, self._data_schema(spec, table.schema), spec.mapping, spec.csv
-                )
+                load = self._load_schema(spec, table.schema, table.computed)
+                decoder = build_decoder(spec.format, load, spec.mapping, spec.csv)
                 sink = DeltaSink(table.location, table.schema, table.name)
-                runner = BatchRunner(spec, rec.id, source, decoder, sink, self.catalog, self.spark)
+                transform = Transform(spec.assignments, spec.where, tuple(table.computed.items()))
+                data = pa.schema(
+                    [f for f in table.schema if f.name not in (PARTITION_COLUMN, OFFSET_COLUMN)]
+                    if spec.provenance
+                    else list(table.schema)
+                )
+                staging = None
+                if transform:
+                    staged = list(load)
+                    if spec.provenance:
+                        staged += [
+                            table.schema.field(PARTITION_COLUMN),
+                            table.schema.field(OFFSET_COLUMN),
+                        ]
+                    staging = DeltaSink(
+                        os.path.join(table.location, "_sparkpipes_staging", rec.id),
+                        pa.schema(staged),
+                        f"{table.name} (staging)",
+                    )
+                runner = BatchRunner(
+                    spec,
+                    rec.id,
+                    source,
+                    decoder,
+                    sink,
+                    self.catalog,
+                    self.spark,
+                    output_schema=load if transform else data,
+                    transform=transform,
+                    staging=staging,
+                )
                 self._runners[name] = runner
             return runner
 
@@ -287,6 +406,123 @@ class Engine:
         """The committed end offset of every partition, read from the destination table."""
         committed = self._runner(name).committed()
         return dict(committed.offsets) if committed else {}
+
+    def set_offsets(self, name: str, offsets: str | Mapping[str, Any]) -> dict[str, Any]:
+        """Move a pipeline's offsets: ``"earliest"``, ``"latest"`` or {partition: offset}.
+
+        Done as an empty batch committed to the table, like any other: the offsets stay
+        in the one place they are read from, and a batch in flight cannot overwrite them.
+        """
+        with self._lock:
+            runner = self._runner(name)
+            committed = runner.committed()
+            current = dict(committed.offsets) if committed else {}
+            parts = runner.meta.partitions()
+            if isinstance(offsets, str):
+                if offsets.lower() not in ("earliest", "latest"):
+                    raise ConfigError(
+                        f"offsets must be EARLIEST, LATEST or a JSON object, got '{offsets}'",
+                        pipeline=name,
+                    )
+                new = {
+                    p: runner.source.start_offset(runner.meta, p, offsets.lower()) for p in parts
+                }
+            else:
+                unknown = [str(p) for p in offsets if str(p) not in parts]
+                if unknown:
+                    raise ConfigError(
+                        f"partition(s) {', '.join(unknown)} do not exist in the source "
+                        f"(partitions: {', '.join(parts)})",
+                        pipeline=name,
+                    )
+                new = {**current, **{str(p): v for p, v in offsets.items()}}
+            batch_id = committed.batch_id + 1 if committed else 1
+            runner.sink.commit([], app_id=runner.app_id, batch_id=batch_id, offsets=new)
+            self.catalog.record_batch(
+                pipeline_id=runner.pipeline_id,
+                pipeline_name=name,
+                batch_id=batch_id,
+                attempt=1,
+                state="OffsetsSet",
+                started_at=dt.datetime.now(dt.UTC).replace(tzinfo=None),
+                offsets=new,
+            )
+            runner.forget_idle()
+            return new
+
+    def test_pipeline(self, name: str, limit: int = 10):
+        """Decode up to ``limit`` records from the committed offsets; load nothing."""
+        runner = self._runner(name)
+        spec = runner.spec
+        committed = runner.committed()
+        offsets = dict(committed.offsets) if committed else {}
+        tables = []
+        left = limit
+        for p in runner.meta.partitions():
+            if left <= 0:
+                break
+            start = offsets.get(p)
+            if start is None:
+                start = runner.source.start_offset(runner.meta, p, spec.offsets)
+            consumer = runner.source.consumer(p, out_of_range="fail", pipeline=name)
+            try:
+                consumer.open(start)
+                fetched = consumer.fetch(left, max(spec.fetch_timeout_ms / 1000, 1.0))
+            finally:
+                consumer.close()
+            decoded = runner.decoder.decode(fetched.values)
+            if decoded.errors and not spec.skip_parser_errors:
+                e = decoded.errors[0]
+                raise DecodeError(
+                    f"cannot decode the record at partition {p} offset "
+                    f"{fetched.positions[e.index].as_py()}: {e.reason}",
+                    pipeline=name,
+                    partition=p,
+                )
+            tables.append(decoded.table)
+            left -= len(fetched)
+        if not tables:
+            return runner.decoder.schema.empty_table()
+        return pa.concat_tables(tables)
+
+    def offset_snapshot(self, rec: PipelineRecord) -> list[PartitionOffsets]:
+        """Per source partition: committed offset (from the table) and, if the source
+        answers, earliest / latest offsets and lag. For the information_schema views."""
+        runner = self._runner(rec.name)
+        committed = runner.committed()
+        offs = dict(committed.offsets) if committed else {}
+        try:
+            parts = runner.meta.partitions()
+        except SparkpipesError:
+            parts = []
+        out = []
+        for p in sorted(set(parts) | set(offs)):
+            earliest = latest = lag = size = None
+            if p in parts:
+                try:
+                    earliest = runner.meta.earliest(p)
+                    latest = runner.meta.end(p)
+                    if p in offs:
+                        lag = runner.meta.lag(p, offs[p])
+                    size = runner.meta.size(p)
+                except SparkpipesError:
+                    pass
+            out.append(
+                PartitionOffsets(
+                    p, runner.source.partition_key(p), offs.get(p), earliest, latest, lag, size
+                )
+            )
+        return out
+
+    def information_schema(self, view: str):
+        """An information_schema view (PIPELINES, PIPELINES_BATCHES, …) as an Arrow table."""
+        from sparkpipes.catalog import views
+
+        if view.upper() not in views.VIEWS:
+            raise NotFoundError(
+                f"information_schema.{view} does not exist (views: {', '.join(views.VIEWS)})"
+            )
+        return views.build(self.catalog, view, self.offset_snapshot)
 
     def batches(self, name: str) -> list[dict[str, Any]]:
         return self.catalog.batches(self.catalog.pipeline(name).id)
@@ -331,13 +567,15 @@ class Engine:
                 break
         return out
 
-    def start(self, name: str | None = None) -> None:
-        """Set the pipeline (or all) ``Running`` and make sure the scheduler thread runs."""
+    def start(self, name: str | None = None, *, run: bool = True) -> None:
+        """Set the pipeline (or all) ``Running``; with ``run``, make sure this engine's
+        scheduler thread runs it (else a ``sparkpipes run`` process will)."""
         names = [name] if name else [p.name for p in self.catalog.pipelines()]
         for n in names:
             self.catalog.pipeline(n)
             self.catalog.update_pipeline(n, state=RUNNING, last_error=None)
-        self._ensure_thread()
+        if run:
+            self._ensure_thread()
 
     def stop(self, name: str | None = None) -> None:
         """Set the pipeline (or all) ``Stopped``; a batch in flight finishes first."""

@@ -18,11 +18,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from sparkpipes.errors import DecodeError, EngineError, SparkpipesError
 from sparkpipes.formats import Decoder
 from sparkpipes.sinks import DeltaSink
-from sparkpipes.sources import Source
+from sparkpipes.sources import Fetched, Source
 
 PARTITION_COLUMN = "__source_partition"
 OFFSET_COLUMN = "__source_offset"
@@ -45,6 +46,8 @@ class TaskSpec:
     skip_parser_errors: bool
     out_of_range: str
     provenance: bool
+    output_schema: pa.Schema | None = None  # decoded columns are conformed to it
+    skip_lines: int = 0
     chunk_records: int = 50_000
     file_rows: int = 1_000_000
 
@@ -113,6 +116,9 @@ def _run(spec: TaskSpec, started: float) -> dict[str, Any]:
             remaining -= n
             read += n
             nbytes += fetched.values.nbytes
+            if spec.skip_lines:
+                keep = pc.greater_equal(fetched.positions, spec.skip_lines)
+                fetched = Fetched(fetched.values.filter(keep), fetched.positions.filter(keep))
             decoded = spec.decoder.decode(fetched.values)
             for err in decoded.errors:
                 offset = fetched.positions[err.index].as_py()
@@ -135,6 +141,8 @@ def _run(spec: TaskSpec, started: float) -> dict[str, Any]:
                     }
                 )
             table = decoded.table
+            if spec.output_schema is not None and table.schema != spec.output_schema:
+                table = conform(table, spec.output_schema)
             if spec.provenance:
                 table = table.append_column(
                     PARTITION_COLUMN, pa.array([spec.partition] * table.num_rows, pa.string())
@@ -163,6 +171,15 @@ def _run(spec: TaskSpec, started: float) -> dict[str, Any]:
         "drained": drained,
         "seconds": round(time.time() - started, 3),
     }
+
+
+def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """Columns of ``schema`` in its order; the ones the decoder did not load are NULL."""
+    cols = [
+        table.column(f.name) if f.name in table.column_names else pa.nulls(table.num_rows, f.type)
+        for f in schema
+    ]
+    return pa.Table.from_arrays(cols, schema=schema)
 
 
 def _flush(spec: TaskSpec, tables: list[pa.Table], seq: int):

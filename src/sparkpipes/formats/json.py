@@ -48,6 +48,8 @@ class JsonDecoder(Decoder):
                 t = pa.string()
             elif not any(p(t) for p in _DIRECT):
                 return None, False
+            if not self.paths[f.name]:
+                return None, False  # the whole record: slow path
             node = tree
             *parents, leaf = self.paths[f.name]
             for key in parents:

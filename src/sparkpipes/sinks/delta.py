@@ -116,6 +116,7 @@ class DeltaSink:
                 ) from None
         rel = f"{prefix}-{uuid.uuid4().hex}.snappy.parquet"
         path = os.path.join(_local_path(self.uri), rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
         pq.write_table(table, path, compression="snappy")
         st = os.stat(path)
         return AddFile(rel, st.st_size, int(st.st_mtime * 1000), table.num_rows, _stats(table))
@@ -154,6 +155,24 @@ class DeltaSink:
         except Exception as e:
             raise SinkError(f"commit to Delta table '{self.name}' failed: {e}") from None
         return True
+
+    def commit_files(self, files: list[AddFile], *, operation: str = "WRITE") -> None:
+        """Append files in one commit, without an app transaction (INSERT)."""
+        from deltalake import CommitProperties
+        from deltalake.transaction import AddAction
+
+        actions = [
+            AddAction(f.path, f.size, {}, f.modification_time, True, f.stats) for f in files
+        ]
+        try:
+            self._table().create_write_transaction(
+                actions,
+                "append",
+                self.schema,
+                commit_properties=CommitProperties(custom_metadata={"sparkpipes.op": operation}),
+            )
+        except Exception as e:
+            raise SinkError(f"commit to Delta table '{self.name}' failed: {e}") from None
 
     def committed(self, app_id: str, hint: Committed | None = None) -> Committed | None:
         """The last batch ``app_id`` committed to this table, with its end offsets.

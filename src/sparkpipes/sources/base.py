@@ -78,8 +78,16 @@ class MetadataProvider(abc.ABC):
         """Offset of the first record at or after ``ts_ms``; sources without time say so."""
         raise NotImplementedError(f"{type(self).__name__} has no offsets by time")
 
+    def end(self, partition: str) -> Offset:
+        """The exact offset after the last record; ``latest`` unless the source knows better."""
+        return self.latest(partition)
+
     def lag(self, partition: str, committed: Offset) -> int | None:
-        """Records between ``committed`` and ``latest``, if the source can count them."""
+        """Records between ``committed`` and the end, if the source can count them."""
+        return None
+
+    def size(self, partition: str) -> int | None:
+        """Bytes in the partition, for sources of files."""
         return None
 
     def close(self) -> None:  # noqa: B027 - optional hook
@@ -139,3 +147,7 @@ class Source(abc.ABC):
     def describe(self) -> Mapping[str, Any]:
         """Non-secret summary for views and logs."""
         return {"source": self.name}
+
+    def partition_key(self, partition: str) -> Mapping[str, Any]:
+        """The partition as a JSON object (the KEY of PIPELINES_SOURCE_OFFSETS)."""
+        return {"partition": partition}

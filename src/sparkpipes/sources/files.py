@@ -50,6 +50,9 @@ class FileSource(Source):
     def describe(self) -> Mapping[str, Any]:
         return {"source": "fs", "pattern": self.pattern}
 
+    def partition_key(self, partition: str) -> Mapping[str, Any]:
+        return {"file": partition}
+
 
 class FileMetadata(MetadataProvider):
     def __init__(self, source: FileSource) -> None:
@@ -66,6 +69,9 @@ class FileMetadata(MetadataProvider):
             data = f.read()
         end = data.rfind(b"\n") + 1
         return {"byte": end, "line": data.count(b"\n", 0, end)}
+
+    def size(self, partition: str) -> int | None:
+        return os.path.getsize(partition) if os.path.exists(partition) else None
 
     def lag(self, partition: str, committed: Any) -> int | None:
         return max(0, self.latest(partition)["line"] - committed["line"])

@@ -145,10 +145,13 @@ class KafkaSource(Source):
     def start_offset(self, meta: MetadataProvider, partition: str, policy: str) -> int:
         if policy == "earliest":
             return meta.earliest(partition)
-        return meta.end(partition) if isinstance(meta, KafkaMetadata) else meta.latest(partition)
+        return meta.end(partition)
 
     def describe(self) -> Mapping[str, Any]:
         return {"source": "kafka", "servers": self.servers, "topic": self.topic}
+
+    def partition_key(self, partition: str) -> Mapping[str, Any]:
+        return {"topic": self.topic, "partition": int(partition)}
 
 
 def _new_consumer(source: KafkaSource, extra: Mapping[str, str] | None = None):
@@ -237,9 +240,10 @@ class KafkaMetadata(MetadataProvider):
         probe = _new_consumer(self.source)
         try:
             probe.assign([TopicPartition(self.source.topic, int(partition), high - 1)])
-            end = high
-            while msgs := probe.consume(10_000, timeout=1.0):
+            end, wait = high, 2.0
+            while msgs := probe.consume(1, timeout=wait) + probe.consume(10_000, timeout=0):
                 end = max([end, *(m.offset() + 1 for m in msgs if m.error() is None)])
+                wait = 0.2
             return end
         finally:
             probe.close()
@@ -255,7 +259,7 @@ class KafkaMetadata(MetadataProvider):
     def lag(self, partition: str, committed: Any) -> int | None:
         if not isinstance(committed, int):
             return None
-        return max(0, self.latest(partition) - committed)
+        return max(0, self.end(partition) - committed)
 
     def close(self) -> None:
         if self._consumer is not None:

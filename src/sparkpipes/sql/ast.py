@@ -388,8 +388,8 @@ class StopPipeline(Statement):
     if_running: bool = False
 
     def to_sql(self) -> str:
-        return "STOP PIPELINE " + ("IF RUNNING " if self.if_running else "") + quote_ident(
-            self.name
+        return (
+            "STOP PIPELINE " + ("IF RUNNING " if self.if_running else "") + quote_ident(self.name)
         )
 
 
@@ -409,9 +409,7 @@ class DropPipeline(Statement):
     if_exists: bool = False
 
     def to_sql(self) -> str:
-        return "DROP PIPELINE " + ("IF EXISTS " if self.if_exists else "") + quote_ident(
-            self.name
-        )
+        return "DROP PIPELINE " + ("IF EXISTS " if self.if_exists else "") + quote_ident(self.name)
 
 
 @dataclass(frozen=True)

@@ -24,23 +24,23 @@ KEYWORDS: tuple[str, ...] = tuple(
     ADD ALL ALTER AND AS AUTO_INCREMENT BATCHES BATCH_INTERVAL BETWEEN BTREE BY CASE CAST
     CHARACTER CHARSET CLUSTERED COLLATE COLUMN COLUMNS COLUMNSTORE COMMENT CONFIG CONSTRAINT
     CREATE CREDENTIALS DATA DEFAULT DESC DESCRIBE DISTINCT DIV DROP DUPLICATE EARLIEST ELSE
-    ENCLOSED END ERRORS ESCAPE ESCAPED EXISTS EXPLAIN FALSE FIELDS FOR FOREGROUND FORMAT FROM
-    GLOBAL GROUP HASH HAVING IF IGNORE ILIKE IN INDEX INFERRED INSERT INTERVAL INTO IS JOIN
-    KEY LATEST LIKE LIMIT LINES LOAD MAX_OFFSETS_PER_BATCH_PARTITION MAX_PARTITIONS_PER_BATCH
-    MAX_RETRIES_PER_BATCH_PARTITION MOD NOT NULL OFFSETS ON OPTIONALLY OR ORDER PARSER
-    PERSISTED PIPELINE PIPELINES PRIMARY PROCEDURE QUERY REFERENCE REGEXP REPLACE RETURNS
-    RLIKE ROWSTORE RUNNING SELECT SESSION SET SHARD SHOW SKIP SORT START STARTING STOP TABLE
-    TABLES TERMINATED TEST THEN TRUE UNION UNIQUE UNSIGNED USING VALUES VARIABLES WHEN WHERE
-    WITH XOR
-    """.split()
+    ENCLOSED END ERRORS ESCAPE ESCAPED EXISTS EXPLAIN FALSE FIELDS FOR FOREGROUND FORMAT
+    FROM GLOBAL GROUP HASH HAVING IF IGNORE ILIKE IN INDEX INFERRED INSERT INTERVAL INTO IS
+    JOIN KEY LATEST LIKE LIMIT LINES LOAD MAX_OFFSETS_PER_BATCH_PARTITION
+    MAX_PARTITIONS_PER_BATCH MAX_RETRIES_PER_BATCH_PARTITION MOD NOT NULL OFFSETS ON
+    OPTIONALLY OR ORDER PARSER PERSISTED PIPELINE PIPELINES PRIMARY PROCEDURE QUERY
+    REFERENCE REGEXP REPLACE RETURNS RLIKE ROWSTORE RUNNING SELECT SESSION SET SHARD SHOW
+    SKIP SORT START STARTING STOP TABLE TABLES TERMINATED TEST THEN TRUE UNION UNIQUE
+    UNSIGNED USING VALUES VARIABLES WHEN WHERE WITH XOR
+    """.split()  # noqa: SIM905
 )
 
 RESERVED: frozenset[str] = frozenset(
     """
-    AND AS BETWEEN BY CASE CREATE DISTINCT DROP ALTER ELSE END EXISTS FALSE FROM GROUP HAVING
-    IN INTERVAL INTO IS JOIN LIKE NOT NULL ON OR ORDER PRIMARY RLIKE REGEXP SELECT SET TABLE
-    THEN TRUE UNION UNIQUE WHEN WHERE WITH XOR
-    """.split()
+    AND AS BETWEEN BY CASE CREATE DISTINCT DROP ALTER ELSE END EXISTS FALSE FROM GROUP
+    HAVING IN INTERVAL INTO IS JOIN LIKE NOT NULL ON OR ORDER PRIMARY RLIKE REGEXP SELECT
+    SET TABLE THEN TRUE UNION UNIQUE WHEN WHERE WITH XOR
+    """.split()  # noqa: SIM905
 )
 
 _PUNCTUATION: dict[str, str] = {
@@ -127,8 +127,10 @@ if_not_exists: IF NOT EXISTS
 if_exists: IF EXISTS
 
 // ---------------------------------------------------------------- CREATE PIPELINE
-create_pipeline: CREATE or_replace? PIPELINE if_not_exists? name AS LOAD DATA name STRING pipeline_option* into_clause load_tail
-create_inferred_pipeline: CREATE or_replace? INFERRED PIPELINE if_not_exists? name AS LOAD DATA name STRING pipeline_option* (into_clause load_tail)?
+create_pipeline: CREATE or_replace? PIPELINE _pipeline_head into_clause load_tail
+create_inferred_pipeline: CREATE or_replace? INFERRED PIPELINE _pipeline_head _inferred_into?
+_inferred_into: into_clause load_tail
+_pipeline_head: if_not_exists? name AS LOAD DATA name STRING pipeline_option*
 
 ?pipeline_option: CONFIG STRING                               -> opt_config
                 | CREDENTIALS STRING                          -> opt_credentials
@@ -193,7 +195,8 @@ show_pipelines: SHOW PIPELINES
 show_create_pipeline: SHOW CREATE PIPELINE name
 show_variables: SHOW show_scope? VARIABLES (LIKE STRING)?
 show_tables: SHOW TABLES (LIKE STRING)?
-show_other: SHOW (CREATE | PIPELINES | TABLES | VARIABLES | show_scope | show_scope VARIABLES)? REST
+show_other: SHOW (CREATE | PIPELINES | TABLES | VARIABLES)? REST
+          | SHOW show_scope VARIABLES? REST
 // Not shared with SET's scope: LALR would merge the two states and their lookaheads, and
 // the lexer would then read SHOW GLOBAL STATUS's STATUS as an identifier, not as REST.
 show_scope: GLOBAL | SESSION
@@ -211,7 +214,8 @@ literal: STRING                -> lit_string
        | NULL                  -> lit_null
 
 // ---------------------------------------------------------------- tables
-create_table: CREATE table_storage? REFERENCE? TABLE if_not_exists? name "(" _table_element ("," _table_element)* ")"
+create_table: CREATE table_storage? REFERENCE? TABLE if_not_exists? name _table_elements
+_table_elements: "(" _table_element ("," _table_element)* ")"
 table_storage: ROWSTORE | COLUMNSTORE
 _table_element: column_def | computed_column | table_key
 
@@ -259,7 +263,8 @@ insert_query: (SELECT | WITH) REST?
 
 query: (SELECT | WITH | EXPLAIN | LPAR) REST?
 
-create_procedure: CREATE or_replace? PROCEDURE name "(" (proc_param ("," proc_param)*)? ")" (RETURNS data_type)? AS REST
+create_procedure: CREATE or_replace? PROCEDURE name _proc_params (RETURNS data_type)? AS REST
+_proc_params: "(" (proc_param ("," proc_param)*)? ")"
 proc_param: name (data_type | query_type)
 
 // ---------------------------------------------------------------- expressions (kept as text)

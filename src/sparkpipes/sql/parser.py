@@ -26,12 +26,12 @@ FORMATS = frozenset({"JSON", "CSV", "RAW", "AVRO", "PARQUET"})
 _MAPPING_FORMATS = frozenset({"JSON", "AVRO", "PARQUET"})
 _MAX_TYPE_DEPTH = 32
 _MAX_EXPECTED = 10
+_MAX_INT_BITS = 4096  # far below Python's int-to-text limit, so to_sql() can print it
 
 # Known type names and how many (…) parameters each takes.
 _TYPE_PARAMS: dict[str, int] = {
     **dict.fromkeys(
-        ["TINYINT", "SMALLINT", "MEDIUMINT", "INT", "INTEGER", "BIGINT", "BIT"]
-        + ["BYTE", "SHORT", "LONG"],
+        ["TINYINT", "SMALLINT", "MEDIUMINT", "INT", "INTEGER", "BIGINT", "BIT", "BYTE", "SHORT"],
         1,
     ),
     **dict.fromkeys(["BOOLEAN", "BOOL", "JSON", "DATE", "YEAR", "VARIANT", "STRING"], 0),
@@ -39,11 +39,12 @@ _TYPE_PARAMS: dict[str, int] = {
     **dict.fromkeys(["CHAR", "VARCHAR", "BINARY", "VARBINARY", "TEXT", "BLOB"], 1),
     **dict.fromkeys(["TINYTEXT", "MEDIUMTEXT", "LONGTEXT", "TINYBLOB", "MEDIUMBLOB"], 0),
     **dict.fromkeys(["LONGBLOB", "TIMESTAMP_NTZ", "TIMESTAMP_LTZ"], 0),
+    "LONG": 1,
     **dict.fromkeys(["TIME", "DATETIME", "TIMESTAMP"], 1),
 }
 _NUMERIC_TYPES = frozenset(
-    ["TINYINT", "SMALLINT", "MEDIUMINT", "INT", "INTEGER", "BIGINT", "BYTE", "SHORT", "LONG"]
-    + ["FLOAT", "DOUBLE", "REAL", "DECIMAL", "DEC", "NUMERIC"]
+    """TINYINT SMALLINT MEDIUMINT INT INTEGER BIGINT BYTE SHORT LONG
+    FLOAT DOUBLE REAL DECIMAL DEC NUMERIC""".split()  # noqa: SIM905
 )
 _GENERIC_TYPES = {"ARRAY": 1, "MAP": 2, "STRUCT": None}
 
@@ -122,8 +123,6 @@ def _expected(names: Iterable[str]) -> str:
 
 
 def _syntax_error(e: UnexpectedInput, text: str, span: script.Span) -> ParseError:
-    if isinstance(e, ParseError):  # pragma: no cover - never raised through Lark
-        return e
     stmt_text = text[span.start : span.end]
     expected: Iterable[str] = ()
     hint = ""
@@ -169,6 +168,19 @@ def _sub(tree: Tree, *data: str) -> Tree | None:
     return found[0] if found else None
 
 
+def _kw(tree: Tree, index: int = 0) -> Any:
+    """The type of the token at ``children[index]``: which keyword was written."""
+    tok = tree.children[index]
+    assert isinstance(tok, Token)
+    return str(tok.type)
+
+
+def _at(tree: Tree, index: int) -> Tree:
+    node = tree.children[index]
+    assert isinstance(node, Tree)
+    return node
+
+
 def _tok(tree: Tree, *types: str) -> Token | None:
     for c in tree.children:
         if isinstance(c, Token) and c.type in types:
@@ -176,16 +188,20 @@ def _tok(tree: Tree, *types: str) -> Token | None:
     return None
 
 
+# A node inlined by a ``?rule`` has its own meta narrowed to its child; the container
+# positions cover the whole rule it came from (a unary minus, say).
 def _start(node: Tree | Token) -> int:
     if isinstance(node, Token):
         return node.start_pos or 0
-    return node.meta.start_pos if not node.meta.empty else 0
+    meta = node.meta
+    return 0 if meta.empty else getattr(meta, "container_start_pos", meta.start_pos)
 
 
 def _end(node: Tree | Token) -> int:
     if isinstance(node, Token):
         return node.end_pos or 0
-    return node.meta.end_pos if not node.meta.empty else 0
+    meta = node.meta
+    return 0 if meta.empty else getattr(meta, "container_end_pos", meta.end_pos)
 
 
 def unquote_string(literal: str) -> str:
@@ -282,6 +298,8 @@ class _Builder:
                 value = float(text)
         except ValueError:
             self.fail("number is too large", tok)
+        if isinstance(value, int) and value.bit_length() > _MAX_INT_BITS:
+            self.fail("number is too large", tok)
         if isinstance(value, float) and value in (float("inf"), float("-inf")):
             self.fail("number is out of range", tok)
         return -value if negative else value
@@ -349,16 +367,14 @@ class _Builder:
                 fields["skip_errors"] = " ".join(str(t.type) for t in kind.children)
             elif opt.data == "opt_conflict":
                 self.once(seen, "conflict", opt, "REPLACE / IGNORE")
-                fields["on_conflict"] = str(opt.children[0].type)  # type: ignore[union-attr]
+                fields["on_conflict"] = _kw(opt)
             elif opt.data == "format_clause":
                 self.format_clause(opt, seen, fields)
             elif opt.data.startswith("opt_"):
                 self.setting(opt, seen, fields)
         into = _sub(tree, "into_clause")
         if into is not None:
-            kind_tok = _tok(into, "TABLE", "PROCEDURE")
-            assert kind_tok is not None
-            fields["target"] = a.Target(kind_tok.type, self.name(_sub(into, "name")))  # type: ignore[arg-type]
+            fields["target"] = a.Target(_kw(into, 1), self.name(_sub(into, "name")))
             tail = _sub(tree, "load_tail")
             assert tail is not None
             self.load_tail(tail, seen, fields)
@@ -367,8 +383,16 @@ class _Builder:
     _SETTINGS = {
         "opt_batch_interval": ("batch_interval", 0, "BATCH_INTERVAL"),
         "opt_max_partitions": ("max_partitions_per_batch", 1, "MAX_PARTITIONS_PER_BATCH"),
-        "opt_max_offsets": ("max_offsets_per_batch_partition", 1, "MAX_OFFSETS_PER_BATCH_PARTITION"),
-        "opt_max_retries": ("max_retries_per_batch_partition", 0, "MAX_RETRIES_PER_BATCH_PARTITION"),
+        "opt_max_offsets": (
+            "max_offsets_per_batch_partition",
+            1,
+            "MAX_OFFSETS_PER_BATCH_PARTITION",
+        ),
+        "opt_max_retries": (
+            "max_retries_per_batch_partition",
+            0,
+            "MAX_RETRIES_PER_BATCH_PARTITION",
+        ),
     }
 
     def setting(self, opt: Tree, seen: dict[str, Any], fields: dict[str, Any]) -> None:
@@ -540,7 +564,7 @@ class _Builder:
 
     def scope(self, tree: Tree) -> Any:
         scope = _sub(tree, "scope", "show_scope")
-        return None if scope is None else str(scope.children[0].type)  # type: ignore[union-attr]
+        return None if scope is None else _kw(scope)
 
     def _show_variables(self, tree: Tree) -> a.ShowVariables:
         like = _tok(tree, "STRING")
@@ -594,7 +618,7 @@ class _Builder:
             tuple(columns),
             tuple(k for _, k in keys),
             if_not_exists=_sub(tree, "if_not_exists") is not None,
-            storage=None if storage is None else storage.children[0].type,  # type: ignore[union-attr]
+            storage=None if storage is None else _kw(storage),
             reference=_tok(tree, "REFERENCE") is not None,
         )
 
@@ -624,7 +648,7 @@ class _Builder:
         if kind in ("attr_not_null", "attr_null"):
             return kind == "attr_null"
         if kind == "attr_default":
-            return self.literal(attr.children[1])  # type: ignore[arg-type]
+            return self.literal(_at(attr, 1))
         if kind == "attr_default_word":
             return a.Literal("word", self.name(_sub(attr, "name")))
         if kind == "attr_default_call":
@@ -650,10 +674,12 @@ class _Builder:
         key_name = _sub(tree, "name")
         using = _sub(tree, "index_using")
         return a.TableKey(
-            kind,  # type: ignore[arg-type]
+            kind,
             self.names(_sub(tree, "key_columns")),
             name=None if key_name is None else self.name(key_name),
-            using=None if using is None else " ".join(str(t.type) for t in using.children[1:]),  # type: ignore[union-attr]
+            using=None
+            if using is None
+            else " ".join(_kw(using, i) for i in range(1, len(using.children))),
         )
 
     def data_type(self, tree: Tree, depth: int = 0) -> a.DataType:
@@ -680,7 +706,8 @@ class _Builder:
                 self.fail("type parameters must be integers", tok)
             params.append(value)
         if len(params) > _TYPE_PARAMS[name]:
-            self.fail(f"{name} takes at most {_TYPE_PARAMS[name]} parameter(s)", params_tree)  # type: ignore[arg-type]
+            assert params_tree is not None
+            self.fail(f"{name} takes at most {_TYPE_PARAMS[name]} parameter(s)", params_tree)
         unsigned = _tok(tree, "UNSIGNED")
         if unsigned is not None and name not in _NUMERIC_TYPES:
             self.fail(f"{name} cannot be UNSIGNED", unsigned)
@@ -749,7 +776,7 @@ class _Builder:
         params = tuple(
             a.ProcedureParam(
                 self.name(_sub(p, "name")),
-                self.data_type(p.children[1]),  # type: ignore[arg-type]
+                self.data_type(_at(p, 1)),
             )
             for p in _subs(tree, "proc_param")
         )

@@ -100,7 +100,10 @@ def test_error_on_line_three_of_a_script():
     assert (err.line, err.column, err.token) == (3, 27, "VARCHR")
     assert err.message == "unknown type 'VARCHR'"
     assert err.statement_text == "CREATE TABLE t (a INT, b VARCHR(3))"
-    assert str(err).split("\n")[1:] == ["\tCREATE TABLE t (a INT, b VARCHR(3))", "\t" + " " * 25 + "^"]
+    assert str(err).split("\n")[1:] == [
+        "\tCREATE TABLE t (a INT, b VARCHR(3))",
+        "\t" + " " * 25 + "^",
+    ]
 
 
 def test_syntax_error_after_statement_starting_mid_line():
@@ -208,7 +211,11 @@ def test_unexpected_character():
             "SET of column 'a' is given more than once",
             "a = 2",
         ),
-        ("START PIPELINE p FOREGROUND LIMIT 0 BATCHES", "LIMIT … BATCHES must be at least 1, got 0", "0"),
+        (
+            "START PIPELINE p FOREGROUND LIMIT 0 BATCHES",
+            "LIMIT … BATCHES must be at least 1, got 0",
+            "0",
+        ),
         ("ALTER PIPELINE p SET OFFSETS '[1]'", "OFFSETS must be a JSON object", "'[1]'"),
         (
             "ALTER PIPELINE p SET OFFSETS LATEST, OFFSETS EARLIEST",
@@ -216,8 +223,16 @@ def test_unexpected_character():
             "OFFSETS EARLIEST",
         ),
         ("CREATE TABLE t (a INT, A TEXT)", "column 'A' is given more than once", "A TEXT"),
-        ("CREATE TABLE t (a INT NULL NOT NULL)", "NULL / NOT NULL is given more than once", "NOT NULL"),
-        ("CREATE TABLE t (a INT, KEY (b))", "key column 'b' is not a column of the table", "KEY (b)"),
+        (
+            "CREATE TABLE t (a INT NULL NOT NULL)",
+            "NULL / NOT NULL is given more than once",
+            "NOT NULL",
+        ),
+        (
+            "CREATE TABLE t (a INT, KEY (b))",
+            "key column 'b' is not a column of the table",
+            "KEY (b)",
+        ),
         ("CREATE TABLE t (a INT, KEY ())", "a key needs at least one column", "KEY ()"),
         (
             "CREATE TABLE t (a INT PRIMARY KEY, PRIMARY KEY (a))",
@@ -234,7 +249,11 @@ def test_unexpected_character():
         ("CREATE TABLE `` (a INT)", "empty identifier", "``"),
         ("CREATE INDEX i ON t ()", "an index needs at least one column", "()"),
         ("SET x = 1e999", "number is out of range", "1e999"),
-        ("CREATE PROCEDURE p(a INT, A INT) AS BEGIN END", "parameter 'A' is given more than once", "A INT"),
+        (
+            "CREATE PROCEDURE p(a INT, A INT) AS BEGIN END",
+            "parameter 'A' is given more than once",
+            "A INT",
+        ),
     ],
 )
 def test_semantic_errors(sql, message, token):

@@ -4,8 +4,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sql_cases import ALL
 
-from sparkpipes.sql import ParseError, parse, parse_one
-from sparkpipes.sql import grammar
+from sparkpipes.sql import ParseError, grammar, parse, parse_one
 
 SETTINGS = settings(max_examples=200, deadline=None)
 
@@ -126,3 +125,5 @@ def test_deep_nesting_is_handled():
     parses_or_raises_parse_error("INSERT INTO t VALUES (" + "(" * 2000 + "1" + ")" * 2001)
     parses_or_raises_parse_error("CREATE TABLE t (a " + "ARRAY<" * 500 + "INT" + ">" * 500 + ")")
     parses_or_raises_parse_error("SET x = " + "9" * 5000)
+    parses_or_raises_parse_error("SET x = 0x" + "f" * 5000)
+    parses_or_raises_parse_error("SET x = " + "9" * 5000 + ".5")

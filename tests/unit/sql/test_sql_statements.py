@@ -196,7 +196,7 @@ def test_pipeline_every_option_in_any_order():
         "create or replace pipeline if not exists p as load data s3 'b/k' "
         "skip all errors max_retries_per_batch_partition 2 credentials '{\"k\": 1}' "
         "max_offsets_per_batch_partition 100 max_partitions_per_batch 4 "
-        "config '{\"region\": \"eu\"}' batch_interval 0 replace into table t"
+        'config \'{"region": "eu"}\' batch_interval 0 replace into table t'
     )
     assert stmt == CreatePipeline(
         name="p",
@@ -296,7 +296,7 @@ def test_pipeline_set_and_where_keep_expression_text():
         "CREATE PIPELINE p AS LOAD DATA KAFKA 'x' INTO TABLE t FORMAT JSON (r <- %)\n"
         "SET a = CASE WHEN record::$kind = 'x' THEN record::%n * 2 ELSE NULL END,\n"
         "    b = CAST(record::ts AS   TIMESTAMP(6)),  -- a comment\n"
-        "    c = COALESCE(f(\"a;b\", (1 + 2)), 0)\n"
+        '    c = COALESCE(f("a;b", (1 + 2)), 0)\n'
         "WHERE record::$kind IN ('x', 'y') AND NOT (n BETWEEN 1 AND 10) OR s LIKE 'a%'"
     )
     assert stmt.assignments == (
@@ -417,13 +417,18 @@ def test_create_table_with_every_column_attribute_and_key():
             ),
             ColumnDef(
                 "m",
-                DataType("MAP", args=(DataType("STRING"), DataType("ARRAY", args=(DataType("INT"),)))),
+                DataType(
+                    "MAP", args=(DataType("STRING"), DataType("ARRAY", args=(DataType("INT"),)))
+                ),
             ),
             ColumnDef(
                 "s",
                 DataType(
                     "STRUCT",
-                    fields=(StructField("a", DataType("INT")), StructField("b", DataType("STRING"))),
+                    fields=(
+                        StructField("a", DataType("INT")),
+                        StructField("b", DataType("STRING")),
+                    ),
                 ),
             ),
             ColumnDef(
@@ -486,6 +491,11 @@ def test_computed_column_with_and_without_parentheses_is_the_same():
     b = parse_one("CREATE TABLE t (r JSON, s AS r::$status PERSISTED TEXT)")
     assert a == b
     assert a.columns[1] == ColumnDef("s", DataType("TEXT"), computed=Expr("r::$status"))
+
+
+def test_computed_column_keeps_a_leading_unary_operator():
+    stmt = parse_one("CREATE TABLE t (a INT, b AS (-a) PERSISTED INT, c AS + a PERSISTED INT)")
+    assert [c.computed for c in stmt.columns] == [None, Expr("-a"), Expr("+ a")]
 
 
 def test_primary_key_table_element():
@@ -638,8 +648,7 @@ def test_comments_are_ignored():
 
 def test_splitting_respects_strings_backquotes_and_comments():
     stmts = parse(
-        "SELECT ';' AS a; SELECT \";\" FROM `x;y`; -- c;\n"
-        "SELECT 1 /* ; */ ;;  ; SHOW PIPELINES"
+        "SELECT ';' AS a; SELECT \";\" FROM `x;y`; -- c;\nSELECT 1 /* ; */ ;;  ; SHOW PIPELINES"
     )
     assert stmts == [
         Query("SELECT ';' AS a"),

@@ -1,0 +1,330 @@
+"""``information_schema`` views: functions returning Arrow tables with declared schemas.
+
+Each view has a fixed schema (declared below, so an empty view still has its columns)
+and is built from the catalog, plus — for the offset views — a per-pipeline snapshot of
+source offsets that the engine supplies (the catalog itself never talks to a source).
+Offsets are shown as JSON text, since they need not be integers. Credentials never
+appear: definitions come from the catalog's redacted copy.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from sparkpipes.catalog.store import Catalog, PipelineRecord
+
+DATABASE = "sparkpipes"
+TS = pa.timestamp("us", tz="UTC")
+
+
+@dataclass(frozen=True)
+class PartitionOffsets:
+    """What the engine knows of one source partition of a pipeline, for the offset views."""
+
+    partition: str
+    key: Mapping[str, Any]  # the partition as JSON, e.g. {"topic": "t", "partition": 0}
+    committed: Any
+    earliest: Any = None
+    latest: Any = None
+    lag: int | None = None
+    size: int | None = None  # bytes, for files
+
+
+OffsetsFn = Callable[[PipelineRecord], Sequence[PartitionOffsets]]
+
+SCHEMAS: dict[str, pa.Schema] = {
+    "PIPELINES": pa.schema(
+        [
+            ("DATABASE_NAME", pa.string()),
+            ("PIPELINE_NAME", pa.string()),
+            ("PIPELINE_ID", pa.string()),
+            ("STATE", pa.string()),
+            ("SOURCE_TYPE", pa.string()),
+            ("TABLE_NAME", pa.string()),
+            ("CONFIG_JSON", pa.string()),
+            ("LAST_ERROR", pa.string()),
+            ("CREATED_AT", TS),
+            ("UPDATED_AT", TS),
+        ]
+    ),
+    "PIPELINES_BATCHES_SUMMARY": pa.schema(
+        [
+            ("DATABASE_NAME", pa.string()),
+            ("PIPELINE_NAME", pa.string()),
+            ("BATCH_ID", pa.int64()),
+            ("BATCH_ATTEMPT", pa.int32()),
+            ("BATCH_STATE", pa.string()),
+            ("BATCH_ROWS_WRITTEN", pa.int64()),
+            ("BATCH_BYTES_READ", pa.int64()),
+            ("BATCH_ERRORS", pa.int64()),
+            ("BATCH_TIME", pa.float64()),
+            ("ROWS_PER_SEC", pa.float64()),
+            ("BATCH_PARTITIONS", pa.int32()),
+            ("BATCH_START_TIME", TS),
+            ("BATCH_ERROR", pa.string()),
+        ]
+    ),
+    "PIPELINES_BATCHES": pa.schema(
+        [
+            ("DATABASE_NAME", pa.string()),
+            ("PIPELINE_NAME", pa.string()),
+            ("BATCH_ID", pa.int64()),
+            ("BATCH_ATTEMPT", pa.int32()),
+            ("BATCH_STATE", pa.string()),
+            ("BATCH_SOURCE_PARTITION_ID", pa.string()),
+            ("BATCH_EARLIEST_OFFSET", pa.string()),
+            ("BATCH_LATEST_OFFSET", pa.string()),
+            ("BATCH_ROWS_WRITTEN", pa.int64()),
+            ("BATCH_RECORDS_READ", pa.int64()),
+            ("BATCH_PARTITION_TIME", pa.float64()),
+            ("BATCH_START_TIME", TS),
+        ]
+    ),
+    "PIPELINES_OFFSETS": pa.schema(
+        [
+            ("DATABASE_NAME", pa.string()),
+            ("PIPELINE_NAME", pa.string()),
+            ("SOURCE_TYPE", pa.string()),
+            ("SOURCE_PARTITION_ID", pa.string()),
+            ("EARLIEST_OFFSET", pa.string()),
+            ("LATEST_OFFSET", pa.string()),
+            ("COMMITTED_OFFSET", pa.string()),
+            ("LAG", pa.int64()),
+        ]
+    ),
+    "PIPELINES_SOURCE_OFFSETS": pa.schema(
+        [
+            ("DATABASE_NAME", pa.string()),
+            ("PIPELINE_NAME", pa.string()),
+            ("TASK_ID", pa.int32()),
+            ("KEY", pa.string()),
+            ("VALUE", pa.string()),
+        ]
+    ),
+    "PIPELINES_ERRORS": pa.schema(
+        [
+            ("DATABASE_NAME", pa.string()),
+            ("PIPELINE_NAME", pa.string()),
+            ("BATCH_ID", pa.int64()),
+            ("ERROR_UNIX_TIMESTAMP", pa.float64()),
+            ("ERROR_TYPE", pa.string()),
+            ("ERROR_CODE", pa.string()),
+            ("ERROR_MESSAGE", pa.string()),
+            ("BATCH_SOURCE_PARTITION_ID", pa.string()),
+            ("BATCH_OFFSET", pa.string()),
+            ("LOAD_DATA_LINE", pa.string()),
+        ]
+    ),
+    "PIPELINES_FILES": pa.schema(
+        [
+            ("DATABASE_NAME", pa.string()),
+            ("PIPELINE_NAME", pa.string()),
+            ("SOURCE_TYPE", pa.string()),
+            ("FILE_NAME", pa.string()),
+            ("FILE_SIZE", pa.int64()),
+            ("FILE_STATE", pa.string()),
+            ("FILE_OFFSET", pa.string()),
+        ]
+    ),
+}
+SCHEMAS["PIPELINES_CURSORS"] = SCHEMAS["PIPELINES_OFFSETS"]
+
+
+def _j(v: Any) -> str | None:
+    return None if v is None else json.dumps(v, sort_keys=True)
+
+
+def _utc(t: dt.datetime | None) -> dt.datetime | None:
+    return None if t is None else t.replace(tzinfo=dt.UTC)
+
+
+def _table(name: str, rows: list[dict[str, Any]]) -> pa.Table:
+    return pa.Table.from_pylist(rows, schema=SCHEMAS[name])
+
+
+def pipelines(cat: Catalog) -> pa.Table:
+    rows = []
+    for p in cat.pipelines():
+        config = {k: v for k, v in p.definition.items() if k != "credentials"}
+        rows.append(
+            {
+                "DATABASE_NAME": DATABASE,
+                "PIPELINE_NAME": p.name,
+                "PIPELINE_ID": p.id,
+                "STATE": p.state,
+                "SOURCE_TYPE": p.source.upper(),
+                "TABLE_NAME": p.table,
+                "CONFIG_JSON": json.dumps(config, sort_keys=True),
+                "LAST_ERROR": p.last_error,
+                "CREATED_AT": _utc(p.created_at),
+                "UPDATED_AT": _utc(p.updated_at),
+            }
+        )
+    return _table("PIPELINES", rows)
+
+
+def _names(cat: Catalog) -> dict[str, str]:
+    return {p.id: p.name for p in cat.pipelines()}
+
+
+def batches_summary(cat: Catalog) -> pa.Table:
+    names = _names(cat)
+    rows = []
+    for b in cat.batches():
+        if b["pipeline_id"] not in names:
+            continue
+        secs = (b["duration_ms"] or 0) / 1000
+        rows.append(
+            {
+                "DATABASE_NAME": DATABASE,
+                "PIPELINE_NAME": names[b["pipeline_id"]],
+                "BATCH_ID": b["batch_id"],
+                "BATCH_ATTEMPT": b["attempt"],
+                "BATCH_STATE": b["state"],
+                "BATCH_ROWS_WRITTEN": b["rows"],
+                "BATCH_BYTES_READ": b["bytes"],
+                "BATCH_ERRORS": b["errors"],
+                "BATCH_TIME": secs,
+                "ROWS_PER_SEC": b["rows"] / secs if secs > 0 else None,
+                "BATCH_PARTITIONS": len(b["partitions"]),
+                "BATCH_START_TIME": _utc(b["started_at"]),
+                "BATCH_ERROR": b["error"],
+            }
+        )
+    return _table("PIPELINES_BATCHES_SUMMARY", rows)
+
+
+def batches(cat: Catalog) -> pa.Table:
+    names = _names(cat)
+    rows = []
+    for b in cat.batches():
+        if b["pipeline_id"] not in names:
+            continue
+        for part in b["partitions"]:
+            rows.append(
+                {
+                    "DATABASE_NAME": DATABASE,
+                    "PIPELINE_NAME": names[b["pipeline_id"]],
+                    "BATCH_ID": b["batch_id"],
+                    "BATCH_ATTEMPT": b["attempt"],
+                    "BATCH_STATE": b["state"],
+                    "BATCH_SOURCE_PARTITION_ID": part["partition"],
+                    "BATCH_EARLIEST_OFFSET": _j(part.get("start")),
+                    "BATCH_LATEST_OFFSET": _j(part.get("end")),
+                    "BATCH_ROWS_WRITTEN": part.get("rows"),
+                    "BATCH_RECORDS_READ": part.get("read"),
+                    "BATCH_PARTITION_TIME": part.get("seconds"),
+                    "BATCH_START_TIME": _utc(b["started_at"]),
+                }
+            )
+    return _table("PIPELINES_BATCHES", rows)
+
+
+def errors(cat: Catalog) -> pa.Table:
+    names = _names(cat)
+    rows = [
+        {
+            "DATABASE_NAME": DATABASE,
+            "PIPELINE_NAME": names.get(e["pipeline_id"], e["pipeline_name"]),
+            "BATCH_ID": e["batch_id"],
+            "ERROR_UNIX_TIMESTAMP": _utc(e["created_at"]).timestamp(),
+            "ERROR_TYPE": e["kind"],
+            "ERROR_CODE": e["code"],
+            "ERROR_MESSAGE": e["reason"],
+            "BATCH_SOURCE_PARTITION_ID": e["partition"],
+            "BATCH_OFFSET": _j(e["offset"]),
+            "LOAD_DATA_LINE": e["excerpt"],
+        }
+        for e in cat.errors()
+        if e["pipeline_id"] in names
+    ]
+    return _table("PIPELINES_ERRORS", rows)
+
+
+def offsets(cat: Catalog, snapshot: OffsetsFn, name: str = "PIPELINES_OFFSETS") -> pa.Table:
+    rows = []
+    for p in cat.pipelines():
+        for o in snapshot(p):
+            rows.append(
+                {
+                    "DATABASE_NAME": DATABASE,
+                    "PIPELINE_NAME": p.name,
+                    "SOURCE_TYPE": p.source.upper(),
+                    "SOURCE_PARTITION_ID": o.partition,
+                    "EARLIEST_OFFSET": _j(o.earliest),
+                    "LATEST_OFFSET": _j(o.latest),
+                    "COMMITTED_OFFSET": _j(o.committed),
+                    "LAG": o.lag,
+                }
+            )
+    return _table(name, rows)
+
+
+def source_offsets(cat: Catalog, snapshot: OffsetsFn) -> pa.Table:
+    rows = []
+    for p in cat.pipelines():
+        for task, o in enumerate(snapshot(p)):
+            if o.committed is None:
+                continue
+            value = o.committed if isinstance(o.committed, dict) else {"offset": o.committed}
+            rows.append(
+                {
+                    "DATABASE_NAME": DATABASE,
+                    "PIPELINE_NAME": p.name,
+                    "TASK_ID": task,
+                    "KEY": json.dumps(dict(o.key), sort_keys=True),
+                    "VALUE": json.dumps(value, sort_keys=True),
+                }
+            )
+    return _table("PIPELINES_SOURCE_OFFSETS", rows)
+
+
+def files(cat: Catalog, snapshot: OffsetsFn) -> pa.Table:
+    rows = []
+    for p in cat.pipelines():
+        if p.source != "fs":
+            continue
+        for o in snapshot(p):
+            done = o.committed is not None and o.latest is not None and o.committed == o.latest
+            state = (
+                "Loaded"
+                if done
+                else ("Unloaded" if o.committed in (None, o.earliest) else "Loading")
+            )
+            rows.append(
+                {
+                    "DATABASE_NAME": DATABASE,
+                    "PIPELINE_NAME": p.name,
+                    "SOURCE_TYPE": "FS",
+                    "FILE_NAME": o.partition,
+                    "FILE_SIZE": o.size,
+                    "FILE_STATE": state,
+                    "FILE_OFFSET": _j(o.committed),
+                }
+            )
+    return _table("PIPELINES_FILES", rows)
+
+
+def build(cat: Catalog, view: str, snapshot: OffsetsFn) -> pa.Table:
+    """One view by its (case-insensitive) name."""
+    v = view.upper()
+    builders: dict[str, Callable[[], pa.Table]] = {
+        "PIPELINES": lambda: pipelines(cat),
+        "PIPELINES_BATCHES": lambda: batches(cat),
+        "PIPELINES_BATCHES_SUMMARY": lambda: batches_summary(cat),
+        "PIPELINES_ERRORS": lambda: errors(cat),
+        "PIPELINES_OFFSETS": lambda: offsets(cat, snapshot),
+        "PIPELINES_CURSORS": lambda: offsets(cat, snapshot, "PIPELINES_CURSORS"),
+        "PIPELINES_SOURCE_OFFSETS": lambda: source_offsets(cat, snapshot),
+        "PIPELINES_FILES": lambda: files(cat, snapshot),
+    }
+    return builders[v]()
+
+
+VIEWS = tuple(SCHEMAS)

@@ -1,0 +1,181 @@
+"""SingleStore-flavoured SQL text → Spark SQL text, on tokens (sqlglot's tokenizer).
+
+Used by the SQL front end for queries and by the engine for ingest-time expressions.
+
+What changes, and nothing else:
+
+* ``x::$key`` / ``x::key`` / ``x::%key`` (SingleStore JSON access, chainable) become
+  ``get_json_object(x, '$.key')``, the ``%`` form cast to DOUBLE;
+* ``JSON_EXTRACT_STRING|JSON|BIGINT|DOUBLE(json, key, …)`` become ``get_json_object`` on
+  the key path, cast for BIGINT and DOUBLE;
+* ``@var`` becomes the backquoted column ```@var``` (variables a pipeline loads);
+* ``information_schema.NAME`` becomes the temporary view that serves it.
+
+Strings, comments and everything else are copied byte for byte.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import sqlglot
+from sqlglot.errors import TokenError
+from sqlglot.tokens import Token, TokenType
+
+from sparkpipes.errors import ConfigError
+
+JSON_FUNCTIONS = {
+    "JSON_EXTRACT_STRING": None,
+    "JSON_EXTRACT_JSON": None,
+    "JSON_EXTRACT_BIGINT": "BIGINT",
+    "JSON_EXTRACT_DOUBLE": "DOUBLE",
+}
+_NAME = (TokenType.VAR, TokenType.IDENTIFIER)
+
+
+def view_name(view: str) -> str:
+    return f"__information_schema_{view.upper()}"
+
+
+def _tokens(text: str) -> list[Token]:
+    try:
+        return sqlglot.tokenize(text, read="mysql")
+    except TokenError as e:
+        raise ConfigError(f"cannot read the SQL text: {e}") from None
+
+
+def _is_name(tok: Token) -> bool:
+    return tok.token_type in _NAME or (
+        tok.text.isidentifier() and tok.token_type != TokenType.STRING
+    )
+
+
+def _quote(s: str) -> str:
+    return "'" + s.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _path(keys: list[str]) -> str:
+    out = "$"
+    for k in keys:
+        out += f".{k}" if k.isidentifier() else f"[{k}]" if k.isdigit() else f"['{k}']"
+    return out
+
+
+def translate(text: str, *, on_view: Callable[[str], None] | None = None) -> str:
+    """Rewrite ``text``; ``on_view`` is told each information_schema view it refers to."""
+    toks = _tokens(text)
+    out: list[str] = []
+    pos = 0  # next character of ``text`` not yet copied
+    i = 0
+    while i < len(toks):
+        t = toks[i]
+        nxt = toks[i + 1] if i + 1 < len(toks) else None
+        # information_schema.NAME
+        if (
+            _is_name(t)
+            and t.text.lower() == "information_schema"
+            and nxt is not None
+            and nxt.token_type == TokenType.DOT
+            and i + 2 < len(toks)
+            and _is_name(toks[i + 2])
+        ):
+            view = toks[i + 2].text.upper()
+            if on_view:
+                on_view(view)
+            out.append(text[pos : t.start] + f"`{view_name(view)}`")
+            pos = toks[i + 2].end + 1
+            i += 3
+            continue
+        # @var
+        if t.token_type == TokenType.PARAMETER and nxt is not None and nxt.start == t.end + 1:
+            out.append(text[pos : t.start] + f"`@{nxt.text}`")
+            pos = nxt.end + 1
+            i += 2
+            continue
+        # JSON_EXTRACT_*(…)
+        if (
+            t.token_type == TokenType.VAR
+            and t.text.upper() in JSON_FUNCTIONS
+            and nxt is not None
+            and nxt.token_type == TokenType.L_PAREN
+        ):
+            args, close = _call_args(toks, i + 1, text)
+            if len(args) >= 2:
+                json_arg = translate(args[0][0], on_view=on_view)
+                expr = f"get_json_object({json_arg}, {_key_path(args[1:])})"
+                cast = JSON_FUNCTIONS[t.text.upper()]
+                if cast:
+                    expr = f"CAST({expr} AS {cast})"
+                out.append(text[pos : t.start] + expr)
+                pos = toks[close].end + 1
+                i = close + 1
+                continue
+        # x::$a::b chains
+        if _is_name(t) and nxt is not None and nxt.token_type == TokenType.DCOLON:
+            start = t.start
+            operand = text[t.start : t.end + 1]
+            j = i + 1
+            keys: list[str] = []
+            kind = "json"
+            while j < len(toks) and toks[j].token_type == TokenType.DCOLON and j + 1 < len(toks):
+                k = toks[j + 1]
+                if k.token_type == TokenType.MOD and j + 2 < len(toks):
+                    keys.append(toks[j + 2].text)
+                    kind = "double"
+                    j += 3
+                elif k.text.startswith("$"):
+                    keys.append(k.text[1:])
+                    kind = "string"
+                    j += 2
+                else:
+                    keys.append(k.text)
+                    kind = "json"
+                    j += 2
+            expr = f"get_json_object({operand}, '{_path(keys)}')"
+            if kind == "double":
+                expr = f"CAST({expr} AS DOUBLE)"
+            out.append(text[pos:start] + expr)
+            pos = toks[j - 1].end + 1
+            i = j
+            continue
+        i += 1
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def _call_args(toks: list[Token], open_idx: int, text: str) -> tuple[list[tuple[str, Token]], int]:
+    """Arguments of the call whose '(' is at ``open_idx`` as (text, first token) pairs."""
+    depth = 0
+    args: list[tuple[str, Token]] = []
+    arg_start = None
+    for j in range(open_idx, len(toks)):
+        tt = toks[j].token_type
+        if tt == TokenType.L_PAREN:
+            depth += 1
+            if depth == 1:
+                arg_start = j + 1
+                continue
+        elif tt == TokenType.R_PAREN:
+            depth -= 1
+            if depth == 0:
+                if arg_start is not None and arg_start < j:
+                    args.append(
+                        (text[toks[arg_start].start : toks[j - 1].end + 1], toks[arg_start])
+                    )
+                return args, j
+        elif tt == TokenType.COMMA and depth == 1:
+            args.append((text[toks[arg_start].start : toks[j - 1].end + 1], toks[arg_start]))
+            arg_start = j + 1
+    raise ConfigError("unbalanced parentheses in a JSON_EXTRACT_ call")
+
+
+def _key_path(keys: list[tuple[str, Token]]) -> str:
+    if all(tok.token_type in (TokenType.STRING, TokenType.NUMBER) for _, tok in keys):
+        literal = []
+        for raw, tok in keys:
+            literal.append(tok.text if tok.token_type == TokenType.STRING else raw)
+        return _quote(_path(literal))
+    parts = ["'$'"]
+    for raw, _ in keys:
+        parts.append(f"'.', CAST({translate(raw)} AS STRING)")
+    return f"concat({', '.join(parts)})"

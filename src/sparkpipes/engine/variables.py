@@ -1,0 +1,109 @@
+"""Engine variables (``SET GLOBAL`` / ``SHOW VARIABLES``), persisted in the catalog.
+
+The pipeline defaults among them apply to pipelines created after they are set and that
+do not give the clause themselves (as SingleStore's engine variables do).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sparkpipes.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Variable:
+    name: str
+    default: Any
+    kind: type
+    doc: str
+
+
+VARIABLES = {
+    v.name: v
+    for v in (
+        Variable("pipelines_batch_interval", 2500, int, "ms between batches of a pipeline"),
+        Variable(
+            "pipelines_max_offsets_per_batch_partition",
+            1_000_000,
+            int,
+            "records one batch reads from one source partition",
+        ),
+        Variable(
+            "pipelines_max_retries_per_batch_partition",
+            4,
+            int,
+            "retries of a batch that failed with a transient error",
+        ),
+        Variable(
+            "pipelines_max_concurrent_batch_partitions",
+            0,
+            int,
+            "source partitions all pipelines may read at once (0: one per Spark core)",
+        ),
+        Variable(
+            "pipelines_extractor_batch_size",
+            50_000,
+            int,
+            "records a task fetches and decodes at a time",
+        ),
+        Variable(
+            "pipelines_extractor_max_batch_interval_ms",
+            200,
+            int,
+            "ms a task waits for more records before it ends its batch",
+        ),
+        Variable("experimental_features_config", "", str, "comma-separated feature=true flags"),
+    )
+}
+
+
+def coerce(name: str, value: Any) -> Any:
+    key = name.lower()
+    var = VARIABLES.get(key)
+    if var is None:
+        raise ConfigError(
+            f"unknown system variable '{name}' (known: {', '.join(sorted(VARIABLES))})"
+        )
+    if var.kind is int:
+        try:
+            number = int(str(value).strip())
+        except ValueError:
+            raise ConfigError(f"variable '{name}' needs an integer, got {value!r}") from None
+        if number < 0:
+            raise ConfigError(f"variable '{name}' cannot be negative")
+        return number
+    return "" if value is None else str(value)
+
+
+def resolve(stored: dict[str, str]) -> dict[str, Any]:
+    """Every variable's current value: stored values over defaults."""
+    return {
+        name: coerce(name, stored[name]) if name in stored else var.default
+        for name, var in sorted(VARIABLES.items())
+    }
+
+
+def like(pattern: str, text: str) -> bool:
+    """SQL LIKE (``%`` any run, ``_`` one character, backslash escapes), case-insensitive."""
+    p, t = pattern.lower(), text.lower()
+
+    def match(i: int, j: int) -> bool:
+        while i < len(p):
+            c = p[i]
+            if c == "%":
+                return any(match(i + 1, k) for k in range(j, len(t) + 1))
+            if j >= len(t):
+                return False
+            if c == "\\" and i + 1 < len(p):
+                i += 1
+                if p[i] != t[j]:
+                    return False
+            elif c != "_" and c != t[j]:
+                return False
+            i += 1
+            j += 1
+        return j == len(t)
+
+    return match(0, 0)

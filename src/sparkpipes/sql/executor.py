@@ -1,0 +1,398 @@
+"""Runs parsed statements against an Engine.
+
+``SqlSession(engine).execute(text)`` parses a script and runs its statements in order,
+returning one :class:`Result` per statement; the first error stops the script and is
+raised (a ``SparkpipesError``: parse errors carry line, column and a caret). Queries
+(SELECT, WITH, SHOW …, EXPLAIN) run on Spark SQL over the current snapshot of every
+table, with ``information_schema`` views and the SingleStore JSON helpers translated
+(``sparkpipes.engine.dialect``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sparkpipes.config import REDACTED, PipelineSpec
+from sparkpipes.engine import Engine
+from sparkpipes.engine.dialect import translate, view_name
+from sparkpipes.engine.variables import like
+from sparkpipes.errors import ConfigError, NotFoundError, SparkpipesError
+from sparkpipes.sql import ast as A
+from sparkpipes.sql.parser import parse
+from sparkpipes.sql.types import spark_type
+
+DATABASE = "sparkpipes"
+
+
+class QueryError(SparkpipesError):
+    """Spark SQL rejected a query (unknown column, type mismatch …)."""
+
+    code = "SP702"
+
+
+@dataclass
+class Result:
+    """Rows (``columns`` + ``rows``) and/or a status ``message``."""
+
+    columns: list[str] = field(default_factory=list)
+    rows: list[tuple[Any, ...]] = field(default_factory=list)
+    message: str | None = None
+
+    @property
+    def has_rows(self) -> bool:
+        return bool(self.columns)
+
+
+def _ok(n: int = 0, what: str = "row") -> Result:
+    return Result(message=f"Query OK, {n} {what}{'' if n == 1 else 's'} affected")
+
+
+class SqlSession:
+    def __init__(self, engine: Engine, *, background: bool = False) -> None:
+        self.engine = engine
+        self.background = background  # START PIPELINE also runs it in this process
+
+    # -- entry points -----------------------------------------------------------------
+    def execute(self, text: str) -> list[Result]:
+        return [self.run(stmt) for stmt in parse(text)]
+
+    def run(self, stmt: A.Statement) -> Result:
+        handler = getattr(self, f"_{type(stmt).__name__}", None)
+        if handler is None:
+            raise ConfigError(f"{type(stmt).__name__} statements are not supported yet")
+        return handler(stmt)
+
+    # -- pipelines --------------------------------------------------------------------
+    def _CreatePipeline(self, s: A.CreatePipeline) -> Result:
+        if s.target is None or s.target.kind == "PROCEDURE":
+            raise ConfigError(
+                "INTO PROCEDURE and inferred pipelines are not supported yet (roadmap item 4)",
+                pipeline=s.name,
+            )
+        if s.on_conflict:
+            raise ConfigError(
+                f"{s.on_conflict} INTO TABLE (upsert by primary key) is not supported yet",
+                pipeline=s.name,
+            )
+        exists = s.name in {p.name for p in self.engine.pipelines()}
+        if exists and s.if_not_exists:
+            return _ok(0)
+        self.engine.create_pipeline(s.name, replace=s.or_replace, **self._spec_kwargs(s))
+        return _ok(0)
+
+    def _spec_kwargs(self, s: A.CreatePipeline) -> dict[str, Any]:
+        v = self.engine.variables()
+        kw: dict[str, Any] = {
+            "source": s.source.lower(),
+            "location": s.location,
+            "table": s.target.name,
+            "config": s.config_json if s.config else {},
+            "credentials": s.credentials_json if s.credentials else {},
+            "format": (s.format or "json").lower() if s.format or not s.fields else "csv",
+            "batch_interval_ms": _pick(s.batch_interval, v["pipelines_batch_interval"]),
+            "max_partitions_per_batch": s.max_partitions_per_batch,
+            "max_offsets_per_batch_partition": _pick(
+                s.max_offsets_per_batch_partition, v["pipelines_max_offsets_per_batch_partition"]
+            ),
+            "max_retries": _pick(
+                s.max_retries_per_batch_partition, v["pipelines_max_retries_per_batch_partition"]
+            ),
+            "fetch_timeout_ms": max(1, v["pipelines_extractor_max_batch_interval_ms"]),
+            "skip_parser_errors": s.skip_errors in ("PARSER", "ALL"),
+            "assignments": [(a.column, a.expr.text) for a in s.assignments],
+            "where": s.where.text if s.where else None,
+            "skip_lines": s.ignore_lines or 0,
+        }
+        mapping = []
+        for m in s.mappings:
+            if m.default is not None:
+                raise ConfigError(f"DEFAULT in the mapping of '{m.column}' is not supported yet")
+            mapping.append(("@" + m.column if m.variable else m.column, tuple(m.path)))
+        for c in s.columns:
+            mapping.append(("@" + c.name if c.variable else c.name, (c.name,)))
+        kw["mapping"] = mapping
+        if s.fields:
+            kw["csv"] = {
+                "delimiter": s.fields.terminated_by or ",",
+                "quote": s.fields.enclosed_by or '"',
+                "escape": s.fields.escaped_by,
+            }
+        if s.lines and (s.lines.starting_by or s.lines.terminated_by not in (None, "\n")):
+            raise ConfigError("LINES STARTING BY / TERMINATED BY other than newline are not supported yet")
+        return kw
+
+    def _StartPipeline(self, s: A.StartPipeline) -> Result:
+        rec = self.engine.pipeline(s.name)
+        if s.foreground:
+            if rec.state == "Running":
+                raise ConfigError(
+                    f"pipeline '{s.name}' is running in the background; stop it first",
+                    pipeline=s.name,
+                )
+            n = s.limit_batches or 1_000_000
+            results = self.engine.run_batches(s.name, n, until_idle=s.limit_batches is None)
+            rows = sum(r.rows for r in results)
+            return Result(message=f"Query OK, {rows} rows loaded in {len(results)} batch(es)")
+        if rec.state == "Running" and not s.if_not_running:
+            raise ConfigError(f"pipeline '{s.name}' is already running", pipeline=s.name)
+        self.engine.start(s.name, run=self.background)
+        return _ok(0)
+
+    def _StartAllPipelines(self, s: A.StartAllPipelines) -> Result:
+        self.engine.start(None, run=self.background)
+        return _ok(0)
+
+    def _StopPipeline(self, s: A.StopPipeline) -> Result:
+        rec = self.engine.pipeline(s.name)
+        if rec.state != "Running" and not s.if_running:
+            raise ConfigError(f"pipeline '{s.name}' is not running", pipeline=s.name)
+        self.engine.stop(s.name)
+        return _ok(0)
+
+    def _StopAllPipelines(self, s: A.StopAllPipelines) -> Result:
+        self.engine.stop(None)
+        return _ok(0)
+
+    def _DropPipeline(self, s: A.DropPipeline) -> Result:
+        self.engine.drop_pipeline(s.name, if_exists=s.if_exists)
+        return _ok(0)
+
+    def _AlterPipeline(self, s: A.AlterPipeline) -> Result:
+        try:
+            self.engine.pipeline(s.name)
+        except NotFoundError:
+            if s.if_exists:
+                return _ok(0)
+            raise
+        if s.offsets or s.offsets_json:
+            target = s.offsets or json.loads(s.offsets_json)
+            if isinstance(target, dict):
+                target = {str(k): v for k, v in target.items()}
+            self.engine.set_offsets(s.name, target)
+        changes = {
+            k: v
+            for k, v in (
+                ("batch_interval_ms", s.batch_interval),
+                ("max_partitions_per_batch", s.max_partitions_per_batch),
+                ("max_offsets_per_batch_partition", s.max_offsets_per_batch_partition),
+                ("max_retries", s.max_retries_per_batch_partition),
+            )
+            if v is not None
+        }
+        if changes:
+            self.engine.alter_pipeline(s.name, **changes)
+        return _ok(0)
+
+    def _TestPipeline(self, s: A.TestPipeline) -> Result:
+        table = self.engine.test_pipeline(s.name, s.limit or 10)
+        return Result(table.column_names, [tuple(r.values()) for r in table.to_pylist()])
+
+    def _ShowPipelines(self, s: A.ShowPipelines) -> Result:
+        rows = [(p.name, p.state) for p in self.engine.pipelines()]
+        return Result([f"Pipelines_in_{DATABASE}", "State"], rows)
+
+    def _ShowCreatePipeline(self, s: A.ShowCreatePipeline) -> Result:
+        spec = self.engine.spec(s.name)
+        return Result(["Pipeline", "Create Pipeline"], [(s.name, create_pipeline_sql(spec))])
+
+    # -- variables --------------------------------------------------------------------
+    def _SetVariable(self, s: A.SetVariable) -> Result:
+        name = s.name.split(".")[-1]
+        self.engine.set_variable(name, s.value.value)
+        return _ok(0)
+
+    def _ShowVariables(self, s: A.ShowVariables) -> Result:
+        rows = [
+            (k, str(v))
+            for k, v in self.engine.variables().items()
+            if s.like is None or like(s.like, k)
+        ]
+        return Result(["Variable_name", "Value"], rows)
+
+    # -- tables -----------------------------------------------------------------------
+    def _CreateTable(self, s: A.CreateTable) -> Result:
+        if s.if_not_exists and s.name in self.engine.tables():
+            return _ok(0)
+        cols = [f"`{c.name}` {spark_type(c.type)}" for c in s.columns]
+        computed = {c.name: c.computed.text for c in s.columns if c.computed is not None}
+        keys = [
+            {"kind": k.kind, "name": k.name, "columns": list(k.columns), "using": k.using}
+            for k in s.keys
+        ]
+        keys += [{"kind": "PRIMARY", "columns": [c.name]} for c in s.columns if c.primary_key]
+        names = {c.name for c in s.columns}
+        for k in keys:
+            missing = [c for c in k["columns"] if c not in names]
+            if missing:
+                raise ConfigError(f"{k['kind']} KEY names unknown column(s) {', '.join(missing)}")
+        self.engine.create_table(s.name, ", ".join(cols), keys=keys, computed=computed)
+        return _ok(0)
+
+    def _DropTable(self, s: A.DropTable) -> Result:
+        self.engine.drop_table(s.name, if_exists=s.if_exists)
+        return _ok(0)
+
+    def _ShowTables(self, s: A.ShowTables) -> Result:
+        rows = [(t,) for t in self.engine.tables() if s.like is None or like(s.like, t)]
+        return Result([f"Tables_in_{DATABASE}"], rows)
+
+    def _DescribeTable(self, s: A.DescribeTable) -> Result:
+        rec = self.engine.catalog.table(s.name)
+        types = _ddl_types(rec.ddl)
+        key_of: dict[str, str] = {}
+        for k in rec.options.get("keys", []):
+            for c in k["columns"]:
+                key_of.setdefault(c, {"PRIMARY": "PRI", "UNIQUE": "UNI"}.get(k["kind"], "MUL"))
+        rows = []
+        for f in rec.schema:
+            extra = f"computed: {rec.computed[f.name]}" if f.name in rec.computed else ""
+            rows.append((f.name, types.get(f.name, str(f.type)), "YES", key_of.get(f.name, ""), None, extra))
+        return Result(["Field", "Type", "Null", "Key", "Default", "Extra"], rows)
+
+    def _AlterTableAddColumn(self, s: A.AlterTableAddColumn) -> Result:
+        c = s.column
+        self.engine.add_column(
+            s.table, c.name, spark_type(c.type), c.computed.text if c.computed else None
+        )
+        return _ok(0)
+
+    def _CreateIndex(self, s: A.CreateIndex) -> Result:
+        self.engine.add_key(s.table, {"kind": "KEY", "name": s.name, "columns": list(s.columns)})
+        return _ok(0)
+
+    def _Insert(self, s: A.Insert) -> Result:
+        rec = self.engine.catalog.table(s.table)
+        cols = list(s.columns) or [f.name for f in rec.schema if f.name not in rec.computed]
+        unknown = [c for c in cols if c not in rec.schema.names]
+        if unknown:
+            raise ConfigError(f"table '{s.table}' has no column(s) {', '.join(unknown)}")
+        if s.query is not None:
+            df = self._spark_sql(s.query.text)
+        else:
+            for row in s.rows:
+                if len(row) != len(cols):
+                    raise ConfigError(
+                        f"INSERT gives {len(row)} values for {len(cols)} columns ({', '.join(cols)})"
+                    )
+            values = ", ".join("(" + ", ".join(e.text for e in row) + ")" for row in s.rows)
+            names = ", ".join(f"`c{i}`" for i in range(len(cols)))
+            df = self._spark_sql(f"SELECT * FROM VALUES {values} AS __v({names})")
+        if len(df.columns) != len(cols):
+            raise ConfigError(
+                f"INSERT gives {len(df.columns)} columns for {len(cols)} ({', '.join(cols)})"
+            )
+        df = df.toDF(*cols)
+        return _ok(self.engine.insert(s.table, df))
+
+    # -- everything else: Spark SQL ---------------------------------------------------
+    def _Query(self, s: A.Query) -> Result:
+        df = self._spark_sql(s.text)
+        rows = [tuple(r) for r in _collect(df)]
+        return Result(list(df.columns), rows)
+
+    def _CreateProcedure(self, s: A.CreateProcedure) -> Result:
+        raise ConfigError("stored procedures are not supported yet (roadmap item 4)")
+
+    def _spark_sql(self, text: str):
+        from pyspark.errors import PySparkException
+
+        views: list[str] = []
+        spark_text = translate(text, on_view=views.append)
+        spark = self.engine.spark
+        for t in self.engine.tables():
+            self.engine.table(t).createOrReplaceTempView(t)
+        for v in views:
+            arrow = self.engine.information_schema(v)
+            spark.createDataFrame(arrow).createOrReplaceTempView(view_name(v))
+        try:
+            return spark.sql(spark_text)
+        except PySparkException as e:
+            raise QueryError(_spark_message(e)) from None
+
+
+def _pick(value: Any, default: Any) -> Any:
+    return default if value is None else value
+
+
+def _collect(df) -> Iterable[Any]:
+    from pyspark.errors import PySparkException
+
+    try:
+        return df.collect()
+    except PySparkException as e:
+        raise QueryError(_spark_message(e)) from None
+
+
+def _spark_message(e: Exception) -> str:
+    lines = [ln for ln in str(e).strip().splitlines() if ln.strip()]
+    return lines[0] if lines else type(e).__name__
+
+
+def _ddl_types(ddl: str) -> dict[str, str]:
+    out = {}
+    for part in _split_top(ddl):
+        name, _, typ = part.strip().partition(" ")
+        out[name.strip("`")] = typ.strip()
+    return out
+
+
+def _split_top(text: str) -> Sequence[str]:
+    parts, depth, cur = [], 0, []
+    for ch in text:
+        if ch in "<(":
+            depth += 1
+        elif ch in ">)":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    if cur:
+        parts.append("".join(cur))
+    return parts
+
+
+def create_pipeline_sql(spec: PipelineSpec) -> str:
+    """The CREATE PIPELINE statement of a pipeline, credentials redacted."""
+    fields = None
+    if spec.format == "csv":
+        fields = A.FieldsFormat(
+            terminated_by=spec.csv.delimiter, enclosed_by=spec.csv.quote, escaped_by=spec.csv.escape
+        )
+    mappings: list[A.FieldMapping] = []
+    columns: list[A.LoadColumn] = []
+    for m in spec.mapping:
+        var = m.column.startswith("@")
+        name = m.column[1:] if var else m.column
+        if spec.format == "csv":
+            columns.append(A.LoadColumn(name, var))
+        else:
+            mappings.append(A.FieldMapping(name, m.path, var, rooted=not m.path))
+    stmt = A.CreatePipeline(
+        name=spec.name,
+        source=spec.source.upper(),
+        location=spec.location,
+        target=A.Target("TABLE", spec.table),
+        config=json.dumps(dict(spec.config), sort_keys=True) if spec.config else None,
+        credentials=json.dumps({k: REDACTED for k in spec.credentials}, sort_keys=True)
+        if spec.credentials
+        else None,
+        batch_interval=spec.batch_interval_ms,
+        max_partitions_per_batch=spec.max_partitions_per_batch,
+        max_offsets_per_batch_partition=spec.max_offsets_per_batch_partition,
+        max_retries_per_batch_partition=spec.max_retries,
+        skip_errors="PARSER" if spec.skip_parser_errors else None,
+        format=spec.format.upper(),
+        mappings=tuple(mappings),
+        fields=fields,
+        ignore_lines=spec.skip_lines or None,
+        columns=tuple(columns),
+        assignments=tuple(A.Assignment(c, A.Expr(e)) for c, e in spec.assignments),
+        where=A.Expr(spec.where) if spec.where else None,
+    )
+    return stmt.to_sql()
+

@@ -1,0 +1,60 @@
+"""SingleStore / MySQL column types → Spark SQL types (what the Delta table stores)."""
+
+from __future__ import annotations
+
+from sparkpipes.errors import ConfigError
+from sparkpipes.sql.ast import DataType
+
+_SIMPLE = {
+    "TINYINT": "TINYINT",
+    "SMALLINT": "SMALLINT",
+    "MEDIUMINT": "INT",
+    "INT": "INT",
+    "INTEGER": "INT",
+    "BIGINT": "BIGINT",
+    "BOOL": "BOOLEAN",
+    "BOOLEAN": "BOOLEAN",
+    "FLOAT": "FLOAT",
+    "REAL": "DOUBLE",
+    "DOUBLE": "DOUBLE",
+    "CHAR": "STRING",
+    "VARCHAR": "STRING",
+    "TINYTEXT": "STRING",
+    "TEXT": "STRING",
+    "MEDIUMTEXT": "STRING",
+    "LONGTEXT": "STRING",
+    "STRING": "STRING",
+    "JSON": "STRING",
+    "BINARY": "BINARY",
+    "VARBINARY": "BINARY",
+    "TINYBLOB": "BINARY",
+    "BLOB": "BINARY",
+    "MEDIUMBLOB": "BINARY",
+    "LONGBLOB": "BINARY",
+    "DATE": "DATE",
+    "DATETIME": "TIMESTAMP",
+    "TIMESTAMP": "TIMESTAMP",
+}
+_UNSIGNED = {"TINYINT": "SMALLINT", "SMALLINT": "INT", "INT": "BIGINT", "INTEGER": "BIGINT",
+             "MEDIUMINT": "INT", "BIGINT": "DECIMAL(20,0)"}
+
+
+def spark_type(t: DataType) -> str:
+    name = t.name.upper()
+    if t.unsigned and name in _UNSIGNED:
+        return _UNSIGNED[name]
+    if name in ("DECIMAL", "NUMERIC", "DEC"):
+        p, s = (list(t.params) + [10, 0])[:2] if t.params else (10, 0)
+        if len(t.params) == 1:
+            s = 0
+        return f"DECIMAL({p},{s})"
+    if name in _SIMPLE:
+        return _SIMPLE[name]
+    if name == "ARRAY" and len(t.args) == 1:
+        return f"ARRAY<{spark_type(t.args[0])}>"
+    if name == "MAP" and len(t.args) == 2:
+        return f"MAP<{spark_type(t.args[0])}, {spark_type(t.args[1])}>"
+    if name == "STRUCT" and t.fields:
+        inner = ", ".join(f"`{f.name}`: {spark_type(f.type)}" for f in t.fields)
+        return f"STRUCT<{inner}>"
+    raise ConfigError(f"column type {t.to_sql()} is not supported")
