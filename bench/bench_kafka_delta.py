@@ -512,16 +512,27 @@ def make_events(n: int, seed: int = 42) -> list[bytes]:
     ]
 
 
+DISTURBED_SHARE = 0.10  # other processes used > 10 % of one core during the drain
+
+
+def disturbed(r: dict) -> bool:
+    """Whether something else on the machine competed noticeably with this run's drain."""
+    return r.get("other_cpu_s_during_drain", 0.0) > DISTURBED_SHARE * r["drain_s"]
+
+
 def median_run(runs: list[dict]) -> dict | None:
-    """The run with the median rows/s (the lower middle one for an even count)."""
+    """The run with the median rows/s (the lower middle one for an even count), among the
+    undisturbed runs if there are any."""
     if not runs:
         return None
-    return sorted(runs, key=lambda r: r["rows_per_s"])[(len(runs) - 1) // 2]
+    calm = [r for r in runs if not disturbed(r)] or runs
+    return sorted(calm, key=lambda r: r["rows_per_s"])[(len(calm) - 1) // 2]
 
 
 def derive(r: dict, n: int) -> dict:
     r["rows_per_s"] = round(n / r["drain_s"], 1)
     r["cpu_s_per_million_rows"] = round(r["drain_cpu_s"] * 1e6 / n, 3)
+    r["disturbed"] = disturbed(r)
     return r
 
 
@@ -572,6 +583,7 @@ def print_table(n: int, sp: dict | None, bl: dict | None, produce: dict) -> None
         ("verify read-back MiB", lambda r: f"{r['peak_rss_verify_bytes'] / MIB:,.0f}"),
         ("broker CPU-s (drain)", lambda r: f"{r.get('broker_cpu_s_during_drain', float('nan')):.2f}"),
         ("other CPU-s (drain)", lambda r: f"{r.get('other_cpu_s_during_drain', float('nan')):.2f}"),
+        ("disturbed by others", lambda r: "yes" if r["disturbed"] else "no"),
         ("rows / distinct uuid", lambda r: f"{r['rows']:,} / {r['distinct_uuid']:,}"),
         ("exactly once", lambda r: "yes" if r["exactly_once"] else "NO"),
     ]
@@ -679,17 +691,21 @@ def main() -> None:
     sp, bl = median_run(sp_runs), median_run(bl_runs)
     print_table(n, sp, bl, produce)
     if args.repeat > 1:
-        print("\nall runs (rows/s | CPU-s per 1M | peak RSS MiB | other CPU-s during drain):")
+        print("\nall runs (rows/s | CPU-s per 1M | peak RSS MiB | other CPU-s during drain); "
+              "the headline is the median of the undisturbed ones:")
         for name, runs in (("sparkpipes", sp_runs), ("baseline", bl_runs)):
             for i, r in enumerate(runs, 1):
+                mark = "  DISTURBED" if r["disturbed"] else ""
+                head = "  <- headline" if r is sp or r is bl else ""
                 print(f"  {name:10} run {i}: {r['rows_per_s']:>10,.0f} | "
                       f"{r['cpu_s_per_million_rows']:6.2f} | {r['peak_rss_bytes'] / MIB:6,.0f} | "
-                      f"{r.get('other_cpu_s_during_drain')}")
+                      f"{r.get('other_cpu_s_during_drain')}{mark}{head}")
     out = {
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "events": n,
         "repeat": args.repeat,
-        "headline": "median run by rows/s" if args.repeat > 1 else "single run",
+        "headline": "median run by rows/s among runs not disturbed by other load"
+        if args.repeat > 1 else "single run",
         "machine": machine(),
         "produce": produce,
         "sparkpipes": sp,

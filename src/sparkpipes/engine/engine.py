@@ -257,6 +257,7 @@ class Engine:
     def create_pipeline(self, name: str, *, replace: bool = False, **options: Any) -> PipelineSpec:
         """Define a pipeline (state ``Stopped``). Options are those of PipelineSpec."""
         spec = PipelineSpec.build(name=name, **options)
+        build_source(spec.source, spec.location, spec.config, spec.credentials)
         table = self.catalog.table(spec.table)
         self._check(spec, table.schema)
         existing = None

@@ -12,7 +12,7 @@ Promises:
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any, NoReturn
 
 from lark import Token, Tree
@@ -60,6 +60,14 @@ def parse(text: str) -> list[a.Statement]:
     if not isinstance(text, str):
         raise ParseError(f"expected SQL text, got {type(text).__name__}", 1, 1)
     return [_parse_span(text, span) for span in script.split(text)]
+
+
+def iter_parse(text: str) -> Iterator[a.Statement]:
+    """Like ``parse``, one statement at a time: a script runs up to its first bad statement."""
+    if not isinstance(text, str):
+        raise ParseError(f"expected SQL text, got {type(text).__name__}", 1, 1)
+    for span in script.split(text):
+        yield _parse_span(text, span)
 
 
 def parse_one(text: str) -> a.Statement:

@@ -76,6 +76,20 @@ def split(text: str) -> list[Span]:
 
     Raises ``ParseError`` for an unterminated string, quoted identifier or block comment.
     """
+    return _split(text)[0]
+
+
+def is_complete(text: str) -> bool:
+    """Whether a shell's input so far ends its last statement (with ``;`` outside
+    strings, comments and procedure bodies): then it can be run."""
+    try:
+        spans, trailing = _split(text)
+    except ParseError:
+        return False
+    return bool(spans) and not trailing
+
+
+def _split(text: str) -> tuple[list[Span], bool]:
     spans: list[Span] = []
     words: list[str] = []
     first: Token | None = None
@@ -120,9 +134,10 @@ def split(text: str) -> list[Span]:
         elif word in ("BEGIN", "CASE"):
             depth += 1
             block_seen = block_seen or word == "BEGIN"
+    trailing = first is not None
     if first is not None and last is not None:
         spans.append(Span(first.start_pos, last.end_pos))
-    return spans
+    return spans, trailing
 
 
 def normalize(text: str) -> str:

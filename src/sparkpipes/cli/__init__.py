@@ -1,0 +1,206 @@
+"""The ``sparkpipes`` command. User errors print one clear line, never a traceback.
+
+    sparkpipes sql [-e SQL | -f FILE]   statements; interactive shell without -e/-f
+    sparkpipes run                      run every Running pipeline until SIGTERM / Ctrl-C
+    sparkpipes status                   pipelines, state, rows/s, lag, last error
+    sparkpipes quickstart               the guided demo
+
+``--warehouse`` ($SPARKPIPES_WAREHOUSE) and ``--catalog-url`` ($SPARKPIPES_CATALOG_URL)
+choose the warehouse everywhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import threading
+
+from sparkpipes.errors import SparkpipesError
+
+
+def _common(top: bool) -> argparse.ArgumentParser:
+    """--warehouse / --catalog-url, accepted before or after the command."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--warehouse",
+        default=os.environ.get("SPARKPIPES_WAREHOUSE", "./warehouse") if top else argparse.SUPPRESS,
+        help="warehouse directory: Delta tables and the default SQLite catalog "
+        "(env SPARKPIPES_WAREHOUSE; default ./warehouse)",
+    )
+    common.add_argument(
+        "--catalog-url",
+        default=os.environ.get("SPARKPIPES_CATALOG_URL") if top else argparse.SUPPRESS,
+        help="SQLAlchemy URL of the catalog, e.g. postgresql+psycopg2://user@host/db "
+        "(env SPARKPIPES_CATALOG_URL; default SQLite in the warehouse)",
+    )
+    return common
+
+
+def _parser() -> argparse.ArgumentParser:
+    common = _common(top=False)
+    p = argparse.ArgumentParser(
+        prog="sparkpipes",
+        description="Exactly-once streaming ingestion into Delta tables on Apache Spark.",
+        parents=[_common(top=True)],
+    )
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    s = sub.add_parser(
+        "sql",
+        parents=[common],
+        help="run SQL statements, or an interactive shell",
+        description="Run SQL in the SingleStore pipeline dialect against the warehouse. "
+        "Without -e or -f: an interactive shell (statements end with ';') when standard "
+        "input is a terminal, else the script read from standard input. Exit code 1 on the "
+        "first error.",
+    )
+    s.add_argument("-e", "--execute", metavar="SQL", help="statements to run")
+    s.add_argument("-f", "--file", metavar="FILE", help="a file of statements to run")
+    s.add_argument("--echo", action="store_true", help="print each statement before its result")
+    sub.add_parser(
+        "run",
+        parents=[common],
+        help="run every Running pipeline until stopped",
+        description="The long-running engine: runs the batches of every pipeline in state "
+        "Running (START PIPELINE sets it) until SIGTERM or Ctrl-C; the batch in flight "
+        "finishes first, so nothing is lost or loaded twice.",
+    )
+    sub.add_parser(
+        "status",
+        parents=[common],
+        help="pipelines at a glance",
+        description="Each pipeline's state, table, rows/s of recent batches, lag and last error.",
+    )
+    q = sub.add_parser(
+        "quickstart",
+        parents=[common],
+        help="the guided demo: broker, data generator, pipeline, query",
+        description="Start the embedded Kafka broker, generate events shaped like Pinot's "
+        "datagen to topic 'events', create the table and pipeline with SQL, show live "
+        "progress (rows ingested, lag) and run a sample query. The warehouse is left "
+        "behind for `sparkpipes sql`.",
+    )
+    q.add_argument("--events", type=int, default=100_000, help="events to generate (100000)")
+    q.add_argument("--rate", type=int, default=50_000, help="events per second (50000)")
+    return p
+
+
+def _engine(args):
+    from sparkpipes import Engine
+
+    return Engine(args.warehouse, catalog_url=args.catalog_url)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(
+        level=os.environ.get("SPARKPIPES_LOG_LEVEL", "WARNING"),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        if args.command == "quickstart":
+            from sparkpipes.cli.quickstart import run
+
+            return run(args)
+        if args.command == "sql":
+            return _sql(args)
+        if args.command == "run":
+            return _run(args)
+        if args.command == "status":
+            return _status(args)
+    except SparkpipesError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    return 2
+
+
+def _sql(args) -> int:
+    from sparkpipes.cli import shell
+    from sparkpipes.sql.executor import SqlSession
+
+    if args.file:
+        try:
+            with open(args.file, encoding="utf-8") as f:
+                text = f.read()
+        except OSError as e:
+            print(f"error: cannot read {args.file}: {e.strerror}", file=sys.stderr)
+            return 1
+    elif args.execute is not None:
+        text = args.execute
+    elif not sys.stdin.isatty():
+        text = sys.stdin.read()
+    else:
+        text = None
+    with _engine(args) as eng:
+        if text is None:
+            return shell.interactive(SqlSession(eng, background=True))
+        return shell.run_script(SqlSession(eng), text, echo=args.echo)
+
+
+def _run(args) -> int:
+    halt = threading.Event()
+
+    def on_signal(signum, frame):
+        print(f"\n{signal.Signals(signum).name}: finishing the batch in flight …", file=sys.stderr)
+        halt.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    logging.getLogger("sparkpipes").setLevel(logging.INFO)
+    with _engine(args) as eng:
+        running = [p.name for p in eng.pipelines() if p.state == "Running"]
+        print(
+            f"sparkpipes run: warehouse {eng.warehouse}; running: "
+            f"{', '.join(running) or 'none yet (START PIPELINE p in `sparkpipes sql`)'}",
+            file=sys.stderr,
+            flush=True,
+        )
+        eng.spark  # noqa: B018 - start Spark before the first batch is due
+        eng.run_forever(halt)
+    print("stopped", file=sys.stderr)
+    return 0
+
+
+def _status(args) -> int:
+    from sparkpipes.cli import display
+
+    with _engine(args) as eng:
+        print(display.table(*status_rows(eng)))
+    return 0
+
+
+def status_rows(eng) -> tuple[list[str], list[tuple]]:
+    """One row per pipeline: what `sparkpipes status` shows."""
+    rows = []
+    for p in eng.pipelines():
+        recent = [b for b in eng.batches(p.name) if b["state"] == "Succeeded"][-10:]
+        secs = sum((b["duration_ms"] or 0) for b in recent) / 1000
+        rate = sum(b["rows"] for b in recent) / secs if secs else 0.0
+        try:
+            snap = eng.offset_snapshot(p)
+            lag = sum(o.lag or 0 for o in snap)
+        except SparkpipesError:
+            lag = None
+        loaded = sum(b["rows"] for b in eng.batches(p.name) if b["state"] == "Succeeded")
+        rows.append(
+            (
+                p.name,
+                p.state,
+                p.table,
+                loaded,
+                f"{rate:,.0f}",
+                lag,
+                (p.last_error or "")[:80],
+            )
+        )
+    cols = ["Pipeline", "State", "Table", "Rows loaded", "Rows/s", "Lag", "Last error"]
+    return cols, rows
+
+
+if __name__ == "__main__":
+    sys.exit(main())

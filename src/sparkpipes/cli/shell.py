@@ -1,0 +1,78 @@
+"""``sparkpipes sql``: scripts (-e, -f, stdin) and the interactive shell."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from sparkpipes.cli import display
+from sparkpipes.errors import SparkpipesError
+
+PROMPT, MORE = "sparkpipes> ", "        -> "
+
+
+def run_script(session, text: str, *, echo: bool = False) -> int:
+    """Run statements in order; stop at the first error. Returns the exit code."""
+    from sparkpipes.sql.parser import iter_parse
+
+    statements = iter_parse(text)
+    while True:
+        t = time.time()
+        try:
+            stmt = next(statements, None)
+            if stmt is None:
+                return 0
+            res = session.run(stmt)
+        except SparkpipesError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 1
+        if echo:
+            print(f"{PROMPT}{stmt.to_sql()};")
+        print(display.result(res, time.time() - t), flush=True)
+
+
+def interactive(session) -> int:
+    """Read statements until EOF (Ctrl-D); a statement runs when it ends with ';'.
+    History is kept in ~/.sparkpipes_history. Errors are shown and the shell goes on."""
+    from sparkpipes.sql.script import is_complete
+
+    try:
+        import readline
+    except ImportError:  # pragma: no cover - not on this platform
+        readline = None
+    history = os.path.expanduser("~/.sparkpipes_history")
+    if readline is not None:
+        try:
+            readline.read_history_file(history)
+        except OSError:
+            pass
+    print("sparkpipes SQL shell. End statements with ';'. Ctrl-D quits.")
+    buf = ""
+    try:
+        while True:
+            try:
+                line = input(MORE if buf else PROMPT)
+            except KeyboardInterrupt:
+                print()
+                buf = ""
+                continue
+            except EOFError:
+                print()
+                break
+            buf = f"{buf}\n{line}" if buf else line
+            if not buf.strip():
+                buf = ""
+                continue
+            if buf.strip().lower() in ("quit", "exit", "\\q"):
+                break
+            if is_complete(buf):
+                run_script(session, buf)
+                buf = ""
+    finally:
+        if readline is not None:
+            try:
+                readline.write_history_file(history)
+            except OSError:
+                pass
+    return 0

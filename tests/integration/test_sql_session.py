@@ -1,0 +1,203 @@
+"""SQL statements run by SqlSession against the real broker, Spark and Delta."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+
+from sparkpipes.errors import ConfigError, NotFoundError, SparkpipesError
+from sparkpipes.sql import ParseError
+from sparkpipes.sql.executor import QueryError, SqlSession
+
+
+@pytest.fixture
+def sql(engine):
+    session = SqlSession(engine)
+
+    def run(text):
+        results = session.execute(text)
+        return results[-1]
+
+    return run
+
+
+def rows(result):
+    return [tuple(r) for r in result.rows]
+
+
+def test_pipeline_with_mapping_set_where_and_computed_columns(sql, broker, topic):
+    recs = [
+        {"id": i, "p": {"name": f"n{i}"}, "status": "active" if i % 2 else "idle"}
+        for i in range(40)
+    ]
+    broker.produce(topic, [json.dumps(r) for r in recs], partitions=4)
+    sql(
+        """
+        CREATE TABLE ev (id BIGINT, name VARCHAR(20), status TEXT, raw JSON,
+          twice AS id * 2 PERSISTED BIGINT,
+          st AS (JSON_EXTRACT_STRING(raw, 'status')) PERSISTED TEXT,
+          SHARD KEY (id), SORT KEY (id));
+        """
+    )
+    sql(
+        f"""
+        CREATE PIPELINE p AS LOAD DATA KAFKA '{broker.bootstrap}/{topic}'
+          BATCH_INTERVAL 100 MAX_OFFSETS_PER_BATCH_PARTITION 4
+          INTO TABLE ev FORMAT JSON (id <- id, @n <- p::name, raw <- %, status <- status)
+          SET name = upper(@n) WHERE status = 'active';
+        """
+    )
+    preview = sql("TEST PIPELINE p LIMIT 3")
+    assert preview.columns == ["id", "@n", "raw", "status"] and len(preview.rows) == 3
+    assert sql("SELECT count(*) FROM ev").rows == [(0,)]  # TEST loads nothing
+    assert "20 rows loaded" in sql("START PIPELINE p FOREGROUND").message
+    got = rows(sql("SELECT id, name, twice, st FROM ev ORDER BY id"))
+    assert got == [(i, f"N{i}", 2 * i, "active") for i in range(1, 40, 2)]
+    # the JSON helpers of the seeds, on Spark
+    q = sql(
+        "SELECT raw::$status, raw::p::$name, JSON_EXTRACT_STRING(raw, 'p', 'name'),"
+        " JSON_EXTRACT_BIGINT(raw, 'id') FROM ev WHERE id = 3"
+    )
+    assert rows(q) == [("active", "n3", "n3", 3)]
+    # batches were limited to 4 records per partition: several of them, chained
+    summary = sql(
+        "SELECT BATCH_ID, BATCH_STATE, BATCH_ROWS_WRITTEN FROM "
+        "information_schema.PIPELINES_BATCHES_SUMMARY WHERE PIPELINE_NAME = 'p' ORDER BY BATCH_ID"
+    )
+    assert len(summary.rows) >= 3 and sum(r[2] for r in summary.rows) == 20
+
+
+def test_information_schema_views_are_tables(sql, broker, topic):
+    broker.produce(topic, [json.dumps({"a": i}) for i in range(8)] + ["{bad"], partitions=4)
+    sql("CREATE TABLE t (a INT)")
+    sql(
+        f"CREATE PIPELINE p AS LOAD DATA KAFKA '{broker.bootstrap}/{topic}' "
+        "SKIP PARSER ERRORS INTO TABLE t"
+    )
+    sql("START PIPELINE p FOREGROUND")
+    joined = sql(
+        "SELECT p.PIPELINE_NAME, p.STATE, count(e.BATCH_ID) AS errors "
+        "FROM information_schema.PIPELINES p "
+        "LEFT JOIN information_schema.PIPELINES_ERRORS e ON p.PIPELINE_NAME = e.PIPELINE_NAME "
+        "GROUP BY p.PIPELINE_NAME, p.STATE"
+    )
+    assert rows(joined) == [("p", "Stopped", 1)]
+    err = sql(
+        "SELECT ERROR_CODE, BATCH_SOURCE_PARTITION_ID, BATCH_OFFSET, LOAD_DATA_LINE "
+        "FROM information_schema.PIPELINES_ERRORS"
+    )
+    assert rows(err) == [("SP300", "0", "2", "{bad")]
+    offsets = sql(
+        "SELECT TASK_ID, KEY, VALUE FROM information_schema.PIPELINES_SOURCE_OFFSETS "
+        "WHERE PIPELINE_NAME = 'p' ORDER BY TASK_ID"
+    )
+    assert [json.loads(r[1])["partition"] for r in offsets.rows] == [0, 1, 2, 3]
+    assert [json.loads(r[2]) for r in offsets.rows] == [
+        {"offset": 3},
+        {"offset": 2},
+        {"offset": 2},
+        {"offset": 2},
+    ]
+    per_task = sql(
+        "SELECT TASK_ID, COUNT(*) AS offset_count FROM information_schema.PIPELINES_SOURCE_OFFSETS "
+        "WHERE PIPELINE_NAME = 'p' GROUP BY TASK_ID ORDER BY TASK_ID"
+    )
+    assert rows(per_task) == [(0, 1), (1, 1), (2, 1), (3, 1)]
+    lag = sql("SELECT SOURCE_PARTITION_ID, COMMITTED_OFFSET, LAG FROM information_schema.PIPELINES_OFFSETS")
+    assert sorted(rows(lag)) == [("0", "3", 0), ("1", "2", 0), ("2", "2", 0), ("3", "2", 0)]
+    parts = sql("SELECT count(*) FROM information_schema.PIPELINES_BATCHES WHERE PIPELINE_NAME = 'p'")
+    assert parts.rows[0][0] == 4
+    assert sql("SELECT count(*) FROM information_schema.PIPELINES_CURSORS").rows == [(4,)]
+
+
+def test_alter_offsets_show_create_and_lifecycle(sql, engine, broker, topic):
+    broker.produce(topic, [json.dumps({"a": i}) for i in range(20)], partitions=4)
+    sql("CREATE TABLE t (a INT)")
+    sql(
+        f"CREATE PIPELINE p AS LOAD DATA KAFKA '{broker.bootstrap}/{topic}' "
+        "CONFIG '{\"client.id\": \"me\"}' "
+        "CREDENTIALS '{\"sasl.username\": \"u\", \"sasl.password\": \"hunter2\"}' "
+        "BATCH_INTERVAL 50 INTO TABLE t"
+    )
+    shown = sql("SHOW CREATE PIPELINE p").rows[0][1]
+    assert "hunter2" not in shown and '"sasl.password": "<redacted>"' in shown
+    assert "CONFIG '{\"client.id\": \"me\"}'" in shown and "BATCH_INTERVAL 50" in shown
+    sql("ALTER PIPELINE p SET OFFSETS LATEST")
+    broker.produce(topic, [json.dumps({"a": 100 + i}) for i in range(4)], partitions=4)
+    sql("START PIPELINE p FOREGROUND")
+    assert sorted(r[0] for r in sql("SELECT a FROM t").rows) == [100, 101, 102, 103]
+    sql("ALTER PIPELINE p SET OFFSETS '{\"0\": 0}'")
+    sql("START PIPELINE p FOREGROUND LIMIT 1 BATCHES")
+    assert sql("SELECT count(*) FROM t").rows == [(10,)]  # partition 0 re-read: 5 + 1 + 4
+    sql("ALTER PIPELINE p SET BATCH_INTERVAL 75, SET MAX_PARTITIONS_PER_BATCH 2")
+    assert engine.spec("p").batch_interval_ms == 75
+    assert engine.spec("p").max_partitions_per_batch == 2
+    assert sql("SHOW PIPELINES").rows == [("p", "Stopped")]
+    sql("START PIPELINE p")
+    assert sql("SHOW PIPELINES").rows == [("p", "Running")]
+    sql("STOP PIPELINE p")
+    sql("DROP PIPELINE p")
+    assert sql("SHOW PIPELINES").rows == []
+    with pytest.raises(NotFoundError, match="pipeline 'p' does not exist"):
+        sql("START PIPELINE p")
+
+
+def test_tables_insert_describe_and_variables(sql):
+    sql("CREATE TABLE k (id BIGINT, s VARCHAR(10), n DECIMAL(10,2), d AS id + 1 PERSISTED BIGINT, PRIMARY KEY (id))")
+    assert "2 rows affected" in sql("INSERT INTO k (id, s) VALUES (1, 'a'), (2, 'b')").message
+    sql("INSERT INTO k (id, s, n) SELECT id + 10, upper(s), 1.5 FROM k")
+    assert [float(r[0]) for r in sql("SELECT n FROM k WHERE id > 10").rows] == [1.5, 1.5]
+    got = rows(sql("SELECT id, s, d FROM k ORDER BY id"))
+    assert got == [(1, "a", 2), (2, "b", 3), (11, "A", 12), (12, "B", 13)]
+    desc = sql("DESCRIBE k")
+    assert desc.columns[:4] == ["Field", "Type", "Null", "Key"]
+    assert ("id", "BIGINT", "YES", "PRI") == desc.rows[0][:4]
+    assert desc.rows[3][5] == "computed: id + 1"
+    sql("ALTER TABLE k ADD COLUMN tag AS (concat(s, '!')) PERSISTED STRING")
+    sql("CREATE INDEX by_tag ON k (tag)")
+    sql("INSERT INTO k (id, s) VALUES (3, 'c')")
+    assert rows(sql("SELECT tag FROM k WHERE id = 3")) == [("c!",)]
+    assert rows(sql("SHOW TABLES LIKE 'k%'")) == [("k",)]
+    sql('SET GLOBAL experimental_features_config = "kafka_connect_enabled=true"')
+    shown = sql("SHOW VARIABLES LIKE 'experimental_features_config'")
+    assert rows(shown) == [("experimental_features_config", "kafka_connect_enabled=true")]
+    with pytest.raises(ConfigError, match="unknown system variable 'no_such_var'"):
+        sql("SET GLOBAL no_such_var = 1")
+    sql("DROP TABLE k")
+    assert sql("SHOW TABLES").rows == []
+
+
+def test_file_pipeline_in_sql_with_csv_options(sql, tmp_path):
+    (tmp_path / "a.csv").write_text("id|name\n1|'x|y'\n2|z\n")
+    sql("CREATE TABLE f (id INT, name TEXT)")
+    sql(
+        f"CREATE PIPELINE fp AS LOAD DATA FS '{tmp_path}/*.csv' INTO TABLE f "
+        "FIELDS TERMINATED BY '|' ENCLOSED BY '''' IGNORE 1 LINES (id, name)"
+    )
+    sql("START PIPELINE fp FOREGROUND")
+    assert rows(sql("SELECT id, name FROM f ORDER BY id")) == [(1, "x|y"), (2, "z")]
+    files = sql("SELECT FILE_NAME, FILE_STATE FROM information_schema.PIPELINES_FILES")
+    assert rows(files) == [(str(tmp_path / "a.csv"), "Loaded")]
+
+
+def test_errors_are_clear_and_name_the_problem(sql, caplog):
+    with pytest.raises(ParseError) as e:
+        sql("CREATE PIPELINE p AS LOAD DATA INTO TABLE t")
+    assert "line 1, column 32" in str(e.value) and "^" in str(e.value)
+    with pytest.raises(ConfigError, match="'kafkaconnect' is not supported yet"):
+        sql(
+            "CREATE INFERRED PIPELINE k AS LOAD DATA KAFKACONNECT 'kafka-connector' "
+            "CONFIG '{\"connector.class\": \"x\"}' CREDENTIALS '{}' FORMAT AVRO INTO TABLE t"
+        )
+    with pytest.raises(ConfigError, match="'s3' is not supported yet"):
+        sql("CREATE TABLE t (a INT); CREATE PIPELINE s AS LOAD DATA S3 'bucket/x' INTO TABLE t")
+    with pytest.raises(QueryError) as q:
+        sql("SELECT nope FROM t")
+    assert "nope" in str(q.value) and "Traceback" not in str(q.value)
+    with pytest.raises(NotFoundError):
+        sql("DESCRIBE missing")
+    with pytest.raises(SparkpipesError, match="INTO PROCEDURE"):
+        sql("CREATE PIPELINE pp AS LOAD DATA KAFKA 'h:1/t' INTO PROCEDURE proc")
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
