@@ -19,13 +19,18 @@ def run(*args, cwd):
 
 
 def test_quickstart_loads_every_event_and_leaves_the_warehouse(tmp_path):
-    p = run("--warehouse", str(tmp_path / "wh"), "quickstart", "--events", "3000", cwd=tmp_path)
+    wh = tmp_path / "wh"
+    p = run("quickstart", "--warehouse", str(wh), "--events", "20000", cwd=tmp_path)
     assert p.returncode == 0, p.stderr[-3000:]
-    assert "Produced 3000 events to topic 'events'" in p.stdout
-    assert "Table 'events' has 3000 rows" in p.stdout
-    assert '"0": 750' in p.stdout
-    assert (tmp_path / "wh" / "catalog.db").exists()
-    assert (tmp_path / "wh" / "tables" / "events" / "_delta_log").is_dir()
+    out = p.stdout
+    assert "CREATE PIPELINE events_pipeline AS" in out
+    assert "all 20,000 events loaded" in out
+    assert "| events | distinct_uuids |" in out and "| 20000  | 20000          |" in out
+    assert "ingested" in out and "lag" in out
+    assert (wh / "catalog.db").exists()
+    # the warehouse stays usable from `sparkpipes sql`
+    q = run("--warehouse", str(wh), "sql", "-e", "SELECT count(*) FROM events", cwd=tmp_path)
+    assert q.returncode == 0 and "| 20000    |" in q.stdout
 
 
 def test_user_errors_print_one_line_without_traceback(tmp_path):

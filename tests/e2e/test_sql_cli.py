@@ -33,7 +33,10 @@ def wh(tmp_path):
 def test_seed_style_session_from_a_script(wh, tmp_path, broker, topic):
     broker.produce(
         topic,
-        [json.dumps({"customer_id": f"c{i}", "status": "active" if i % 3 else "closed"}) for i in range(30)],
+        [
+            json.dumps({"customer_id": f"c{i}", "status": "active" if i % 3 else "closed"})
+            for i in range(30)
+        ],
         partitions=4,
     )
     script = tmp_path / "seed.sql"
@@ -86,7 +89,9 @@ def test_errors_exit_non_zero_with_a_caret_and_no_traceback(wh):
     p = cli("sql", "-e", "START PIPELINE nope", wh=wh)
     assert p.returncode == 1 and "pipeline 'nope' does not exist" in p.stderr
     p = cli("sql", stdin="SHOW TABLES;\nDROP TABLE nope;\n", wh=wh)
-    assert p.returncode == 1 and "Empty set" in p.stdout and "table 'nope' does not exist" in p.stderr
+    assert (
+        p.returncode == 1 and "Empty set" in p.stdout and "table 'nope' does not exist" in p.stderr
+    )
     for cmd in ("sql", "run", "status", "quickstart"):
         h = cli(cmd, "--help", wh=wh)
         assert h.returncode == 0 and "--warehouse" in h.stdout
@@ -124,6 +129,8 @@ def test_run_loads_running_pipelines_and_stops_cleanly_on_sigterm(wh, broker, to
     n, distinct = (int(x) for x in q.stdout.splitlines()[3].strip("| ").split("|"))
     assert n == distinct  # never twice, whatever the moment of the signal
     assert n > 0
-    rest = cli("sql", "-e", "STOP PIPELINE p; START PIPELINE p FOREGROUND; SELECT count(*) FROM t", wh=wh)
+    rest = cli(
+        "sql", "-e", "STOP PIPELINE p; START PIPELINE p FOREGROUND; SELECT count(*) FROM t", wh=wh
+    )
     assert rest.returncode == 0, rest.stderr[-2000:]
     assert "| 220      |" in rest.stdout

@@ -128,11 +128,11 @@ class RecordProducer:
     def _run(self) -> None:
         try:
             while self.next_id < N_RECORDS and not self._stop.is_set():
-                chunk = self.rng.randint(*CHUNK)
-                self.produce(chunk)
-                # pace the rest to end at target_end, so records arrive during every run
-                rate = max(N_RECORDS - self.next_id, 1) / max(self.target_end - time.time(), 5)
-                self._stop.wait(chunk / rate * self.rng.uniform(0.5, 1.5))
+                self.produce(self.rng.randint(*CHUNK))
+                # spread the chunks left until target_end: records arrive during every run
+                chunks_left = max((N_RECORDS - self.next_id) / (sum(CHUNK) / 2), 1)
+                pause = max(self.target_end - time.time(), 0) / chunks_left
+                self._stop.wait(min(pause * self.rng.uniform(0.5, 1.5), 5))
             self.finished_at = time.time()
         except BaseException as e:
             self.error = e
@@ -529,9 +529,12 @@ def test_crash_exactly_once(broker, tmp_path):
         runs.append(final)
         check_run(final, tag)
     finally:
-        if current is not None:
+        if current is not None:  # a check failed while a child ran: leave nothing behind
             kill_group(current.proc.pid)
-            current.proc.wait(30)
+            try:
+                current.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                pass
         producer.stop()
 
     # -- every id exactly once -----------------------------------------------------------

@@ -105,9 +105,13 @@ def test_information_schema_views_are_tables(sql, broker, topic):
         "WHERE PIPELINE_NAME = 'p' GROUP BY TASK_ID ORDER BY TASK_ID"
     )
     assert rows(per_task) == [(0, 1), (1, 1), (2, 1), (3, 1)]
-    lag = sql("SELECT SOURCE_PARTITION_ID, COMMITTED_OFFSET, LAG FROM information_schema.PIPELINES_OFFSETS")
+    lag = sql(
+        "SELECT SOURCE_PARTITION_ID, COMMITTED_OFFSET, LAG FROM information_schema.PIPELINES_OFFSETS"
+    )
     assert sorted(rows(lag)) == [("0", "3", 0), ("1", "2", 0), ("2", "2", 0), ("3", "2", 0)]
-    parts = sql("SELECT count(*) FROM information_schema.PIPELINES_BATCHES WHERE PIPELINE_NAME = 'p'")
+    parts = sql(
+        "SELECT count(*) FROM information_schema.PIPELINES_BATCHES WHERE PIPELINE_NAME = 'p'"
+    )
     assert parts.rows[0][0] == 4
     assert sql("SELECT count(*) FROM information_schema.PIPELINES_CURSORS").rows == [(4,)]
 
@@ -117,13 +121,13 @@ def test_alter_offsets_show_create_and_lifecycle(sql, engine, broker, topic):
     sql("CREATE TABLE t (a INT)")
     sql(
         f"CREATE PIPELINE p AS LOAD DATA KAFKA '{broker.bootstrap}/{topic}' "
-        "CONFIG '{\"client.id\": \"me\"}' "
-        "CREDENTIALS '{\"sasl.username\": \"u\", \"sasl.password\": \"hunter2\"}' "
+        'CONFIG \'{"client.id": "me"}\' '
+        'CREDENTIALS \'{"sasl.username": "u", "sasl.password": "hunter2"}\' '
         "BATCH_INTERVAL 50 INTO TABLE t"
     )
     shown = sql("SHOW CREATE PIPELINE p").rows[0][1]
     assert "hunter2" not in shown and '"sasl.password": "<redacted>"' in shown
-    assert "CONFIG '{\"client.id\": \"me\"}'" in shown and "BATCH_INTERVAL 50" in shown
+    assert 'CONFIG \'{"client.id": "me"}\'' in shown and "BATCH_INTERVAL 50" in shown
     sql("ALTER PIPELINE p SET OFFSETS LATEST")
     broker.produce(topic, [json.dumps({"a": 100 + i}) for i in range(4)], partitions=4)
     sql("START PIPELINE p FOREGROUND")
@@ -145,7 +149,9 @@ def test_alter_offsets_show_create_and_lifecycle(sql, engine, broker, topic):
 
 
 def test_tables_insert_describe_and_variables(sql):
-    sql("CREATE TABLE k (id BIGINT, s VARCHAR(10), n DECIMAL(10,2), d AS id + 1 PERSISTED BIGINT, PRIMARY KEY (id))")
+    sql(
+        "CREATE TABLE k (id BIGINT, s VARCHAR(10), n DECIMAL(10,2), d AS id + 1 PERSISTED BIGINT, PRIMARY KEY (id))"
+    )
     assert "2 rows affected" in sql("INSERT INTO k (id, s) VALUES (1, 'a'), (2, 'b')").message
     sql("INSERT INTO k (id, s, n) SELECT id + 10, upper(s), 1.5 FROM k")
     assert [float(r[0]) for r in sql("SELECT n FROM k WHERE id > 10").rows] == [1.5, 1.5]
@@ -153,7 +159,7 @@ def test_tables_insert_describe_and_variables(sql):
     assert got == [(1, "a", 2), (2, "b", 3), (11, "A", 12), (12, "B", 13)]
     desc = sql("DESCRIBE k")
     assert desc.columns[:4] == ["Field", "Type", "Null", "Key"]
-    assert ("id", "BIGINT", "YES", "PRI") == desc.rows[0][:4]
+    assert desc.rows[0][:4] == ("id", "BIGINT", "YES", "PRI")
     assert desc.rows[3][5] == "computed: id + 1"
     sql("ALTER TABLE k ADD COLUMN tag AS (concat(s, '!')) PERSISTED STRING")
     sql("CREATE INDEX by_tag ON k (tag)")

@@ -44,5 +44,6 @@ def result(res, seconds: float) -> str:
         n = len(res.rows)
         if n == 0:
             return f"Empty set ({seconds:.2f} sec)"
-        return f"{table(res.columns, res.rows)}\n{n} row{'s' if n != 1 else ''} in set ({seconds:.2f} sec)"
+        rows = f"{n} row{'s' if n != 1 else ''}"
+        return f"{table(res.columns, res.rows)}\n{rows} in set ({seconds:.2f} sec)"
     return f"{res.message or 'OK'} ({seconds:.2f} sec)"

@@ -99,12 +99,17 @@ def run(args) -> int:
         )
         gen.start()
         session.execute(script)
-        print(f"4. Generating {args.events} events at {args.rate}/s while the pipeline loads them:", file=out)
+        print(
+            f"4. Generating {args.events} events at {args.rate}/s while the pipeline loads them:",
+            file=out,
+        )
         t0 = time.time()
         loaded = 0
         while True:
             time.sleep(0.5)
-            loaded = sum(b["rows"] for b in eng.batches("events_pipeline") if b["state"] == "Succeeded")
+            loaded = sum(
+                b["rows"] for b in eng.batches("events_pipeline") if b["state"] == "Succeeded"
+            )
             rec = eng.pipeline("events_pipeline")
             secs = time.time() - t0
             line = (
@@ -129,7 +134,7 @@ def run(args) -> int:
         print(
             f"\nThe warehouse is in {eng.warehouse}. Explore it with:\n"
             f"   sparkpipes --warehouse {eng.warehouse} sql -e "
-            "\"SELECT * FROM information_schema.PIPELINES_BATCHES_SUMMARY\"",
+            '"SELECT * FROM information_schema.PIPELINES_BATCHES_SUMMARY"',
             file=out,
         )
         return 0 if res.rows[0][0] == args.events else 1

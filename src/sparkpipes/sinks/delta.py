@@ -161,9 +161,7 @@ class DeltaSink:
         from deltalake import CommitProperties
         from deltalake.transaction import AddAction
 
-        actions = [
-            AddAction(f.path, f.size, {}, f.modification_time, True, f.stats) for f in files
-        ]
+        actions = [AddAction(f.path, f.size, {}, f.modification_time, True, f.stats) for f in files]
         try:
             self._table().create_write_transaction(
                 actions,

@@ -121,7 +121,9 @@ class SqlSession:
                 "escape": s.fields.escaped_by,
             }
         if s.lines and (s.lines.starting_by or s.lines.terminated_by not in (None, "\n")):
-            raise ConfigError("LINES STARTING BY / TERMINATED BY other than newline are not supported yet")
+            raise ConfigError(
+                "LINES STARTING BY / TERMINATED BY other than newline are not supported yet"
+            )
         return kw
 
     def _StartPipeline(self, s: A.StartPipeline) -> Result:
@@ -249,7 +251,8 @@ class SqlSession:
         rows = []
         for f in rec.schema:
             extra = f"computed: {rec.computed[f.name]}" if f.name in rec.computed else ""
-            rows.append((f.name, types.get(f.name, str(f.type)), "YES", key_of.get(f.name, ""), None, extra))
+            typ = types.get(f.name, str(f.type))
+            rows.append((f.name, typ, "YES", key_of.get(f.name, ""), None, extra))
         return Result(["Field", "Type", "Null", "Key", "Default", "Extra"], rows)
 
     def _AlterTableAddColumn(self, s: A.AlterTableAddColumn) -> Result:
@@ -275,7 +278,8 @@ class SqlSession:
             for row in s.rows:
                 if len(row) != len(cols):
                     raise ConfigError(
-                        f"INSERT gives {len(row)} values for {len(cols)} columns ({', '.join(cols)})"
+                        f"INSERT gives {len(row)} values for {len(cols)} columns "
+                        f"({', '.join(cols)})"
                     )
             values = ", ".join("(" + ", ".join(e.text for e in row) + ")" for row in s.rows)
             names = ", ".join(f"`c{i}`" for i in range(len(cols)))
@@ -395,4 +399,3 @@ def create_pipeline_sql(spec: PipelineSpec) -> str:
         where=A.Expr(spec.where) if spec.where else None,
     )
     return stmt.to_sql()
-

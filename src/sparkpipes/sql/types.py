@@ -35,8 +35,14 @@ _SIMPLE = {
     "DATETIME": "TIMESTAMP",
     "TIMESTAMP": "TIMESTAMP",
 }
-_UNSIGNED = {"TINYINT": "SMALLINT", "SMALLINT": "INT", "INT": "BIGINT", "INTEGER": "BIGINT",
-             "MEDIUMINT": "INT", "BIGINT": "DECIMAL(20,0)"}
+_UNSIGNED = {
+    "TINYINT": "SMALLINT",
+    "SMALLINT": "INT",
+    "INT": "BIGINT",
+    "INTEGER": "BIGINT",
+    "MEDIUMINT": "INT",
+    "BIGINT": "DECIMAL(20,0)",
+}
 
 
 def spark_type(t: DataType) -> str:
@@ -44,9 +50,7 @@ def spark_type(t: DataType) -> str:
     if t.unsigned and name in _UNSIGNED:
         return _UNSIGNED[name]
     if name in ("DECIMAL", "NUMERIC", "DEC"):
-        p, s = (list(t.params) + [10, 0])[:2] if t.params else (10, 0)
-        if len(t.params) == 1:
-            s = 0
+        p, s = ([*t.params, 0] if len(t.params) == 1 else [*t.params, 10, 0])[:2]
         return f"DECIMAL({p},{s})"
     if name in _SIMPLE:
         return _SIMPLE[name]

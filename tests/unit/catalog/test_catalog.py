@@ -32,7 +32,7 @@ def test_tables_and_pipelines_round_trip(cat):
 def test_errors_of_a_retried_batch_replace_not_duplicate(cat):
     errs = [{"partition": "0", "offset": 5, "reason": "bad"}]
     cat.replace_errors("id1", "p", 3, errs)
-    cat.replace_errors("id1", "p", 3, errs + [{"partition": "1", "offset": 2, "reason": "x"}])
+    cat.replace_errors("id1", "p", 3, [*errs, {"partition": "1", "offset": 2, "reason": "x"}])
     assert [(e["partition"], e["offset"]) for e in cat.errors("id1")] == [("0", 5), ("1", 2)]
 
 
