@@ -50,6 +50,7 @@ from sparkpipes.sources import build_source
 log = logging.getLogger("sparkpipes.engine")
 
 RUNNING, STOPPED, ERROR = "Running", "Stopped", "Error"
+SNAPSHOT_TIMEOUT_S = 3.0
 
 
 class Engine:
@@ -488,12 +489,14 @@ class Engine:
 
     def offset_snapshot(self, rec: PipelineRecord) -> list[PartitionOffsets]:
         """Per source partition: committed offset (from the table) and, if the source
-        answers, earliest / latest offsets and lag. For the information_schema views."""
+        answers within a few seconds, earliest / latest offsets and lag. For the
+        information_schema views and `sparkpipes status`."""
         runner = self._runner(rec.name)
         committed = runner.committed()
         offs = dict(committed.offsets) if committed else {}
+        meta = runner.source.metadata(timeout_s=SNAPSHOT_TIMEOUT_S)
         try:
-            parts = runner.meta.partitions()
+            parts = meta.partitions()
         except SparkpipesError:
             parts = []
         out = []
@@ -501,11 +504,13 @@ class Engine:
             earliest = latest = lag = size = None
             if p in parts:
                 try:
-                    earliest = runner.meta.earliest(p)
-                    latest = runner.meta.end(p)
-                    if p in offs:
-                        lag = runner.meta.lag(p, offs[p])
-                    size = runner.meta.size(p)
+                    earliest = meta.earliest(p)
+                    latest = meta.end(p)
+                    if isinstance(latest, int) and isinstance(offs.get(p), int):
+                        lag = max(0, latest - offs[p])
+                    elif p in offs:
+                        lag = meta.lag(p, offs[p])
+                    size = meta.size(p)
                 except SparkpipesError:
                     pass
             out.append(
@@ -513,17 +518,27 @@ class Engine:
                     p, runner.source.partition_key(p), offs.get(p), earliest, latest, lag, size
                 )
             )
+        meta.close()
         return out
 
-    def information_schema(self, view: str):
-        """An information_schema view (PIPELINES, PIPELINES_BATCHES, …) as an Arrow table."""
+    def information_schema(self, view: str, cache: dict | None = None):
+        """An information_schema view (PIPELINES, PIPELINES_BATCHES, …) as an Arrow table.
+
+        ``cache`` shares source snapshots between the views of one query."""
         from sparkpipes.catalog import views
 
         if view.upper() not in views.VIEWS:
             raise NotFoundError(
                 f"information_schema.{view} does not exist (views: {', '.join(views.VIEWS)})"
             )
-        return views.build(self.catalog, view, self.offset_snapshot)
+        cache = {} if cache is None else cache
+
+        def snapshot(rec: PipelineRecord) -> list[PartitionOffsets]:
+            if rec.name not in cache:
+                cache[rec.name] = self.offset_snapshot(rec)
+            return cache[rec.name]
+
+        return views.build(self.catalog, view, snapshot)
 
     def batches(self, name: str) -> list[dict[str, Any]]:
         return self.catalog.batches(self.catalog.pipeline(name).id)

@@ -133,7 +133,8 @@ class Source(abc.ABC):
     position_type: ClassVar[pa.DataType] = pa.int64()
 
     @abc.abstractmethod
-    def metadata(self) -> MetadataProvider: ...
+    def metadata(self, timeout_s: float = 10.0) -> MetadataProvider:
+        """A provider whose source calls give up after ``timeout_s``."""
 
     @abc.abstractmethod
     def consumer(

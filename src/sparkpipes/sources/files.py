@@ -36,7 +36,7 @@ class FileSource(Source):
             raise ConfigError("FS location must be a path or glob such as '/data/*.json'")
         self.pattern = os.path.abspath(os.path.expanduser(location))
 
-    def metadata(self) -> FileMetadata:
+    def metadata(self, timeout_s: float = 10.0) -> FileMetadata:
         return FileMetadata(self)
 
     def consumer(

@@ -134,8 +134,8 @@ class KafkaSource(Source):
         conf.update({k: v.reveal() for k, v in self.credentials.items()})
         return conf
 
-    def metadata(self) -> KafkaMetadata:
-        return KafkaMetadata(self)
+    def metadata(self, timeout_s: float = 10.0) -> KafkaMetadata:
+        return KafkaMetadata(self, timeout_s)
 
     def consumer(
         self, partition: str, *, out_of_range: str = "fail", pipeline: str | None = None

@@ -308,8 +308,9 @@ class SqlSession:
         spark = self.engine.spark
         for t in self.engine.tables():
             self.engine.table(t).createOrReplaceTempView(t)
-        for v in views:
-            arrow = self.engine.information_schema(v)
+        cache: dict = {}
+        for v in dict.fromkeys(views):
+            arrow = self.engine.information_schema(v, cache)
             spark.createDataFrame(arrow).createOrReplaceTempView(view_name(v))
         try:
             return spark.sql(spark_text)
