@@ -56,8 +56,28 @@ class Decoder(abc.ABC):
         }
         self.csv = csv or CsvOptions()
 
+    def decode(self, values: pa.Array) -> Decoded:
+        n = len(values)
+        if n == 0:
+            return Decoded(self.schema.empty_table(), all_kept(0), ())
+        if values.null_count == 0 and self._fast_ok(values):
+            try:
+                return Decoded(self._fast(values), all_kept(n), ())
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, Mismatch):
+                pass
+        return self._slow(values, self._parse_one)
+
+    def _fast_ok(self, values: pa.Array) -> bool:
+        return True
+
     @abc.abstractmethod
-    def decode(self, values: pa.Array) -> Decoded: ...
+    def _fast(self, values: pa.Array) -> pa.Table:
+        """The whole chunk through an Arrow reader; raise (ArrowInvalid, Mismatch) to fall
+        back to the slow path."""
+
+    @abc.abstractmethod
+    def _parse_one(self, raw: bytes) -> dict[str, Any]:
+        """One record: column → Python value; raise ValueError with the reason."""
 
     def _slow(self, values: pa.Array, parse: Callable[[bytes], dict[str, Any]]) -> Decoded:
         """Record by record: ``parse`` gives column → Python value, or raises ValueError."""
@@ -81,6 +101,11 @@ class Decoder(abc.ABC):
             {f.name: pa.array(rows[f.name], f.type) for f in self.schema}, schema=self.schema
         )
         return Decoded(table, pa.array(kept, pa.int32()), tuple(errors))
+
+
+class Mismatch(Exception):
+    """The fast path produced a different number of rows than records (e.g. two JSON
+    objects on one line): decode record by record instead."""
 
 
 def all_kept(n: int) -> pa.Array:

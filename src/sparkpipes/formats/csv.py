@@ -9,22 +9,11 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.csv as pcsv
 
-from sparkpipes.formats.base import Decoded, Decoder, all_kept, conform
+from sparkpipes.formats.base import Decoder, Mismatch, conform
 from sparkpipes.formats.json import newline_joined
 
 
 class CsvDecoder(Decoder):
-    def decode(self, values: pa.Array) -> Decoded:
-        n = len(values)
-        if n == 0:
-            return Decoded(self.schema.empty_table(), all_kept(0), ())
-        if values.null_count == 0:
-            try:
-                return Decoded(self._fast(values), all_kept(n), ())
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, _Mismatch):
-                pass
-        return self._slow(values, self._parse_one)
-
     def _fast(self, values: pa.Array) -> pa.Table:
         buf = newline_joined(values)
         opts = self.csv
@@ -46,7 +35,7 @@ class CsvDecoder(Decoder):
             ),
         )
         if table.num_rows != len(values):
-            raise _Mismatch
+            raise Mismatch
         return conform(table, self.schema)
 
     def _parse_one(self, raw: bytes) -> dict[str, Any]:
@@ -73,7 +62,3 @@ class CsvDecoder(Decoder):
             f.name: (None if v == "" and not pa.types.is_string(f.type) else v)
             for f, v in zip(self.schema, fields)
         }
-
-
-class _Mismatch(Exception):
-    pass

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
-from sparkpipes.formats.base import Decoded, Decoder, all_kept, conform
+from sparkpipes.formats.base import Decoder, Mismatch, conform
 
 _DIRECT = (
     pa.types.is_integer,
@@ -68,16 +68,8 @@ class JsonDecoder(Decoder):
 
         return pa.schema(build(tree)), True
 
-    def decode(self, values: pa.Array) -> Decoded:
-        n = len(values)
-        if n == 0:
-            return Decoded(self.schema.empty_table(), all_kept(0), ())
-        if self.fast and values.null_count == 0 and pc.min(pc.binary_length(values)).as_py() > 0:
-            try:
-                return Decoded(self._fast(values), all_kept(n), ())
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, _Mismatch):
-                pass
-        return self._slow(values, self._parse_one)
+    def _fast_ok(self, values: pa.Array) -> bool:
+        return self.fast and pc.min(pc.binary_length(values)).as_py() > 0
 
     def _fast(self, values: pa.Array) -> pa.Table:
         buf = newline_joined(values)
@@ -89,7 +81,7 @@ class JsonDecoder(Decoder):
             ),
         )
         if table.num_rows != len(values):
-            raise _Mismatch
+            raise Mismatch
         cols = {}
         for f in self.schema:
             top, *rest = self.paths[f.name]
@@ -114,7 +106,3 @@ class JsonDecoder(Decoder):
                 v = v.get(key) if isinstance(v, dict) else None
             out[name] = v
         return out
-
-
-class _Mismatch(Exception):
-    pass

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pyarrow as pa
 
 from sparkpipes.errors import ConfigError
-from sparkpipes.formats.base import Decoded, Decoder, all_kept
+from sparkpipes.formats.base import Decoder
 
 
 class RawDecoder(Decoder):
@@ -19,16 +21,13 @@ class RawDecoder(Decoder):
                 f"{', '.join(f'{f.name} {f.type}' for f in self.schema)}"
             )
 
-    def decode(self, values: pa.Array) -> Decoded:
+    def _fast(self, values: pa.Array) -> pa.Table:
         field = self.schema[0]
-        if pa.types.is_binary(field.type):
-            col = values.cast(pa.binary())
-            return Decoded(pa.table({field.name: col}), all_kept(len(values)), ())
-        try:
-            col = values.cast(pa.string())
-            return Decoded(pa.table({field.name: col}), all_kept(len(values)), ())
-        except pa.ArrowInvalid:
-            return self._slow(values, lambda raw: {field.name: _text(raw)})
+        return pa.table({field.name: values.cast(field.type)})
+
+    def _parse_one(self, raw: bytes) -> dict[str, Any]:
+        field = self.schema[0]
+        return {field.name: raw if pa.types.is_binary(field.type) else _text(raw)}
 
 
 def _text(raw: bytes) -> str:
