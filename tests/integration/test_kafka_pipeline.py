@@ -249,3 +249,25 @@ def test_metadata_provider_answers_offsets_and_times(broker, topic):
         assert meta.earliest("0") == meta.end("0") == 0
     finally:
         meta.close()
+
+
+def test_a_batch_committed_by_another_writer_is_not_loaded_twice(tmp_path, broker, topic):
+    """Two engines on one warehouse run the same batch; the table's app transaction lets
+    only the first commit count, and the loser records nothing of its own."""
+    from sparkpipes import Engine
+
+    broker.produce(topic, events(100), partition=0)
+    first, second = Engine(tmp_path / "wh"), Engine(tmp_path / "wh")
+    make(first, broker, topic)
+    runner = first._runner("p")
+    written = runner.extract(runner.plan())  # batch 1 read to offset 100, not committed
+    broker.produce(topic, events(100, start=100), partition=0)
+    assert second.run_batch("p").offsets["0"] == 200  # the other writer commits batch 1
+    result = runner.commit(written)
+    assert result.state == "Replayed" and result.offsets["0"] == 200
+    first.run_batches("p", 3, until_idle=True)
+    assert ids(first) == list(range(200))
+    assert [b["batch_id"] for b in first.batches("p")] == [1]
+    assert first.batches("p")[0]["offsets"]["0"] == 200
+    first.close()
+    second.close()

@@ -71,6 +71,20 @@ class Plan:
     offsets: dict[str, Any]  # every known partition's offset before the batch
 
 
+@dataclass
+class Written:
+    """What step 2 produced: the files and offsets one commit will publish."""
+
+    plan: Plan
+    files: list[AddFile]
+    errors: list[dict[str, Any]]
+    ends: dict[str, Any]
+    parts: list[dict[str, Any]]
+    rows: int
+    nbytes: int
+    t0: float
+
+
 class BatchRunner:
     """Runs batches of one pipeline. Keeps only a drained-partition hint in memory."""
 
@@ -150,14 +164,23 @@ class BatchRunner:
 
     # -- steps 2-4 --------------------------------------------------------------------
     def run(self, attempt: int = 1) -> BatchResult:
+        """Steps 1 to 4 of the protocol, with a crash point after each."""
         started_at = dt.datetime.now(dt.UTC).replace(tzinfo=None)
-        t0 = time.time()
         plan = self.plan()
         crash_point("after_plan")
+        written = self.extract(plan, attempt, started_at)
+        crash_point("after_write")
+        return self.commit(written, attempt, started_at)
+
+    # -- step 2 -----------------------------------------------------------------------
+    def extract(
+        self, plan: Plan, attempt: int = 1, started_at: dt.datetime | None = None
+    ) -> Written:
+        """Run the tasks (and the transform job, if any); nothing is visible yet."""
+        started_at = started_at or dt.datetime.now(dt.UTC).replace(tzinfo=None)
+        t0 = time.time()
         watermarks = {p: self.meta.latest(p) for p in plan.starts}
         results = self._execute(plan)
-        crash_point("after_write")
-
         failed = [r for r in results if "failed" in r]
         if failed:
             err = SparkpipesError.from_dict(failed[0]["failed"])
@@ -176,24 +199,18 @@ class BatchRunner:
                 self._idle[r["partition"]] = (watermarks[r["partition"]], time.time())
             else:
                 self._idle.pop(r["partition"], None)
-        staged: list[AddFile] = []
+        rows = sum(r["rows"] for r in results)
         if self.transform and files:
-            staged = files
             files = tf.run_staged(
                 self.spark,
-                staged,
+                files,
                 self.staging.uri,
                 self.staging.schema,
                 self.transform,
                 self.sink,
                 f"part-b{plan.batch_id:08d}-t",
             )
-        rows = (
-            sum(r["rows"] for r in results)
-            if not self.transform
-            else sum(f.num_records for f in files)
-        )
-        nbytes = sum(r["bytes"] for r in results)
+            rows = sum(f.num_records for f in files)
         parts = [
             {
                 "partition": r["partition"],
@@ -205,35 +222,52 @@ class BatchRunner:
             }
             for r in results
         ]
+        nbytes = sum(r["bytes"] for r in results)
+        return Written(plan, files, errors, ends, parts, rows, nbytes, t0)
+
+    # -- steps 3 and 4 ----------------------------------------------------------------
+    def commit(
+        self, w: Written, attempt: int = 1, started_at: dt.datetime | None = None
+    ) -> BatchResult:
+        """One Delta commit (or none for an idle batch), then the catalog record."""
+        started_at = started_at or dt.datetime.now(dt.UTC).replace(tzinfo=None)
+        plan = w.plan
         result = BatchResult(
             self.spec.name,
             plan.batch_id,
             "Succeeded",
-            rows,
-            nbytes,
-            len(errors),
-            partitions=parts,
-            offsets=ends,
+            w.rows,
+            w.nbytes,
+            len(w.errors),
+            partitions=w.parts,
+            offsets=w.ends,
         )
-        if not files and ends == plan.committed:
+        if not w.files and w.ends == plan.committed:
             result.state = "NoData"
-            result.seconds = time.time() - t0
+            result.seconds = time.time() - w.t0
             return result
 
-        if errors:
-            self.catalog.replace_errors(self.pipeline_id, self.spec.name, plan.batch_id, errors)
+        if w.errors:
+            self.catalog.replace_errors(self.pipeline_id, self.spec.name, plan.batch_id, w.errors)
         fresh = self.sink.commit(
-            files,
+            w.files,
             app_id=self.app_id,
             batch_id=plan.batch_id,
-            offsets=ends,
+            offsets=w.ends,
             extra={"sparkpipes.pipeline_name": self.spec.name},
         )
-        if not fresh:
-            result.state = "Replayed"
         self._drop_staging()
+        if not fresh:
+            # another writer committed batch B first: its files and offsets stand, this
+            # attempt's do not, and the catalog row is the winner's to write
+            won = self.sink.committed(self.app_id)
+            result.state = "Replayed"
+            result.rows = result.bytes = result.errors = 0
+            result.offsets = dict(won.offsets) if won else {}
+            result.seconds = time.time() - w.t0
+            return result
         crash_point("after_commit")
-        result.seconds = time.time() - t0
+        result.seconds = time.time() - w.t0
         self.catalog.record_batch(
             pipeline_id=self.pipeline_id,
             pipeline_name=self.spec.name,
@@ -241,11 +275,11 @@ class BatchRunner:
             attempt=attempt,
             state="Succeeded",
             started_at=started_at,
-            rows=rows,
-            nbytes=nbytes,
-            errors=len(errors),
-            partitions=parts,
-            offsets=ends,
+            rows=w.rows,
+            nbytes=w.nbytes,
+            errors=len(w.errors),
+            partitions=w.parts,
+            offsets=w.ends,
         )
         crash_point("after_record")
         return result
