@@ -87,6 +87,15 @@ errors_t = sa.Table(
     sa.Column("created_at", sa.DateTime, nullable=False),
 )
 
+SCHEMA_VERSION = 1
+
+meta_t = sa.Table(
+    "sp_meta",
+    meta,
+    sa.Column("key", sa.String(64), primary_key=True),
+    sa.Column("value", sa.Text, nullable=False),
+)
+
 variables_t = sa.Table(
     "sp_variables",
     meta,
@@ -144,9 +153,22 @@ class Catalog:
         try:
             self.engine = sa.create_engine(url, **kwargs)
             meta.create_all(self.engine)
+            self._check_version()
         except (OperationalError, sa.exc.ArgumentError) as e:
             raise CatalogError(f"cannot open catalog {self.safe_url}: {e.args[0]}") from None
         self._lock = threading.RLock()
+
+    def _check_version(self) -> None:
+        """A catalog made by another schema version is refused by name, not half-used."""
+        with self.engine.begin() as c:
+            row = c.execute(sa.select(meta_t.c.value).where(meta_t.c.key == "schema")).first()
+            if row is None:
+                c.execute(meta_t.insert().values(key="schema", value=str(SCHEMA_VERSION)))
+            elif row.value != str(SCHEMA_VERSION):
+                raise CatalogError(
+                    f"catalog {self.safe_url} has schema version {row.value}; this sparkpipes "
+                    f"needs {SCHEMA_VERSION} (use a new warehouse or catalog database)"
+                )
 
     @property
     def safe_url(self) -> str:

@@ -67,3 +67,16 @@ def test_unreachable_catalog_is_a_clear_error():
         Catalog("postgresql+psycopg2://nobody:secretpw@127.0.0.1:1/x")
     except CatalogError as e:
         assert "secretpw" not in str(e)
+
+
+def test_a_catalog_of_another_schema_version_is_refused(tmp_path):
+    import sqlalchemy as sa
+
+    url = f"sqlite:///{tmp_path / 'v.db'}"
+    Catalog(url).close()
+    db = sa.create_engine(url)
+    with db.begin() as c:
+        c.execute(sa.text("UPDATE sp_meta SET value = '0' WHERE key = 'schema'"))
+    db.dispose()
+    with pytest.raises(CatalogError, match="has schema version 0; this sparkpipes needs 1"):
+        Catalog(url)
