@@ -24,7 +24,7 @@ workers; for the baseline the single process):
 * rows/s = N / wall seconds of the drain phase;
 * CPU-seconds per million rows = user+sys CPU of the tree during the drain phase
   (live processes' own time plus their reaped children's), snapshotted by the child at
-  the start and at the end of the phase, × 1e6 / N;
+  the start and at the end of the phase, times 1e6 / N;
 * peak memory = the highest sum of RSS over the tree, sampled by this (parent) process
   every ~100 ms from the child's start through the drain (session start-up included,
   the verification read-back after it excluded and reported apart), plus the peak over
@@ -175,13 +175,26 @@ class Monitor:
             self._stop.wait(self.interval)
 
 
-def run_child(role: str, args: argparse.Namespace, bootstrap: str, workdir: str,
-              broker_pid: int | None) -> dict:
+def run_child(
+    role: str, args: argparse.Namespace, bootstrap: str, workdir: str, broker_pid: int | None
+) -> dict:
     cmd = [
-        sys.executable, os.path.abspath(__file__), "--child", role,
-        "--bootstrap", bootstrap, "--workdir", workdir, "--events", str(args.events),
-        "--cores", str(args.cores), "--chunk", str(args.chunk),
-        "--write-rows", str(args.write_rows),
+        sys.executable,
+        os.path.abspath(__file__),
+        "--child",
+        role,
+        "--bootstrap",
+        bootstrap,
+        "--workdir",
+        workdir,
+        "--events",
+        str(args.events),
+        "--cores",
+        str(args.cores),
+        "--chunk",
+        str(args.chunk),
+        "--write-rows",
+        str(args.write_rows),
     ]
     if args.warm_up:
         cmd.append("--warm-up")
@@ -272,12 +285,12 @@ def verify(table, n: int) -> dict:
 
 def _warm(i: int) -> int:
     import confluent_kafka  # noqa: F401
-    import pyarrow.json  # noqa: F401
+    import pyarrow.json
     import pyarrow.parquet  # noqa: F401
 
-    import sparkpipes.engine.task  # noqa: F401
-    import sparkpipes.formats.json  # noqa: F401
-    import sparkpipes.sinks.delta  # noqa: F401
+    import sparkpipes.engine.task
+    import sparkpipes.formats.json
+    import sparkpipes.sinks.delta
     import sparkpipes.sources.kafka  # noqa: F401
 
     return i
@@ -286,7 +299,10 @@ def _warm(i: int) -> int:
 def child_sparkpipes(args: argparse.Namespace) -> None:
     me = psutil.Process()
     wh = os.path.join(args.workdir, "sparkpipes-warehouse")
-    spark_conf = {"spark.driver.memory": "1g", **{k: str(v) for k, v in _kv(args.spark_conf).items()}}
+    spark_conf = {
+        "spark.driver.memory": "1g",
+        **{k: str(v) for k, v in _kv(args.spark_conf).items()},
+    }
 
     emit("phase", "startup")
     t0 = time.perf_counter()
@@ -305,8 +321,12 @@ def child_sparkpipes(args: argparse.Namespace) -> None:
     if kafka_conf:
         options["config"] = kafka_conf
     eng.create_pipeline(
-        "p", source="kafka", location=f"{args.bootstrap}/{TOPIC}", table="events",
-        format="json", **options,
+        "p",
+        source="kafka",
+        location=f"{args.bootstrap}/{TOPIC}",
+        table="events",
+        format="json",
+        **options,
     )
     setup_s = time.perf_counter() - t0 - startup_s
     warmup_s = None
@@ -433,9 +453,7 @@ def child_baseline(args: argparse.Namespace) -> None:
             path,
             table,
             mode="append",
-            commit_properties=CommitProperties(
-                app_transactions=[Transaction("baseline", version)]
-            ),
+            commit_properties=CommitProperties(app_transactions=[Transaction("baseline", version)]),
         )
         pending, pending_rows = [], 0
         write_s += time.perf_counter() - ts
@@ -505,9 +523,8 @@ def make_events(n: int, seed: int = 42) -> list[bytes]:
     base = int(time.time() * 1000)
     randint = rng.randint
     return [
-        b'{"ts":%d,"uuid":"%s","count":%d}' % (base + i, uuid.UUID(int=rng.getrandbits(128),
-                                                                   version=4).hex.encode(),
-                                                 randint(0, 1000))
+        b'{"ts":%d,"uuid":"%s","count":%d}'
+        % (base + i, uuid.UUID(int=rng.getrandbits(128), version=4).hex.encode(), randint(0, 1000))
         for i in range(n)
     ]
 
@@ -529,6 +546,10 @@ def median_run(runs: list[dict]) -> dict | None:
     return sorted(calm, key=lambda r: r["rows_per_s"])[(len(calm) - 1) // 2]
 
 
+def other_load(r: dict) -> str:
+    return f"other load {r.get('other_cpu_s_during_drain')} CPU-s"
+
+
 def derive(r: dict, n: int) -> dict:
     r["rows_per_s"] = round(n / r["drain_s"], 1)
     r["cpu_s_per_million_rows"] = round(r["drain_cpu_s"] * 1e6 / n, 3)
@@ -546,10 +567,10 @@ def machine() -> dict:
                     break
     except OSError:
         pass
+    import confluent_kafka
+    import deltalake
     import pyarrow
     import pyspark
-    import deltalake
-    import confluent_kafka
 
     return {
         "cpu": cpu,
@@ -567,8 +588,10 @@ def machine() -> dict:
 
 def print_table(n: int, sp: dict | None, bl: dict | None, produce: dict) -> None:
     print()
-    print(f"events: {n:,}  (produced in {produce['seconds']:.1f} s, "
-          f"{produce['bytes'] / MIB:.1f} MiB of JSON)")
+    print(
+        f"events: {n:,}  (produced in {produce['seconds']:.1f} s, "
+        f"{produce['bytes'] / MIB:.1f} MiB of JSON)"
+    )
     cols = [("sparkpipes", sp), ("baseline", bl)]
     rows = [
         ("cores", lambda r: f"{r['cores']}"),
@@ -581,7 +604,10 @@ def print_table(n: int, sp: dict | None, bl: dict | None, produce: dict) -> None
         ("peak RSS in drain MiB", lambda r: f"{r['peak_rss_drain_bytes'] / MIB:,.0f}"),
         ("peak PSS (~1 s) MiB", lambda r: f"{r['peak_pss_bytes'] / MIB:,.0f}"),
         ("verify read-back MiB", lambda r: f"{r['peak_rss_verify_bytes'] / MIB:,.0f}"),
-        ("broker CPU-s (drain)", lambda r: f"{r.get('broker_cpu_s_during_drain', float('nan')):.2f}"),
+        (
+            "broker CPU-s (drain)",
+            lambda r: f"{r.get('broker_cpu_s_during_drain', float('nan')):.2f}",
+        ),
         ("other CPU-s (drain)", lambda r: f"{r.get('other_cpu_s_during_drain', float('nan')):.2f}"),
         ("disturbed by others", lambda r: "yes" if r["disturbed"] else "no"),
         ("rows / distinct uuid", lambda r: f"{r['rows']:,} / {r['distinct_uuid']:,}"),
@@ -593,7 +619,9 @@ def print_table(n: int, sp: dict | None, bl: dict | None, produce: dict) -> None
     if sp and sp.get("warm_up_s"):
         print("\nNOTE: sparkpipes ran a warm-up job before timing (--warm-up)")
     if sp and sp.get("what_if"):
-        print(f"\nNOTE: sparkpipes ran with what-if fixes {sp['what_if']!r} (not the package as is)")
+        print(
+            f"\nNOTE: sparkpipes ran with what-if fixes {sp['what_if']!r} (not the package as is)"
+        )
     if sp and bl:
         print(f"\nratio sparkpipes/baseline rows/s: {sp['rows_per_s'] / bl['rows_per_s']:.2f}x")
     if sp:
@@ -602,43 +630,74 @@ def print_table(n: int, sp: dict | None, bl: dict | None, produce: dict) -> None
                 f"p{p['partition']}: {p['rows']:,} rows {p['seconds']:.2f}s"
                 for p in b["partitions"]
             )
-            print(f"  sparkpipes batch {b['batch_id']} {b['state']}: {b['rows']:,} rows "
-                  f"in {b['seconds']:.2f}s  [{parts}]")
+            print(
+                f"  sparkpipes batch {b['batch_id']} {b['state']}: {b['rows']:,} rows "
+                f"in {b['seconds']:.2f}s  [{parts}]"
+            )
         print(f"  sparkpipes drain CPU-s by process: {sp['drain_cpu_s_by_process']}")
-        peak = {k: (f"{v / MIB:,.0f} MiB" if isinstance(v, int) else v)
-                for k, v in sp["peak_rss_breakdown_bytes"].items()}
+        peak = {
+            k: (f"{v / MIB:,.0f} MiB" if isinstance(v, int) else v)
+            for k, v in sp["peak_rss_breakdown_bytes"].items()
+        }
         print(f"  sparkpipes peak RSS by process: {peak}")
     if bl:
-        print(f"  baseline: consume {bl['consume_s']:.2f}s ({bl['consume_calls']} calls), "
-              f"parse {bl['parse_s']:.2f}s, write {bl['write_s']:.2f}s, "
-              f"{bl['delta_files']} files, app txn version {bl['app_transaction_version']}")
+        print(
+            f"  baseline: consume {bl['consume_s']:.2f}s ({bl['consume_calls']} calls), "
+            f"parse {bl['parse_s']:.2f}s, write {bl['write_s']:.2f}s, "
+            f"{bl['delta_files']} files, app txn version {bl['app_transaction_version']}"
+        )
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--events", type=int, default=1_000_000)
     ap.add_argument("--cores", type=int, default=2, help="Spark local[N] for sparkpipes")
-    ap.add_argument("--repeat", type=int, default=1,
-                    help="run each engine this many times (alternating); report the median")
+    ap.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="run each engine this many times (alternating); report the median",
+    )
     ap.add_argument("--only", choices=["sparkpipes", "baseline"], default=None)
     ap.add_argument("--chunk", type=int, default=50_000, help="baseline: records per parse")
-    ap.add_argument("--write-rows", type=int, default=250_000,
-                    help="baseline: rows per write_deltalake commit")
+    ap.add_argument(
+        "--write-rows", type=int, default=250_000, help="baseline: rows per write_deltalake commit"
+    )
     ap.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE")
-    ap.add_argument("--kafka-conf", action="append", default=[], metavar="KEY=VALUE",
-                    help="sparkpipes pipeline config={...} (Kafka client options)")
-    ap.add_argument("--baseline-kafka-conf", action="append", default=[], metavar="KEY=VALUE",
-                    help="baseline consumer options on top of sparkpipes' tuning")
+    ap.add_argument(
+        "--kafka-conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="sparkpipes pipeline config={...} (Kafka client options)",
+    )
+    ap.add_argument(
+        "--baseline-kafka-conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="baseline consumer options on top of sparkpipes' tuning",
+    )
     ap.add_argument("--pipeline-opt", action="append", default=[], metavar="KEY=VALUE")
-    ap.add_argument("--warm-up", action="store_true",
-                    help="sparkpipes: run one trivial Spark job importing the task modules "
-                    "before timing (reported as warm_up_s); off by default")
-    ap.add_argument("--what-if", default="", metavar="FIX[,FIX]",
-                    help="sparkpipes child only: monkeypatch proposed src fixes from "
-                    "bench/whatif (e.g. newline); off by default")
-    ap.add_argument("--output", default=None,
-                    help="default bench/results/latest.json; latest-variant.json when any variant "
-                    "option (--warm-up, --what-if, --kafka-conf, --baseline-kafka-conf) is given")
+    ap.add_argument(
+        "--warm-up",
+        action="store_true",
+        help="sparkpipes: run one trivial Spark job importing the task modules "
+        "before timing (reported as warm_up_s); off by default",
+    )
+    ap.add_argument(
+        "--what-if",
+        default="",
+        metavar="FIX[,FIX]",
+        help="sparkpipes child only: monkeypatch proposed src fixes from "
+        "bench/whatif (e.g. newline); off by default",
+    )
+    ap.add_argument(
+        "--output",
+        default=None,
+        help="default bench/results/latest.json; latest-variant.json when any variant "
+        "option (--warm-up, --what-if, --kafka-conf, --baseline-kafka-conf) is given",
+    )
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
     ap.add_argument("-v", "--verbose", action="store_true")
     ap.add_argument("--child", choices=["sparkpipes", "baseline"], help=argparse.SUPPRESS)
@@ -664,11 +723,17 @@ def main() -> None:
         broker.create_topic(TOPIC, PARTITIONS)
         t = time.perf_counter()
         produced = broker.produce(TOPIC, events, partitions=PARTITIONS)
-        produce = {"events": produced, "bytes": nbytes, "seconds": round(time.perf_counter() - t, 3),
-                   "build_payloads_s": round(build_s, 3)}
+        produce = {
+            "events": produced,
+            "bytes": nbytes,
+            "seconds": round(time.perf_counter() - t, 3),
+            "build_payloads_s": round(build_s, 3),
+        }
         del events
-        print(f"produced {produced:,} events ({nbytes / MIB:.1f} MiB) in {produce['seconds']:.1f} s")
-        bpid = broker._proc.pid if broker._proc else None  # noqa: SLF001 - CPU accounting only
+        print(
+            f"produced {produced:,} events ({nbytes / MIB:.1f} MiB) in {produce['seconds']:.1f} s"
+        )
+        bpid = broker._proc.pid if broker._proc else None
         sp_runs: list[dict] = []
         bl_runs: list[dict] = []
         for i in range(args.repeat):
@@ -679,33 +744,38 @@ def main() -> None:
                 print(f"running sparkpipes{tag} …", flush=True)
                 r = derive(run_child("sparkpipes", args, broker.bootstrap, rdir, bpid), n)
                 sp_runs.append(r)
-                print(f"  {r['rows_per_s']:,.0f} rows/s, other load {r.get('other_cpu_s_during_drain')} CPU-s")
+                print(f"  {r['rows_per_s']:,.0f} rows/s, {other_load(r)}")
             if args.only in (None, "baseline"):
                 print(f"running baseline{tag} …", flush=True)
                 r = derive(run_child("baseline", args, broker.bootstrap, rdir, bpid), n)
                 bl_runs.append(r)
-                print(f"  {r['rows_per_s']:,.0f} rows/s, other load {r.get('other_cpu_s_during_drain')} CPU-s")
+                print(f"  {r['rows_per_s']:,.0f} rows/s, {other_load(r)}")
     if not args.keep:
         shutil.rmtree(workdir, ignore_errors=True)
 
     sp, bl = median_run(sp_runs), median_run(bl_runs)
     print_table(n, sp, bl, produce)
     if args.repeat > 1:
-        print("\nall runs (rows/s | CPU-s per 1M | peak RSS MiB | other CPU-s during drain); "
-              "the headline is the median of the undisturbed ones:")
+        print(
+            "\nall runs (rows/s | CPU-s per 1M | peak RSS MiB | other CPU-s during drain); "
+            "the headline is the median of the undisturbed ones:"
+        )
         for name, runs in (("sparkpipes", sp_runs), ("baseline", bl_runs)):
             for i, r in enumerate(runs, 1):
                 mark = "  DISTURBED" if r["disturbed"] else ""
                 head = "  <- headline" if r is sp or r is bl else ""
-                print(f"  {name:10} run {i}: {r['rows_per_s']:>10,.0f} | "
-                      f"{r['cpu_s_per_million_rows']:6.2f} | {r['peak_rss_bytes'] / MIB:6,.0f} | "
-                      f"{r.get('other_cpu_s_during_drain')}{mark}{head}")
+                print(
+                    f"  {name:10} run {i}: {r['rows_per_s']:>10,.0f} | "
+                    f"{r['cpu_s_per_million_rows']:6.2f} | {r['peak_rss_bytes'] / MIB:6,.0f} | "
+                    f"{r.get('other_cpu_s_during_drain')}{mark}{head}"
+                )
     out = {
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "events": n,
         "repeat": args.repeat,
         "headline": "median run by rows/s among runs not disturbed by other load"
-        if args.repeat > 1 else "single run",
+        if args.repeat > 1
+        else "single run",
         "machine": machine(),
         "produce": produce,
         "sparkpipes": sp,

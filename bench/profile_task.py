@@ -21,7 +21,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from bench_kafka_delta import make_events  # noqa: E402
+from bench_kafka_delta import make_events
 
 
 def main() -> None:
@@ -29,7 +29,9 @@ def main() -> None:
     ap.add_argument("--events", type=int, default=250_000)
     ap.add_argument("--top", type=int, default=25)
     ap.add_argument("--chunk", type=int, default=50_000)
-    ap.add_argument("--what-if", default="", help="apply proposed fixes (bench/whatif), e.g. newline")
+    ap.add_argument(
+        "--what-if", default="", help="apply proposed fixes (bench/whatif), e.g. newline"
+    )
     ap.add_argument("--no-profile", action="store_true", help="time without cProfile")
     args = ap.parse_args()
     if args.what_if:
@@ -52,7 +54,10 @@ def main() -> None:
         broker.create_topic("events", 1)
         broker.produce("events", make_events(args.events), partition=0)
         spec = PipelineSpec.build(
-            name="p", source="kafka", location=f"{broker.bootstrap}/events", table="events",
+            name="p",
+            source="kafka",
+            location=f"{broker.bootstrap}/events",
+            table="events",
             format="json",
         )
         source = build_source(spec.source, spec.location, spec.config, spec.credentials)
@@ -60,10 +65,20 @@ def main() -> None:
         sink = DeltaSink(os.path.join(tmp, "events"), schema, "events")
         sink.create()
         task = TaskSpec(
-            pipeline="p", pipeline_id="x", batch_id=1, partition="0", start=0, source=source,
-            source_label="topic 'events'", decoder=decoder, sink=sink,
-            max_records=1_000_000, fetch_timeout_s=spec.fetch_timeout_ms / 1000,
-            skip_parser_errors=False, out_of_range="fail", provenance=False,
+            pipeline="p",
+            pipeline_id="x",
+            batch_id=1,
+            partition="0",
+            start=0,
+            source=source,
+            source_label="topic 'events'",
+            decoder=decoder,
+            sink=sink,
+            max_records=1_000_000,
+            fetch_timeout_s=spec.fetch_timeout_ms / 1000,
+            skip_parser_errors=False,
+            out_of_range="fail",
+            provenance=False,
             chunk_records=args.chunk,
         )
         prof = cProfile.Profile()
@@ -74,8 +89,11 @@ def main() -> None:
         prof.disable()
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
         assert "failed" not in out, out
-        print(f"task: {out['rows']:,} rows, wall {wall:.2f}s, process CPU {cpu:.2f}s "
-              f"({cpu / out['rows'] * 1e6:.2f} µs/row; profiler overhead included)")
+        print(
+            f"task: {out['rows']:,} rows, wall {wall:.2f}s, process CPU {cpu:.2f}s "
+            f"({cpu / out['rows'] * 1e6:.2f} µs/row"
+            + ("; profiler overhead included)" if not args.no_profile else ")")
+        )
         if args.no_profile:
             return
         st = pstats.Stats(prof)

@@ -160,7 +160,7 @@ class BatchRunner:
         token, since = self._idle[partition]
         if time.time() - since > IDLE_RECHECK_S:
             return False
-        return token == self.meta.latest(partition)
+        return token == self.meta.watermark(partition)
 
     # -- steps 2-4 --------------------------------------------------------------------
     def run(self, attempt: int = 1) -> BatchResult:
@@ -179,8 +179,8 @@ class BatchRunner:
         """Run the tasks (and the transform job, if any); nothing is visible yet."""
         started_at = started_at or dt.datetime.now(dt.UTC).replace(tzinfo=None)
         t0 = time.time()
-        watermarks = {p: self.meta.latest(p) for p in plan.starts}
-        results = self._execute(plan)
+        watermarks = {p: self.meta.watermark(p) for p in plan.starts}
+        results = self._execute(plan, watermarks)
         failed = [r for r in results if "failed" in r]
         if failed:
             err = SparkpipesError.from_dict(failed[0]["failed"])
@@ -288,7 +288,7 @@ class BatchRunner:
         if self.staging is not None:
             tf.remove_staging(self.staging.uri)
 
-    def _execute(self, plan: Plan) -> list[dict[str, Any]]:
+    def _execute(self, plan: Plan, watermarks: dict[str, Any]) -> list[dict[str, Any]]:
         if not plan.starts:
             return []
         self._drop_staging()  # leftovers of an attempt that did not commit
@@ -304,6 +304,7 @@ class BatchRunner:
                 decoder=self.decoder,
                 sink=self.staging if self.transform else self.sink,
                 output_schema=self.output_schema,
+                watermark=watermarks.get(p),
                 skip_lines=self.spec.skip_lines,
                 max_records=self.spec.max_offsets_per_batch_partition,
                 fetch_timeout_s=self.spec.fetch_timeout_ms / 1000,

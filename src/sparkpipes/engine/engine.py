@@ -88,9 +88,10 @@ class Engine:
     @property
     def spark(self):
         if self._spark is None:
-            from sparkpipes.engine.spark import build_session
+            from sparkpipes.engine.spark import build_session, warm_up
 
             self._spark = build_session(self._master, self._spark_conf)
+            warm_up(self._spark)
         return self._spark
 
     def close(self) -> None:

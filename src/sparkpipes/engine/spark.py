@@ -36,6 +36,23 @@ def build_session(master: str | None = None, conf: Mapping[str, str] | None = No
     return session
 
 
+def warm_up(session) -> None:
+    """Start the Python workers and import the task code once per core, so the first
+    batch does not pay for it."""
+    sc = session.sparkContext
+    n = max(1, sc.defaultParallelism)
+    sc.parallelize(range(n), n).foreach(_import_task_modules)
+
+
+def _import_task_modules(_: object) -> None:
+    import pyarrow.parquet  # noqa: F401
+
+    import sparkpipes.engine.task  # noqa: F401
+    import sparkpipes.formats.csv  # noqa: F401
+    import sparkpipes.formats.json  # noqa: F401
+    import sparkpipes.sources.kafka  # noqa: F401
+
+
 def _python() -> str:
     import sys
 

@@ -1,7 +1,8 @@
 """What one Spark task does for one source partition (step 2 of the commit protocol).
 
 The task consumes its partition from the batch's start offset until it has read
-``max_records`` or a fetch comes back empty, decodes to Arrow, writes Parquet files into
+``max_records`` or a fetch comes back empty — but not while it is short of the offset the
+source reported when the batch was planned —, decodes to Arrow, writes Parquet files into
 the table directory and returns — never commits — the add-actions, the counts, the
 records it could not decode and **the end offset it actually reached**. Everything it
 needs travels in a :class:`TaskSpec`; nothing it builds does I/O before ``run_task``.
@@ -47,6 +48,8 @@ class TaskSpec:
     out_of_range: str
     provenance: bool
     output_schema: pa.Schema | None = None  # decoded columns are conformed to it
+    watermark: Any = None  # the source's latest offset when the batch was planned
+    catch_up_s: float = 10.0
     skip_lines: int = 0
     chunk_records: int = 50_000
     file_rows: int = 1_000_000
@@ -111,8 +114,13 @@ def _run(spec: TaskSpec, started: float) -> dict[str, Any]:
             fetched = consumer.fetch(min(spec.chunk_records, remaining), timeout)
             n = len(fetched)
             if n == 0:
-                drained = True
-                break
+                pos = consumer.position()
+                if spec.watermark is None or spec.source.reached(pos, spec.watermark):
+                    drained = True
+                    break
+                if time.time() - started > spec.catch_up_s:
+                    break  # records are there but slow to come: the next batch goes on
+                continue
             remaining -= n
             read += n
             nbytes += fetched.values.nbytes

@@ -27,11 +27,10 @@ def newline_joined(values: pa.Array) -> pa.Buffer:
     """All payloads as one newline-delimited buffer, without per-row Python objects."""
     flat = pc.replace_substring(values.cast(pa.binary()), b"\n", b" ")
     lines = pc.binary_join_element_wise(flat, pa.scalar(b""), pa.scalar(b"\n"))
-    offsets = lines.buffers()[1]
-    first, last = (
-        pa.Array.from_buffers(pa.int32(), 2, [None, offsets], offset=lines.offset + i)[0].as_py()
-        for i in (0, len(lines))
+    offsets = pa.Array.from_buffers(
+        pa.int32(), len(lines) + 1, [None, lines.buffers()[1]], offset=lines.offset
     )
+    first, last = offsets[0].as_py(), offsets[len(lines)].as_py()
     return lines.buffers()[2].slice(first, last - first)
 
 

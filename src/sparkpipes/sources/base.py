@@ -78,6 +78,11 @@ class MetadataProvider(abc.ABC):
         """Offset of the first record at or after ``ts_ms``; sources without time say so."""
         raise NotImplementedError(f"{type(self).__name__} has no offsets by time")
 
+    def watermark(self, partition: str) -> Offset:
+        """A cheap ``latest``, asked for every partition of every batch: it tells whether
+        a partition moved since it was drained, and how far a task must read."""
+        return self.latest(partition)
+
     def end(self, partition: str) -> Offset:
         """The exact offset after the last record; ``latest`` unless the source knows better."""
         return self.latest(partition)
@@ -148,6 +153,13 @@ class Source(abc.ABC):
     def describe(self) -> Mapping[str, Any]:
         """Non-secret summary for views and logs."""
         return {"source": self.name}
+
+    def reached(self, offset: Offset, latest: Offset) -> bool:
+        """Whether a consumer at ``offset`` has read everything ``latest`` promised.
+
+        A ``latest`` may under-report the end but never over-report it, so while this is
+        False there are certainly records left. No I/O."""
+        return offset == latest
 
     def partition_key(self, partition: str) -> Mapping[str, Any]:
         """The partition as a JSON object (the KEY of PIPELINES_SOURCE_OFFSETS)."""

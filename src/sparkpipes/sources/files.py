@@ -50,6 +50,9 @@ class FileSource(Source):
     def describe(self) -> Mapping[str, Any]:
         return {"source": "fs", "pattern": self.pattern}
 
+    def reached(self, offset: Any, latest: Any) -> bool:
+        return offset["byte"] >= latest["byte"]
+
     def partition_key(self, partition: str) -> Mapping[str, Any]:
         return {"file": partition}
 
@@ -69,6 +72,20 @@ class FileMetadata(MetadataProvider):
             data = f.read()
         end = data.rfind(b"\n") + 1
         return {"byte": end, "line": data.count(b"\n", 0, end)}
+
+    def watermark(self, partition: str) -> dict:
+        """The byte after the last complete line, found from the end of the file."""
+        with open(partition, "rb") as f:
+            pos = f.seek(0, os.SEEK_END)
+            while pos > 0:
+                step = min(pos, 1 << 16)
+                f.seek(pos - step)
+                chunk = f.read(step)
+                i = chunk.rfind(b"\n")
+                if i >= 0:
+                    return {"byte": pos - step + i + 1}
+                pos -= step
+        return {"byte": 0}
 
     def size(self, partition: str) -> int | None:
         return os.path.getsize(partition) if os.path.exists(partition) else None

@@ -44,6 +44,7 @@ ALLOWED_CONFIG = {
     "receive.message.max.bytes",
     "queued.min.messages",
     "queued.max.messages.kbytes",
+    "fetch.queue.backoff.ms",
     "socket.timeout.ms",
     "socket.keepalive.enable",
     "metadata.max.age.ms",
@@ -153,11 +154,25 @@ class KafkaSource(Source):
     def partition_key(self, partition: str) -> Mapping[str, Any]:
         return {"topic": self.topic, "partition": int(partition)}
 
+    def reached(self, offset: Any, latest: Any) -> bool:
+        return offset >= latest
 
-def _new_consumer(source: KafkaSource, extra: Mapping[str, str] | None = None):
+
+# Throughput defaults of a partition consumer; the user's CONFIG overrides them.
+PARTITION_CONSUMER_DEFAULTS = {
+    "fetch.wait.max.ms": "50",
+    "queued.min.messages": "200000",
+    "max.partition.fetch.bytes": "16777216",
+    "fetch.max.bytes": "52428800",
+    "fetch.queue.backoff.ms": "10",
+}
+
+
+def _new_consumer(source: KafkaSource, defaults: Mapping[str, str] | None = None):
     from confluent_kafka import Consumer
 
-    conf = source.client_config()
+    conf = dict(defaults or {})
+    conf.update(source.client_config())
     conf.update(
         {
             "group.id": "sparkpipes",
@@ -168,7 +183,6 @@ def _new_consumer(source: KafkaSource, extra: Mapping[str, str] | None = None):
             "socket.nagle.disable": "true",
         }
     )
-    conf.update(extra or {})
     try:
         return Consumer(conf)
     except Exception as e:  # librdkafka rejects a value (not the key: that was checked)
@@ -286,20 +300,7 @@ class KafkaPartitionConsumer(PartitionConsumer):
     def open(self, start: int) -> Gap | None:
         from confluent_kafka import KafkaException, TopicPartition
 
-        self._consumer = _new_consumer(
-            self.source,
-            {
-                "fetch.wait.max.ms": "50",
-                "queued.min.messages": "200000",
-                "max.partition.fetch.bytes": "16777216",
-                "fetch.max.bytes": "52428800",
-                **{
-                    k: v
-                    for k, v in self.source.config.items()
-                    if k in ("fetch.wait.max.ms", "max.partition.fetch.bytes", "fetch.max.bytes")
-                },
-            },
-        )
+        self._consumer = _new_consumer(self.source, PARTITION_CONSUMER_DEFAULTS)
         tp = TopicPartition(self.source.topic, self.partition)
         try:
             low, high = self._consumer.get_watermark_offsets(tp, timeout=10)

@@ -95,3 +95,18 @@ def test_unknown_and_planned_formats():
         build_decoder("xml", SCHEMA)
     with pytest.raises(ConfigError, match="not supported yet"):
         build_decoder("avro", SCHEMA)
+
+
+def test_the_arrow_fast_paths_take_whole_chunks():
+    """The fast paths must not fall back on good input (they are the hot path)."""
+    from sparkpipes.formats.json import newline_joined
+
+    vals = values(*[f'{{"id": {i}, "name": "n{i}"}}' for i in range(1000)])
+    assert newline_joined(vals).to_pybytes() == b"".join(v.as_py() + b"\n" for v in vals)
+    assert newline_joined(vals.slice(10, 5)).to_pybytes().count(b"\n") == 5
+    d = build_decoder("json", SCHEMA)
+    assert d._fast(vals).num_rows == 1000
+    c = build_decoder("csv", SCHEMA)
+    assert (
+        c._fast(values(*[f"{i},n{i},1.5,2026-01-01T00:00:00Z" for i in range(100)])).num_rows == 100
+    )

@@ -74,3 +74,13 @@ def test_file_source_offsets_are_json_objects_and_partial_lines_wait(tmp_path):
         c.open({"byte": 10_000, "line": 99})
     gap = src.consumer(str(f), out_of_range="earliest").open({"byte": 10_000, "line": 99})
     assert gap.resumed_at == {"byte": 0, "line": 0}
+
+
+def test_file_watermark_is_found_from_the_end_and_reached_compares_bytes(tmp_path):
+    f = tmp_path / "w.json"
+    f.write_bytes(b"a\n" * 50_000 + b"partial")
+    src = build_source("fs", str(f), {}, {})
+    meta = src.metadata()
+    assert meta.watermark(str(f)) == {"byte": 100_000}
+    assert src.reached({"byte": 100_000, "line": 50_000}, meta.watermark(str(f)))
+    assert not src.reached({"byte": 99_998, "line": 49_999}, meta.watermark(str(f)))
