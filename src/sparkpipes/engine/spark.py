@@ -47,9 +47,9 @@ def warm_up(session) -> None:
 def _import_task_modules(_: object) -> None:
     import pyarrow.parquet  # noqa: F401
 
-    import sparkpipes.engine.task  # noqa: F401
-    import sparkpipes.formats.csv  # noqa: F401
-    import sparkpipes.formats.json  # noqa: F401
+    import sparkpipes.engine.task
+    import sparkpipes.formats.csv
+    import sparkpipes.formats.json
     import sparkpipes.sources.kafka  # noqa: F401
 
 
