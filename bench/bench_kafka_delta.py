@@ -8,15 +8,16 @@
    "count": <0..1000>}`` (payloads pre-built; production is timed on its own and is not
    part of either measurement).
 2. **sparkpipes**, in a child process: builds the Engine and its SparkSession (start-up,
-   reported apart), creates the table and the pipeline, then times
-   ``run_batches(..., until_idle=True)`` until the backlog is drained and verifies
-   exactly once (rows == N and distinct uuid == N).
+   including the engine's own worker warm-up job, reported apart), creates the table and
+   the pipeline, then times ``run_batches(..., until_idle=True)`` until the backlog is
+   drained and verifies exactly once (rows == N and distinct uuid == N).
 3. **baseline**, in a second child process pinned to one core: confluent-kafka consumer
    assigned to the 4 partitions from offset 0 → ``b"\\n".join`` → ``pyarrow.json.read_json``
    with the explicit schema → ``deltalake.write_deltalake(mode="append")`` every ~250k
-   rows, each with its own app transaction version. Stops on an empty consume after all
-   N records were read (record count, never the watermark: Tansu's high watermark is the
-   last batch's base offset + 1).
+   rows, each with its own app transaction version. The client gets sparkpipes'
+   ``PARTITION_CONSUMER_DEFAULTS``, so the comparison is engine vs engine. Stops on an
+   empty consume after all N records were read (record count, never the watermark:
+   Tansu's high watermark is the last batch's base offset + 1).
 
 Measured for each child, over its whole process tree (Python driver, Spark JVM, Python
 workers; for the baseline the single process):
@@ -55,13 +56,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOPIC = "events"
 PARTITIONS = 4
 SCHEMA_DDL = "ts BIGINT, uuid STRING, count INT"
-# Same client tuning as sparkpipes' partition consumer, so the comparison is of the engines.
-CONSUMER_TUNING = {
-    "fetch.wait.max.ms": "50",
-    "queued.min.messages": "200000",
-    "max.partition.fetch.bytes": "16777216",
-    "fetch.max.bytes": "52428800",
-}
 GIB = 1024**3
 MIB = 1024**2
 
@@ -196,8 +190,6 @@ def run_child(
         "--write-rows",
         str(args.write_rows),
     ]
-    if args.warm_up:
-        cmd.append("--warm-up")
     for kv in args.spark_conf:
         cmd += ["--spark-conf", kv]
     for kv in args.kafka_conf:
@@ -206,17 +198,11 @@ def run_child(
         cmd += ["--baseline-kafka-conf", kv]
     for kv in args.pipeline_opt:
         cmd += ["--pipeline-opt", kv]
-    env = dict(os.environ)
-    if role == "sparkpipes" and args.what_if:
-        env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (os.path.join(HERE, "whatif"), env.get("PYTHONPATH")) if p
-        )
-        env["SPARKPIPES_BENCH_WHATIF"] = args.what_if
     broker = psutil.Process(broker_pid) if broker_pid else None
     broker_cpu: dict[str, float] = {}
     machine_busy: dict[str, float] = {}
     t_launch = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     mon = Monitor(proc.pid).start()
     result: dict = {}
     log: list[str] = []
@@ -256,8 +242,6 @@ def run_child(
         result["other_cpu_s_during_drain"] = round(
             busy - result["drain_cpu_s"] - result.get("broker_cpu_s_during_drain", 0.0), 3
         )
-    if role == "sparkpipes":
-        result["what_if"] = args.what_if or None
     return result
 
 
@@ -283,19 +267,6 @@ def verify(table, n: int) -> dict:
     return {"rows": rows, "distinct_uuid": distinct, "exactly_once": rows == n == distinct}
 
 
-def _warm(i: int) -> int:
-    import confluent_kafka  # noqa: F401
-    import pyarrow.json
-    import pyarrow.parquet  # noqa: F401
-
-    import sparkpipes.engine.task
-    import sparkpipes.formats.json
-    import sparkpipes.sinks.delta
-    import sparkpipes.sources.kafka  # noqa: F401
-
-    return i
-
-
 def child_sparkpipes(args: argparse.Namespace) -> None:
     me = psutil.Process()
     wh = os.path.join(args.workdir, "sparkpipes-warehouse")
@@ -307,9 +278,10 @@ def child_sparkpipes(args: argparse.Namespace) -> None:
     emit("phase", "startup")
     t0 = time.perf_counter()
     from sparkpipes import Engine
+    from sparkpipes.sources.kafka import PARTITION_CONSUMER_DEFAULTS
 
     eng = Engine(wh, spark_master=f"local[{args.cores}]", spark_conf=spark_conf)
-    eng.spark  # noqa: B018 - SparkSession start-up, reported apart
+    eng.spark  # noqa: B018 - SparkSession start-up and worker warm-up, reported apart
     startup_s = time.perf_counter() - t0
     eng.create_table("events", SCHEMA_DDL)
     options = {
@@ -329,13 +301,6 @@ def child_sparkpipes(args: argparse.Namespace) -> None:
         **options,
     )
     setup_s = time.perf_counter() - t0 - startup_s
-    warmup_s = None
-    if args.warm_up:
-        # What a long-lived engine has already paid: the first Spark job (JIT, Python
-        # daemon + workers) and the task modules' imports in each worker.
-        tw = time.perf_counter()
-        eng.spark.sparkContext.parallelize(range(args.cores), args.cores).map(_warm).collect()
-        warmup_s = round(time.perf_counter() - tw, 3)
 
     emit("phase", "drain")
     cpu0, by0 = tree_cpu(me), tree_cpu_by_kind(me)
@@ -366,9 +331,9 @@ def child_sparkpipes(args: argparse.Namespace) -> None:
             "cores": args.cores,
             "spark_conf": spark_conf,
             "pipeline_options": options,
+            "kafka_conf": {**PARTITION_CONSUMER_DEFAULTS, **kafka_conf},
             "session_startup_s": round(startup_s, 3),
             "table_pipeline_setup_s": round(setup_s, 3),
-            "warm_up_s": warmup_s,
             "drain_s": round(drain_s, 3),
             "drain_to_last_commit_s": round(
                 sum(r.seconds for r in results if r.state != "NoData"), 3
@@ -396,11 +361,14 @@ def child_baseline(args: argparse.Namespace) -> None:
     from confluent_kafka import Consumer, TopicPartition
     from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
+    from sparkpipes.sources.kafka import PARTITION_CONSUMER_DEFAULTS
+
     schema = pa.schema([("ts", pa.int64()), ("uuid", pa.string()), ("count", pa.int32())])
     path = os.path.join(args.workdir, "baseline-table")
     DeltaTable.create(path, schema=schema, name="events", mode="error")
     startup_s = time.perf_counter() - t0
     parse_opts = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
+    kafka_conf = {**PARTITION_CONSUMER_DEFAULTS, **_kv(args.baseline_kafka_conf)}
     n = args.events
 
     emit("phase", "drain")
@@ -415,8 +383,7 @@ def child_baseline(args: argparse.Namespace) -> None:
             "auto.offset.reset": "error",
             "socket.nagle.disable": "true",
             "log_level": "3",
-            **CONSUMER_TUNING,
-            **{k: str(v) for k, v in _kv(args.baseline_kafka_conf).items()},
+            **{k: str(v) for k, v in kafka_conf.items()},
         }
     )
     consumer.assign([TopicPartition(TOPIC, p, 0) for p in range(PARTITIONS)])
@@ -498,7 +465,7 @@ def child_baseline(args: argparse.Namespace) -> None:
             "engine": "baseline",
             "cores": 1,
             "affinity": sorted(os.sched_getaffinity(0)),
-            "kafka_conf": {**CONSUMER_TUNING, **_kv(args.baseline_kafka_conf)},
+            "kafka_conf": kafka_conf,
             "session_startup_s": round(startup_s, 3),
             "drain_s": round(drain_s, 3),
             "drain_cpu_s": round(cpu1 - cpu0, 3),
@@ -596,7 +563,6 @@ def print_table(n: int, sp: dict | None, bl: dict | None, produce: dict) -> None
     rows = [
         ("cores", lambda r: f"{r['cores']}"),
         ("session start-up s", lambda r: f"{r['session_startup_s']:.2f}"),
-        ("warm-up job s", lambda r: f"{r['warm_up_s']:.2f}" if r.get("warm_up_s") else "-"),
         ("drain wall s", lambda r: f"{r['drain_s']:.2f}"),
         ("rows/s", lambda r: f"{r['rows_per_s']:,.0f}"),
         ("CPU-s per 1M rows", lambda r: f"{r['cpu_s_per_million_rows']:.2f}"),
@@ -616,12 +582,6 @@ def print_table(n: int, sp: dict | None, bl: dict | None, produce: dict) -> None
     print(f"{'':24}" + "".join(f"{name:>22}" for name, _ in cols))
     for label, fmt in rows:
         print(f"{label:24}" + "".join(f"{(fmt(r) if r else '-'):>22}" for _, r in cols))
-    if sp and sp.get("warm_up_s"):
-        print("\nNOTE: sparkpipes ran a warm-up job before timing (--warm-up)")
-    if sp and sp.get("what_if"):
-        print(
-            f"\nNOTE: sparkpipes ran with what-if fixes {sp['what_if']!r} (not the package as is)"
-        )
     if sp and bl:
         print(f"\nratio sparkpipes/baseline rows/s: {sp['rows_per_s'] / bl['rows_per_s']:.2f}x")
     if sp:
@@ -676,27 +636,14 @@ def main() -> None:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="baseline consumer options on top of sparkpipes' tuning",
+        help="baseline consumer options on top of sparkpipes' PARTITION_CONSUMER_DEFAULTS",
     )
     ap.add_argument("--pipeline-opt", action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument(
-        "--warm-up",
-        action="store_true",
-        help="sparkpipes: run one trivial Spark job importing the task modules "
-        "before timing (reported as warm_up_s); off by default",
-    )
-    ap.add_argument(
-        "--what-if",
-        default="",
-        metavar="FIX[,FIX]",
-        help="sparkpipes child only: monkeypatch proposed src fixes from "
-        "bench/whatif (e.g. newline); off by default",
-    )
-    ap.add_argument(
         "--output",
         default=None,
-        help="default bench/results/latest.json; latest-variant.json when any variant "
-        "option (--warm-up, --what-if, --kafka-conf, --baseline-kafka-conf) is given",
+        help="default bench/results/latest.json; latest-variant.json when any of "
+        "--spark-conf, --kafka-conf, --baseline-kafka-conf, --pipeline-opt is given",
     )
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
     ap.add_argument("-v", "--verbose", action="store_true")
@@ -790,7 +737,9 @@ def main() -> None:
         "runs": {"sparkpipes": sp_runs, "baseline": bl_runs},
     }
     if args.output is None:
-        variant = args.what_if or args.warm_up or args.kafka_conf or args.baseline_kafka_conf
+        variant = (
+            args.spark_conf or args.kafka_conf or args.baseline_kafka_conf or args.pipeline_opt
+        )
         name = "latest-variant.json" if variant else "latest.json"
         args.output = os.path.join(HERE, "results", name)
     os.makedirs(os.path.dirname(args.output), exist_ok=True)

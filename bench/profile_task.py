@@ -29,16 +29,8 @@ def main() -> None:
     ap.add_argument("--events", type=int, default=250_000)
     ap.add_argument("--top", type=int, default=25)
     ap.add_argument("--chunk", type=int, default=50_000)
-    ap.add_argument(
-        "--what-if", default="", help="apply proposed fixes (bench/whatif), e.g. newline"
-    )
     ap.add_argument("--no-profile", action="store_true", help="time without cProfile")
     args = ap.parse_args()
-    if args.what_if:
-        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "whatif"))
-        import sparkpipes_fixes
-
-        print("what-if fixes applied:", sparkpipes_fixes.apply(set(args.what_if.split(","))))
 
     import pyarrow as pa
 

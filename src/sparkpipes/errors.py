@@ -60,9 +60,19 @@ class SparkpipesError(Exception):
         self.batch = self.batch if self.batch is not None else batch
         return self
 
+    def located(self, line: int, column: int, source_line: str) -> SparkpipesError:
+        """Point the error at the statement text it came from (SQL front ends)."""
+        self.line, self.column, self.source_line = line, column, source_line
+        return self
+
     def __str__(self) -> str:
         where = self.where()
-        return f"[{self.code}] {self.message}" + (f" ({where})" if where else "")
+        text = f"[{self.code}] {self.message}" + (f" ({where})" if where else "")
+        line = getattr(self, "line", None)
+        if line is None or not hasattr(self, "source_line"):
+            return text
+        caret = "".join(c if c == "\t" else " " for c in self.source_line[: self.column - 1])
+        return f"{text}\nat line {line}, column {self.column}:\n{self.source_line}\n{caret}^"
 
     def to_dict(self) -> dict[str, Any]:
         return {

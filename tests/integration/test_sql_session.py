@@ -202,8 +202,9 @@ def test_errors_are_clear_and_name_the_problem(sql, caplog):
     with pytest.raises(QueryError) as q:
         sql("SELECT nope FROM t")
     assert "nope" in str(q.value) and "Traceback" not in str(q.value)
-    with pytest.raises(NotFoundError):
-        sql("DESCRIBE missing")
+    with pytest.raises(NotFoundError) as nf:
+        sql("SHOW TABLES;\n  DESCRIBE missing")
+    assert "at line 2, column 12:\n  DESCRIBE missing\n           ^" in str(nf.value)
     with pytest.raises(SparkpipesError, match="INTO PROCEDURE"):
         sql("CREATE PIPELINE pp AS LOAD DATA KAFKA 'h:1/t' INTO PROCEDURE proc")
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]

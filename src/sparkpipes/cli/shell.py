@@ -14,16 +14,20 @@ PROMPT, MORE = "sparkpipes> ", "        -> "
 
 def run_script(session, text: str, *, echo: bool = False) -> int:
     """Run statements in order; stop at the first error. Returns the exit code."""
-    from sparkpipes.sql.parser import iter_parse
+    from sparkpipes.sql.parser import iter_parse, locate
 
     statements = iter_parse(text)
     while True:
         t = time.time()
         try:
-            stmt = next(statements, None)
-            if stmt is None:
+            item = next(statements, None)
+            if item is None:
                 return 0
-            res = session.run(stmt)
+            stmt, span = item
+            try:
+                res = session.run(stmt)
+            except SparkpipesError as e:
+                raise locate(e, text, span) from None
         except SparkpipesError as e:
             print(f"error: {e}", file=sys.stderr)
             return 1

@@ -21,7 +21,7 @@ from sparkpipes.engine.dialect import translate, view_name
 from sparkpipes.engine.variables import like
 from sparkpipes.errors import ConfigError, NotFoundError, SparkpipesError
 from sparkpipes.sql import ast as A
-from sparkpipes.sql.parser import parse
+from sparkpipes.sql.parser import iter_parse, locate
 from sparkpipes.sql.types import spark_type
 
 DATABASE = "sparkpipes"
@@ -57,7 +57,14 @@ class SqlSession:
 
     # -- entry points -----------------------------------------------------------------
     def execute(self, text: str) -> list[Result]:
-        return [self.run(stmt) for stmt in parse(text)]
+        """Run a script; an error stops it, pointing at the statement (and name) it is about."""
+        out = []
+        for stmt, span in iter_parse(text):
+            try:
+                out.append(self.run(stmt))
+            except SparkpipesError as e:
+                raise locate(e, text, span) from None
+        return out
 
     def run(self, stmt: A.Statement) -> Result:
         handler = getattr(self, f"_{type(stmt).__name__}", None)

@@ -18,6 +18,7 @@ from typing import Any, NoReturn
 from lark import Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
+from sparkpipes.errors import SparkpipesError
 from sparkpipes.sql import ast as a
 from sparkpipes.sql import grammar, script
 from sparkpipes.sql.errors import ParseError, SemanticError, position
@@ -62,12 +63,32 @@ def parse(text: str) -> list[a.Statement]:
     return [_parse_span(text, span) for span in script.split(text)]
 
 
-def iter_parse(text: str) -> Iterator[a.Statement]:
-    """Like ``parse``, one statement at a time: a script runs up to its first bad statement."""
+def iter_parse(text: str) -> Iterator[tuple[a.Statement, script.Span]]:
+    """Like ``parse``, one statement at a time and with its span in ``text``: a script
+    runs up to its first bad statement, and errors can point into it."""
     if not isinstance(text, str):
         raise ParseError(f"expected SQL text, got {type(text).__name__}", 1, 1)
     for span in script.split(text):
-        yield _parse_span(text, span)
+        yield _parse_span(text, span), span
+
+
+def locate(err: SparkpipesError, text: str, span: script.Span) -> SparkpipesError:
+    """Point an error from running a statement at the name it complains about (the first
+    quoted name in its message found in the statement), else at the statement's start."""
+    if isinstance(err, ParseError) or getattr(err, "line", None) is not None:
+        return err
+    stmt = text[span.start : span.end]
+    offset = 0
+    parts = err.message.split("'")
+    for name in parts[1::2]:
+        if not name:
+            continue
+        found = stmt.lower().find(name.lower())
+        if found >= 0:
+            offset = found
+            break
+    line, column, source_line = position(text, span.start + offset)
+    return err.located(line, column, source_line)
 
 
 def parse_one(text: str) -> a.Statement:
