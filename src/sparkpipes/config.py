@@ -134,6 +134,7 @@ class PipelineSpec:
     on_offset_out_of_range: str = "fail"
     provenance: bool = False
     fetch_timeout_ms: int = 200
+    on_duplicate_key: str | None = None  # None (append) | "replace" | "ignore"
     assignments: tuple[tuple[str, str], ...] = ()
     where: str | None = None
     skip_lines: int = 0
@@ -164,6 +165,11 @@ class PipelineSpec:
                 raise ConfigError(
                     f"{key} must be an integer >= {low}, got {value!r}", pipeline=self.name
                 )
+        if self.on_duplicate_key not in (None, "replace", "ignore"):
+            raise ConfigError(
+                f"on_duplicate_key must be replace or ignore, got '{self.on_duplicate_key}'",
+                pipeline=self.name,
+            )
         mpb = self.max_partitions_per_batch
         if mpb is not None and (not isinstance(mpb, int) or mpb < 1):
             raise ConfigError(

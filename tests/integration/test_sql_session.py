@@ -208,3 +208,25 @@ def test_errors_are_clear_and_name_the_problem(sql, caplog):
     with pytest.raises(SparkpipesError, match="INTO PROCEDURE"):
         sql("CREATE PIPELINE pp AS LOAD DATA KAFKA 'h:1/t' INTO PROCEDURE proc")
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+def test_replace_and_ignore_into_table_upsert_by_primary_key(sql, broker, topic):
+    def send(pairs, partition):
+        broker.produce(topic, [json.dumps({"k": k, "v": v}) for k, v in pairs], partition=partition)
+
+    sql("CREATE TABLE latest (k INT, v TEXT, PRIMARY KEY (k)); CREATE TABLE first (k INT, v TEXT, PRIMARY KEY (k))")
+    sql("CREATE TABLE nokey (k INT, v TEXT)")
+    for name, mode, table in (("r", "REPLACE", "latest"), ("i", "IGNORE", "first")):
+        sql(
+            f"CREATE PIPELINE {name} AS LOAD DATA KAFKA '{broker.bootstrap}/{topic}' "
+            f"{mode} INTO TABLE {table}"
+        )
+    send([(1, "a"), (2, "b"), (1, "a2")], partition=0)  # a key twice in one batch
+    sql("START PIPELINE r FOREGROUND; START PIPELINE i FOREGROUND")
+    send([(2, "b2"), (3, "c")], partition=1)  # a key again in a later batch
+    sql("START PIPELINE r FOREGROUND; START PIPELINE i FOREGROUND")
+    assert rows(sql("SELECT k, v FROM latest ORDER BY k")) == [(1, "a2"), (2, "b2"), (3, "c")]
+    assert rows(sql("SELECT k, v FROM first ORDER BY k")) == [(1, "a"), (2, "b"), (3, "c")]
+    assert "REPLACE INTO TABLE" in sql("SHOW CREATE PIPELINE r").rows[0][1]
+    with pytest.raises(ConfigError, match="needs a PRIMARY KEY on table 'nokey'"):
+        sql(f"CREATE PIPELINE n AS LOAD DATA KAFKA '{broker.bootstrap}/{topic}' REPLACE INTO TABLE nokey")

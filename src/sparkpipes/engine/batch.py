@@ -101,10 +101,16 @@ class BatchRunner:
         output_schema=None,
         transform: Transform | None = None,
         staging: DeltaSink | None = None,
+        upsert: tuple[str, list[str]] | None = None,
+        merging: DeltaSink | None = None,
+        staging_root: str | None = None,
     ) -> None:
         self.output_schema = output_schema
         self.transform = transform or Transform()
         self.staging = staging
+        self.upsert = upsert  # (mode, primary key) for REPLACE / IGNORE INTO TABLE
+        self.merging = merging  # where an upsert's rows wait for the merge
+        self.staging_root = staging_root
         self.spec = spec
         self.pipeline_id = pipeline_id
         self.app_id = f"sparkpipes:{pipeline_id}"
@@ -207,7 +213,7 @@ class BatchRunner:
                 self.staging.uri,
                 self.staging.schema,
                 self.transform,
-                self.sink,
+                self.merging or self.sink,
                 f"part-b{plan.batch_id:08d}-t",
             )
             rows = sum(f.num_records for f in files)
@@ -249,13 +255,23 @@ class BatchRunner:
 
         if w.errors:
             self.catalog.replace_errors(self.pipeline_id, self.spec.name, plan.batch_id, w.errors)
-        fresh = self.sink.commit(
-            w.files,
-            app_id=self.app_id,
-            batch_id=plan.batch_id,
-            offsets=w.ends,
-            extra={"sparkpipes.pipeline_name": self.spec.name},
-        )
+        extra = {"sparkpipes.pipeline_name": self.spec.name}
+        if self.upsert and w.files:
+            mode, keys = self.upsert
+            fresh = self.sink.merge(
+                self.merging.uri,
+                w.files,
+                keys=keys,
+                mode=mode,
+                app_id=self.app_id,
+                batch_id=plan.batch_id,
+                offsets=w.ends,
+                extra=extra,
+            )
+        else:
+            fresh = self.sink.commit(
+                w.files, app_id=self.app_id, batch_id=plan.batch_id, offsets=w.ends, extra=extra
+            )
         self._drop_staging()
         if not fresh:
             # another writer committed batch B first: its files and offsets stand, this
@@ -285,8 +301,8 @@ class BatchRunner:
         return result
 
     def _drop_staging(self) -> None:
-        if self.staging is not None:
-            tf.remove_staging(self.staging.uri)
+        if self.staging_root is not None and (self.staging or self.merging):
+            tf.remove_staging(self.staging_root)
 
     def _execute(self, plan: Plan, watermarks: dict[str, Any]) -> list[dict[str, Any]]:
         if not plan.starts:
@@ -302,7 +318,7 @@ class BatchRunner:
                 source=self.source,
                 source_label=_label(self.source),
                 decoder=self.decoder,
-                sink=self.staging if self.transform else self.sink,
+                sink=self.staging if self.transform else (self.merging or self.sink),
                 output_schema=self.output_schema,
                 watermark=watermarks.get(p),
                 skip_lines=self.spec.skip_lines,

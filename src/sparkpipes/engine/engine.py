@@ -301,6 +301,8 @@ class Engine:
                     f"{', '.join(missing)})",
                     pipeline=spec.name,
                 )
+        if spec.on_duplicate_key:
+            self._primary_key(spec, self.catalog.table(spec.table))
         if spec.skip_lines and spec.source != "fs":
             raise ConfigError("IGNORE n LINES applies to files only", pipeline=spec.name)
         build_decoder(spec.format, self._load_schema(spec, schema, {}), spec.mapping, spec.csv)
@@ -322,6 +324,17 @@ class Engine:
         if spec.provenance:
             skip |= {PARTITION_COLUMN, OFFSET_COLUMN}
         return pa.schema([f for f in schema if f.name not in skip])
+
+    @staticmethod
+    def _primary_key(spec: PipelineSpec, table) -> list[str]:
+        for key in table.options.get("keys", []):
+            if key.get("kind") == "PRIMARY":
+                return list(key["columns"])
+        raise ConfigError(
+            f"{spec.on_duplicate_key.upper()} INTO TABLE needs a PRIMARY KEY on table "
+            f"'{table.name}' to know which rows are duplicates",
+            pipeline=spec.name,
+        )
 
     def spec(self, name: str) -> PipelineSpec:
         rec = self.catalog.pipeline(name)
@@ -377,18 +390,18 @@ class Engine:
                     if spec.provenance
                     else list(table.schema)
                 )
-                staging = None
+                root = os.path.join(table.location, "_sparkpipes_staging", rec.id)
+                staging = merging = None
                 if transform:
                     staged = list(load)
                     if spec.provenance:
-                        staged += [
-                            table.schema.field(PARTITION_COLUMN),
-                            table.schema.field(OFFSET_COLUMN),
-                        ]
+                        staged += [table.schema.field(c) for c in (PARTITION_COLUMN, OFFSET_COLUMN)]
                     staging = DeltaSink(
-                        os.path.join(table.location, "_sparkpipes_staging", rec.id),
-                        pa.schema(staged),
-                        f"{table.name} (staging)",
+                        os.path.join(root, "decoded"), pa.schema(staged), f"{table.name} (staging)"
+                    )
+                if spec.on_duplicate_key:
+                    merging = DeltaSink(
+                        os.path.join(root, "merge"), table.schema, f"{table.name} (upsert)"
                     )
                 runner = BatchRunner(
                     spec,
@@ -401,6 +414,11 @@ class Engine:
                     output_schema=load if transform else data,
                     transform=transform,
                     staging=staging,
+                    upsert=(
+                        (spec.on_duplicate_key, self._primary_key(spec, table)) if merging else None
+                    ),
+                    merging=merging,
+                    staging_root=root,
                 )
                 self._runners[name] = runner
             return runner

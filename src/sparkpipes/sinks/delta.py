@@ -69,6 +69,16 @@ def _stats(table: pa.Table) -> str:
     return json.dumps(stats, default=str)
 
 
+def _dedupe(table: pa.Table, keys: list[str], *, keep_last: bool) -> pa.Table:
+    if table.num_rows == 0:
+        return table
+    indexed = table.append_column("__row", pa.array(range(table.num_rows), pa.int64()))
+    agg = "max" if keep_last else "min"
+    picked = indexed.group_by(keys, use_threads=False).aggregate([("__row", agg)])
+    rows = pc.sort_indices(picked.column(f"__row_{agg}"))
+    return table.take(picked.column(f"__row_{agg}").take(rows))
+
+
 class DeltaSink:
     """One Delta table. Pickled to executors: the constructor does no I/O."""
 
@@ -154,6 +164,55 @@ class DeltaSink:
             dt.create_write_transaction(actions, "append", self.schema, commit_properties=props)
         except Exception as e:
             raise SinkError(f"commit to Delta table '{self.name}' failed: {e}") from None
+        return True
+
+    def merge(
+        self,
+        staged_dir: str,
+        files: list[AddFile],
+        *,
+        keys: list[str],
+        mode: str,
+        app_id: str,
+        batch_id: int,
+        offsets: dict[str, Any],
+        extra: dict[str, str] | None = None,
+    ) -> bool:
+        """Upsert a batch by primary key in one commit with its app transaction.
+
+        ``mode`` is ``replace`` (a row replaces the row with its key) or ``ignore`` (a row
+        whose key exists is skipped). Within the batch the last (replace) or first
+        (ignore) row of a key wins, in partition and offset order. Returns False if the
+        batch was already committed.
+        """
+        from deltalake import CommitProperties, Transaction
+
+        dt = self._table()
+        done = dt.transaction_version(app_id)
+        if done is not None and done >= batch_id:
+            return False
+        tables = [pq.read_table(os.path.join(_local_path(staged_dir), f.path)) for f in files]
+        source = pa.concat_tables(tables).cast(self.schema) if tables else self.schema.empty_table()
+        source = _dedupe(source, keys, keep_last=mode == "replace")
+        props = CommitProperties(
+            app_transactions=[Transaction(app_id, batch_id, int(time.time() * 1000))],
+            custom_metadata={
+                META_PIPELINE: app_id,
+                META_BATCH: str(batch_id),
+                META_OFFSETS: json.dumps(offsets, sort_keys=True),
+                **(extra or {}),
+            },
+        )
+        predicate = " AND ".join(f"t.`{k}` = s.`{k}`" for k in keys)
+        try:
+            merger = dt.merge(
+                source, predicate, source_alias="s", target_alias="t", commit_properties=props
+            )
+            if mode == "replace":
+                merger = merger.when_matched_update_all()
+            merger.when_not_matched_insert_all().execute()
+        except Exception as e:
+            raise SinkError(f"upsert into Delta table '{self.name}' failed: {e}") from None
         return True
 
     def commit_files(self, files: list[AddFile], *, operation: str = "WRITE") -> None:

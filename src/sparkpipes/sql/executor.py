@@ -79,11 +79,6 @@ class SqlSession:
                 "INTO PROCEDURE and inferred pipelines are not supported yet (roadmap item 4)",
                 pipeline=s.name,
             )
-        if s.on_conflict:
-            raise ConfigError(
-                f"{s.on_conflict} INTO TABLE (upsert by primary key) is not supported yet",
-                pipeline=s.name,
-            )
         exists = s.name in {p.name for p in self.engine.pipelines()}
         if exists and s.if_not_exists:
             return _ok(0)
@@ -112,6 +107,7 @@ class SqlSession:
             "assignments": [(a.column, a.expr.text) for a in s.assignments],
             "where": s.where.text if s.where else None,
             "skip_lines": s.ignore_lines or 0,
+            "on_duplicate_key": s.on_conflict.lower() if s.on_conflict else None,
         }
         mapping = []
         for m in s.mappings:
@@ -398,6 +394,7 @@ def create_pipeline_sql(spec: PipelineSpec) -> str:
         max_offsets_per_batch_partition=spec.max_offsets_per_batch_partition,
         max_retries_per_batch_partition=spec.max_retries,
         skip_errors="PARSER" if spec.skip_parser_errors else None,
+        on_conflict=spec.on_duplicate_key.upper() if spec.on_duplicate_key else None,
         format=spec.format.upper(),
         mappings=tuple(mappings),
         fields=fields,
