@@ -214,7 +214,9 @@ def test_replace_and_ignore_into_table_upsert_by_primary_key(sql, broker, topic)
     def send(pairs, partition):
         broker.produce(topic, [json.dumps({"k": k, "v": v}) for k, v in pairs], partition=partition)
 
-    sql("CREATE TABLE latest (k INT, v TEXT, PRIMARY KEY (k)); CREATE TABLE first (k INT, v TEXT, PRIMARY KEY (k))")
+    sql(
+        "CREATE TABLE latest (k INT, v TEXT, PRIMARY KEY (k)); CREATE TABLE first (k INT, v TEXT, PRIMARY KEY (k))"
+    )
     sql("CREATE TABLE nokey (k INT, v TEXT)")
     for name, mode, table in (("r", "REPLACE", "latest"), ("i", "IGNORE", "first")):
         sql(
@@ -229,4 +231,6 @@ def test_replace_and_ignore_into_table_upsert_by_primary_key(sql, broker, topic)
     assert rows(sql("SELECT k, v FROM first ORDER BY k")) == [(1, "a"), (2, "b"), (3, "c")]
     assert "REPLACE INTO TABLE" in sql("SHOW CREATE PIPELINE r").rows[0][1]
     with pytest.raises(ConfigError, match="needs a PRIMARY KEY on table 'nokey'"):
-        sql(f"CREATE PIPELINE n AS LOAD DATA KAFKA '{broker.bootstrap}/{topic}' REPLACE INTO TABLE nokey")
+        sql(
+            f"CREATE PIPELINE n AS LOAD DATA KAFKA '{broker.bootstrap}/{topic}' REPLACE INTO TABLE nokey"
+        )
