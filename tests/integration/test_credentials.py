@@ -36,6 +36,10 @@ def test_credentials_never_appear_anywhere(engine, broker, topic, caplog, capfd)
         f"CREDENTIALS '{creds}' INTO TABLE t",
         "CREATE PIPELINE leak AS LOAD DATA KAFKA 'h:1/x' "
         f'CONFIG \'{{"sasl.password": "{SECRETS[1]}"}}\' INTO TABLE t',
+        # errors that echo the statement: a syntax error and a missing table after it
+        f"CREATE PIPELINE typo AS LOAD DATA KAFKA 'h:1/x' CREDENTIALS '{creds}' INTO TABEL t",
+        f"CREATE PIPELINE nt AS LOAD DATA KAFKA 'h:1/x'\n CREDENTIALS\n '{creds}' INTO TABLE nt",
+        f"CREATE PIPELINE bad2 AS LOAD DATA KAFKA 'h:1/x' CREDENTIALS '[\"{SECRETS[0]}\"]' INTO TABLE t",
     ):
         try:
             for r in sql.execute(stmt):
@@ -46,6 +50,9 @@ def test_credentials_never_appear_anywhere(engine, broker, topic, caplog, capfd)
     assert any("cannot decode" in s for s in seen)
     assert any("cannot reach Kafka" in s for s in seen)
     assert any("is a secret: give it in CREDENTIALS" in s for s in seen)
+    assert any("unexpected 'TABEL'" in s and "CREDENTIALS '****" in s for s in seen)
+    assert any("table 'nt' does not exist" in s for s in seen)
+    assert any("CREDENTIALS must be a JSON object" in s for s in seen)
 
     for r in sql.execute("SHOW CREATE PIPELINE good; SHOW CREATE PIPELINE down; SHOW PIPELINES"):
         seen.append(str(r.rows))

@@ -45,7 +45,10 @@ def warm_up(session) -> None:
 
 
 def _import_task_modules(_: object) -> None:
-    import pyarrow.parquet  # noqa: F401
+    import pyarrow as pa
+    import pyarrow.parquet
+
+    pa.array([b"warm"], pa.binary())  # its first call imports pandas: 0.25 s
 
     import sparkpipes.engine.task
     import sparkpipes.formats.csv

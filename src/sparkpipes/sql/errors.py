@@ -10,7 +10,11 @@ _MAX_LINE = 160
 
 
 def position(text: str, offset: int) -> tuple[int, int, str]:
-    """1-based line and column of ``offset`` in ``text``, and that line's text."""
+    """1-based line and column of ``offset`` in ``text``, and that line's text (with any
+    CREDENTIALS literal masked: error messages echo it)."""
+    from sparkpipes.sql.script import mask_credentials
+
+    text = mask_credentials(text)
     offset = max(0, min(offset, len(text)))
     line_start = text.rfind("\n", 0, offset) + 1
     line_end = text.find("\n", offset)
@@ -52,9 +56,16 @@ class ParseError(SparkpipesError):
         source_line: str | None = None,
         pipeline: str | None = None,
     ) -> None:
+        from sparkpipes.sql.script import mask_credentials
+
         super().__init__(message, pipeline=pipeline)
         self.line = line
         self.column = column
+        if statement_text is not None:
+            masked = mask_credentials(statement_text)
+            if token and token not in masked:
+                token = "<redacted>"
+            statement_text = masked
         self.token = token
         self.statement_text = statement_text
         if source_line is None and statement_text is not None:

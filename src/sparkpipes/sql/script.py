@@ -162,3 +162,41 @@ def normalize(text: str) -> str:
 def tokens(text: str) -> list[Token]:
     """The tokens of ``text`` without whitespace and comments (words are type WORD)."""
     return [t for t in _tokens(text) if t.type not in ("WS", "LINE_COMMENT", "BLOCK_COMMENT")]
+
+
+_SECRET_HINTS = ("password", "secret", "jaas", "token")
+
+
+def mask_credentials(text: str) -> str:
+    """``text`` with the string after every CREDENTIALS keyword masked by ``*`` (newlines
+    kept, so lines and columns stay where they were): for echoing statements in errors.
+    A CONFIG string that holds a secret by mistake is masked as well."""
+    upper = text.upper()
+    if "CREDENTIALS" not in upper and not any(h in text.lower() for h in _SECRET_HINTS):
+        return text
+    chars = list(text)
+
+    def mask(start: int, end: int) -> None:
+        for i in range(start, end):
+            if chars[i] not in "\r\n":
+                chars[i] = "*"
+
+    try:
+        armed = None
+        for tok in _tokens(text):
+            if tok.type in ("WS", "LINE_COMMENT", "BLOCK_COMMENT"):
+                continue
+            if armed is not None and tok.type == "STRING":
+                if armed.value.upper() == "CREDENTIALS" or any(
+                    h in tok.value.lower() for h in _SECRET_HINTS
+                ):
+                    mask(tok.start_pos + 1, tok.end_pos - 1)
+            elif armed is not None and tok.type == "OTHER" and tok.value in "'\"":
+                mask(tok.start_pos + 1, len(text))  # unterminated: mask the rest
+                break
+            keyword = tok.type == "WORD" and tok.value.upper() in ("CREDENTIALS", "CONFIG")
+            armed = tok if keyword else None
+    except Exception:  # the lexer gave up: mask everything after the first keyword
+        start = upper.find("CREDENTIALS")
+        mask(start + len("CREDENTIALS") if start >= 0 else 0, len(text))
+    return "".join(chars)
