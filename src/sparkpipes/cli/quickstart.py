@@ -13,6 +13,7 @@ The broker keeps topics in memory, so each run recreates the table and pipeline.
 from __future__ import annotations
 
 import json
+import os
 import random
 import sys
 import threading
@@ -131,9 +132,10 @@ def run(args) -> int:
         t = time.time()
         (res,) = session.execute(SAMPLE)
         print(display.result(res, time.time() - t), file=out)
+        cmd = os.path.join(os.path.dirname(sys.executable), "sparkpipes")
         print(
             f"\nThe warehouse is in {eng.warehouse}. Explore it with:\n"
-            f"   sparkpipes --warehouse {eng.warehouse} sql -e "
+            f"   {cmd} --warehouse {eng.warehouse} sql -e "
             '"SELECT * FROM information_schema.PIPELINES_BATCHES_SUMMARY"',
             file=out,
         )
