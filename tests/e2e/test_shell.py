@@ -63,6 +63,12 @@ def test_multi_line_statements_errors_and_history(tmp_path):
         assert "| 1 | x;y |" in screen and "| 2 | z   |" in screen
         sh.send("SELEC 1;")
         screen = sh.expect("syntax error")
+        (tmp_path / "in.json").write_text('{"a": 1, "b": "p"}\n{"a": 2, "b": "q"}\n')
+        sh.send(f"CREATE PIPELINE fp AS LOAD DATA FS '{tmp_path}/in.json' INTO TABLE t;")
+        sh.expect("Query OK")
+        sh.send("START PIPELINE fp FOREGROUND;")
+        sh.expect("batch 1: 2 rows in")  # progress while it runs
+        sh.expect("Query OK, 2 rows loaded in 2 batch(es)")
         sh.send("SHOW TABLES;")
         screen = sh.expect("1 row in set")
         assert "Traceback" not in screen

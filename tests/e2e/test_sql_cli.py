@@ -125,6 +125,7 @@ def test_run_loads_running_pipelines_and_stops_cleanly_on_sigterm(wh, broker, to
             proc.kill()
     assert proc.returncode == 0, err[-2000:]
     assert "SIGTERM: finishing the batch in flight" in err and "stopped" in err
+    assert "pipeline p batch 1: Succeeded, 40 rows" in err  # progress, one line a batch
     q = cli("sql", "-e", "SELECT count(*), count(DISTINCT a) FROM t", wh=wh)
     n, distinct = (int(x) for x in q.stdout.splitlines()[3].strip("| ").split("|"))
     assert n == distinct  # never twice, whatever the moment of the signal

@@ -137,9 +137,10 @@ def _sql(args) -> int:
     else:
         text = None
     with _engine(args) as eng:
+        progress = shell.progress_line if sys.stderr.isatty() else None
         if text is None:
-            return shell.interactive(SqlSession(eng, background=True))
-        return shell.run_script(SqlSession(eng), text, echo=args.echo)
+            return shell.interactive(SqlSession(eng, background=True, progress=progress))
+        return shell.run_script(SqlSession(eng, progress=progress), text, echo=args.echo)
 
 
 def _run(args) -> int:

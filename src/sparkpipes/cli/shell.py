@@ -12,6 +12,17 @@ from sparkpipes.errors import SparkpipesError
 PROMPT, MORE = "sparkpipes> ", "        -> "
 
 
+def progress_line(result) -> None:
+    """One line per batch of a foreground pipeline, overwritten in place (terminals only)."""
+    if result.state != "NoData":
+        print(
+            f"\r  batch {result.batch_id}: {result.rows:,} rows in {result.seconds:.2f}s   ",
+            end="",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
 def run_script(session, text: str, *, echo: bool = False) -> int:
     """Run statements in order; stop at the first error. Returns the exit code."""
     from sparkpipes.sql.parser import iter_parse, locate

@@ -24,7 +24,7 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -590,14 +590,33 @@ class Engine:
             rec = self.catalog.pipeline(name)
             if rec.last_error and rec.state != ERROR:
                 self.catalog.update_pipeline(name, last_error=None)
+            if result.state != "NoData":
+                log.info(
+                    "pipeline %s batch %d: %s, %d rows in %.2fs",
+                    name,
+                    result.batch_id,
+                    result.state,
+                    result.rows,
+                    result.seconds,
+                )
             return result
 
-    def run_batches(self, name: str, n: int = 1, *, until_idle: bool = False) -> list[BatchResult]:
-        """Run up to ``n`` batches now, in this thread; stop early at an idle batch if asked."""
+    def run_batches(
+        self,
+        name: str,
+        n: int = 1,
+        *,
+        until_idle: bool = False,
+        progress: Callable[[BatchResult], None] | None = None,
+    ) -> list[BatchResult]:
+        """Run up to ``n`` batches now, in this thread; stop early at an idle batch if asked.
+        ``progress`` is called after each batch."""
         out = []
         for _ in range(n):
             r = self.run_batch(name)
             out.append(r)
+            if progress is not None:
+                progress(r)
             if until_idle and r.state == "NoData":
                 break
         return out

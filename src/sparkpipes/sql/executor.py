@@ -11,7 +11,7 @@ table, with ``information_schema`` views and the SingleStore JSON helpers transl
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,9 +51,16 @@ def _ok(n: int = 0, what: str = "row") -> Result:
 
 
 class SqlSession:
-    def __init__(self, engine: Engine, *, background: bool = False) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        background: bool = False,
+        progress: Callable[[Any], None] | None = None,
+    ) -> None:
         self.engine = engine
         self.background = background  # START PIPELINE also runs it in this process
+        self.progress = progress  # told of each batch of START PIPELINE … FOREGROUND
 
     # -- entry points -----------------------------------------------------------------
     def execute(self, text: str) -> list[Result]:
@@ -138,7 +145,9 @@ class SqlSession:
                     pipeline=s.name,
                 )
             n = s.limit_batches or 1_000_000
-            results = self.engine.run_batches(s.name, n, until_idle=s.limit_batches is None)
+            results = self.engine.run_batches(
+                s.name, n, until_idle=s.limit_batches is None, progress=self.progress
+            )
             rows = sum(r.rows for r in results)
             return Result(message=f"Query OK, {rows} rows loaded in {len(results)} batch(es)")
         if rec.state == "Running" and not s.if_not_running:
