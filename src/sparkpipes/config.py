@@ -140,8 +140,8 @@ class PipelineSpec:
     skip_lines: int = 0
 
     def __post_init__(self) -> None:
-        _check(self.name, "pipeline name")
-        _check(self.table, "table name")
+        check_name(self.name, "pipeline name")
+        check_name(self.table, "table name")
         if self.offsets not in OFFSET_POLICIES:
             raise ConfigError(
                 f"offsets must be one of {', '.join(OFFSET_POLICIES)}, got '{self.offsets}'",
@@ -237,6 +237,7 @@ def _mapping(m: Any) -> FieldMapping:
     return FieldMapping(str(column), tuple(str(p) for p in path))
 
 
-def _check(name: str, what: str) -> None:
+def check_name(name: str, what: str) -> None:
+    """Names of pipelines and tables: letters, digits and underscores."""
     if not isinstance(name, str) or not name or not name.replace("_", "a").isalnum():
         raise ConfigError(f"{what} must be letters, digits and underscores, got {name!r}")

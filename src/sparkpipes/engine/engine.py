@@ -31,7 +31,7 @@ import pyarrow as pa
 
 from sparkpipes.catalog import Catalog, PipelineRecord
 from sparkpipes.catalog.views import PartitionOffsets
-from sparkpipes.config import PipelineSpec
+from sparkpipes.config import PipelineSpec, check_name
 from sparkpipes.engine.batch import BatchResult, BatchRunner
 from sparkpipes.engine.schema import to_arrow, to_spark
 from sparkpipes.engine.task import OFFSET_COLUMN, PARTITION_COLUMN
@@ -127,7 +127,7 @@ class Engine:
         catalog. ``computed`` maps columns of the schema to SQL expressions over the other
         columns, evaluated whenever rows are loaded (``col AS (expr) PERSISTED type``).
         """
-        PipelineSpec.build(name="x", source="fs", location="x", table=name)  # name check
+        check_name(name, "table name")
         if if_not_exists and name in self.tables():
             return
         if isinstance(schema, str):
