@@ -38,11 +38,17 @@ class PartitionOffsets:
 
 OffsetsFn = Callable[[PipelineRecord], Sequence[PartitionOffsets]]
 
+BATCH_KEY = [("BATCH_ID", pa.int64()), ("BATCH_ATTEMPT", pa.int32()), ("BATCH_STATE", pa.string())]
+
+
+def _view(fields: list[tuple[str, pa.DataType]]) -> pa.Schema:
+    """Every view starts with DATABASE_NAME and PIPELINE_NAME."""
+    return pa.schema([("DATABASE_NAME", pa.string()), ("PIPELINE_NAME", pa.string()), *fields])
+
+
 SCHEMAS: dict[str, pa.Schema] = {
-    "PIPELINES": pa.schema(
+    "PIPELINES": _view(
         [
-            ("DATABASE_NAME", pa.string()),
-            ("PIPELINE_NAME", pa.string()),
             ("PIPELINE_ID", pa.string()),
             ("STATE", pa.string()),
             ("SOURCE_TYPE", pa.string()),
@@ -53,13 +59,9 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("UPDATED_AT", TS),
         ]
     ),
-    "PIPELINES_BATCHES_SUMMARY": pa.schema(
+    "PIPELINES_BATCHES_SUMMARY": _view(
         [
-            ("DATABASE_NAME", pa.string()),
-            ("PIPELINE_NAME", pa.string()),
-            ("BATCH_ID", pa.int64()),
-            ("BATCH_ATTEMPT", pa.int32()),
-            ("BATCH_STATE", pa.string()),
+            *BATCH_KEY,
             ("BATCH_ROWS_WRITTEN", pa.int64()),
             ("BATCH_BYTES_READ", pa.int64()),
             ("BATCH_ERRORS", pa.int64()),
@@ -70,13 +72,9 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("BATCH_ERROR", pa.string()),
         ]
     ),
-    "PIPELINES_BATCHES": pa.schema(
+    "PIPELINES_BATCHES": _view(
         [
-            ("DATABASE_NAME", pa.string()),
-            ("PIPELINE_NAME", pa.string()),
-            ("BATCH_ID", pa.int64()),
-            ("BATCH_ATTEMPT", pa.int32()),
-            ("BATCH_STATE", pa.string()),
+            *BATCH_KEY,
             ("BATCH_SOURCE_PARTITION_ID", pa.string()),
             ("BATCH_EARLIEST_OFFSET", pa.string()),
             ("BATCH_LATEST_OFFSET", pa.string()),
@@ -86,10 +84,8 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("BATCH_START_TIME", TS),
         ]
     ),
-    "PIPELINES_OFFSETS": pa.schema(
+    "PIPELINES_OFFSETS": _view(
         [
-            ("DATABASE_NAME", pa.string()),
-            ("PIPELINE_NAME", pa.string()),
             ("SOURCE_TYPE", pa.string()),
             ("SOURCE_PARTITION_ID", pa.string()),
             ("EARLIEST_OFFSET", pa.string()),
@@ -98,19 +94,15 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("LAG", pa.int64()),
         ]
     ),
-    "PIPELINES_SOURCE_OFFSETS": pa.schema(
+    "PIPELINES_SOURCE_OFFSETS": _view(
         [
-            ("DATABASE_NAME", pa.string()),
-            ("PIPELINE_NAME", pa.string()),
             ("TASK_ID", pa.int32()),
             ("KEY", pa.string()),
             ("VALUE", pa.string()),
         ]
     ),
-    "PIPELINES_ERRORS": pa.schema(
+    "PIPELINES_ERRORS": _view(
         [
-            ("DATABASE_NAME", pa.string()),
-            ("PIPELINE_NAME", pa.string()),
             ("BATCH_ID", pa.int64()),
             ("ERROR_UNIX_TIMESTAMP", pa.float64()),
             ("ERROR_TYPE", pa.string()),
@@ -121,10 +113,8 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("LOAD_DATA_LINE", pa.string()),
         ]
     ),
-    "PIPELINES_FILES": pa.schema(
+    "PIPELINES_FILES": _view(
         [
-            ("DATABASE_NAME", pa.string()),
-            ("PIPELINE_NAME", pa.string()),
             ("SOURCE_TYPE", pa.string()),
             ("FILE_NAME", pa.string()),
             ("FILE_SIZE", pa.int64()),

@@ -69,6 +69,7 @@ class Plan:
     committed: dict[str, Any]
     starts: dict[str, Any]  # the partitions this batch reads
     offsets: dict[str, Any]  # every known partition's offset before the batch
+    watermarks: dict[str, Any] = field(default_factory=dict)  # of the partitions it reads
 
 
 @dataclass
@@ -148,17 +149,19 @@ class BatchRunner:
             if p not in offsets:
                 policy = self.spec.offsets if committed is None else "earliest"
                 offsets[p] = self.source.start_offset(self.meta, p, policy)
-        candidates = [p for p in partitions if not self._still_idle(p)]
+        marks = {p: self.meta.watermark(p) for p in partitions}
+        candidates = [p for p in partitions if not self._still_idle(p, marks[p])]
         limit = self.spec.max_partitions_per_batch
         if limit is not None and len(candidates) > limit:
             shift = (batch_id * limit) % len(candidates)
             candidates = (candidates[shift:] + candidates[:shift])[:limit]
-        return Plan(batch_id, known, {p: offsets[p] for p in candidates}, offsets)
+        starts = {p: offsets[p] for p in candidates}
+        return Plan(batch_id, known, starts, offsets, {p: marks[p] for p in candidates})
 
     def forget_idle(self) -> None:
         self._idle.clear()
 
-    def _still_idle(self, partition: str) -> bool:
+    def _still_idle(self, partition: str, watermark: Any) -> bool:
         """Skip a drained partition while its latest offset stays put, for a while only:
         a watermark can repeat (a recreated topic, a broker that under-reports it)."""
         if partition not in self._idle:
@@ -166,7 +169,7 @@ class BatchRunner:
         token, since = self._idle[partition]
         if time.time() - since > IDLE_RECHECK_S:
             return False
-        return token == self.meta.watermark(partition)
+        return token == watermark
 
     # -- steps 2-4 --------------------------------------------------------------------
     def run(self, attempt: int = 1) -> BatchResult:
@@ -185,7 +188,7 @@ class BatchRunner:
         """Run the tasks (and the transform job, if any); nothing is visible yet."""
         started_at = started_at or dt.datetime.now(dt.UTC).replace(tzinfo=None)
         t0 = time.time()
-        watermarks = {p: self.meta.watermark(p) for p in plan.starts}
+        watermarks = plan.watermarks
         results = self._execute(plan, watermarks)
         failed = [r for r in results if "failed" in r]
         if failed:
