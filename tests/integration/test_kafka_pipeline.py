@@ -271,3 +271,41 @@ def test_a_batch_committed_by_another_writer_is_not_loaded_twice(tmp_path, broke
     assert first.batches("p")[0]["offsets"]["0"] == 200
     first.close()
     second.close()
+
+
+def test_partition_consumer_stops_at_the_end_without_waiting_and_never_before_it(broker, topic):
+    """librdkafka's end-of-partition event ends a task's reading at once; an end reported
+    where the consumer opened (a fetch that starts at a broker's under-reported high
+    watermark) is not trusted, so the last records are neither lost nor stalled."""
+    from sparkpipes.sources import build_source
+
+    broker.produce(topic, events(25_003), partition=0)
+    source = build_source("kafka", f"{broker.bootstrap}/{topic}", {}, {})
+    meta = source.metadata()
+    try:
+        latest, end = meta.latest("0"), meta.end("0")
+    finally:
+        meta.close()
+    assert end == 25_003
+
+    def drain(start, timeout_s):
+        consumer = source.consumer("0")
+        consumer.open(start)
+        seen, t0 = 0, time.perf_counter()
+        try:
+            while True:
+                fetched = consumer.fetch(20_000, timeout_s)
+                seen += len(fetched)
+                if fetched.at_end or not len(fetched):
+                    return consumer.position(), seen, fetched.at_end, time.perf_counter() - t0
+        finally:
+            consumer.close()
+
+    position, seen, at_end, took = drain(0, timeout_s=5.0)
+    assert (position, seen, at_end) == (end, end, True)
+    assert took < 4.0  # the end event, not the 5 s fetch timeout, ended it
+
+    # Tansu reports the last batch's base offset + 1 as its high watermark
+    for start in {latest, end - 1}:
+        position, seen, _, _ = drain(start, timeout_s=2.0)
+        assert (position, seen) == (end, end - start), start

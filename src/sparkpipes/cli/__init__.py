@@ -161,7 +161,7 @@ def _run(args) -> int:
             file=sys.stderr,
             flush=True,
         )
-        eng.spark  # noqa: B018 - start Spark before the first batch is due
+        eng.warm_up()  # start Spark and its workers before the first batch is due
         eng.run_forever(halt)
     print("stopped", file=sys.stderr)
     return 0

@@ -87,7 +87,7 @@ def run(args) -> int:
         broker.create_topic("events", 4)
         print(f"   broker at {broker.bootstrap}, topic 'events' with 4 partitions", file=out)
         print("2. Starting Spark …", file=out, flush=True)
-        eng.spark  # noqa: B018 - start the session before the clock runs
+        eng.warm_up()  # start the session and its workers before the clock runs
         session = SqlSession(eng, background=True)
         print("3. Creating the table and the pipeline:", file=out)
         script = SETUP.format(bootstrap=broker.bootstrap)

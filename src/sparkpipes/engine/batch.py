@@ -38,7 +38,7 @@ from sparkpipes.catalog import Catalog
 from sparkpipes.config import PipelineSpec
 from sparkpipes.engine import transform as tf
 from sparkpipes.engine.faults import crash_point
-from sparkpipes.engine.task import TaskSpec, run_task
+from sparkpipes.engine.task import TIMINGS, TaskSpec, run_task
 from sparkpipes.engine.transform import Transform
 from sparkpipes.errors import EngineError, SparkpipesError
 from sparkpipes.formats import Decoder
@@ -227,7 +227,7 @@ class BatchRunner:
                 "end": r["end"],
                 "rows": r["rows"],
                 "read": r["read"],
-                "seconds": r["seconds"],
+                **{k: r[k] for k in TIMINGS if k in r},
             }
             for r in results
         ]

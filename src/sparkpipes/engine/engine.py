@@ -88,11 +88,18 @@ class Engine:
     @property
     def spark(self):
         if self._spark is None:
-            from sparkpipes.engine.spark import build_session, warm_up
+            from sparkpipes.engine.spark import build_session
 
             self._spark = build_session(self._master, self._spark_conf)
-            warm_up(self._spark)
         return self._spark
+
+    def warm_up(self) -> None:
+        """Prepare the session for batches (Python workers started and exercised, Spark's
+        job path compiled; see ``engine.spark.warm_up``), once per SparkContext. The
+        first batch does it if nobody did; a long-running engine does it at start."""
+        from sparkpipes.engine.spark import warm_up
+
+        warm_up(self.spark)
 
     def close(self) -> None:
         """Stop the scheduler (finishing the batch in flight) and release connections."""
@@ -569,6 +576,7 @@ class Engine:
     def run_batch(self, name: str) -> BatchResult:
         """Run one batch with the retry policy; on final failure the pipeline is ``Error``."""
         spec = self._runner(name).spec
+        self.warm_up()
         attempt = 0
         while True:
             attempt += 1

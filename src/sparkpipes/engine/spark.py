@@ -36,24 +36,52 @@ def build_session(master: str | None = None, conf: Mapping[str, str] | None = No
     return session
 
 
-def warm_up(session) -> None:
-    """Start the Python workers and import the task code once per core, so the first
-    batch does not pay for it."""
+def warm_up(session, jobs: int = 5) -> None:
+    """Get the session to the state later batches find it in, so the first batch does
+    not pay for start-up (once per SparkContext):
+
+    * one job that starts the Python workers and, in each, imports the task code and
+      runs its decode and Parquet path once on synthetic records (first-use costs:
+      pyarrow's lazy pandas import, the JSON reader, the allocators' first pages);
+    * a few more batch-shaped jobs (parallelize → map → collect), because the JVM's
+      just-in-time compiler otherwise compiles Spark's job-launch path (closure
+      cleaning) during the first batches, on the cores the tasks need.
+    """
     sc = session.sparkContext
+    if getattr(sc, "_sparkpipes_warm", False):
+        return
     n = max(1, sc.defaultParallelism)
-    sc.parallelize(range(n), n).foreach(_import_task_modules)
+    sc.parallelize(range(n), n).map(_prepare_worker).collect()
+    for _ in range(jobs):
+        sc.parallelize(range(n), n).map(_identity).collect()
+    sc._sparkpipes_warm = True
 
 
-def _import_task_modules(_: object) -> None:
+def _identity(x: object) -> object:
+    return x
+
+
+def _prepare_worker(_: object, records: int = 50_000) -> None:
+    import gc
+
     import pyarrow as pa
-    import pyarrow.parquet
-
-    pa.array([b"warm"], pa.binary())  # its first call imports pandas: 0.25 s
+    import pyarrow.parquet as pq
 
     import sparkpipes.engine.task
     import sparkpipes.formats.csv
-    import sparkpipes.formats.json
     import sparkpipes.sources.kafka  # noqa: F401
+    from sparkpipes.formats.json import JsonDecoder
+
+    schema = pa.schema([("ts", pa.int64()), ("id", pa.string()), ("n", pa.int32())])
+    for _ in range(2):
+        values = pa.array(  # the first pa.array in a process imports pandas: 0.25 s
+            [b'{"ts":1700000000000,"id":"%032x","n":%d}' % (i, i % 1000) for i in range(records)],
+            pa.binary(),
+        )
+        table = JsonDecoder(schema).decode(values).table
+        pq.write_table(table, pa.BufferOutputStream(), compression="snappy")
+    gc.collect()
+    gc.freeze()  # the imported modules are not garbage: later collections skip them
 
 
 def _python() -> str:

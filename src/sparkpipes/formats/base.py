@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from sparkpipes.config import CsvOptions, FieldMapping
@@ -109,7 +110,7 @@ class Mismatch(Exception):
 
 
 def all_kept(n: int) -> pa.Array:
-    return pa.array(range(n), pa.int32())
+    return pa.array(np.arange(n, dtype=np.int32))
 
 
 def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:

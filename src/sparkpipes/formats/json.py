@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
@@ -24,14 +25,25 @@ _VIA_STRING = (pa.types.is_date, pa.types.is_decimal, pa.types.is_binary)
 
 
 def newline_joined(values: pa.Array) -> pa.Buffer:
-    """All payloads as one newline-delimited buffer, without per-row Python objects."""
-    flat = pc.replace_substring(values.cast(pa.binary()), b"\n", b" ")
+    """All payloads as one newline-delimited buffer, without per-row Python objects.
+    A newline inside a payload (pretty-printed JSON) becomes a space."""
+    flat = values.cast(pa.binary())
+    if _has_newline(flat):
+        flat = pc.replace_substring(flat, b"\n", b" ")
     lines = pc.binary_join_element_wise(flat, pa.scalar(b""), pa.scalar(b"\n"))
     offsets = pa.Array.from_buffers(
         pa.int32(), len(lines) + 1, [None, lines.buffers()[1]], offset=lines.offset
     )
     first, last = offsets[0].as_py(), offsets[len(lines)].as_py()
     return lines.buffers()[2].slice(first, last - first)
+
+
+def _has_newline(values: pa.Array) -> bool:
+    if values.buffers()[2] is None:  # every payload is empty
+        return False
+    offsets = np.frombuffer(values.buffers()[1], np.int32, len(values) + 1, values.offset * 4)
+    data = np.frombuffer(values.buffers()[2], np.uint8)[offsets[0] : offsets[-1]]
+    return bool(np.any(data == 10))
 
 
 class JsonDecoder(Decoder):

@@ -38,12 +38,16 @@ class Fetched:
     ``values`` holds the raw record payloads; ``positions`` each record's own position
     (Kafka offset, line number …) in ``position_type``, used for error reports and the
     provenance column; ``keys``/``timestamps`` may be None when the source has none.
+    ``at_end`` is the source's own word that the partition had nothing after these
+    records when they were read, so the batch need not wait for an empty fetch; a
+    consumer sets it only where it can be trusted (never for a premature end report).
     """
 
     values: pa.Array
     positions: pa.Array
     keys: pa.Array | None = None
     timestamps: pa.Array | None = None
+    at_end: bool = False
 
     def __len__(self) -> int:
         return len(self.values)
@@ -116,7 +120,8 @@ class PartitionConsumer(abc.ABC):
     @abc.abstractmethod
     def fetch(self, max_records: int, timeout_s: float) -> Fetched:
         """Wait up to ``timeout_s`` for the first record, then return what is ready (at
-        most ``max_records``). Empty means nothing arrived in time: the batch ends there."""
+        most ``max_records``). Empty means nothing arrived in time: the batch ends there.
+        So does ``at_end``, without the wait."""
 
     @abc.abstractmethod
     def position(self) -> Offset:

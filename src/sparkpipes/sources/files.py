@@ -135,7 +135,11 @@ class FilePartitionConsumer(PartitionConsumer):
             self._pos = {"byte": self._pos["byte"] + len(line), "line": self._pos["line"] + 1}
             values.append(line.rstrip(b"\r\n"))
             lines.append(self._pos["line"] - 1)
-        return Fetched(values=pa.array(values, pa.binary()), positions=pa.array(lines, pa.int64()))
+        return Fetched(
+            values=pa.array(values, pa.binary()),
+            positions=pa.array(lines, pa.int64()),
+            at_end=len(values) < max_records,  # every complete line there is was read
+        )
 
     def position(self) -> dict:
         return dict(self._pos)

@@ -7,9 +7,14 @@ executors (``sasl.jaas.config``, ``plugin.library.paths``, ``sasl.kerberos.kinit
 ``ssl.key.password``, ``ssl.keystore.password``) belong in CREDENTIALS, never in CONFIG.
 
 Offsets are Kafka offsets (ints), "next offset to read". A batch reads a partition until
-it has ``max_records`` or a fetch comes back empty, and reports ``last offset read + 1``.
-The high watermark is never taken as "everything is read": some brokers (Tansu) report
-the last batch's base offset + 1, which can lie below the true end.
+it has ``max_records``, librdkafka reports the partition's end (``enable.partition.eof``)
+or a fetch comes back empty, and reports ``last offset read + 1``. The high watermark is
+never taken as "everything is read": some brokers (Tansu) report the last batch's base
+offset + 1 from ListOffsets, which can lie below the true end. librdkafka's end report
+comes from a fetch response (whose watermark Tansu gets right) that found nothing more; a
+broker whose fetch responses under-reported it would make librdkafka report the end at
+the watermark and skip what follows once, so an end report at the offset the consumer
+opened at is not trusted (the empty fetch decides there) and a batch cannot stall on it.
 """
 
 from __future__ import annotations
@@ -172,7 +177,9 @@ PARTITION_CONSUMER_DEFAULTS = {
 }
 
 
-def _new_consumer(source: KafkaSource, defaults: Mapping[str, str] | None = None):
+def _new_consumer(
+    source: KafkaSource, defaults: Mapping[str, str] | None = None, *, eof: bool = False
+):
     from confluent_kafka import Consumer
 
     conf = dict(defaults or {})
@@ -182,7 +189,7 @@ def _new_consumer(source: KafkaSource, defaults: Mapping[str, str] | None = None
             "group.id": "sparkpipes",
             "enable.auto.commit": "false",
             "enable.auto.offset.store": "false",
-            "enable.partition.eof": "false",
+            "enable.partition.eof": "true" if eof else "false",
             "auto.offset.reset": "error",
             "socket.nagle.disable": "true",
         }
@@ -297,6 +304,7 @@ class KafkaPartitionConsumer(PartitionConsumer):
         self.pipeline = pipeline
         self._consumer = None
         self._next: int | None = None
+        self._start: int | None = None
 
     def _err(self, kind, msg: str, offset: int | None = None):
         return kind(msg, pipeline=self.pipeline, partition=str(self.partition), offset=offset)
@@ -304,7 +312,7 @@ class KafkaPartitionConsumer(PartitionConsumer):
     def open(self, start: int) -> Gap | None:
         from confluent_kafka import KafkaException, TopicPartition
 
-        self._consumer = _new_consumer(self.source, PARTITION_CONSUMER_DEFAULTS)
+        self._consumer = _new_consumer(self.source, PARTITION_CONSUMER_DEFAULTS, eof=True)
         tp = TopicPartition(self.source.topic, self.partition)
         try:
             low, high = self._consumer.get_watermark_offsets(tp, timeout=10)
@@ -325,7 +333,7 @@ class KafkaPartitionConsumer(PartitionConsumer):
             gap = Gap(str(self.partition), start, low, what + f"; resumed at earliest offset {low}")
             start = low
         self._consumer.assign([TopicPartition(self.source.topic, self.partition, start)])
-        self._next = start
+        self._next = self._start = start
         return gap
 
     def _exists(self, offset: int, low: int) -> bool:
@@ -347,14 +355,17 @@ class KafkaPartitionConsumer(PartitionConsumer):
         msgs = self._consumer.consume(1, timeout=timeout_s)
         if msgs and max_records > 1:
             msgs += self._consumer.consume(max_records - 1, timeout=0)
+        at_end = False
         # the hot loop: one C call per message where possible (the client gives no batches)
         if any(map(_ERROR, msgs)):
             for m in msgs:
                 if m.error() is not None:
-                    self._raise(m.error())
+                    self._raise(m.error())  # returns only for an end-of-partition event
+            last = msgs[-1]
+            at_end = last.error() is not None and last.offset() != self._start
             msgs = [m for m in msgs if m.error() is None]
         if not msgs:
-            return Fetched(pa.array([], pa.binary()), pa.array([], pa.int64()))
+            return Fetched(pa.array([], pa.binary()), pa.array([], pa.int64()), at_end=at_end)
         values = pa.array(list(map(_VALUE, msgs)), pa.binary())
         first, last = msgs[0].offset(), msgs[-1].offset()
         if last - first + 1 == len(msgs):  # no gaps (no compaction, no transaction markers)
@@ -362,7 +373,7 @@ class KafkaPartitionConsumer(PartitionConsumer):
         else:
             positions = pa.array([m.offset() for m in msgs], pa.int64())
         self._next = last + 1
-        return Fetched(values=values, positions=positions)
+        return Fetched(values=values, positions=positions, at_end=at_end)
 
     def _raise(self, err) -> None:
         code = err.code()

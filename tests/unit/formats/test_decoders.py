@@ -106,6 +106,10 @@ def test_the_arrow_fast_paths_take_whole_chunks():
     assert newline_joined(vals.slice(10, 5)).to_pybytes().count(b"\n") == 5
     d = build_decoder("json", SCHEMA)
     assert d._fast(vals).num_rows == 1000
+    pretty = values('{"id": 1,\n "name": "a"}', '{"id": 2, "name": "b"}', '{"id": 3}')
+    assert newline_joined(pretty.slice(1)).to_pybytes() == b'{"id": 2, "name": "b"}\n{"id": 3}\n'
+    assert newline_joined(pretty).to_pybytes().startswith(b'{"id": 1,  "name": "a"}\n{"id": 2')
+    assert d._fast(pretty).column("name").to_pylist() == ["a", "b", None]
     c = build_decoder("csv", SCHEMA)
     assert (
         c._fast(values(*[f"{i},n{i},1.5,2026-01-01T00:00:00Z" for i in range(100)])).num_rows == 100

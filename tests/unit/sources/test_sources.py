@@ -84,3 +84,57 @@ def test_file_watermark_is_found_from_the_end_and_reached_compares_bytes(tmp_pat
     assert meta.watermark(str(f)) == {"byte": 100_000}
     assert src.reached({"byte": 100_000, "line": 50_000}, meta.watermark(str(f)))
     assert not src.reached({"byte": 99_998, "line": 49_999}, meta.watermark(str(f)))
+
+
+class _Msg:
+    """Stands in for confluent_kafka.Message: no broker here reports the end of a
+    partition early, so that case is replayed with stubs."""
+
+    def __init__(self, offset, value=None, eof=False):
+        self._offset, self._value, self._eof = offset, value, eof
+
+    def offset(self):
+        return self._offset
+
+    def value(self):
+        return self._value
+
+    def error(self):
+        if not self._eof:
+            return None
+
+        class _Err:
+            def code(self):
+                return -191  # _PARTITION_EOF
+
+        return _Err()
+
+
+class _Client:
+    def __init__(self, *batches):
+        self.batches = list(batches)
+
+    def consume(self, n, timeout):  # one batch per waiting call
+        return self.batches.pop(0) if self.batches and timeout else []
+
+
+def test_kafka_end_of_partition_is_trusted_except_at_the_opening_offset():
+    from sparkpipes.sources.kafka import KafkaPartitionConsumer, KafkaSource
+
+    def consumer(start, *batches):
+        c = KafkaPartitionConsumer(KafkaSource("h:1/t", {}, {}), 0, "fail", "p")
+        c._consumer, c._start, c._next = _Client(*batches), start, start
+        return c
+
+    c = consumer(5, [_Msg(5, b"a"), _Msg(6, b"b"), _Msg(7, eof=True)])
+    got = c.fetch(10, 0.1)
+    assert (len(got), got.at_end, c.position()) == (2, True, 7)
+
+    c = consumer(5, [_Msg(5, eof=True)], [_Msg(5, b"a")])
+    got = c.fetch(10, 0.1)
+    assert (len(got), got.at_end) == (0, False)  # may be a premature report: read on
+    assert len(c.fetch(10, 0.1)) == 1 and c.position() == 6
+
+    c = consumer(5, [_Msg(5, b"a"), _Msg(6, eof=True), _Msg(6, b"b")])
+    got = c.fetch(10, 0.1)
+    assert (len(got), got.at_end, c.position()) == (2, False, 7)  # records after the event
