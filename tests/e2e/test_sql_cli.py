@@ -72,6 +72,7 @@ def test_seed_style_session_from_a_script(wh, tmp_path, broker, topic):
     assert out.count("| 1            |") == 4  # one offset row per task
     assert SECRET not in out + p.stderr
     assert '"sasl.password": "<redacted>"' in out
+    assert "Setting default log level" not in p.stderr  # Spark's shell banner stays quiet
 
     # status at a glance, and the same warehouse from a second invocation
     s = cli("status", wh=wh)
