@@ -8,11 +8,12 @@
    are chosen, rotating by batch id; a partition known to be drained is skipped until its
    source reports a change.
 2. **Extract, decode, write.** One Spark task per chosen partition (``engine.task``):
-   consume from its start offset to the batch limit, decode to Arrow, write Parquet files
-   under unique names into the table directory, return add-actions, counts, errors and the
-   end offset reached. Records that did not decode are stored in the errors store (keyed
-   by pipeline and batch, so a retried batch replaces, never duplicates, them) before the
-   commit, or fail the batch.
+   consume from its start offset to the batch limit or the partition's end (the
+   source's end report or an empty fetch, never short of the planned watermark), decode
+   to Arrow, write Parquet files under unique names into the table directory, return
+   add-actions, counts, errors and the end offset reached. Records that did not decode
+   are stored in the errors store (keyed by pipeline and batch, so a retried batch
+   replaces, never duplicates, them) before the commit, or fail the batch.
 3. **Commit.** One Delta commit: every add-action + app transaction
    ``(pipeline id, B)`` + the end offsets of *all* partitions in the commit info. If the
    table's transaction version for the pipeline is already ≥ *B*, the batch was committed
