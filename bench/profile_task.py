@@ -37,10 +37,10 @@ def main() -> None:
     import pyarrow as pa
 
     from sparkpipes.config import PipelineSpec
+    from sparkpipes.engine.assembly import build_source_of
     from sparkpipes.engine.task import TaskSpec, run_task
     from sparkpipes.formats import build_decoder
     from sparkpipes.sinks import DeltaSink
-    from sparkpipes.sources import build_source
     from sparkpipes.testing import EmbeddedBroker
 
     schema = pa.schema([("ts", pa.int64()), ("uuid", pa.string()), ("count", pa.int32())])
@@ -54,7 +54,7 @@ def main() -> None:
             table="events",
             format="json",
         )
-        source = build_source(spec.source, spec.location, spec.config, spec.credentials)
+        source = build_source_of(spec)
         decoder = build_decoder("json", schema, spec.mapping, spec.csv)
         sink = DeltaSink(os.path.join(tmp, "events"), schema, "events")
         sink.create()
@@ -65,11 +65,10 @@ def main() -> None:
             partition="0",
             start=0,
             source=source,
-            source_label="topic 'events'",
             decoder=decoder,
-            sink=sink,
+            writer=sink.writer(),
             max_records=1_000_000,
-            fetch_timeout_s=spec.fetch_timeout_ms / 1000,
+            fetch_timeout_s=spec.batch.fetch_timeout_ms / 1000,
             skip_parser_errors=False,
             out_of_range="fail",
             provenance=False,
@@ -84,10 +83,10 @@ def main() -> None:
         out = run_task(task)
         prof.disable()
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-        assert "failed" not in out, out
+        assert out.failure is None, out.failure
         print(
-            f"task: {out['rows']:,} rows, wall {wall:.2f}s, process CPU {cpu:.2f}s "
-            f"({cpu / out['rows'] * 1e6:.2f} µs/row"
+            f"task: {out.rows:,} rows, wall {wall:.2f}s, process CPU {cpu:.2f}s "
+            f"({cpu / out.rows * 1e6:.2f} µs/row"
             + ("; profiler overhead included)" if not args.no_profile else ")")
         )
         if args.no_profile:

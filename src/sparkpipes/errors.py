@@ -20,6 +20,8 @@ class SparkpipesError(Exception):
 
     code = "SP000"
     transient = False
+    #: ERROR_TYPE of a record this error is stored as (information_schema.PIPELINES_ERRORS)
+    kind = "error"
 
     def __init__(
         self,
@@ -88,7 +90,7 @@ class SparkpipesError(Exception):
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> SparkpipesError:
         """Rebuild an error that crossed a process boundary (a Spark task result)."""
-        kind = _REGISTRY.get(d.get("type", ""), SparkpipesError)
+        kind = _find(d.get("type", ""))
         err = kind.__new__(kind)
         SparkpipesError.__init__(
             err,
@@ -105,6 +107,7 @@ class ConfigError(SparkpipesError):
     """A definition or option is invalid (unknown key, wrong type, forbidden option)."""
 
     code = "SP100"
+    kind = "config"
 
 
 class NotFoundError(SparkpipesError):
@@ -123,6 +126,7 @@ class SourceError(SparkpipesError):
     """The source failed in a way that retrying will not fix."""
 
     code = "SP200"
+    kind = "source"
 
 
 class SourceUnavailableError(SourceError):
@@ -136,18 +140,21 @@ class OffsetOutOfRangeError(SourceError):
     """The offset to resume from no longer exists in the source (retention, topic recreated)."""
 
     code = "SP202"
+    kind = "offset_out_of_range"
 
 
 class DecodeError(SparkpipesError):
     """A record could not be decoded into the table's schema."""
 
     code = "SP300"
+    kind = "parse"
 
 
 class SinkError(SparkpipesError):
     """Writing or committing to the destination failed."""
 
     code = "SP400"
+    kind = "sink"
     transient = True
 
 
@@ -162,6 +169,7 @@ class CatalogError(SparkpipesError):
     """The catalog database failed."""
 
     code = "SP500"
+    kind = "catalog"
     transient = True
 
 
@@ -169,7 +177,15 @@ class EngineError(SparkpipesError):
     """A Spark job failed for a reason that is not one of ours (executor lost, JVM error)."""
 
     code = "SP600"
+    kind = "engine"
     transient = True
+
+
+class InternalError(SparkpipesError):
+    """A bug: an exception nobody raised on purpose. Terminal: retrying runs the same bug."""
+
+    code = "SP900"
+    kind = "internal"
 
 
 class PipelineStateError(SparkpipesError):
@@ -178,14 +194,13 @@ class PipelineStateError(SparkpipesError):
     code = "SP601"
 
 
-def _all_subclasses(cls: type) -> list[type]:
-    out = []
-    for sub in cls.__subclasses__():
-        out.append(sub)
-        out.extend(_all_subclasses(sub))
-    return out
-
-
-_REGISTRY: dict[str, type[SparkpipesError]] = {
-    c.__name__: c for c in [SparkpipesError, *_all_subclasses(SparkpipesError)]
-}
+def _find(name: str) -> type[SparkpipesError]:
+    """The error class called ``name``, looked up when asked, so that subclasses defined
+    after this module (in plugins, in front ends) come back as themselves."""
+    todo: list[type[SparkpipesError]] = [SparkpipesError]
+    while todo:
+        cls = todo.pop()
+        if cls.__name__ == name:
+            return cls
+        todo.extend(cls.__subclasses__())
+    return SparkpipesError

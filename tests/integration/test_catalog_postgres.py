@@ -49,7 +49,7 @@ def test_pipeline_history_and_errors_in_postgres(tmp_path, pg_url, broker, topic
         assert [p.name for p in eng.pipelines()] == ["p"]
         assert eng.batches("p")[0]["rows"] == 200
         assert len(eng.errors("p")) == 1
-        assert eng.pipeline("p").definition["credentials"] == {
+        assert eng.pipeline("p").definition["source"]["credentials"] == {
             "sasl.password": "<redacted>",
             "sasl.username": "<redacted>",
         }

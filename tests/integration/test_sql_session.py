@@ -136,8 +136,8 @@ def test_alter_offsets_show_create_and_lifecycle(sql, engine, broker, topic):
     sql("START PIPELINE p FOREGROUND LIMIT 1 BATCHES")
     assert sql("SELECT count(*) FROM t").rows == [(10,)]  # partition 0 re-read: 5 + 1 + 4
     sql("ALTER PIPELINE p SET BATCH_INTERVAL 75, SET MAX_PARTITIONS_PER_BATCH 2")
-    assert engine.spec("p").batch_interval_ms == 75
-    assert engine.spec("p").max_partitions_per_batch == 2
+    assert engine.spec("p").batch.interval_ms == 75
+    assert engine.spec("p").batch.max_partitions == 2
     assert sql("SHOW PIPELINES").rows == [("p", "Stopped")]
     sql("START PIPELINE p")
     assert sql("SHOW PIPELINES").rows == [("p", "Running")]

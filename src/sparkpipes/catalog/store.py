@@ -22,6 +22,8 @@ import pyarrow as pa
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError, OperationalError
 
+from sparkpipes.catalog.migrations import migrate
+from sparkpipes.catalog.states import BatchState
 from sparkpipes.errors import AlreadyExistsError, CatalogError, NotFoundError
 
 meta = sa.MetaData()
@@ -87,7 +89,7 @@ errors_t = sa.Table(
     sa.Column("created_at", sa.DateTime, nullable=False),
 )
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 meta_t = sa.Table(
     "sp_meta",
@@ -152,23 +154,10 @@ class Catalog:
             kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
         try:
             self.engine = sa.create_engine(url, **kwargs)
-            meta.create_all(self.engine)
-            self._check_version()
+            migrate(self.engine, meta, target=SCHEMA_VERSION, url=self.safe_url)
         except (OperationalError, sa.exc.ArgumentError) as e:
             raise CatalogError(f"cannot open catalog {self.safe_url}: {e.args[0]}") from None
         self._lock = threading.RLock()
-
-    def _check_version(self) -> None:
-        """A catalog made by another schema version is refused by name, not half-used."""
-        with self.engine.begin() as c:
-            row = c.execute(sa.select(meta_t.c.value).where(meta_t.c.key == "schema")).first()
-            if row is None:
-                c.execute(meta_t.insert().values(key="schema", value=str(SCHEMA_VERSION)))
-            elif row.value != str(SCHEMA_VERSION):
-                raise CatalogError(
-                    f"catalog {self.safe_url} has schema version {row.value}; this sparkpipes "
-                    f"needs {SCHEMA_VERSION} (use a new warehouse or catalog database)"
-                )
 
     @property
     def safe_url(self) -> str:
@@ -381,7 +370,7 @@ class Catalog:
             sa.select(batches_t.c.batch_id, batches_t.c.offsets)
             .where(
                 batches_t.c.pipeline_id == pipeline_id,
-                batches_t.c.state.in_(("Succeeded", "OffsetsSet")),
+                batches_t.c.state.in_([str(x) for x in BatchState.committed()]),
             )
             .order_by(batches_t.c.batch_id.desc())
             .limit(1)

@@ -141,7 +141,8 @@ def _table(name: str, rows: list[dict[str, Any]]) -> pa.Table:
 def pipelines(cat: Catalog) -> pa.Table:
     rows = []
     for p in cat.pipelines():
-        config = {k: v for k, v in p.definition.items() if k != "credentials"}
+        config = json.loads(json.dumps(p.definition))
+        config.get("source", {}).pop("credentials", None)
         rows.append(
             {
                 "DATABASE_NAME": DATABASE,
@@ -275,10 +276,10 @@ def source_offsets(cat: Catalog, snapshot: OffsetsFn) -> pa.Table:
     return _table("PIPELINES_SOURCE_OFFSETS", rows)
 
 
-def files(cat: Catalog, snapshot: OffsetsFn) -> pa.Table:
+def files(cat: Catalog, snapshot: OffsetsFn, lists_files: Callable[[PipelineRecord], bool]):
     rows = []
     for p in cat.pipelines():
-        if p.source != "fs":
+        if not lists_files(p):
             continue
         for o in snapshot(p):
             done = o.committed is not None and o.latest is not None and o.committed == o.latest
@@ -291,7 +292,7 @@ def files(cat: Catalog, snapshot: OffsetsFn) -> pa.Table:
                 {
                     "DATABASE_NAME": DATABASE,
                     "PIPELINE_NAME": p.name,
-                    "SOURCE_TYPE": "FS",
+                    "SOURCE_TYPE": p.source.upper(),
                     "FILE_NAME": o.partition,
                     "FILE_SIZE": o.size,
                     "FILE_STATE": state,
@@ -301,8 +302,15 @@ def files(cat: Catalog, snapshot: OffsetsFn) -> pa.Table:
     return _table("PIPELINES_FILES", rows)
 
 
-def build(cat: Catalog, view: str, snapshot: OffsetsFn) -> pa.Table:
-    """One view by its (case-insensitive) name."""
+def build(
+    cat: Catalog,
+    view: str,
+    snapshot: OffsetsFn,
+    lists_files: Callable[[PipelineRecord], bool] = lambda p: False,
+) -> pa.Table:
+    """One view by its (case-insensitive) name. ``snapshot`` gives a pipeline's source
+    offsets, ``lists_files`` whether its source's partitions are files (the engine
+    answers both; the catalog never talks to a source)."""
     v = view.upper()
     builders: dict[str, Callable[[], pa.Table]] = {
         "PIPELINES": lambda: pipelines(cat),
@@ -312,7 +320,7 @@ def build(cat: Catalog, view: str, snapshot: OffsetsFn) -> pa.Table:
         "PIPELINES_OFFSETS": lambda: offsets(cat, snapshot),
         "PIPELINES_CURSORS": lambda: offsets(cat, snapshot, "PIPELINES_CURSORS"),
         "PIPELINES_SOURCE_OFFSETS": lambda: source_offsets(cat, snapshot),
-        "PIPELINES_FILES": lambda: files(cat, snapshot),
+        "PIPELINES_FILES": lambda: files(cat, snapshot, lists_files),
     }
     return builders[v]()
 

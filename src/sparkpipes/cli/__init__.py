@@ -18,6 +18,7 @@ import signal
 import sys
 import threading
 
+from sparkpipes.catalog.states import PipelineState
 from sparkpipes.errors import SparkpipesError
 
 
@@ -154,7 +155,7 @@ def _run(args) -> int:
     signal.signal(signal.SIGINT, on_signal)
     logging.getLogger("sparkpipes").setLevel(logging.INFO)
     with _engine(args) as eng:
-        running = [p.name for p in eng.pipelines() if p.state == "Running"]
+        running = [p.name for p in eng.pipelines() if p.state == PipelineState.RUNNING]
         print(
             f"sparkpipes run: warehouse {eng.warehouse}; running: "
             f"{', '.join(running) or 'none yet (START PIPELINE p in `sparkpipes sql`)'}",

@@ -20,6 +20,7 @@ import threading
 import time
 import uuid
 
+from sparkpipes.catalog.states import PipelineState
 from sparkpipes.cli import display
 
 SETUP = """
@@ -118,7 +119,7 @@ def run(args) -> int:
                 f"{loaded / secs:>9,.0f} rows/s  [{rec.state}]"
             )
             print(line, end="", file=out, flush=True)
-            if rec.state == "Error":
+            if rec.state == PipelineState.ERROR:
                 print(f"\nerror: {rec.last_error}", file=sys.stderr)
                 return 1
             if done.is_set() and loaded >= args.events:

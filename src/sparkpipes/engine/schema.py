@@ -7,6 +7,7 @@ from typing import Any
 import pyarrow as pa
 
 from sparkpipes.errors import ConfigError
+from sparkpipes.util.arrow import to_spark_schema
 
 
 def to_arrow(schema: Any) -> tuple[pa.Schema, str]:
@@ -44,7 +45,4 @@ def _utc(schema: pa.Schema) -> pa.Schema:
     return pa.schema(fields)
 
 
-def to_spark(schema: pa.Schema):
-    from pyspark.sql.pandas.types import from_arrow_schema
-
-    return from_arrow_schema(schema, prefer_timestamp_ntz=False)
+to_spark = to_spark_schema

@@ -9,7 +9,9 @@ commits — the add-actions, the counts, the records it could not decode, its ti
 :class:`TaskSpec`; nothing it builds does I/O before ``run_task``.
 
 Errors do not escape as Python exceptions (which Spark would turn into a traceback):
-a ``SparkpipesError`` comes back as ``result["failed"]`` and the driver re-raises it.
+a ``SparkpipesError`` comes back as ``TaskResult.failure`` and the driver re-raises it;
+any other exception is a bug, reported as a terminal ``InternalError`` with its trace.
+The contract types live in ``engine.contract``.
 """
 
 from __future__ import annotations
@@ -17,57 +19,27 @@ from __future__ import annotations
 import gc
 import time
 import traceback
-from dataclasses import dataclass
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sparkpipes.errors import DecodeError, EngineError, SparkpipesError
-from sparkpipes.formats import Decoder
-from sparkpipes.sinks import DeltaSink
-from sparkpipes.sources import Fetched, Source
+from sparkpipes.engine.contract import (
+    OFFSET_COLUMN,
+    PARTITION_COLUMN,
+    ErrorRecord,
+    TaskResult,
+    TaskSpec,
+    TaskTimings,
+)
+from sparkpipes.errors import DecodeError, InternalError, OffsetOutOfRangeError, SparkpipesError
+from sparkpipes.sinks import Staged
+from sparkpipes.sources import Fetched
 
-PARTITION_COLUMN = "__source_partition"
-OFFSET_COLUMN = "__source_offset"
-EXCERPT_BYTES = 256
-#: a task's timings (seconds): wall, process CPU, and wall in each phase
-TIMINGS = ("seconds", "cpu_seconds", "fetch_seconds", "decode_seconds", "write_seconds")
-
-
-@dataclass(frozen=True)
-class TaskSpec:
-    pipeline: str
-    pipeline_id: str
-    batch_id: int
-    partition: str
-    start: Any
-    source: Source
-    source_label: str
-    decoder: Decoder
-    sink: DeltaSink
-    max_records: int
-    fetch_timeout_s: float
-    skip_parser_errors: bool
-    out_of_range: str
-    provenance: bool
-    output_schema: pa.Schema | None = None  # decoded columns are conformed to it
-    watermark: Any = None  # the source's latest offset when the batch was planned
-    catch_up_s: float = 10.0
-    skip_lines: int = 0
-    chunk_records: int = 20_000
-    file_rows: int = 1_000_000
+__all__ = ["OFFSET_COLUMN", "PARTITION_COLUMN", "TaskResult", "TaskSpec", "run_task"]
 
 
-def excerpt(raw: bytes | None) -> str | None:
-    if raw is None:
-        return None
-    text = raw[:EXCERPT_BYTES].decode("utf-8", errors="replace")
-    return text + ("…" if len(raw) > EXCERPT_BYTES else "")
-
-
-def run_task(spec: TaskSpec) -> dict[str, Any]:
-    """Run one partition's share of a batch. Returns a plain dict (pickled back).
+def run_task(spec: TaskSpec) -> TaskResult:
+    """Run one partition's share of a batch.
 
     Python's cyclic garbage collector is paused while it runs: the Kafka client hands
     over one object per record, and collections triggered by those allocations would
@@ -81,44 +53,33 @@ def run_task(spec: TaskSpec) -> dict[str, Any]:
         return _run(spec, started)
     except SparkpipesError as e:
         e.with_context(pipeline=spec.pipeline, partition=spec.partition, batch=spec.batch_id)
-        return {"partition": spec.partition, "failed": e.to_dict()}
-    except Exception as e:  # a bug or a library failure: keep the cause, not a traceback
+        return TaskResult.failed(spec.partition, e)
+    except Exception as e:  # a bug, here or in a library: terminal, with its trace
         detail = "".join(traceback.format_exception_only(type(e), e)).strip()
-        err = EngineError(
+        err = InternalError(
             f"task failed: {detail}",
             pipeline=spec.pipeline,
             partition=spec.partition,
             batch=spec.batch_id,
         )
-        return {
-            "partition": spec.partition,
-            "failed": err.to_dict(),
-            "trace": traceback.format_exc(),
-        }
+        return TaskResult.failed(spec.partition, err, traceback.format_exc())
     finally:
         if collecting:
             gc.enable()
 
 
-def _run(spec: TaskSpec, started: float) -> dict[str, Any]:
+def _run(spec: TaskSpec, started: float) -> TaskResult:
     consumer = spec.source.consumer(
         spec.partition, out_of_range=spec.out_of_range, pipeline=spec.pipeline
     )
     gap = consumer.open(spec.start)
-    errors: list[dict[str, Any]] = []
+    errors: list[ErrorRecord] = []
     if gap is not None:
-        errors.append(
-            {
-                "partition": spec.partition,
-                "offset": gap.requested,
-                "code": "SP202",
-                "kind": "offset_out_of_range",
-                "reason": gap.reason,
-                "excerpt": None,
-            }
-        )
-    files, pending, pending_rows = [], [], 0
-    rows = read = nbytes = 0
+        lost = OffsetOutOfRangeError(gap.reason, partition=spec.partition, offset=gap.requested)
+        errors.append(ErrorRecord.of(lost))
+    staged: list[Staged] = []
+    pending: list[pa.Table] = []
+    pending_rows = rows = read = nbytes = 0
     drained = False
     remaining = spec.max_records
     first = True
@@ -144,7 +105,7 @@ def _run(spec: TaskSpec, started: float) -> dict[str, Any]:
                     pending_rows += table.num_rows
                     rows += table.num_rows
                 if pending_rows >= spec.file_rows:
-                    files.append(_flush(spec, pending, len(files), spent))
+                    staged.append(_flush(spec, pending, len(staged), spent))
                     pending, pending_rows = [], 0
                 if not fetched.at_end:
                     continue
@@ -154,53 +115,51 @@ def _run(spec: TaskSpec, started: float) -> dict[str, Any]:
             if n == 0 and time.time() - started > spec.catch_up_s:
                 break  # records are there but slow to come: the next batch goes on
         if pending:
-            files.append(_flush(spec, pending, len(files), spent))
+            staged.append(_flush(spec, pending, len(staged), spent))
         end = consumer.position()
     finally:
         consumer.close()
-    return {
-        "partition": spec.partition,
-        "start": spec.start,
-        "end": end,
-        "read": read,
-        "rows": rows,
-        "bytes": nbytes,
-        "files": [f.to_dict() for f in files],
-        "errors": errors,
-        "drained": drained,
-        "seconds": round(time.time() - started, 3),
-        "cpu_seconds": round(time.process_time() - cpu0, 3),
-        **{f"{k}_seconds": round(v, 3) for k, v in spent.items()},
-    }
+    return TaskResult(
+        partition=spec.partition,
+        start=spec.start,
+        end=end,
+        read=read,
+        rows=rows,
+        bytes=nbytes,
+        staged=tuple(staged),
+        errors=tuple(errors),
+        drained=drained,
+        timings=TaskTimings(
+            seconds=time.time() - started,
+            cpu_seconds=time.process_time() - cpu0,
+            fetch_seconds=spent["fetch"],
+            decode_seconds=spent["decode"],
+            write_seconds=spent["write"],
+        ),
+    )
 
 
-def _decode(spec: TaskSpec, fetched: Fetched, errors: list[dict[str, Any]]) -> pa.Table:
+def _decode(spec: TaskSpec, fetched: Fetched, errors: list[ErrorRecord]) -> pa.Table:
     """The fetched records as rows of the output; the ones that do not decode fail the
     batch or, with ``skip_parser_errors``, are added to ``errors``."""
     if spec.skip_lines:
         keep = pc.greater_equal(fetched.positions, spec.skip_lines)
         fetched = Fetched(fetched.values.filter(keep), fetched.positions.filter(keep))
     decoded = spec.decoder.decode(fetched.values)
-    for err in decoded.errors:
-        offset = fetched.positions[err.index].as_py()
-        raw = fetched.values[err.index].as_py()
-        if not spec.skip_parser_errors:
-            raise DecodeError(
-                f"cannot decode the record at {spec.source_label} partition "
-                f"{spec.partition} offset {offset}: {err.reason}; value starts "
-                f"{excerpt(raw)!r}",
-                offset=offset,
-            )
-        errors.append(
-            {
-                "partition": spec.partition,
-                "offset": offset,
-                "code": "SP300",
-                "kind": "parse",
-                "reason": err.reason,
-                "excerpt": excerpt(raw),
-            }
+    for bad in decoded.errors:
+        offset = fetched.positions[bad.index].as_py()
+        raw = fetched.values[bad.index].as_py()
+        err = DecodeError(
+            f"cannot decode the record at {spec.source.label()} partition "
+            f"{spec.partition} offset {offset}: {bad.reason}",
+            partition=spec.partition,
+            offset=offset,
         )
+        if not spec.skip_parser_errors:
+            rec = ErrorRecord.of(err, raw=raw)
+            err.message += f"; value starts {rec.excerpt!r}"
+            raise err
+        errors.append(ErrorRecord.of(err, reason=bad.reason, raw=raw))
     table = decoded.table
     if spec.output_schema is not None and table.schema != spec.output_schema:
         table = conform(table, spec.output_schema)
@@ -220,11 +179,10 @@ def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
     return pa.Table.from_arrays(cols, schema=schema)
 
 
-def _flush(spec: TaskSpec, tables: list[pa.Table], seq: int, spent: dict[str, float]):
+def _flush(spec: TaskSpec, tables: list[pa.Table], seq: int, spent: dict[str, float]) -> Staged:
     t = time.perf_counter()
     table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
     safe = "".join(c if c.isalnum() else "_" for c in spec.partition)[-40:]
-    prefix = f"part-b{spec.batch_id:08d}-p{safe}-{seq:03d}"
-    added = spec.sink.write_file(table, prefix)
+    staged = spec.writer.write(table, f"part-b{spec.batch_id:08d}-p{safe}-{seq:03d}")
     spent["write"] += time.perf_counter() - t
-    return added
+    return staged

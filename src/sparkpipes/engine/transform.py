@@ -1,31 +1,22 @@
 """Ingest-time SQL: a pipeline's ``SET`` and ``WHERE`` and a table's computed columns.
 
 They are Spark SQL expressions (in the SingleStore dialect, translated by
-``sparkpipes.sql.translate``), so they run in Spark, not in the decoding tasks: when a
-pipeline has any, its tasks write what they decoded to a staging area, and a second
-Spark job reads it, applies the expressions and writes the table's Parquet files. The
-batch still makes its one Delta commit with the offsets; staging files are never part
-of the table and are removed after the commit.
-
-``write_dataframe`` is also how ``INSERT`` loads a DataFrame into a table.
+``sparkpipes.engine.dialect``), so they run in Spark, not in the decoding tasks: when a
+pipeline has any, its sink stages what the tasks decoded and runs them in one Spark job
+(a :class:`Refiner` is what the engine hands the sink). The batch still makes its one
+commit with the offsets; staged files are never part of the table.
 """
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import Mapping
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
 
 from sparkpipes.engine.dialect import translate
 from sparkpipes.engine.schema import to_spark
-from sparkpipes.errors import ConfigError, SchemaMismatchError
-from sparkpipes.sinks import AddFile, DeltaSink
-
-ADD_FILE_SCHEMA = (
-    "path string, size bigint, modification_time bigint, num_records bigint, stats string"
-)
+from sparkpipes.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -44,8 +35,9 @@ def _q(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def apply(df, transform: Transform, table_schema: pa.Schema):
-    """The DataFrame of table rows: SET, then WHERE, then computed columns, then cast."""
+def apply(df, transform: Transform, table_schema: pa.Schema, carry: Sequence[str] = ()):
+    """The DataFrame of table rows: SET, then WHERE, then computed columns, then cast.
+    The ``carry`` columns of ``df`` are carried through unchanged, after the table's."""
     from pyspark.errors import PySparkException
 
     spark_types = {f.name: f.dataType.simpleString() for f in to_spark(table_schema).fields}
@@ -64,62 +56,24 @@ def apply(df, transform: Transform, table_schema: pa.Schema):
                 continue
             src = _q(f.name) if f.name in have else "NULL"
             base.append(f"CAST({src} AS {spark_types[f.name]}) AS {_q(f.name)}")
-        df = df.selectExpr(*base)
+        df = df.selectExpr(*base, *[_q(c) for c in carry])
         for name, expr in transform.computed:
             df = df.selectExpr(
                 "*", f"CAST(({translate(expr)}) AS {spark_types[name]}) AS {_q(name)}"
             )
-        return df.select(*[f.name for f in table_schema])
+        return df.select(*[f.name for f in table_schema], *carry)
     except PySparkException as e:
         first = str(e).strip().splitlines()[0]
         raise ConfigError(f"invalid SET / WHERE / computed-column expression: {first}") from None
 
 
-def write_dataframe(df, sink: DeltaSink, prefix: str) -> list[AddFile]:
-    """Write a DataFrame's rows as Parquet files of ``sink`` (one per Spark partition with
-    rows) from the executors; return their add-actions, uncommitted."""
+@dataclass(frozen=True)
+class Refiner:
+    """The ingest-time SQL of one pipeline into one table, as the sink SPI's ``refine``:
+    staged rows in, table rows (plus the extra columns asked for) out."""
 
-    def write(batches):
-        tables = [pa.Table.from_batches([b]) for b in batches if b.num_rows]
-        if not tables:
-            return
-        f = sink.write_file(pa.concat_tables(tables), prefix)
-        yield pa.RecordBatch.from_pylist([f.to_dict()])
+    transform: Transform
+    table_schema: pa.Schema
 
-    try:
-        rows = df.mapInArrow(write, ADD_FILE_SCHEMA).collect()
-    except Exception as e:
-        text = str(e)
-        for line in text.splitlines():
-            if "SparkpipesError" in line or "SchemaMismatchError" in line:
-                raise SchemaMismatchError(line.split(":", 1)[-1].strip()) from None
-        first = text.strip().splitlines()[0] if text.strip() else type(e).__name__
-        raise SchemaMismatchError(f"writing to table '{sink.name}' failed: {first}") from None
-    return [AddFile(**r.asDict()) for r in rows]
-
-
-def run_staged(
-    spark,
-    staged: list[AddFile],
-    staging_dir: str,
-    load_schema: pa.Schema,
-    transform: Transform,
-    sink: DeltaSink,
-    prefix: str,
-) -> list[AddFile]:
-    """Read a batch's staged files, apply the transform, write the table's files."""
-    if not staged:
-        return []
-    import os
-
-    paths = [os.path.join(staging_dir, f.path) for f in staged]
-    df = spark.read.schema(to_spark(load_schema)).parquet(*paths)
-    return write_dataframe(apply(df, transform, sink.schema), sink, prefix)
-
-
-def remove_staging(path: str) -> None:
-    shutil.rmtree(path, ignore_errors=True)
-
-
-def computed_from(options: Mapping[str, object]) -> tuple[tuple[str, str], ...]:
-    return tuple((str(k), str(v)) for k, v in dict(options.get("computed", {})).items())
+    def __call__(self, df, keep: Sequence[str] = ()):
+        return apply(df, self.transform, self.table_schema, keep)

@@ -1,7 +1,9 @@
 """Engine variables (``SET GLOBAL`` / ``SHOW VARIABLES``), persisted in the catalog.
 
 The pipeline defaults among them apply to pipelines created after they are set and that
-do not give the clause themselves (as SingleStore's engine variables do).
+do not give the option themselves (as SingleStore's engine variables do), whichever front
+end defines the pipeline: :func:`pipeline_defaults` is the one mapping.
+``pipelines_max_concurrent_batch_partitions`` caps the partitions one batch reads.
 """
 
 from __future__ import annotations
@@ -9,7 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from sparkpipes.config import BatchSpec
 from sparkpipes.errors import ConfigError
+
+_BATCH = BatchSpec()
 
 
 @dataclass(frozen=True)
@@ -23,16 +28,18 @@ class Variable:
 VARIABLES = {
     v.name: v
     for v in (
-        Variable("pipelines_batch_interval", 2500, int, "ms between batches of a pipeline"),
+        Variable(
+            "pipelines_batch_interval", _BATCH.interval_ms, int, "ms between batches of a pipeline"
+        ),
         Variable(
             "pipelines_max_offsets_per_batch_partition",
-            1_000_000,
+            _BATCH.max_offsets_per_partition,
             int,
             "records one batch reads from one source partition",
         ),
         Variable(
             "pipelines_max_retries_per_batch_partition",
-            4,
+            _BATCH.max_retries,
             int,
             "retries of a batch that failed with a transient error",
         ),
@@ -44,13 +51,13 @@ VARIABLES = {
         ),
         Variable(
             "pipelines_extractor_batch_size",
-            50_000,
+            _BATCH.chunk_records,
             int,
             "records a task fetches and decodes at a time",
         ),
         Variable(
             "pipelines_extractor_max_batch_interval_ms",
-            200,
+            _BATCH.fetch_timeout_ms,
             int,
             "ms a task waits for more records before it ends its batch",
         ),
@@ -83,6 +90,26 @@ def resolve(stored: dict[str, str]) -> dict[str, Any]:
         name: coerce(name, stored[name]) if name in stored else var.default
         for name, var in sorted(VARIABLES.items())
     }
+
+
+#: variable → the pipeline option it is the default of (Python API names)
+PIPELINE_DEFAULTS = {
+    "pipelines_batch_interval": "batch_interval_ms",
+    "pipelines_max_offsets_per_batch_partition": "max_offsets_per_batch_partition",
+    "pipelines_max_retries_per_batch_partition": "max_retries",
+    "pipelines_extractor_max_batch_interval_ms": "fetch_timeout_ms",
+    "pipelines_extractor_batch_size": "chunk_records",
+}
+
+
+def pipeline_defaults(values: dict[str, Any]) -> dict[str, Any]:
+    """Options a new pipeline takes from the variables when its definition (Python
+    keyword arguments or SQL clauses alike) does not give them."""
+    out = {opt: values[var] for var, opt in PIPELINE_DEFAULTS.items()}
+    out["fetch_timeout_ms"] = max(1, out["fetch_timeout_ms"])
+    out["chunk_records"] = max(1, out["chunk_records"])
+    out["max_offsets_per_batch_partition"] = max(1, out["max_offsets_per_batch_partition"])
+    return out
 
 
 def like(pattern: str, text: str) -> bool:

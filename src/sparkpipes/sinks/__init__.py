@@ -1,5 +1,27 @@
-"""Sinks: destinations that commit a batch's data and offsets together."""
+"""Sinks: the SPI (``base``) and the built-in destinations, looked up by name."""
 
-from sparkpipes.sinks.delta import AddFile, Committed, DeltaSink
+from __future__ import annotations
 
-__all__ = ["AddFile", "Committed", "DeltaSink"]
+from sparkpipes.sinks.base import BatchCommit, Committed, Sink, SinkContext, SinkWriter, Staged
+from sparkpipes.sinks.delta import AddFile, Append, DeltaSink, ParquetWriter, Upsert
+from sparkpipes.util.registry import Registry
+
+SINKS = Registry("sink", entry_point_group="sparkpipes.sinks")
+SINKS.register("delta", "sparkpipes.sinks.delta:DeltaSink")
+for _name in ("postgresql", "mysql"):
+    SINKS.plan(_name, "database sinks come with sink-connector mode, roadmap item 6")
+
+__all__ = [
+    "SINKS",
+    "AddFile",
+    "Append",
+    "BatchCommit",
+    "Committed",
+    "DeltaSink",
+    "ParquetWriter",
+    "Sink",
+    "SinkContext",
+    "SinkWriter",
+    "Staged",
+    "Upsert",
+]

@@ -1,13 +1,25 @@
 """Delta Lake destination (delta-rs): executors write Parquet, the driver commits once.
 
-The sink is split along the commit protocol (see ``sparkpipes.engine.batch``):
+Parts, along the sink SPI (``sparkpipes.sinks.base``):
 
-* executor side — :meth:`DeltaSink.write_file` writes one Parquet file under a unique name
-  in the table directory and returns its add-action. Nothing is visible to readers yet;
-  a file whose batch never commits is never referenced (``VACUUM`` removes it).
-* driver side — :meth:`DeltaSink.commit` makes **one** Delta commit holding every
-  add-action of the batch, the app transaction ``(app_id, batch_id)`` and the batch's end
-  offsets in the commit info. Data and offsets become visible together or not at all.
+* :class:`ParquetWriter` — executor side: writes one Parquet file under a unique name
+  below a root directory and returns its :class:`AddFile`. A file in the table directory
+  is invisible until a commit references it; a file whose batch never commits is never
+  referenced (``VACUUM`` removes it).
+* :class:`DeltaSink` — the table, with the write strategy of one pipeline:
+
+  - **append** without ingest-time SQL: tasks write the table's files directly; the
+    commit is **one** Delta commit holding every add-action, the app transaction
+    ``(app_id, batch_id)`` and the end offsets in the commit info.
+  - **append** with ingest-time SQL (``SET``/``WHERE``/computed columns): tasks stage
+    what they decoded in a scratch directory; :meth:`DeltaSink.finish` runs one Spark
+    job that applies the SQL and writes the table's files from the executors.
+  - **upsert** (``REPLACE``/``IGNORE INTO TABLE``): tasks stage in scratch; the commit
+    runs one Spark job (SQL, then one row per key: the last for replace, the first for
+    ignore, in partition and offset order) whose output streams, one Spark partition at
+    a time, into a delta-rs MERGE with the same app transaction. The batch is never
+    collected into driver memory.
+
   :meth:`DeltaSink.committed` reads back the last committed batch and its offsets: the
   table, not the catalog, is the source of truth for where a pipeline resumes.
 """
@@ -16,8 +28,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 import uuid
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,15 +40,31 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from sparkpipes.errors import SchemaMismatchError, SinkError
+from sparkpipes.sinks.base import (
+    BatchCommit,
+    Committed,
+    Sink,
+    SinkContext,
+    SinkWriter,
+    Staged,
+)
 
 META_PIPELINE = "sparkpipes.pipeline"
 META_BATCH = "sparkpipes.batch"
 META_OFFSETS = "sparkpipes.offsets"
+SEQ = "__sp_seq"
+ADD_FILE_SCHEMA = (
+    "path string, size bigint, modification_time bigint, num_records bigint, stats string"
+)
+
+#: the engine's ingest-time SQL: DataFrame of staged rows -> DataFrame of table rows,
+#: carrying the named extra columns through
+Refine = Callable[[Any, Sequence[str]], Any]
 
 
 @dataclass(frozen=True)
-class AddFile:
-    path: str  # relative to the table root
+class AddFile(Staged):
+    path: str  # relative to the writer's root
     size: int
     modification_time: int
     num_records: int
@@ -45,9 +75,19 @@ class AddFile:
 
 
 @dataclass(frozen=True)
-class Committed:
-    batch_id: int
-    offsets: dict[str, Any]
+class Append:
+    """Rows are added to the table."""
+
+
+@dataclass(frozen=True)
+class Upsert:
+    """Rows replace (``replace``) or yield to (``ignore``) the row with the same key."""
+
+    keys: tuple[str, ...]
+    mode: str = "replace"
+
+
+WriteStrategy = Append | Upsert
 
 
 def _local_path(uri: str) -> str:
@@ -69,25 +109,88 @@ def _stats(table: pa.Table) -> str:
     return json.dumps(stats, default=str)
 
 
-def _dedupe(table: pa.Table, keys: list[str], *, keep_last: bool) -> pa.Table:
-    if table.num_rows == 0:
-        return table
-    indexed = table.append_column("__row", pa.array(range(table.num_rows), pa.int64()))
-    agg = "max" if keep_last else "min"
-    picked = indexed.group_by(keys, use_threads=False).aggregate([("__row", agg)])
-    rows = pc.sort_indices(picked.column(f"__row_{agg}"))
-    return table.take(picked.column(f"__row_{agg}").take(rows))
+class ParquetWriter(SinkWriter):
+    """Writes Parquet files below ``root``. Pickled to executors: no I/O in __init__."""
+
+    def __init__(self, root: str, schema: pa.Schema, table_name: str) -> None:
+        self.root = root
+        self.schema = schema
+        self.table_name = table_name
+
+    def write(self, table: pa.Table, name: str) -> AddFile:
+        """Write ``table`` as one new Parquet file; return its add-action (not committed)."""
+        if table.schema != self.schema:
+            try:
+                table = table.cast(self.schema)
+            except (pa.ArrowInvalid, ValueError) as e:
+                raise SchemaMismatchError(
+                    f"decoded data does not fit table '{self.table_name}': {e}"
+                ) from None
+        rel = f"{name}-{uuid.uuid4().hex}.snappy.parquet"
+        path = os.path.join(_local_path(self.root), rel)
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            pq.write_table(table, path, compression="snappy")
+            st = os.stat(path)
+        except OSError as e:
+            raise SinkError(
+                f"cannot write a data file of table '{self.table_name}': {e.strerror}"
+            ) from None
+        return AddFile(rel, st.st_size, int(st.st_mtime * 1000), table.num_rows, _stats(table))
 
 
-class DeltaSink:
-    """One Delta table. Pickled to executors: the constructor does no I/O."""
+class DeltaSink(Sink):
+    """One Delta table, with one pipeline's write strategy (append by default).
 
-    def __init__(self, uri: str, schema: pa.Schema, name: str | None = None) -> None:
+    ``scratch`` is the pipeline's own staging directory, ``staged_schema`` what its tasks
+    decode, ``refine`` the ingest-time SQL (from the engine) and ``spark`` a callable
+    giving the session that runs it; all four are needed only by a strategy that stages
+    (see the module docstring). Driver side; its writer is what travels to executors.
+    """
+
+    kind = "delta"
+
+    def __init__(
+        self,
+        uri: str,
+        schema: pa.Schema,
+        name: str | None = None,
+        *,
+        strategy: WriteStrategy = Append(),
+        staged_schema: pa.Schema | None = None,
+        refine: Refine | None = None,
+        scratch: str | None = None,
+        spark: Callable[[], Any] | None = None,
+    ) -> None:
         self.uri = uri
         self.schema = schema
         self.name = name or os.path.basename(uri.rstrip("/"))
+        self.strategy = strategy
+        self.refine = refine
+        self.spark = spark
+        self.stages = isinstance(strategy, Upsert) or refine is not None
+        if self.stages and (scratch is None or staged_schema is None or spark is None):
+            raise SinkError(f"Delta sink of '{self.name}' needs a scratch area and Spark")
+        self.scratch = scratch
+        self.staged_schema = staged_schema
 
-    # -- table lifecycle (driver) -------------------------------------------------------
+    @classmethod
+    def for_pipeline(cls, ctx: SinkContext) -> DeltaSink:
+        strategy: WriteStrategy = (
+            Append() if ctx.write == "append" else Upsert(tuple(ctx.primary_key), ctx.write)
+        )
+        return cls(
+            ctx.location,
+            ctx.schema,
+            ctx.table,
+            strategy=strategy,
+            staged_schema=ctx.staged_schema,
+            refine=ctx.refine,
+            scratch=ctx.scratch,
+            spark=ctx.spark,
+        )
+
+    # -- table lifecycle (driver) ---------------------------------------------------------
     def create(self) -> None:
         from deltalake import DeltaTable
 
@@ -114,122 +217,53 @@ class DeltaSink:
     def version(self) -> int:
         return self._table().version()
 
-    # -- executor side ------------------------------------------------------------------
-    def write_file(self, table: pa.Table, prefix: str) -> AddFile:
-        """Write ``table`` as one new Parquet file; return its add-action (not yet committed)."""
-        if table.schema != self.schema:
-            try:
-                table = table.cast(self.schema)
-            except (pa.ArrowInvalid, ValueError) as e:
-                raise SchemaMismatchError(
-                    f"decoded data does not fit table '{self.name}': {e}"
-                ) from None
-        rel = f"{prefix}-{uuid.uuid4().hex}.snappy.parquet"
-        path = os.path.join(_local_path(self.uri), rel)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        pq.write_table(table, path, compression="snappy")
-        st = os.stat(path)
-        return AddFile(rel, st.st_size, int(st.st_mtime * 1000), table.num_rows, _stats(table))
+    # -- executor side --------------------------------------------------------------------
+    def writer(self) -> ParquetWriter:
+        if self.stages:
+            return ParquetWriter(self.scratch, self.staged_schema, self.name)
+        return self.table_writer()
 
-    # -- driver side --------------------------------------------------------------------
-    def commit(
-        self,
-        files: list[AddFile],
-        *,
-        app_id: str,
-        batch_id: int,
-        offsets: dict[str, Any],
-        extra: dict[str, str] | None = None,
-    ) -> bool:
-        """Commit a batch atomically. Returns False if it was already committed (replay)."""
-        from deltalake import CommitProperties, Transaction
-        from deltalake.transaction import AddAction
+    def table_writer(self) -> ParquetWriter:
+        """Writes data files of the table itself (not yet committed)."""
+        return ParquetWriter(self.uri, self.schema, self.name)
 
-        dt = self._table()
-        done = dt.transaction_version(app_id)
-        if done is not None and done >= batch_id:
-            return False
-        actions = [AddAction(f.path, f.size, {}, f.modification_time, True, f.stats) for f in files]
-        meta = {
-            META_PIPELINE: app_id,
-            META_BATCH: str(batch_id),
-            META_OFFSETS: json.dumps(offsets, sort_keys=True),
-            **(extra or {}),
-        }
-        props = CommitProperties(
-            app_transactions=[Transaction(app_id, batch_id, int(time.time() * 1000))],
-            custom_metadata=meta,
+    def write_file(self, table: pa.Table, name: str) -> AddFile:
+        """Stage one data file of the table (tests and tools; tasks use :meth:`writer`)."""
+        return self.table_writer().write(table, name)
+
+    # -- driver side ----------------------------------------------------------------------
+    def finish(self, staged: Sequence[Staged], batch_id: int) -> list[Staged]:
+        """Append with ingest-time SQL: one Spark job writes the table's files from the
+        staged ones. Upserts keep their staged files for the commit's MERGE."""
+        if not self.stages or isinstance(self.strategy, Upsert) or not staged:
+            return list(staged)
+        df = self._staged_frame(staged)
+        return write_frame(
+            self.refine(df, ()), self.table_writer(), f"part-b{batch_id:08d}-t", self.name
         )
-        try:
-            dt.create_write_transaction(actions, "append", self.schema, commit_properties=props)
-        except Exception as e:
-            raise SinkError(f"commit to Delta table '{self.name}' failed: {e}") from None
-        return True
 
-    def merge(
-        self,
-        staged_dir: str,
-        files: list[AddFile],
-        *,
-        keys: list[str],
-        mode: str,
-        app_id: str,
-        batch_id: int,
-        offsets: dict[str, Any],
-        extra: dict[str, str] | None = None,
-    ) -> bool:
-        """Upsert a batch by primary key in one commit with its app transaction.
-
-        ``mode`` is ``replace`` (a row replaces the row with its key) or ``ignore`` (a row
-        whose key exists is skipped). Within the batch the last (replace) or first
-        (ignore) row of a key wins, in partition and offset order. Returns False if the
-        batch was already committed.
-        """
+    def commit(self, staged: Sequence[Staged], batch: BatchCommit) -> bool:
+        """Publish a batch atomically. Returns False if it was already committed (replay)."""
         from deltalake import CommitProperties, Transaction
 
         dt = self._table()
-        done = dt.transaction_version(app_id)
-        if done is not None and done >= batch_id:
+        done = dt.transaction_version(batch.app_id)
+        if done is not None and done >= batch.batch_id:
             return False
-        tables = [pq.read_table(os.path.join(_local_path(staged_dir), f.path)) for f in files]
-        source = pa.concat_tables(tables).cast(self.schema) if tables else self.schema.empty_table()
-        source = _dedupe(source, keys, keep_last=mode == "replace")
         props = CommitProperties(
-            app_transactions=[Transaction(app_id, batch_id, int(time.time() * 1000))],
+            app_transactions=[Transaction(batch.app_id, batch.batch_id, int(time.time() * 1000))],
             custom_metadata={
-                META_PIPELINE: app_id,
-                META_BATCH: str(batch_id),
-                META_OFFSETS: json.dumps(offsets, sort_keys=True),
-                **(extra or {}),
+                META_PIPELINE: batch.app_id,
+                META_BATCH: str(batch.batch_id),
+                META_OFFSETS: json.dumps(dict(batch.offsets), sort_keys=True),
+                **dict(batch.extra),
             },
         )
-        predicate = " AND ".join(f"t.`{k}` = s.`{k}`" for k in keys)
-        try:
-            merger = dt.merge(
-                source, predicate, source_alias="s", target_alias="t", commit_properties=props
-            )
-            if mode == "replace":
-                merger = merger.when_matched_update_all()
-            merger.when_not_matched_insert_all().execute()
-        except Exception as e:
-            raise SinkError(f"upsert into Delta table '{self.name}' failed: {e}") from None
+        if isinstance(self.strategy, Upsert) and staged:
+            self._merge(dt, staged, self.strategy, props)
+        else:
+            self._add(dt, staged, props, "commit to")
         return True
-
-    def commit_files(self, files: list[AddFile], *, operation: str = "WRITE") -> None:
-        """Append files in one commit, without an app transaction (INSERT)."""
-        from deltalake import CommitProperties
-        from deltalake.transaction import AddAction
-
-        actions = [AddAction(f.path, f.size, {}, f.modification_time, True, f.stats) for f in files]
-        try:
-            self._table().create_write_transaction(
-                actions,
-                "append",
-                self.schema,
-                commit_properties=CommitProperties(custom_metadata={"sparkpipes.op": operation}),
-            )
-        except Exception as e:
-            raise SinkError(f"commit to Delta table '{self.name}' failed: {e}") from None
 
     def committed(self, app_id: str, hint: Committed | None = None) -> Committed | None:
         """The last batch ``app_id`` committed to this table, with its end offsets.
@@ -250,3 +284,131 @@ class DeltaSink:
             f"Delta table '{self.name}' records batch {version} of {app_id} but its commit "
             "info is gone (log cleaned up?)"
         )
+
+    def discard(self) -> None:
+        if self.scratch is not None:
+            shutil.rmtree(_local_path(self.scratch), ignore_errors=True)
+
+    def commit_files(self, files: Sequence[AddFile], *, operation: str = "WRITE") -> None:
+        """Append files in one commit, without an app transaction (``INSERT``)."""
+        from deltalake import CommitProperties
+
+        props = CommitProperties(custom_metadata={"sparkpipes.op": operation})
+        self._add(self._table(), files, props, "commit to")
+
+    # -- internals ------------------------------------------------------------------------
+    def _add(self, dt, files: Sequence[Staged], props, what: str) -> None:
+        from deltalake.transaction import AddAction
+
+        actions = [AddAction(f.path, f.size, {}, f.modification_time, True, f.stats) for f in files]
+        try:
+            dt.create_write_transaction(actions, "append", self.schema, commit_properties=props)
+        except Exception as e:  # delta-rs raises its own and Rust panics; keep the message
+            raise SinkError(f"{what} Delta table '{self.name}' failed: {e}") from None
+
+    def _staged_frame(self, staged: Sequence[Staged]):
+        """The staged files as one DataFrame, with ``__sp_seq`` ordering its rows by file
+        (the order the tasks returned them: partition order) and row within the file."""
+        from pyspark.sql import functions as F
+
+        from sparkpipes.util.arrow import to_spark_schema
+
+        root = _local_path(self.scratch)
+        paths = [os.path.join(root, f.path) for f in staged]
+        df = self.spark().read.schema(to_spark_schema(self.staged_schema)).parquet(*paths)
+        order = F.create_map(
+            *[x for i, f in enumerate(staged) for x in (F.lit(os.path.basename(f.path)), F.lit(i))]
+        )
+        seq = order[F.col("_metadata.file_name")].cast("long") * F.lit(1 << 40) + F.col(
+            "_metadata.row_index"
+        )
+        return df.withColumn(SEQ, seq)
+
+    def _merge(self, dt, staged: Sequence[Staged], upsert: Upsert, props) -> None:
+        """One MERGE by key from a stream of the refined, deduplicated staged rows."""
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        df = self._staged_frame(staged)
+        if self.refine is not None:
+            df = self.refine(df, (SEQ,))
+        order = F.col(SEQ).desc() if upsert.mode == "replace" else F.col(SEQ).asc()
+        win = Window.partitionBy(*[F.col(k) for k in upsert.keys]).orderBy(order)
+        rows = (
+            df.withColumn("__sp_rank", F.row_number().over(win))
+            .where(F.col("__sp_rank") == 1)
+            .select(*self.schema.names)
+        )
+        failed: list[SinkError] = []
+
+        def batches() -> Iterator[pa.RecordBatch]:
+            try:
+                yield from stream_frame(rows, self.schema, self.name)
+            except SinkError as e:
+                failed.append(e)  # delta-rs sees a failed stream; this is the reason
+                raise
+
+        source = pa.RecordBatchReader.from_batches(self.schema, batches())
+        predicate = " AND ".join(f"t.`{k}` = s.`{k}`" for k in upsert.keys)
+        try:
+            merger = dt.merge(
+                source, predicate, source_alias="s", target_alias="t", commit_properties=props
+            )
+            if upsert.mode == "replace":
+                merger = merger.when_matched_update_all()
+            merger.when_not_matched_insert_all().execute()
+        except Exception as e:  # delta-rs raises its own and Rust panics; keep the message
+            if failed:
+                raise failed[0] from None
+            raise SinkError(f"upsert into Delta table '{self.name}' failed: {e}") from None
+
+
+def write_frame(df, writer: ParquetWriter, prefix: str, table: str) -> list[AddFile]:
+    """Write a DataFrame's rows with ``writer`` from the executors (one file per Spark
+    partition with rows); return the add-actions, uncommitted."""
+
+    def write(batches: Iterator[pa.RecordBatch]):
+        tables = [pa.Table.from_batches([b]) for b in batches if b.num_rows]
+        if not tables:
+            return
+        f = writer.write(pa.concat_tables(tables), prefix)
+        yield pa.RecordBatch.from_pylist([f.to_dict()])
+
+    rows = _spark_call(lambda: df.mapInArrow(write, ADD_FILE_SCHEMA).collect(), table)
+    return [AddFile(**r.asDict()) for r in rows]
+
+
+def stream_frame(df, schema: pa.Schema, table: str) -> Iterator[pa.RecordBatch]:
+    """A DataFrame's rows as Arrow batches, fetched one Spark partition at a time: each
+    partition travels as one Arrow IPC stream, never as Python row objects."""
+
+    def to_ipc(batches: Iterator[pa.RecordBatch]):
+        buf = pa.BufferOutputStream()
+        with pa.ipc.new_stream(buf, schema) as out:
+            for b in batches:
+                if b.num_rows:
+                    out.write_batch(b.cast(schema))
+        yield pa.RecordBatch.from_arrays([pa.array([buf.getvalue().to_pybytes()])], ["ipc"])
+
+    chunks = iter(df.mapInArrow(to_ipc, "ipc binary").toLocalIterator(prefetchPartitions=True))
+    while True:
+        row = _spark_call(lambda: next(chunks, None), table)
+        if row is None:
+            return
+        yield from pa.ipc.open_stream(row["ipc"])
+
+
+def _spark_call(fn: Callable[[], Any], table: str) -> Any:
+    """Run a Spark action; a failure in it (a bad value for a column, a SQL error in
+    ingest-time SQL) becomes a SchemaMismatchError naming the table."""
+    try:
+        return fn()
+    except SinkError:
+        raise
+    except Exception as e:
+        text = str(e)
+        for line in text.splitlines():
+            if "SparkpipesError" in line or "SchemaMismatchError" in line:
+                raise SchemaMismatchError(line.split(":", 1)[-1].strip()) from None
+        first = text.strip().splitlines()[0] if text.strip() else type(e).__name__
+        raise SchemaMismatchError(f"writing to table '{table}' failed: {first}") from None

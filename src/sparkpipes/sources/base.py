@@ -91,8 +91,9 @@ class MetadataProvider(abc.ABC):
         """The exact offset after the last record; ``latest`` unless the source knows better."""
         return self.latest(partition)
 
-    def lag(self, partition: str, committed: Offset) -> int | None:
-        """Records between ``committed`` and the end, if the source can count them."""
+    def lag(self, partition: str, committed: Offset, end: Offset = None) -> int | None:
+        """Records between ``committed`` and the end (``end``, if the caller already asked
+        for it), if the source can count them; None when it cannot."""
         return None
 
     def size(self, partition: str) -> int | None:
@@ -141,6 +142,10 @@ class Source(abc.ABC):
     name: ClassVar[str]
     #: Arrow type of ``Fetched.positions`` (the provenance offset column).
     position_type: ClassVar[pa.DataType] = pa.int64()
+    #: records are lines of files, numbered from 0 (``IGNORE n LINES`` applies)
+    line_oriented: ClassVar[bool] = False
+    #: partitions are files (``information_schema.PIPELINES_FILES`` lists them)
+    lists_files: ClassVar[bool] = False
 
     @abc.abstractmethod
     def metadata(self, timeout_s: float = 10.0) -> MetadataProvider:
@@ -158,6 +163,10 @@ class Source(abc.ABC):
     def describe(self) -> Mapping[str, Any]:
         """Non-secret summary for views and logs."""
         return {"source": self.name}
+
+    def label(self) -> str:
+        """How errors name the source: ``topic 'clicks'``, ``files '/data/*.json'``."""
+        return f"source {self.name}"
 
     def reached(self, offset: Offset, latest: Offset) -> bool:
         """Whether a consumer at ``offset`` has read everything ``latest`` promised.

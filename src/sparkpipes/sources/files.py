@@ -26,6 +26,8 @@ START = {"byte": 0, "line": 0}
 class FileSource(Source):
     name = "fs"
     position_type = pa.int64()
+    line_oriented = True
+    lists_files = True
 
     def __init__(
         self, location: str, config: Mapping[str, Any], credentials: Mapping[str, Secret]
@@ -49,6 +51,9 @@ class FileSource(Source):
 
     def describe(self) -> Mapping[str, Any]:
         return {"source": "fs", "pattern": self.pattern}
+
+    def label(self) -> str:
+        return f"fs '{self.pattern}'"
 
     def reached(self, offset: Any, latest: Any) -> bool:
         return offset["byte"] >= latest["byte"]
@@ -90,8 +95,9 @@ class FileMetadata(MetadataProvider):
     def size(self, partition: str) -> int | None:
         return os.path.getsize(partition) if os.path.exists(partition) else None
 
-    def lag(self, partition: str, committed: Any) -> int | None:
-        return max(0, self.latest(partition)["line"] - committed["line"])
+    def lag(self, partition: str, committed: Any, end: Any = None) -> int | None:
+        end = self.latest(partition) if end is None or "line" not in end else end
+        return max(0, end["line"] - committed["line"])
 
 
 class FilePartitionConsumer(PartitionConsumer):

@@ -160,6 +160,9 @@ class KafkaSource(Source):
     def describe(self) -> Mapping[str, Any]:
         return {"source": "kafka", "servers": self.servers, "topic": self.topic}
 
+    def label(self) -> str:
+        return f"topic '{self.topic}'"
+
     def partition_key(self, partition: str) -> Mapping[str, Any]:
         return {"topic": self.topic, "partition": int(partition)}
 
@@ -281,10 +284,10 @@ class KafkaMetadata(MetadataProvider):
         )
         return tp.offset if tp.offset >= 0 else self.end(partition)
 
-    def lag(self, partition: str, committed: Any) -> int | None:
+    def lag(self, partition: str, committed: Any, end: Any = None) -> int | None:
         if not isinstance(committed, int):
             return None
-        return max(0, self.end(partition) - committed)
+        return max(0, (self.end(partition) if end is None else end) - committed)
 
     def close(self) -> None:
         if self._consumer is not None:

@@ -15,7 +15,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sparkpipes.config import REDACTED, PipelineSpec
+from sparkpipes.catalog import PipelineState
+from sparkpipes.config.lower.sql import create_pipeline_sql, to_spec
 from sparkpipes.engine import Engine
 from sparkpipes.engine.dialect import translate, view_name
 from sparkpipes.engine.variables import like
@@ -81,65 +82,16 @@ class SqlSession:
 
     # -- pipelines --------------------------------------------------------------------
     def _CreatePipeline(self, s: A.CreatePipeline) -> Result:
-        if s.target is None or s.target.kind == "PROCEDURE":
-            raise ConfigError(
-                "INTO PROCEDURE and inferred pipelines are not supported yet (roadmap item 4)",
-                pipeline=s.name,
-            )
-        exists = s.name in {p.name for p in self.engine.pipelines()}
-        if exists and s.if_not_exists:
+        if s.if_not_exists and s.name in {p.name for p in self.engine.pipelines()}:
             return _ok(0)
-        self.engine.create_pipeline(s.name, replace=s.or_replace, **self._spec_kwargs(s))
+        spec = to_spec(s, self.engine.pipeline_defaults())
+        self.engine.create_pipeline_spec(spec, replace=s.or_replace)
         return _ok(0)
-
-    def _spec_kwargs(self, s: A.CreatePipeline) -> dict[str, Any]:
-        v = self.engine.variables()
-        kw: dict[str, Any] = {
-            "source": s.source.lower(),
-            "location": s.location,
-            "table": s.target.name,
-            "config": s.config_json if s.config else {},
-            "credentials": s.credentials_json if s.credentials else {},
-            "format": (s.format or "json").lower() if s.format or not s.fields else "csv",
-            "batch_interval_ms": _pick(s.batch_interval, v["pipelines_batch_interval"]),
-            "max_partitions_per_batch": s.max_partitions_per_batch,
-            "max_offsets_per_batch_partition": _pick(
-                s.max_offsets_per_batch_partition, v["pipelines_max_offsets_per_batch_partition"]
-            ),
-            "max_retries": _pick(
-                s.max_retries_per_batch_partition, v["pipelines_max_retries_per_batch_partition"]
-            ),
-            "fetch_timeout_ms": max(1, v["pipelines_extractor_max_batch_interval_ms"]),
-            "skip_parser_errors": s.skip_errors in ("PARSER", "ALL"),
-            "assignments": [(a.column, a.expr.text) for a in s.assignments],
-            "where": s.where.text if s.where else None,
-            "skip_lines": s.ignore_lines or 0,
-            "on_duplicate_key": s.on_conflict.lower() if s.on_conflict else None,
-        }
-        mapping = []
-        for m in s.mappings:
-            if m.default is not None:
-                raise ConfigError(f"DEFAULT in the mapping of '{m.column}' is not supported yet")
-            mapping.append(("@" + m.column if m.variable else m.column, tuple(m.path)))
-        for c in s.columns:
-            mapping.append(("@" + c.name if c.variable else c.name, (c.name,)))
-        kw["mapping"] = mapping
-        if s.fields:
-            kw["csv"] = {
-                "delimiter": s.fields.terminated_by or ",",
-                "quote": s.fields.enclosed_by or '"',
-                "escape": s.fields.escaped_by,
-            }
-        if s.lines and (s.lines.starting_by or s.lines.terminated_by not in (None, "\n")):
-            raise ConfigError(
-                "LINES STARTING BY / TERMINATED BY other than newline are not supported yet"
-            )
-        return kw
 
     def _StartPipeline(self, s: A.StartPipeline) -> Result:
         rec = self.engine.pipeline(s.name)
         if s.foreground:
-            if rec.state == "Running":
+            if rec.state == PipelineState.RUNNING:
                 raise ConfigError(
                     f"pipeline '{s.name}' is running in the background; stop it first",
                     pipeline=s.name,
@@ -150,7 +102,7 @@ class SqlSession:
             )
             rows = sum(r.rows for r in results)
             return Result(message=f"Query OK, {rows} rows loaded in {len(results)} batch(es)")
-        if rec.state == "Running" and not s.if_not_running:
+        if rec.state == PipelineState.RUNNING and not s.if_not_running:
             raise ConfigError(f"pipeline '{s.name}' is already running", pipeline=s.name)
         self.engine.start(s.name, run=self.background)
         return _ok(0)
@@ -161,7 +113,7 @@ class SqlSession:
 
     def _StopPipeline(self, s: A.StopPipeline) -> Result:
         rec = self.engine.pipeline(s.name)
-        if rec.state != "Running" and not s.if_running:
+        if rec.state != PipelineState.RUNNING and not s.if_running:
             raise ConfigError(f"pipeline '{s.name}' is not running", pipeline=s.name)
         self.engine.stop(s.name)
         return _ok(0)
@@ -330,10 +282,6 @@ class SqlSession:
             raise QueryError(_spark_message(e)) from None
 
 
-def _pick(value: Any, default: Any) -> Any:
-    return default if value is None else value
-
-
 def _collect(df) -> Iterable[Any]:
     from pyspark.errors import PySparkException
 
@@ -371,45 +319,3 @@ def _split_top(text: str) -> Sequence[str]:
     if cur:
         parts.append("".join(cur))
     return parts
-
-
-def create_pipeline_sql(spec: PipelineSpec) -> str:
-    """The CREATE PIPELINE statement of a pipeline, credentials redacted."""
-    fields = None
-    if spec.format == "csv":
-        fields = A.FieldsFormat(
-            terminated_by=spec.csv.delimiter, enclosed_by=spec.csv.quote, escaped_by=spec.csv.escape
-        )
-    mappings: list[A.FieldMapping] = []
-    columns: list[A.LoadColumn] = []
-    for m in spec.mapping:
-        var = m.column.startswith("@")
-        name = m.column[1:] if var else m.column
-        if spec.format == "csv":
-            columns.append(A.LoadColumn(name, var))
-        else:
-            mappings.append(A.FieldMapping(name, m.path, var, rooted=not m.path))
-    stmt = A.CreatePipeline(
-        name=spec.name,
-        source=spec.source.upper(),
-        location=spec.location,
-        target=A.Target("TABLE", spec.table),
-        config=json.dumps(dict(spec.config), sort_keys=True) if spec.config else None,
-        credentials=json.dumps({k: REDACTED for k in spec.credentials}, sort_keys=True)
-        if spec.credentials
-        else None,
-        batch_interval=spec.batch_interval_ms,
-        max_partitions_per_batch=spec.max_partitions_per_batch,
-        max_offsets_per_batch_partition=spec.max_offsets_per_batch_partition,
-        max_retries_per_batch_partition=spec.max_retries,
-        skip_errors="PARSER" if spec.skip_parser_errors else None,
-        on_conflict=spec.on_duplicate_key.upper() if spec.on_duplicate_key else None,
-        format=spec.format.upper(),
-        mappings=tuple(mappings),
-        fields=fields,
-        ignore_lines=spec.skip_lines or None,
-        columns=tuple(columns),
-        assignments=tuple(A.Assignment(c, A.Expr(e)) for c, e in spec.assignments),
-        where=A.Expr(spec.where) if spec.where else None,
-    )
-    return stmt.to_sql()

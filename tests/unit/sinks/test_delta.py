@@ -7,9 +7,13 @@ import pytest
 from deltalake import DeltaTable
 
 from sparkpipes.errors import SchemaMismatchError
-from sparkpipes.sinks import Committed, DeltaSink
+from sparkpipes.sinks import BatchCommit, Committed, DeltaSink
 
 SCHEMA = pa.schema([("id", pa.int64()), ("s", pa.string())])
+
+
+def batch(app_id, batch_id, offsets):
+    return BatchCommit(app_id, "p", batch_id, offsets)
 
 
 @pytest.fixture
@@ -25,7 +29,7 @@ def test_files_are_invisible_until_the_one_commit(sink):
     assert DeltaTable(sink.uri).to_pyarrow_table().num_rows == 0
     assert json.loads(f1.stats)["numRecords"] == 2
     assert json.loads(f1.stats)["minValues"] == {"id": 1}
-    assert sink.commit([f1, f2], app_id="a", batch_id=1, offsets={"0": 2, "1": 1})
+    assert sink.commit([f1, f2], batch("a", 1, {"0": 2, "1": 1}))
     dt = DeltaTable(sink.uri)
     assert sorted(dt.to_pyarrow_table().column("id").to_pylist()) == [1, 2, 3]
     assert dt.transaction_version("a") == 1
@@ -34,18 +38,18 @@ def test_files_are_invisible_until_the_one_commit(sink):
 
 def test_a_replayed_batch_is_skipped(sink):
     f = sink.write_file(pa.table({"id": [1], "s": ["a"]}), "p")
-    assert sink.commit([f], app_id="a", batch_id=1, offsets={"0": 1})
+    assert sink.commit([f], batch("a", 1, {"0": 1}))
     again = sink.write_file(pa.table({"id": [1], "s": ["a"]}), "p")
-    assert not sink.commit([again], app_id="a", batch_id=1, offsets={"0": 1})
+    assert not sink.commit([again], batch("a", 1, {"0": 1}))
     assert DeltaTable(sink.uri).to_pyarrow_table().num_rows == 1
-    assert sink.commit([], app_id="a", batch_id=2, offsets={"0": 1, "1": 0})  # offsets only
+    assert sink.commit([], batch("a", 2, {"0": 1, "1": 0}))  # offsets only
     assert sink.committed("a") == Committed(2, {"0": 1, "1": 0})
 
 
 def test_the_table_wins_over_a_stale_catalog_hint(sink):
     for b in (1, 2, 3):
-        sink.commit([], app_id="a", batch_id=b, offsets={"0": b * 10})
-        sink.commit([], app_id="other", batch_id=b, offsets={"0": -b})
+        sink.commit([], batch("a", b, {"0": b * 10}))
+        sink.commit([], batch("other", b, {"0": -b}))
     assert sink.committed("a", hint=Committed(2, {"0": 20})) == Committed(3, {"0": 30})
     assert sink.committed("a", hint=Committed(3, {"0": 30})) == Committed(3, {"0": 30})
     assert sink.committed("nobody") is None

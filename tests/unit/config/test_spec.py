@@ -40,8 +40,8 @@ def test_credentials_are_secrets_and_never_rendered():
     assert isinstance(s.credentials["sasl.password"], Secret)
     assert "hunter2" not in repr(s)
     assert "hunter2" not in str(s.to_json())
-    assert s.to_json()["credentials"] == {"sasl.password": "<redacted>"}
-    assert s.to_json(with_credentials=True)["credentials"] == {"sasl.password": "hunter2"}
+    assert s.to_json()["source"]["credentials"] == {"sasl.password": "<redacted>"}
+    assert s.to_json(with_credentials=True)["source"]["credentials"] == {"sasl.password": "hunter2"}
     again = PipelineSpec.from_json(s.to_json(), {"sasl.password": "hunter2"})
     assert again == s
 

@@ -1,0 +1,132 @@
+"""The SQL front end: ``CREATE PIPELINE`` (SingleStore dialect) ↔ ``PipelineSpec``.
+
+:func:`to_spec` lowers a parsed statement into a spec; a clause the statement leaves out
+is left to ``defaults`` (the engine's variables under their flat option names, e.g.
+``batch_interval_ms``), which the engine hands in, so SQL and the Python API share one
+set of defaults and this module never reads the engine. :func:`to_create_pipeline` is
+the way back, which ``SHOW CREATE PIPELINE`` prints (credentials redacted):
+``to_spec(parse_one(create_pipeline_sql(spec)), defaults) == spec`` for every spec SQL
+can express and whose fetch timeout and chunk size are the ``defaults``' (no clause sets
+them).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from sparkpipes.config.core import REDACTED, reject_unknown
+from sparkpipes.config.lower.kwargs import OPTIONS, from_kwargs
+from sparkpipes.config.spec import PipelineSpec
+from sparkpipes.errors import ConfigError
+from sparkpipes.sql import ast as A
+
+
+def to_spec(stmt: A.CreatePipeline, defaults: Mapping[str, Any]) -> PipelineSpec:
+    """Lower ``CREATE PIPELINE`` into a spec; ``defaults`` (flat option names) fill the
+    batch options the statement does not give. Raises ConfigError for what the dialect
+    parses but sparkpipes does not do yet (INTO PROCEDURE, a pipeline without a target,
+    DEFAULT in a field mapping, LINES STARTING BY / TERMINATED BY other than newline) and
+    for invalid values, naming the clause or option; a ``defaults`` name that is not a
+    pipeline option is a ConfigError too, so an engine variable cannot silently go
+    unused."""
+    s = stmt
+    if s.target is None or s.target.kind == "PROCEDURE":
+        raise ConfigError(
+            "INTO PROCEDURE and inferred pipelines are not supported yet (roadmap item 4)",
+            pipeline=s.name,
+        )
+    allowed = [o for o in OPTIONS if o != "name"]
+    reject_unknown(defaults, allowed, what="pipeline default", pipeline=s.name)
+    kw: dict[str, Any] = {
+        "name": s.name,
+        "source": s.source.lower(),
+        "location": s.location,
+        "table": s.target.name,
+        "config": s.config_json if s.config else {},
+        "credentials": s.credentials_json if s.credentials else {},
+        "format": (s.format or "json").lower() if s.format or not s.fields else "csv",
+        "batch_interval_ms": s.batch_interval,
+        "max_partitions_per_batch": s.max_partitions_per_batch,
+        "max_offsets_per_batch_partition": s.max_offsets_per_batch_partition,
+        "max_retries": s.max_retries_per_batch_partition,
+        "skip_parser_errors": s.skip_errors in ("PARSER", "ALL"),
+        "assignments": [(a.column, a.expr.text) for a in s.assignments],
+        "where": s.where.text if s.where else None,
+        "skip_lines": s.ignore_lines or 0,
+        "on_duplicate_key": s.on_conflict.lower() if s.on_conflict else None,
+    }
+    mapping = []
+    for m in s.mappings:
+        if m.default is not None:
+            raise ConfigError(f"DEFAULT in the mapping of '{m.column}' is not supported yet")
+        mapping.append(("@" + m.column if m.variable else m.column, tuple(m.path)))
+    for c in s.columns:
+        mapping.append(("@" + c.name if c.variable else c.name, (c.name,)))
+    kw["mapping"] = mapping
+    if s.fields:
+        kw["csv"] = {
+            "delimiter": s.fields.terminated_by or ",",
+            "quote": s.fields.enclosed_by or '"',
+            "escape": s.fields.escaped_by,
+        }
+    if s.lines and (s.lines.starting_by or s.lines.terminated_by not in (None, "\n")):
+        raise ConfigError(
+            "LINES STARTING BY / TERMINATED BY other than newline are not supported yet"
+        )
+    return from_kwargs(kw, defaults)
+
+
+def to_create_pipeline(spec: PipelineSpec) -> A.CreatePipeline:
+    """The ``CREATE PIPELINE`` statement that lowers back to ``spec``, credentials
+    redacted (their keys kept). Batch options are written out as resolved, so the
+    statement does not depend on the variables in force when it is run again. What SQL has
+    no clause for (start offsets, out-of-range policy, provenance, sink kind, fetch timeout,
+    chunk size, CSV header) is not written."""
+    fmt = spec.format
+    csv = fmt.kind == "csv"
+    fields = (
+        A.FieldsFormat(
+            terminated_by=fmt.csv.delimiter, enclosed_by=fmt.csv.quote, escaped_by=fmt.csv.escape
+        )
+        if csv
+        else None
+    )
+    mappings: list[A.FieldMapping] = []
+    columns: list[A.LoadColumn] = []
+    for m in fmt.mapping:
+        name = m.column[1:] if m.is_variable else m.column
+        if csv:
+            columns.append(A.LoadColumn(name, m.is_variable))
+        else:
+            mappings.append(A.FieldMapping(name, m.path, m.is_variable, rooted=not m.path))
+    src, batch, tr = spec.source, spec.batch, spec.transform
+    return A.CreatePipeline(
+        name=spec.name,
+        source=src.kind.upper(),
+        location=src.location,
+        target=A.Target("TABLE", spec.sink.table),
+        config=json.dumps(dict(src.config), sort_keys=True) if src.config else None,
+        credentials=json.dumps({k: REDACTED for k in src.credentials}, sort_keys=True)
+        if src.credentials
+        else None,
+        batch_interval=batch.interval_ms,
+        max_partitions_per_batch=batch.max_partitions,
+        max_offsets_per_batch_partition=batch.max_offsets_per_partition,
+        max_retries_per_batch_partition=batch.max_retries,
+        skip_errors="PARSER" if fmt.skip_parser_errors else None,
+        on_conflict=spec.sink.write.upper() if spec.sink.write != "append" else None,
+        format=fmt.kind.upper(),
+        mappings=tuple(mappings),
+        fields=fields,
+        ignore_lines=fmt.skip_lines or None,
+        columns=tuple(columns),
+        assignments=tuple(A.Assignment(c, A.Expr(e)) for c, e in tr.assignments),
+        where=A.Expr(tr.where) if tr.where else None,
+    )
+
+
+def create_pipeline_sql(spec: PipelineSpec) -> str:
+    """``SHOW CREATE PIPELINE``'s text: :func:`to_create_pipeline` rendered."""
+    return to_create_pipeline(spec).to_sql()

@@ -1,0 +1,292 @@
+"""``PipelineSpec``: one typed, frozen definition of a pipeline, whatever front end wrote it.
+
+A spec nests one config per component, in the order a record flows through them::
+
+    PipelineSpec(name,
+                 source=SourceSpec(kind, location, config, credentials, start, on_out_of_range),
+                 format=FormatSpec(kind, mapping, csv, skip_lines, skip_parser_errors),
+                 transform=TransformSpec(assignments, where),
+                 sink=SinkSpec(kind, table, write, provenance),
+                 batch=BatchSpec(interval_ms, max_partitions, max_offsets_per_partition, …))
+
+Each component spec checks what is the same for every plugin (types, ranges, policies);
+the plugin named by ``kind`` validates its own options (a Kafka source its client keys, a
+CSV decoder its delimiter) when the engine assembles the pipeline, before anything runs.
+
+Front ends (Python keyword arguments, SQL DDL, later Pinot table configs and Kafka
+Connect properties) lower into a spec in ``sparkpipes.config.lower``; ``SHOW CREATE
+PIPELINE`` is that lowering run backwards. The catalog stores :meth:`PipelineSpec.to_json`
+(credentials apart, in their own encrypted-at-rest column).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from sparkpipes.config.core import (
+    REDACTED,
+    Secret,
+    check_choice,
+    check_int,
+    check_name,
+    reject_unknown,
+)
+from sparkpipes.errors import ConfigError
+
+#: the version of :meth:`PipelineSpec.to_json`; the catalog migrates older definitions
+SPEC_VERSION = 2
+
+START_POLICIES = ("earliest", "latest")
+OUT_OF_RANGE_POLICIES = ("fail", "earliest")
+WRITE_MODES = ("append", "replace", "ignore")
+
+
+@dataclass(frozen=True)
+class CsvOptions:
+    """``FIELDS TERMINATED BY … ENCLOSED BY … ESCAPED BY …`` and header handling."""
+
+    delimiter: str = ","
+    quote: str | None = '"'
+    escape: str | None = None
+    header: bool = False
+
+
+@dataclass(frozen=True)
+class FieldMapping:
+    """``column <- path``: where in the record a table column comes from.
+
+    ``path`` is a tuple of keys into nested JSON objects (``a::b`` becomes ``("a", "b")``;
+    ``()`` is the whole record). A ``column`` starting with ``@`` is a variable: loaded for
+    ``SET`` expressions only. For CSV the mappings list the fields in order. Given any
+    mapping, table columns it does not name are not loaded (NULL unless a ``SET`` fills
+    them).
+    """
+
+    column: str
+    path: tuple[str, ...]
+
+    @property
+    def is_variable(self) -> bool:
+        return self.column.startswith("@")
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    """Where records come from. ``kind`` names a source plugin (``kafka``, ``fs``);
+    ``config`` and ``credentials`` are its options, checked by that plugin. ``start`` is
+    where a new pipeline's partitions begin; ``on_out_of_range`` what a batch does when
+    its resume offset no longer exists (``fail``, or resume at ``earliest`` and record
+    the gap)."""
+
+    kind: str
+    location: str
+    config: Mapping[str, Any] = field(default_factory=dict)
+    credentials: Mapping[str, Secret] = field(default_factory=dict)
+    start: str = "earliest"
+    on_out_of_range: str = "fail"
+
+    def check(self, pipeline: str | None = None) -> None:
+        if not self.kind:
+            raise ConfigError("a pipeline needs a source", pipeline=pipeline)
+        check_choice(self.start, "offsets", START_POLICIES, pipeline=pipeline)
+        check_choice(
+            self.on_out_of_range, "on_offset_out_of_range", OUT_OF_RANGE_POLICIES, pipeline=pipeline
+        )
+        for k, v in self.credentials.items():
+            if not isinstance(v, Secret):
+                raise ConfigError(f"credential '{k}' must be a Secret", pipeline=pipeline)
+
+
+@dataclass(frozen=True)
+class FormatSpec:
+    """How payloads decode to columns: a decoder plugin (``json``, ``csv``, ``raw``), the
+    ``col <- path`` mapping, CSV options, ``IGNORE n LINES`` and whether records that do
+    not decode are skipped (to the errors store) or fail the batch."""
+
+    kind: str = "json"
+    mapping: tuple[FieldMapping, ...] = ()
+    csv: CsvOptions = CsvOptions()
+    skip_lines: int = 0
+    skip_parser_errors: bool = False
+
+    def check(self, pipeline: str | None = None) -> None:
+        check_int(self.skip_lines, "skip_lines", 0, pipeline=pipeline)
+
+
+@dataclass(frozen=True)
+class TransformSpec:
+    """Ingest-time SQL of the pipeline: ``SET col = expr`` and ``WHERE cond``."""
+
+    assignments: tuple[tuple[str, str], ...] = ()
+    where: str | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self.assignments or self.where)
+
+
+@dataclass(frozen=True)
+class SinkSpec:
+    """Where rows go: a sink plugin (``delta``) and its table. ``write`` is the write
+    strategy: ``append``, or an upsert by primary key that ``replace``s the row with the
+    same key or ``ignore``s the new one. ``provenance`` fills ``__source_partition`` and
+    ``__source_offset``."""
+
+    table: str
+    kind: str = "delta"
+    write: str = "append"
+    provenance: bool = False
+
+    def check(self, pipeline: str | None = None) -> None:
+        check_name(self.table, "table name")
+        check_choice(self.write, "write mode", WRITE_MODES, pipeline=pipeline)
+
+
+@dataclass(frozen=True)
+class BatchSpec:
+    """How batches are cut. The defaults are those of the engine variables
+    (``pipelines_batch_interval`` …), which a front end's engine applies when a clause
+    is absent."""
+
+    interval_ms: int = 2500
+    max_partitions: int | None = None
+    max_offsets_per_partition: int = 1_000_000
+    max_retries: int = 4
+    fetch_timeout_ms: int = 200
+    chunk_records: int = 20_000
+
+    def check(self, pipeline: str | None = None) -> None:
+        for key, low in (
+            ("interval_ms", 0),
+            ("max_offsets_per_partition", 1),
+            ("max_retries", 0),
+            ("fetch_timeout_ms", 1),
+            ("chunk_records", 1),
+        ):
+            check_int(getattr(self, key), BATCH_OPTION_NAMES.get(key, key), low, pipeline=pipeline)
+        mpb = self.max_partitions
+        if mpb is not None and (not isinstance(mpb, int) or isinstance(mpb, bool) or mpb < 1):
+            raise ConfigError(
+                f"max_partitions_per_batch must be a positive integer, got {mpb!r}",
+                pipeline=pipeline,
+            )
+
+
+#: the Python API's (and the stored v1 definitions') names of BatchSpec fields
+BATCH_OPTION_NAMES = {
+    "interval_ms": "batch_interval_ms",
+    "max_partitions": "max_partitions_per_batch",
+    "max_offsets_per_partition": "max_offsets_per_batch_partition",
+    "max_retries": "max_retries",
+    "fetch_timeout_ms": "fetch_timeout_ms",
+    "chunk_records": "chunk_records",
+}
+
+_COMPONENTS = {
+    "source": SourceSpec,
+    "format": FormatSpec,
+    "transform": TransformSpec,
+    "sink": SinkSpec,
+    "batch": BatchSpec,
+}
+
+
+@dataclass(frozen=True)
+class PipelineSpec:
+    """Everything that defines a pipeline, frozen; see the module docstring."""
+
+    name: str
+    source: SourceSpec
+    sink: SinkSpec
+    format: FormatSpec = FormatSpec()
+    transform: TransformSpec = TransformSpec()
+    batch: BatchSpec = BatchSpec()
+
+    def __post_init__(self) -> None:
+        check_name(self.name, "pipeline name")
+        self.source.check(self.name)
+        self.format.check(self.name)
+        self.sink.check(self.name)
+        self.batch.check(self.name)
+
+    # -- the Python front end -----------------------------------------------------------
+    @classmethod
+    def build(cls, **kwargs: Any) -> PipelineSpec:
+        """From the Python API's flat keyword arguments (``Engine.create_pipeline``)."""
+        from sparkpipes.config.lower.kwargs import from_kwargs
+
+        return from_kwargs(kwargs)
+
+    def to_kwargs(self) -> dict[str, Any]:
+        """The Python API's keyword arguments that build this spec (credentials as
+        Secrets)."""
+        from sparkpipes.config.lower.kwargs import to_kwargs
+
+        return to_kwargs(self)
+
+    # -- storage ------------------------------------------------------------------------
+    def to_json(self, *, with_credentials: bool = False) -> dict[str, Any]:
+        """The definition as JSON; credentials redacted unless asked for (the catalog
+        keeps them in their own column)."""
+        d: dict[str, Any] = {"version": SPEC_VERSION, "name": self.name}
+        for part in _COMPONENTS:
+            d[part] = dataclasses.asdict(getattr(self, part))
+        d["format"]["mapping"] = [
+            {"column": m.column, "path": list(m.path)} for m in self.format.mapping
+        ]
+        d["transform"]["assignments"] = [list(a) for a in self.transform.assignments]
+        d["source"]["config"] = dict(self.source.config)
+        d["source"]["credentials"] = (
+            {k: v.reveal() for k, v in self.source.credentials.items()}
+            if with_credentials
+            else {k: REDACTED for k in self.source.credentials}
+        )
+        return d
+
+    @classmethod
+    def from_json(
+        cls, d: Mapping[str, Any], credentials: Mapping[str, Any] | None = None
+    ) -> PipelineSpec:
+        """From :meth:`to_json` (any stored version); ``credentials`` in clear, from the
+        catalog's credentials column."""
+        if d.get("version") != SPEC_VERSION:
+            from sparkpipes.config.lower.kwargs import from_kwargs, upgrade_v1
+
+            return from_kwargs({**upgrade_v1(d), "credentials": dict(credentials or {})})
+        name = d.get("name")
+        reject_unknown(d, ["version", "name", *_COMPONENTS], what="definition key", pipeline=name)
+        parts: dict[str, Any] = {}
+        for part, kind in _COMPONENTS.items():
+            given = dict(d.get(part) or {})
+            reject_unknown(given, [f.name for f in dataclasses.fields(kind)], what=f"{part} option")
+            parts[part] = given
+        src = parts["source"]
+        src["credentials"] = {k: Secret(v) for k, v in dict(credentials or {}).items()}
+        fmt = parts["format"]
+        fmt["mapping"] = tuple(
+            FieldMapping(str(m["column"]), tuple(m["path"])) for m in fmt.get("mapping", ())
+        )
+        if "csv" in fmt:
+            fmt["csv"] = CsvOptions(**fmt["csv"])
+        tr = parts["transform"]
+        tr["assignments"] = tuple((str(c), str(e)) for c, e in tr.get("assignments", ()))
+        return cls(name=name, **{k: _COMPONENTS[k](**v) for k, v in parts.items()})
+
+    def replace(self, **changes: Any) -> PipelineSpec:
+        """A copy with whole components (or the name) replaced."""
+        return dataclasses.replace(self, **changes)
+
+    # -- short names used everywhere ------------------------------------------------------
+    @property
+    def table(self) -> str:
+        return self.sink.table
+
+    @property
+    def credentials(self) -> Mapping[str, Secret]:
+        return self.source.credentials
+
+    @property
+    def mapping(self) -> tuple[FieldMapping, ...]:
+        return self.format.mapping

@@ -1,0 +1,164 @@
+"""From a spec and its table to the parts that run: source, decoder, sink, task schema.
+
+:func:`validate` is what ``CREATE PIPELINE`` / ``ALTER PIPELINE`` check before anything is
+stored: each plugin validates its own options (the source its CONFIG and CREDENTIALS, the
+decoder its format options, the sink its write strategy), and the mapping, provenance and
+keys are checked against the table. :func:`assemble` builds the same parts for running;
+neither does I/O against the source or the destination.
+
+Where the tasks write depends on the sink's strategy: straight into the table when rows
+need no ingest-time SQL and no dedupe, else into a scratch area of the pipeline that the
+sink's own driver-side step reads (see ``sparkpipes.sinks.delta``).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from sparkpipes.catalog import TableRecord
+from sparkpipes.config import PipelineSpec
+from sparkpipes.engine.contract import OFFSET_COLUMN, PARTITION_COLUMN
+from sparkpipes.engine.transform import Refiner, Transform
+from sparkpipes.errors import ConfigError
+from sparkpipes.formats import Decoder, build_decoder
+from sparkpipes.sinks import SINKS, Sink, SinkContext, SinkWriter
+from sparkpipes.sources import Source, build_source
+
+PROVENANCE = (PARTITION_COLUMN, OFFSET_COLUMN)
+
+
+@dataclass(frozen=True)
+class Assembled:
+    """A pipeline's running parts. ``task_schema`` is what its tasks hand the writer."""
+
+    spec: PipelineSpec
+    pipeline_id: str
+    source: Source
+    decoder: Decoder
+    sink: Sink
+    writer: SinkWriter
+    task_schema: pa.Schema
+    refines: bool
+    upserts: bool
+
+
+def build_source_of(spec: PipelineSpec) -> Source:
+    s = spec.source
+    return build_source(s.kind, s.location, s.config, s.credentials)
+
+
+def validate(spec: PipelineSpec, table: TableRecord) -> None:
+    """Check a spec against its plugins and its table; raise ConfigError naming the
+    pipeline and what is wrong."""
+    source = build_source_of(spec)
+    names = set(table.schema.names)
+    for m in spec.format.mapping:
+        if m.column not in names and not m.is_variable:
+            raise ConfigError(
+                f"field mapping names column '{m.column}', which table '{spec.table}' "
+                f"does not have (columns: {', '.join(table.schema.names)})",
+                pipeline=spec.name,
+            )
+    if spec.sink.provenance:
+        missing = [c for c in PROVENANCE if c not in names]
+        if missing:
+            raise ConfigError(
+                f"provenance needs table '{spec.table}' to have columns "
+                f"{PARTITION_COLUMN} STRING and {OFFSET_COLUMN} BIGINT (missing: "
+                f"{', '.join(missing)})",
+                pipeline=spec.name,
+            )
+    if spec.sink.write != "append":
+        primary_key(spec, table)
+    if spec.format.skip_lines and not source.line_oriented:
+        raise ConfigError(
+            f"IGNORE n LINES applies to sources of lines (files), not {spec.source.kind}",
+            pipeline=spec.name,
+        )
+    SINKS.get(spec.sink.kind)
+    build_decoder(spec.format.kind, load_schema(spec, table), spec.format.mapping, spec.format.csv)
+
+
+def load_schema(spec: PipelineSpec, table: TableRecord) -> pa.Schema:
+    """The columns a pipeline's decoder produces: the mapped ones (variables as
+    STRING), or every table column but computed and provenance ones."""
+    schema = table.schema
+    if spec.format.mapping:
+        return pa.schema(
+            [
+                pa.field(m.column, schema.field(m.column).type)
+                if m.column in schema.names
+                else pa.field(m.column, pa.string())
+                for m in spec.format.mapping
+            ]
+        )
+    skip = set(table.computed)
+    if spec.sink.provenance:
+        skip |= set(PROVENANCE)
+    return pa.schema([f for f in schema if f.name not in skip])
+
+
+def primary_key(spec: PipelineSpec, table: TableRecord) -> list[str]:
+    for key in table.options.get("keys", []):
+        if key.get("kind") == "PRIMARY":
+            return list(key["columns"])
+    raise ConfigError(
+        f"{spec.sink.write.upper()} INTO TABLE needs a PRIMARY KEY on table "
+        f"'{table.name}' to know which rows are duplicates",
+        pipeline=spec.name,
+    )
+
+
+def assemble(
+    spec: PipelineSpec, pipeline_id: str, table: TableRecord, spark: Callable[[], Any]
+) -> Assembled:
+    """The running parts of a pipeline; ``spark`` gives the session when a part needs it."""
+    source = build_source_of(spec)
+    load = load_schema(spec, table)
+    decoder = build_decoder(spec.format.kind, load, spec.format.mapping, spec.format.csv)
+    transform = Transform(
+        spec.transform.assignments, spec.transform.where, tuple(table.computed.items())
+    )
+    upserts = spec.sink.write != "append"
+    refines = bool(transform)
+    if refines or upserts:
+        staged = list(load)
+        if spec.sink.provenance:
+            staged += [table.schema.field(c) for c in PROVENANCE]
+        task_schema = pa.schema(staged)
+    else:
+        task_schema = pa.schema(
+            [f for f in table.schema if not (spec.sink.provenance and f.name in PROVENANCE)]
+        )
+    scratch = os.path.join(
+        table.location, "_sparkpipes_staging", pipeline_id, uuid.uuid4().hex[:12]
+    )
+    ctx = SinkContext(
+        table=table.name,
+        location=table.location,
+        schema=table.schema,
+        write=spec.sink.write,
+        primary_key=tuple(primary_key(spec, table)) if upserts else (),
+        staged_schema=task_schema,
+        refine=Refiner(transform, table.schema) if refines else None,
+        scratch=scratch,
+        spark=spark,
+    )
+    sink = SINKS.get(spec.sink.kind).for_pipeline(ctx)
+    return Assembled(
+        spec=spec,
+        pipeline_id=pipeline_id,
+        source=source,
+        decoder=decoder,
+        sink=sink,
+        writer=sink.writer(),
+        task_schema=task_schema,
+        refines=refines,
+        upserts=upserts,
+    )

@@ -1,0 +1,147 @@
+"""Where pipelines are in their sources: committed offsets, moving them, lag, dry runs.
+
+Committed offsets are read from the destination (``Sink.committed``), never from the
+catalog. Moving them (``ALTER PIPELINE … SET OFFSETS``) is an empty batch committed like
+any other, under the pipeline's lock, so a batch in flight cannot overwrite the move.
+Offsets stay opaque here: earliest, latest and lag come from the source's metadata
+provider, which alone knows how to compare its offsets.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from typing import Any
+
+import pyarrow as pa
+
+from sparkpipes.catalog import BatchState, PipelineRecord
+from sparkpipes.catalog.views import PartitionOffsets
+from sparkpipes.engine.runtime import Runtime
+from sparkpipes.errors import ConfigError, DecodeError, SparkpipesError
+from sparkpipes.sinks import BatchCommit
+
+SNAPSHOT_TIMEOUT_S = 3.0
+
+
+class Offsets:
+    def __init__(self, rt: Runtime) -> None:
+        self.rt = rt
+
+    def committed(self, name: str) -> dict[str, Any]:
+        """The committed end offset of every partition, read from the destination."""
+        committed = self.rt.runner(name).committed()
+        return dict(committed.offsets) if committed else {}
+
+    def move(self, name: str, offsets: str | Mapping[str, Any]) -> dict[str, Any]:
+        """Move a pipeline's offsets: ``"earliest"``, ``"latest"`` or {partition: offset}."""
+        with self.rt.lock(name):
+            runner = self.rt.runner(name)
+            committed = runner.committed()
+            current = dict(committed.offsets) if committed else {}
+            parts = runner.meta.partitions()
+            if isinstance(offsets, str):
+                if offsets.lower() not in ("earliest", "latest"):
+                    raise ConfigError(
+                        f"offsets must be EARLIEST, LATEST or a JSON object, got '{offsets}'",
+                        pipeline=name,
+                    )
+                new = {
+                    p: runner.source.start_offset(runner.meta, p, offsets.lower()) for p in parts
+                }
+            else:
+                unknown = [str(p) for p in offsets if str(p) not in parts]
+                if unknown:
+                    raise ConfigError(
+                        f"partition(s) {', '.join(unknown)} do not exist in the source "
+                        f"(partitions: {', '.join(parts)})",
+                        pipeline=name,
+                    )
+                new = {**current, **{str(p): v for p, v in offsets.items()}}
+            batch_id = committed.batch_id + 1 if committed else 1
+            runner.sink.commit([], BatchCommit(runner.app_id, name, batch_id, new))
+            self.rt.catalog.record_batch(
+                pipeline_id=runner.pipeline_id,
+                pipeline_name=name,
+                batch_id=batch_id,
+                attempt=1,
+                state=BatchState.OFFSETS_SET,
+                started_at=dt.datetime.now(dt.UTC).replace(tzinfo=None),
+                offsets=new,
+            )
+            runner.forget_idle()
+            return new
+
+    def dry_run(self, name: str, limit: int = 10) -> pa.Table:
+        """Decode up to ``limit`` records from the committed offsets; load nothing."""
+        runner = self.rt.runner(name)
+        spec = runner.spec
+        decoder = runner.pipeline.decoder
+        committed = runner.committed()
+        offsets = dict(committed.offsets) if committed else {}
+        meta = runner.source.metadata()
+        tables = []
+        left = limit
+        try:
+            for p in meta.partitions():
+                if left <= 0:
+                    break
+                start = offsets.get(p)
+                if start is None:
+                    start = runner.source.start_offset(meta, p, spec.source.start)
+                consumer = runner.source.consumer(p, out_of_range="fail", pipeline=name)
+                try:
+                    consumer.open(start)
+                    fetched = consumer.fetch(left, max(spec.batch.fetch_timeout_ms / 1000, 1.0))
+                finally:
+                    consumer.close()
+                decoded = decoder.decode(fetched.values)
+                if decoded.errors and not spec.format.skip_parser_errors:
+                    e = decoded.errors[0]
+                    raise DecodeError(
+                        f"cannot decode the record at partition {p} offset "
+                        f"{fetched.positions[e.index].as_py()}: {e.reason}",
+                        pipeline=name,
+                        partition=p,
+                    )
+                tables.append(decoded.table)
+                left -= len(fetched)
+        finally:
+            meta.close()
+        if not tables:
+            return decoder.schema.empty_table()
+        return pa.concat_tables(tables)
+
+    def snapshot(self, rec: PipelineRecord) -> list[PartitionOffsets]:
+        """Per source partition: committed offset (from the destination) and, if the
+        source answers within a few seconds, earliest / latest offsets and lag. Takes no
+        pipeline lock: the views and ``status`` never wait for a batch."""
+        runner = self.rt.runner(rec.name)
+        committed = runner.committed()
+        offs = dict(committed.offsets) if committed else {}
+        meta = runner.source.metadata(timeout_s=SNAPSHOT_TIMEOUT_S)
+        try:
+            try:
+                parts = meta.partitions()
+            except SparkpipesError:
+                parts = []
+            out = []
+            for p in sorted(set(parts) | set(offs)):
+                earliest = latest = lag = size = None
+                if p in parts:
+                    try:
+                        earliest = meta.earliest(p)
+                        latest = meta.end(p)
+                        if p in offs:
+                            lag = meta.lag(p, offs[p], latest)
+                        size = meta.size(p)
+                    except SparkpipesError:
+                        pass
+                out.append(
+                    PartitionOffsets(
+                        p, runner.source.partition_key(p), offs.get(p), earliest, latest, lag, size
+                    )
+                )
+            return out
+        finally:
+            meta.close()

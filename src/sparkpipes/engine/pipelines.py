@@ -1,0 +1,90 @@
+"""Pipeline definitions: create, alter, drop, and read back as a spec.
+
+Every front end hands in a :class:`PipelineSpec` (the Python API through
+``config.lower.kwargs``, SQL through ``config.lower.sql``); options it leaves out take the
+engine variables' values (:meth:`Pipelines.defaults`), so a pipeline defined in Python
+and one defined in SQL behave the same. A definition is validated by its plugins and
+against its table before it is stored; it is stored ``Stopped``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from sparkpipes.catalog import PipelineRecord, PipelineState
+from sparkpipes.config import PipelineSpec
+from sparkpipes.config.lower.kwargs import from_kwargs
+from sparkpipes.engine import variables
+from sparkpipes.engine.assembly import build_source_of, validate
+from sparkpipes.engine.runtime import Runtime
+from sparkpipes.errors import NotFoundError
+
+
+class Pipelines:
+    def __init__(self, rt: Runtime) -> None:
+        self.rt = rt
+
+    def defaults(self) -> dict[str, Any]:
+        """Options (Python API names) a new pipeline takes from the variables."""
+        return variables.pipeline_defaults(variables.resolve(self.rt.catalog.variables()))
+
+    def build(self, name: str, options: dict[str, Any]) -> PipelineSpec:
+        return from_kwargs({"name": name, **options}, self.defaults())
+
+    def create(self, spec: PipelineSpec, *, replace: bool = False) -> PipelineSpec:
+        build_source_of(spec)  # the source's own options first, as the user wrote them
+        validate(spec, self.rt.catalog.table(spec.table))
+        existing = None
+        if replace:
+            try:
+                existing = self.rt.catalog.pipeline(spec.name)
+            except NotFoundError:
+                pass
+        pid = existing.id if existing else uuid.uuid4().hex
+        with self.rt.lock(spec.name):
+            self.rt.catalog.create_pipeline(
+                spec.name,
+                pid,
+                spec.source.kind,
+                spec.table,
+                spec.to_json(),
+                {k: v.reveal() for k, v in spec.credentials.items()},
+                PipelineState.STOPPED,
+                replace=replace,
+            )
+            self.rt.forget(spec.name)
+        return spec
+
+    def spec(self, name: str) -> PipelineSpec:
+        rec = self.rt.catalog.pipeline(name)
+        return PipelineSpec.from_json(rec.definition, self.rt.catalog.credentials(name))
+
+    def get(self, name: str) -> PipelineRecord:
+        return self.rt.catalog.pipeline(name)
+
+    def all(self) -> list[PipelineRecord]:
+        return self.rt.catalog.pipelines()
+
+    def alter(self, name: str, **changes: Any) -> PipelineSpec:
+        """Change options (Python API names, e.g. ``batch_interval_ms``) keeping the
+        pipeline's offsets, id and state."""
+        options = {**self.spec(name).to_kwargs(), **changes}
+        new = from_kwargs(options)
+        validate(new, self.rt.catalog.table(new.table))
+        with self.rt.lock(name):
+            self.rt.catalog.update_pipeline(name, definition=new.to_json())
+            self.rt.forget(name)
+        return new
+
+    def drop(self, name: str, *, if_exists: bool = False) -> None:
+        try:
+            rec = self.rt.catalog.pipeline(name)
+        except NotFoundError:
+            if if_exists:
+                return
+            raise
+        with self.rt.lock(name):
+            self.rt.forget(name)
+            self.rt.catalog.drop_pipeline(name)
+            self.rt.catalog.drop_pipeline_history(rec.id)

@@ -1,0 +1,101 @@
+"""What every engine service shares: the warehouse, the catalog, the SparkSession, and the
+assembled pipelines with one lock each.
+
+Locks: a pipeline's lock is held by whatever changes where it resumes (a batch, SET
+OFFSETS, DROP) and by nothing else. Reads — information_schema views, ``status``, SHOW —
+take no pipeline lock: they read the destination's commit log and the catalog, which are
+consistent on their own, so they never wait for a running batch. The cache of assembled
+pipelines has its own short lock, never held across I/O to a source or a Spark job.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Mapping
+
+from sparkpipes.catalog import Catalog
+from sparkpipes.engine.assembly import assemble
+from sparkpipes.engine.batch import BatchRunner
+
+
+class Runtime:
+    def __init__(
+        self,
+        warehouse: str,
+        catalog: Catalog,
+        spark_master: str | None = None,
+        spark_conf: Mapping[str, str] | None = None,
+    ) -> None:
+        self.warehouse = warehouse
+        self.catalog = catalog
+        self._master = spark_master
+        self._spark_conf = dict(spark_conf or {})
+        self._spark = None
+        self._spark_lock = threading.Lock()
+        self._runners: dict[str, BatchRunner] = {}
+        self._locks: dict[str, threading.RLock] = {}
+        self._cache_lock = threading.Lock()
+
+    @property
+    def tables_dir(self) -> str:
+        return os.path.join(self.warehouse, "tables")
+
+    # -- Spark --------------------------------------------------------------------------
+    @property
+    def spark(self):
+        """The SparkSession, created on first use."""
+        if self._spark is None:
+            with self._spark_lock:
+                if self._spark is None:
+                    from sparkpipes.engine.spark import build_session
+
+                    self._spark = build_session(self._master, self._spark_conf)
+        return self._spark
+
+    def session(self):
+        """A callable for parts that need the session only sometimes (sinks)."""
+        return self.spark
+
+    # -- pipelines ----------------------------------------------------------------------
+    def lock(self, name: str) -> threading.RLock:
+        """The lock of pipeline ``name``: held while its resume point may change."""
+        with self._cache_lock:
+            return self._locks.setdefault(name, threading.RLock())
+
+    def runner(self, name: str) -> BatchRunner:
+        """The assembled pipeline ``name`` (assembled on first use after a change)."""
+        with self._cache_lock:
+            runner = self._runners.get(name)
+        if runner is not None:
+            return runner
+        from sparkpipes.config import PipelineSpec
+
+        rec = self.catalog.pipeline(name)
+        spec = PipelineSpec.from_json(rec.definition, self.catalog.credentials(name))
+        table = self.catalog.table(spec.table)
+        built = BatchRunner(assemble(spec, rec.id, table, self.session), self.catalog, self.session)
+        with self._cache_lock:
+            runner = self._runners.setdefault(name, built)
+        if runner is not built:
+            built.close()
+        return runner
+
+    def forget(self, name: str) -> None:
+        """Drop the assembled pipeline: its spec or table changed."""
+        with self._cache_lock:
+            runner = self._runners.pop(name, None)
+        if runner is not None:
+            runner.close()
+
+    def forget_table(self, table: str) -> None:
+        for p in self.catalog.pipelines():
+            if p.table == table:
+                self.forget(p.name)
+
+    def close(self) -> None:
+        with self._cache_lock:
+            runners, self._runners = list(self._runners.values()), {}
+        for r in runners:
+            r.close()
+        self.catalog.close()
