@@ -110,12 +110,27 @@ def _stats(table: pa.Table) -> str:
 
 
 class ParquetWriter(SinkWriter):
-    """Writes Parquet files below ``root``. Pickled to executors: no I/O in __init__."""
+    """Writes Parquet files below ``root`` through a ``pyarrow.fs`` filesystem: the one
+    injected, or the one ``root`` names (a local path, or ``s3://…`` and other object
+    stores), resolved on the executor at the first write. Pickled to executors: no I/O in
+    __init__."""
 
-    def __init__(self, root: str, schema: pa.Schema, table_name: str) -> None:
+    def __init__(
+        self, root: str, schema: pa.Schema, table_name: str, filesystem: Any = None
+    ) -> None:
         self.root = root
         self.schema = schema
         self.table_name = table_name
+        self._fs = filesystem
+
+    def _filesystem(self) -> tuple[Any, str]:
+        from pyarrow import fs
+
+        if self._fs is not None:
+            return self._fs, _local_path(self.root)
+        if "://" in self.root and not self.root.startswith("file://"):
+            return fs.FileSystem.from_uri(self.root)
+        return fs.LocalFileSystem(), _local_path(self.root)
 
     def write(self, table: pa.Table, name: str) -> AddFile:
         """Write ``table`` as one new Parquet file; return its add-action (not committed)."""
@@ -127,16 +142,16 @@ class ParquetWriter(SinkWriter):
                     f"decoded data does not fit table '{self.table_name}': {e}"
                 ) from None
         rel = f"{name}-{uuid.uuid4().hex}.snappy.parquet"
-        path = os.path.join(_local_path(self.root), rel)
         try:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            pq.write_table(table, path, compression="snappy")
-            st = os.stat(path)
+            filesystem, root = self._filesystem()
+            path = f"{root.rstrip('/')}/{rel}"
+            filesystem.create_dir(root, recursive=True)
+            pq.write_table(table, path, compression="snappy", filesystem=filesystem)
+            info = filesystem.get_file_info(path)
         except OSError as e:
-            raise SinkError(
-                f"cannot write a data file of table '{self.table_name}': {e.strerror}"
-            ) from None
-        return AddFile(rel, st.st_size, int(st.st_mtime * 1000), table.num_rows, _stats(table))
+            raise SinkError(f"cannot write a data file of table '{self.table_name}': {e}") from None
+        mtime = int(info.mtime_ns // 1_000_000) if info.mtime_ns else int(time.time() * 1000)
+        return AddFile(rel, info.size, mtime, table.num_rows, _stats(table))
 
 
 class DeltaSink(Sink):
