@@ -18,7 +18,7 @@ import signal
 import sys
 import threading
 
-from sparkpipes.catalog.states import PipelineState
+from sparkpipes.catalog.states import BatchState, PipelineState
 from sparkpipes.errors import SparkpipesError
 
 
@@ -180,7 +180,7 @@ def status_rows(eng) -> tuple[list[str], list[tuple]]:
     """One row per pipeline: what `sparkpipes status` shows."""
     rows = []
     for p in eng.pipelines():
-        recent = [b for b in eng.batches(p.name) if b["state"] == "Succeeded"][-10:]
+        recent = [b for b in eng.batches(p.name) if b["state"] == BatchState.SUCCEEDED][-10:]
         secs = sum((b["duration_ms"] or 0) for b in recent) / 1000
         rate = sum(b["rows"] for b in recent) / secs if secs else 0.0
         try:
@@ -188,7 +188,7 @@ def status_rows(eng) -> tuple[list[str], list[tuple]]:
             lag = sum(o.lag or 0 for o in snap)
         except SparkpipesError:
             lag = None
-        loaded = sum(b["rows"] for b in eng.batches(p.name) if b["state"] == "Succeeded")
+        loaded = sum(b["rows"] for b in eng.batches(p.name) if b["state"] == BatchState.SUCCEEDED)
         rows.append(
             (
                 p.name,

@@ -20,7 +20,7 @@ import threading
 import time
 import uuid
 
-from sparkpipes.catalog.states import PipelineState
+from sparkpipes.catalog.states import BatchState, PipelineState
 from sparkpipes.cli import display
 
 SETUP = """
@@ -110,7 +110,9 @@ def run(args) -> int:
         while True:
             time.sleep(0.5)
             loaded = sum(
-                b["rows"] for b in eng.batches("events_pipeline") if b["state"] == "Succeeded"
+                b["rows"]
+                for b in eng.batches("events_pipeline")
+                if b["state"] == BatchState.SUCCEEDED
             )
             rec = eng.pipeline("events_pipeline")
             secs = time.time() - t0
