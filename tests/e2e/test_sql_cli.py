@@ -136,3 +136,18 @@ def test_run_loads_running_pipelines_and_stops_cleanly_on_sigterm(wh, broker, to
     )
     assert rest.returncode == 0, rest.stderr[-2000:]
     assert "| 220      |" in rest.stdout
+
+
+def test_no_spark_warehouse_is_left_in_the_working_directory(wh, tmp_path):
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    r = subprocess.run(
+        [sys.executable, "-m", "sparkpipes", "--warehouse", str(wh), "sql", "-e", "SELECT 1"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=cwd,
+        env={**os.environ, "SPARKPIPES_SPARK_MASTER": "local[1]"},
+    )
+    assert r.returncode == 0, r.stderr
+    assert list(cwd.iterdir()) == []

@@ -234,3 +234,24 @@ def test_replace_and_ignore_into_table_upsert_by_primary_key(sql, broker, topic)
         sql(
             f"CREATE PIPELINE n AS LOAD DATA KAFKA '{broker.bootstrap}/{topic}' REPLACE INTO TABLE nokey"
         )
+
+
+def test_reporting_counts_loaded_batches_and_describes_views(sql, engine, tmp_path):
+    (tmp_path / "in.json").write_text('{"a": 1}\n{"a": 2}\n')
+    sql("CREATE TABLE t (a BIGINT)")
+    sql(f"CREATE PIPELINE fp AS LOAD DATA FS '{tmp_path}/in.json' INTO TABLE t")
+    msg = sql("START PIPELINE fp FOREGROUND LIMIT 3 BATCHES").message
+    assert msg == "Query OK, 2 rows loaded in 1 batch (3 run)"
+    described = sql("DESCRIBE information_schema.PIPELINES_BATCHES_SUMMARY")
+    assert described.columns[:2] == ["Field", "Type"]
+    types = {r[0]: r[1] for r in described.rows}
+    assert types["BATCH_ID"] == "BIGINT" and types["BATCH_END_TIME"] == "TIMESTAMP"
+    start, end = sql(
+        "SELECT BATCH_START_TIME, BATCH_END_TIME FROM information_schema.PIPELINES_BATCHES_SUMMARY"
+    ).rows[0]
+    assert start <= end
+    assert [r[0] for r in sql("DESC t").rows] == ["a"]
+    with pytest.raises(NotFoundError, match=r"information_schema\.NOPE does not exist"):
+        sql("DESCRIBE information_schema.NOPE")
+    with pytest.raises(NotFoundError, match="database 'other' does not exist"):
+        sql("DESCRIBE other.t")

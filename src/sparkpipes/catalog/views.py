@@ -69,6 +69,7 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("ROWS_PER_SEC", pa.float64()),
             ("BATCH_PARTITIONS", pa.int32()),
             ("BATCH_START_TIME", TS),
+            ("BATCH_END_TIME", TS),
             ("BATCH_ERROR", pa.string()),
         ]
     ),
@@ -185,6 +186,7 @@ def batches_summary(cat: Catalog) -> pa.Table:
                 "ROWS_PER_SEC": b["rows"] / secs if secs > 0 else None,
                 "BATCH_PARTITIONS": len(b["partitions"]),
                 "BATCH_START_TIME": _utc(b["started_at"]),
+                "BATCH_END_TIME": _utc(b["finished_at"]),
                 "BATCH_ERROR": b["error"],
             }
         )

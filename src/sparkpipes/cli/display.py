@@ -16,7 +16,7 @@ def cell(v: Any) -> str:
     if isinstance(v, dt.datetime):
         return v.isoformat(sep=" ")
     if isinstance(v, float):
-        return f"{v:.6g}"
+        return f"{v:.15g}"  # every digit a double holds, no exponent for epoch seconds
     if isinstance(v, list | dict):
         return json.dumps(v, default=str)
     return str(v)

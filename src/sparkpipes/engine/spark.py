@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Mapping
 
 DEFAULTS = {
@@ -16,6 +17,8 @@ DEFAULTS = {
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.driver.memory": "1g",
     "spark.sql.parquet.datetimeRebaseModeInRead": "CORRECTED",
+    # sparkpipes keeps tables itself; Spark's own catalog dir must not land in the cwd
+    "spark.sql.warehouse.dir": os.path.join(tempfile.gettempdir(), "sparkpipes-spark-warehouse"),
 }
 
 

@@ -629,12 +629,14 @@ class ShowTables(Statement):
 
 @dataclass(frozen=True)
 class DescribeTable(Statement):
-    """``DESCRIBE name`` / ``DESC name``."""
+    """``DESCRIBE [database.]name`` / ``DESC …`` (``information_schema.PIPELINES`` too)."""
 
     name: str
+    database: str | None = None
 
     def to_sql(self) -> str:
-        return f"DESCRIBE {quote_ident(self.name)}"
+        db = f"{quote_ident(self.database)}." if self.database else ""
+        return f"DESCRIBE {db}{quote_ident(self.name)}"
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sparkpipes.catalog import PipelineState
+from sparkpipes.catalog import BatchState, PipelineState, views
 from sparkpipes.config.lower.sql import create_pipeline_sql, to_spec
 from sparkpipes.engine import Engine
 from sparkpipes.engine.dialect import translate, view_name
@@ -101,7 +101,11 @@ class SqlSession:
                 s.name, n, until_idle=s.limit_batches is None, progress=self.progress
             )
             rows = sum(r.rows for r in results)
-            return Result(message=f"Query OK, {rows} rows loaded in {len(results)} batch(es)")
+            loaded = sum(r.state == BatchState.SUCCEEDED for r in results)
+            return Result(
+                message=f"Query OK, {rows} row{'' if rows == 1 else 's'} loaded in {loaded} "
+                f"batch{'' if loaded == 1 else 'es'} ({len(results)} run)"
+            )
         if rec.state == PipelineState.RUNNING and not s.if_not_running:
             raise ConfigError(f"pipeline '{s.name}' is already running", pipeline=s.name)
         self.engine.start(s.name, run=self.background)
@@ -206,6 +210,20 @@ class SqlSession:
         return Result([f"Tables_in_{DATABASE}"], rows)
 
     def _DescribeTable(self, s: A.DescribeTable) -> Result:
+        cols = ["Field", "Type", "Null", "Key", "Default", "Extra"]
+        db = (s.database or DATABASE).lower()
+        if db == "information_schema":
+            schema = views.SCHEMAS.get(s.name.upper())
+            if schema is None:
+                raise NotFoundError(
+                    f"information_schema.{s.name} does not exist (views: {', '.join(views.VIEWS)})"
+                )
+            return Result(cols, [(f.name, _type_name(f.type), "YES", "", None, "") for f in schema])
+        if db != DATABASE:
+            raise NotFoundError(
+                f"database '{s.database}' does not exist (databases: {DATABASE}, "
+                "information_schema)"
+            )
         rec = self.engine.catalog.table(s.name)
         types = _ddl_types(rec.ddl)
         key_of: dict[str, str] = {}
@@ -217,7 +235,7 @@ class SqlSession:
             extra = f"computed: {rec.computed[f.name]}" if f.name in rec.computed else ""
             typ = types.get(f.name, str(f.type))
             rows.append((f.name, typ, "YES", key_of.get(f.name, ""), None, extra))
-        return Result(["Field", "Type", "Null", "Key", "Default", "Extra"], rows)
+        return Result(cols, rows)
 
     def _AlterTableAddColumn(self, s: A.AlterTableAddColumn) -> Result:
         c = s.column
@@ -319,3 +337,14 @@ def _split_top(text: str) -> Sequence[str]:
     if cur:
         parts.append("".join(cur))
     return parts
+
+
+def _type_name(t) -> str:
+    """A view column's type as DESCRIBE shows it."""
+    import pyarrow as pa
+
+    if pa.types.is_string(t):
+        return "TEXT"
+    if pa.types.is_timestamp(t):
+        return "TIMESTAMP"
+    return {pa.int64(): "BIGINT", pa.int32(): "INT", pa.float64(): "DOUBLE"}.get(t, str(t).upper())

@@ -250,7 +250,7 @@ struct_field: name ":"? data_type
 query_type: QUERY "(" struct_field ("," struct_field)* ")"
 
 drop_table: DROP TABLE if_exists? name
-describe_table: (DESCRIBE | DESC) name
+describe_table: (DESCRIBE | DESC) name ("." name)?
 alter_table: ALTER TABLE name ADD COLUMN? (column_def | computed_column)
 create_index: CREATE INDEX name ON name key_columns
 

@@ -767,7 +767,10 @@ class _Builder:
         return a.DropTable(self.name(_sub(tree, "name")), _sub(tree, "if_exists") is not None)
 
     def _describe_table(self, tree: Tree) -> a.DescribeTable:
-        return a.DescribeTable(self.name(_sub(tree, "name")))
+        names = [self.name(c) for c in tree.children if isinstance(c, Tree) and c.data == "name"]
+        if len(names) == 2:
+            return a.DescribeTable(names[1], database=names[0])
+        return a.DescribeTable(names[0])
 
     def _alter_table(self, tree: Tree) -> a.AlterTableAddColumn:
         column = _sub(tree, "column_def", "computed_column")
