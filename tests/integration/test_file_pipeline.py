@@ -47,3 +47,30 @@ def test_csv_files_with_a_bad_line_skipped_into_the_errors_store(engine, tmp_pat
     (err,) = engine.errors("csvp")
     assert err["partition"] == str(tmp_path / "x.csv") and err["offset"] == 2
     assert err["excerpt"] == "three,c" and "column 'n'" in err["reason"]
+
+
+def test_a_record_that_fails_the_batch_is_recorded_like_a_skipped_one(engine, tmp_path):
+    """One ERROR_TYPE per error, whether the record was skipped or failed the batch."""
+    import pytest
+
+    from sparkpipes.errors import DecodeError
+
+    (tmp_path / "x.csv").write_text("1,a\nthree,c\n")
+    engine.create_table("t", "n INT, s STRING")
+    for name, skip in (("skips", True), ("fails", False)):
+        engine.create_pipeline(
+            name,
+            source="fs",
+            location=str(tmp_path / "*.csv"),
+            table="t",
+            format="csv",
+            skip_parser_errors=skip,
+        )
+    engine.run_batches("skips", 2, until_idle=True)
+    with pytest.raises(DecodeError, match="offset 1"):
+        engine.run_batch("fails")
+    (skipped,), (failed,) = engine.errors("skips"), engine.errors("fails")
+    for err in (skipped, failed):
+        assert (err["kind"], err["code"], err["offset"]) == ("parse", "SP300", 1)
+        assert err["partition"] == str(tmp_path / "x.csv")
+    assert engine.pipeline("fails").state == "Error"
