@@ -93,6 +93,10 @@ def test_errors_exit_non_zero_with_a_caret_and_no_traceback(wh):
     assert (
         p.returncode == 1 and "Empty set" in p.stdout and "table 'nope' does not exist" in p.stderr
     )
+    p = cli("sql", "-e", "SELECT * FROM nosuch", wh=wh)
+    assert p.returncode == 1 and "[SP702] [TABLE_OR_VIEW_NOT_FOUND]" in p.stderr
+    assert "QueryContextLogger" not in p.stderr and "stacktrace" not in p.stderr  # no JSON dump
+    assert len(p.stderr) < 1000, p.stderr
     for cmd in ("sql", "run", "status", "quickstart"):
         h = cli(cmd, "--help", wh=wh)
         assert h.returncode == 0 and "--warehouse" in h.stdout

@@ -74,3 +74,19 @@ def test_a_record_that_fails_the_batch_is_recorded_like_a_skipped_one(engine, tm
         assert (err["kind"], err["code"], err["offset"]) == ("parse", "SP300", 1)
         assert err["partition"] == str(tmp_path / "x.csv")
     assert engine.pipeline("fails").state == "Error"
+
+
+def test_status_lag_is_true_or_unknown_never_a_false_zero(engine, tmp_path):
+    from sparkpipes.cli import status_rows
+
+    (tmp_path / "x.json").write_text("".join(f'{{"a": {i}}}\n' for i in range(7)))
+    engine.create_table("t", "a BIGINT")
+    engine.create_pipeline("never_run", source="fs", location=str(tmp_path / "*.json"), table="t")
+    engine.create_pipeline(
+        "no_broker", source="kafka", location="127.0.0.1:1/nothing_listens", table="t"
+    )
+    cols, rows = status_rows(engine)
+    lag = {r[0]: r[cols.index("Lag")] for r in rows}
+    assert lag == {"never_run": 7, "no_broker": "unknown"}
+    engine.run_batches("never_run", 2, until_idle=True)
+    assert dict((r[0], r[cols.index("Lag")]) for r in status_rows(engine)[1])["never_run"] == 0

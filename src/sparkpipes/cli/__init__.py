@@ -176,6 +176,18 @@ def _status(args) -> int:
     return 0
 
 
+def total_lag(eng, rec) -> int | None:
+    """Records the pipeline has yet to load; None when the source cannot say (unreachable,
+    or a partition it cannot count), never a false 0."""
+    try:
+        snap = eng.offset_snapshot(rec)
+    except SparkpipesError:
+        return None
+    if not snap or any(o.lag is None for o in snap):
+        return None
+    return sum(o.lag for o in snap)
+
+
 def status_rows(eng) -> tuple[list[str], list[tuple]]:
     """One row per pipeline: what `sparkpipes status` shows."""
     rows = []
@@ -183,11 +195,7 @@ def status_rows(eng) -> tuple[list[str], list[tuple]]:
         recent = [b for b in eng.batches(p.name) if b["state"] == BatchState.SUCCEEDED][-10:]
         secs = sum((b["duration_ms"] or 0) for b in recent) / 1000
         rate = sum(b["rows"] for b in recent) / secs if secs else 0.0
-        try:
-            snap = eng.offset_snapshot(p)
-            lag = sum(o.lag or 0 for o in snap)
-        except SparkpipesError:
-            lag = None
+        lag = total_lag(eng, p)
         loaded = sum(b["rows"] for b in eng.batches(p.name) if b["state"] == BatchState.SUCCEEDED)
         rows.append(
             (
@@ -196,7 +204,7 @@ def status_rows(eng) -> tuple[list[str], list[tuple]]:
                 p.table,
                 loaded,
                 f"{rate:,.0f}",
-                lag,
+                "unknown" if lag is None else lag,
                 (p.last_error or "")[:80],
             )
         )

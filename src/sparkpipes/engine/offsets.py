@@ -114,8 +114,10 @@ class Offsets:
 
     def snapshot(self, rec: PipelineRecord) -> list[PartitionOffsets]:
         """Per source partition: committed offset (from the destination) and, if the
-        source answers within a few seconds, earliest / latest offsets and lag. Takes no
-        pipeline lock: the views and ``status`` never wait for a batch."""
+        source answers within a few seconds, earliest / latest offsets and lag (for a
+        partition not read yet, from where the pipeline will start). A lag the source
+        cannot tell is None, never 0. Takes no pipeline lock: the views and ``status``
+        never wait for a batch."""
         runner = self.rt.runner(rec.name)
         committed = runner.committed()
         offs = dict(committed.offsets) if committed else {}
@@ -132,8 +134,10 @@ class Offsets:
                     try:
                         earliest = meta.earliest(p)
                         latest = meta.end(p)
-                        if p in offs:
-                            lag = meta.lag(p, offs[p], latest)
+                        start = offs.get(p)
+                        if start is None:  # not read yet: it starts where the policy says
+                            start = runner.source.start_offset(meta, p, runner.spec.source.start)
+                        lag = meta.lag(p, start, latest)
                         size = meta.size(p)
                     except SparkpipesError:
                         pass

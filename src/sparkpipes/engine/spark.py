@@ -35,6 +35,7 @@ def build_session(master: str | None = None, conf: Mapping[str, str] | None = No
     for k, v in {**DEFAULTS, **quiet, **(conf or {})}.items():
         builder = builder.config(k, v)
     session = builder.getOrCreate()
+    _quiet_query_context_loggers()
     session.sparkContext.setLogLevel(os.environ.get("SPARKPIPES_SPARK_LOG_LEVEL", "ERROR"))
     return session
 
@@ -91,3 +92,13 @@ def _python() -> str:
     import sys
 
     return sys.executable
+
+
+def _quiet_query_context_loggers() -> None:
+    """PySpark logs every analysis error with its whole JVM stack as JSON on stderr before
+    raising it; sparkpipes raises it as one located error instead, so those loggers are
+    switched off (created as PySpark's own class, which their calls need)."""
+    from pyspark.logger import PySparkLogger
+
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+        PySparkLogger.getLogger(name).disabled = True
