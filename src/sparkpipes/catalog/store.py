@@ -4,8 +4,9 @@ A SQLite file in the warehouse by default; any SQLAlchemy URL (PostgreSQL for a 
 deployment). The catalog is *history and definitions*; where a pipeline resumes is decided
 by the destination table's commit log, and the catalog is reconciled from it on restart.
 
-Credentials live in their own column and are returned only by :meth:`Catalog.credentials`;
-every other read gives the definition with credentials redacted.
+Credentials live in their own column, encrypted (``catalog.secrets``), and are returned
+only by :meth:`Catalog.credentials`; every other read gives the definition with
+credentials redacted. A SQLite catalog file is created owner-only (0600).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import json
+import os
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -23,6 +25,7 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError, OperationalError
 
 from sparkpipes.catalog.migrations import migrate
+from sparkpipes.catalog.secrets import ENV, SecretBox, as_key, sealed
 from sparkpipes.catalog.states import BatchState
 from sparkpipes.errors import AlreadyExistsError, CatalogError, NotFoundError
 
@@ -106,6 +109,21 @@ variables_t = sa.Table(
 )
 
 
+def _sqlite_path(url: str) -> str | None:
+    u = sa.engine.make_url(url)
+    if u.get_backend_name() != "sqlite" or not u.database or u.database == ":memory:":
+        return None
+    return os.path.abspath(u.database)
+
+
+def _owner_only(url: str) -> None:
+    """Create a SQLite catalog file 0600 before SQLite creates it with the umask's mode."""
+    path = _sqlite_path(url)
+    if path is not None and not os.path.exists(path):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
+
+
 def _now() -> dt.datetime:
     return dt.datetime.now(dt.UTC).replace(tzinfo=None)
 
@@ -147,17 +165,47 @@ class PipelineRecord:
 
 
 class Catalog:
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, secrets: SecretBox | None = None) -> None:
+        """``secrets`` seals credentials; by default the key of $SPARKPIPES_SECRET_KEY or,
+        for a SQLite file, the key file of the warehouse it lies in."""
         self.url = url
+        self.secrets = secrets
         kwargs: dict[str, Any] = {"future": True}
         if url.startswith("sqlite"):
             kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
         try:
             self.engine = sa.create_engine(url, **kwargs)
+            _owner_only(url)
             migrate(self.engine, meta, target=SCHEMA_VERSION, url=self.safe_url)
+            self._seal_clear_credentials()
         except (OperationalError, sa.exc.ArgumentError) as e:
             raise CatalogError(f"cannot open catalog {self.safe_url}: {e.args[0]}") from None
         self._lock = threading.RLock()
+
+    def _box(self) -> SecretBox:
+        if self.secrets is None:
+            if os.environ.get(ENV):
+                self.secrets = SecretBox(as_key(os.environ[ENV]))
+            elif (path := _sqlite_path(self.url)) is not None:
+                self.secrets = SecretBox.for_warehouse(os.path.dirname(path))
+            else:
+                raise CatalogError(f"credentials in catalog {self.safe_url} need a key: set {ENV}")
+        return self.secrets
+
+    def _seal(self, credentials: dict[str, str]) -> str:
+        return self._box().seal(json.dumps(credentials)) if credentials else "{}"
+
+    def _seal_clear_credentials(self) -> None:
+        """Credentials an older sparkpipes stored in clear text are sealed at open."""
+        with self._tx() as c:
+            rows = c.execute(sa.select(pipelines_t.c.name, pipelines_t.c.credentials)).all()
+            for r in rows:
+                if r.credentials and not sealed(r.credentials) and json.loads(r.credentials):
+                    c.execute(
+                        pipelines_t.update()
+                        .where(pipelines_t.c.name == r.name)
+                        .values(credentials=self._seal(json.loads(r.credentials)))
+                    )
 
     @property
     def safe_url(self) -> str:
@@ -250,7 +298,7 @@ class Catalog:
                         source=source,
                         table_name=table,
                         definition=json.dumps(definition),
-                        credentials=json.dumps(credentials),
+                        credentials=self._seal(credentials),
                         state=state,
                         created_at=now,
                         updated_at=now,
@@ -291,7 +339,7 @@ class Catalog:
             ).first()
         if row is None:
             raise NotFoundError(f"pipeline '{name}' does not exist", pipeline=name)
-        return json.loads(row.credentials)
+        return json.loads(self._box().open(row.credentials)) if row.credentials else {}
 
     def update_pipeline(self, name: str, **values: Any) -> None:
         if "definition" in values:

@@ -96,6 +96,7 @@ def _engine(args):
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    os.umask(0o077)  # the warehouse, its tables and the catalog: owner-only
     logging.basicConfig(
         level=os.environ.get("SPARKPIPES_LOG_LEVEL", "WARNING"),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

@@ -8,6 +8,7 @@ import time
 
 from sparkpipes.cli import display
 from sparkpipes.errors import SparkpipesError
+from sparkpipes.sql.script import mask_credentials
 
 PROMPT, MORE = "sparkpipes> ", "        -> "
 
@@ -43,7 +44,7 @@ def run_script(session, text: str, *, echo: bool = False) -> int:
             print(f"error: {e}", file=sys.stderr)
             return 1
         if echo:
-            print(f"{PROMPT}{stmt.to_sql()};")
+            print(f"{PROMPT}{mask_credentials(stmt.to_sql())};")
         print(display.result(res, time.time() - t), flush=True)
 
 
@@ -82,12 +83,26 @@ def interactive(session) -> int:
             if buf.strip().lower() in ("quit", "exit", "\\q"):
                 break
             if is_complete(buf):
+                if readline is not None:
+                    _remember(readline, buf)
                 run_script(session, buf)
                 buf = ""
     finally:
         if readline is not None:
             try:
+                fd = os.open(history, os.O_WRONLY | os.O_CREAT, 0o600)
+                os.close(fd)
+                os.chmod(history, 0o600)
                 readline.write_history_file(history)
             except OSError:
                 pass
     return 0
+
+
+def _remember(readline, statement: str) -> None:
+    """Replace the lines readline kept of ``statement`` with one entry, credentials
+    masked: the history file never holds a secret."""
+    n = statement.count("\n") + 1
+    for _ in range(min(n, readline.get_current_history_length())):
+        readline.remove_history_item(readline.get_current_history_length() - 1)
+    readline.add_history(mask_credentials(statement).replace("\n", " "))

@@ -25,6 +25,7 @@ from typing import Any
 import pyarrow as pa
 
 from sparkpipes.catalog import Catalog, PipelineRecord
+from sparkpipes.catalog.secrets import ENV, SecretBox
 from sparkpipes.catalog.views import PartitionOffsets
 from sparkpipes.config import PipelineSpec
 from sparkpipes.engine.batch import BatchResult
@@ -40,7 +41,9 @@ class Engine:
     """One warehouse: a directory of Delta tables plus a catalog (SQLite file by default).
 
     ``catalog_url`` (or $SPARKPIPES_CATALOG_URL) may name any SQLAlchemy database, e.g.
-    ``postgresql+psycopg2://user@host/db``. ``spark_master`` defaults to
+    ``postgresql+psycopg2://user@host/db``. Credentials are sealed in the catalog with
+    $SPARKPIPES_SECRET_KEY, else with the key file the warehouse keeps (0600); the
+    warehouse directories are created owner-only (0700). ``spark_master`` defaults to
     $SPARKPIPES_SPARK_MASTER or ``local[*]``; the session is created on first use.
     """
 
@@ -55,9 +58,12 @@ class Engine:
         self.warehouse = os.path.abspath(
             os.fspath(warehouse or os.environ.get("SPARKPIPES_WAREHOUSE", "./warehouse"))
         )
-        os.makedirs(os.path.join(self.warehouse, "tables"), exist_ok=True)
+        os.makedirs(os.path.join(self.warehouse, "tables"), mode=0o700, exist_ok=True)
         url = catalog_url or os.environ.get("SPARKPIPES_CATALOG_URL")
-        catalog = Catalog(url or f"sqlite:///{os.path.join(self.warehouse, 'catalog.db')}")
+        catalog = Catalog(
+            url or f"sqlite:///{os.path.join(self.warehouse, 'catalog.db')}",
+            SecretBox.for_warehouse(self.warehouse) if not os.environ.get(ENV) else None,
+        )
         self.rt = Runtime(self.warehouse, catalog, spark_master, spark_conf)
         self._tables = Tables(self.rt)
         self._pipelines = Pipelines(self.rt)
