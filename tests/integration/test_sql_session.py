@@ -255,3 +255,15 @@ def test_reporting_counts_loaded_batches_and_describes_views(sql, engine, tmp_pa
         sql("DESCRIBE information_schema.NOPE")
     with pytest.raises(NotFoundError, match="database 'other' does not exist"):
         sql("DESCRIBE other.t")
+
+
+def test_describe_shows_declared_types_and_seed_keyless_tables_are_accepted(sql):
+    """Seed 000's inferred-table DDL: empty SHARD KEY, SORT KEY __UNORDERED ()."""
+    sql(
+        "CREATE TABLE kc (topic TEXT, id BIGINT UNSIGNED, record JSON, s VARCHAR(20), "
+        "SHARD KEY (), SORT KEY __UNORDERED ())"
+    )
+    types = {r[0]: r[1] for r in sql("DESCRIBE kc").rows}
+    assert types == {"topic": "TEXT", "id": "BIGINT UNSIGNED", "record": "JSON", "s": "VARCHAR(20)"}
+    sql("ALTER TABLE kc ADD COLUMN extra JSON")
+    assert sql("DESCRIBE kc").rows[-1][:2] == ("extra", "JSON")

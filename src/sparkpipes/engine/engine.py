@@ -108,20 +108,37 @@ class Engine:
         keys: Sequence[Mapping[str, Any]] = (),
         computed: Mapping[str, str] | None = None,
         if_not_exists: bool = False,
+        declared: Mapping[str, str] | None = None,
     ) -> None:
         """Create a Delta table from Spark DDL text, a StructType or an Arrow schema.
 
         ``keys`` (SingleStore-style PRIMARY / SHARD / SORT / KEY) are recorded in the
         catalog. ``computed`` maps columns of the schema to SQL expressions over the other
         columns, evaluated whenever rows are loaded (``col AS (expr) PERSISTED type``).
+        ``declared`` keeps the types as the user wrote them (``JSON``) for DESCRIBE.
         """
-        self._tables.create(name, schema, keys=keys, computed=computed, if_not_exists=if_not_exists)
+        self._tables.create(
+            name,
+            schema,
+            keys=keys,
+            computed=computed,
+            if_not_exists=if_not_exists,
+            declared=declared,
+        )
 
     def drop_table(self, name: str, *, if_exists: bool = False) -> None:
         self._tables.drop(name, if_exists=if_exists)
 
-    def add_column(self, table: str, column: str, type_ddl: str, computed: str | None = None):
-        self._tables.add_column(table, column, type_ddl, computed)
+    def add_column(
+        self,
+        table: str,
+        column: str,
+        type_ddl: str,
+        computed: str | None = None,
+        *,
+        declared: str | None = None,
+    ) -> None:
+        self._tables.add_column(table, column, type_ddl, computed, declared=declared)
 
     def add_key(self, table: str, key: Mapping[str, Any]) -> None:
         self._tables.add_key(table, key)

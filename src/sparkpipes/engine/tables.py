@@ -40,6 +40,7 @@ class Tables:
         keys: Sequence[Mapping[str, Any]] = (),
         computed: Mapping[str, str] | None = None,
         if_not_exists: bool = False,
+        declared: Mapping[str, str] | None = None,
     ) -> None:
         check_name(name, "table name")
         if if_not_exists and name in self.names():
@@ -55,6 +56,8 @@ class Tables:
         if sink.exists():
             raise ConfigError(f"a Delta table already exists at {location}; drop it first")
         options = {"keys": [dict(k) for k in keys], "computed": dict(computed or {})}
+        if declared:
+            options["declared"] = dict(declared)
         self.rt.catalog.create_table(name, location, ddl, arrow, options)
         try:
             sink.create()
@@ -78,7 +81,13 @@ class Tables:
         shutil.rmtree(rec.location, ignore_errors=True)
 
     def add_column(
-        self, table: str, column: str, type_ddl: str, computed: str | None = None
+        self,
+        table: str,
+        column: str,
+        type_ddl: str,
+        computed: str | None = None,
+        *,
+        declared: str | None = None,
     ) -> None:
         """Add a column (NULL in existing rows; a computed column is computed for rows
         loaded from now on)."""
@@ -94,6 +103,8 @@ class Tables:
         options = dict(rec.options)
         if computed:
             options["computed"] = {**rec.computed, column: computed}
+        if declared:
+            options["declared"] = {**options.get("declared", {}), column: declared}
         self.rt.catalog.update_table(
             table,
             schema=rec.schema.append(arrow.field(0)),

@@ -198,7 +198,10 @@ class SqlSession:
             missing = [c for c in k["columns"] if c not in names]
             if missing:
                 raise ConfigError(f"{k['kind']} KEY names unknown column(s) {', '.join(missing)}")
-        self.engine.create_table(s.name, ", ".join(cols), keys=keys, computed=computed)
+        declared = {c.name: c.type.to_sql() for c in s.columns}
+        self.engine.create_table(
+            s.name, ", ".join(cols), keys=keys, computed=computed, declared=declared
+        )
         return _ok(0)
 
     def _DropTable(self, s: A.DropTable) -> Result:
@@ -233,14 +236,18 @@ class SqlSession:
         rows = []
         for f in rec.schema:
             extra = f"computed: {rec.computed[f.name]}" if f.name in rec.computed else ""
-            typ = types.get(f.name, str(f.type))
+            typ = rec.options.get("declared", {}).get(f.name) or types.get(f.name, str(f.type))
             rows.append((f.name, typ, "YES", key_of.get(f.name, ""), None, extra))
         return Result(cols, rows)
 
     def _AlterTableAddColumn(self, s: A.AlterTableAddColumn) -> Result:
         c = s.column
         self.engine.add_column(
-            s.table, c.name, spark_type(c.type), c.computed.text if c.computed else None
+            s.table,
+            c.name,
+            spark_type(c.type),
+            c.computed.text if c.computed else None,
+            declared=c.type.to_sql(),
         )
         return _ok(0)
 

@@ -637,7 +637,7 @@ class _Builder:
         for node, key in keys:
             if key.kind in ("PRIMARY", "SHARD", "SORT"):
                 self.once(singles, key.kind, node, f"{key.kind} KEY")
-            if not key.columns and key.kind != "SHARD":
+            if not key.columns and key.kind not in ("SHARD", "SORT"):  # SingleStore: keyless
                 self.fail("a key needs at least one column", node)
             for col in key.columns:
                 if col.lower() not in known:
