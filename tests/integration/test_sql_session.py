@@ -267,3 +267,23 @@ def test_describe_shows_declared_types_and_seed_keyless_tables_are_accepted(sql)
     assert types == {"topic": "TEXT", "id": "BIGINT UNSIGNED", "record": "JSON", "s": "VARCHAR(20)"}
     sql("ALTER TABLE kc ADD COLUMN extra JSON")
     assert sql("DESCRIBE kc").rows[-1][:2] == ("extra", "JSON")
+
+
+def test_computed_columns_are_checked_at_create_and_seed_functions_work(sql):
+    sql(
+        "CREATE TABLE parsed (data_base64 VARCHAR(255), "
+        "parsed_data AS FROM_BASE64(data_base64) PERSISTED VARCHAR(255))"
+    )
+    sql("INSERT INTO parsed (data_base64) VALUES ('eyJzdGF0dXMiOiAiYWN0aXZlIn0=')")
+    got = sql(
+        "SELECT parsed_data, JSON_EXTRACT_STRING(FROM_BASE64(data_base64), 'status'), "
+        "TO_BASE64(parsed_data) FROM parsed"
+    )
+    assert rows(got) == [('{"status": "active"}', "active", "eyJzdGF0dXMiOiAiYWN0aXZlIn0=")]
+    with pytest.raises(ConfigError, match="computed column 'd' of table 'bad' is invalid") as e:
+        sql("CREATE TABLE bad (a TEXT, d AS NO_SUCH_FN(a) PERSISTED TEXT)")
+    assert "UNRESOLVED_ROUTINE" in str(e.value)
+    assert "bad" not in [r[0] for r in sql("SHOW TABLES").rows]
+    with pytest.raises(ConfigError, match="computed column 'e' of table 'parsed'"):
+        sql("ALTER TABLE parsed ADD COLUMN e AS nope + 1 PERSISTED INT")
+    assert [r[0] for r in sql("DESCRIBE parsed").rows] == ["data_base64", "parsed_data"]

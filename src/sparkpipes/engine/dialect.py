@@ -8,6 +8,8 @@ What changes, and nothing else:
   ``get_json_object(x, '$.key')``, the ``%`` form cast to DOUBLE;
 * ``JSON_EXTRACT_STRING|JSON|BIGINT|DOUBLE(json, key, …)`` become ``get_json_object`` on
   the key path, cast for BIGINT and DOUBLE;
+* SingleStore functions Spark spells otherwise (``FROM_BASE64``, ``TO_BASE64``) become
+  their Spark forms;
 * ``@var`` becomes the backquoted column ```@var``` (variables a pipeline loads);
 * ``information_schema.NAME`` becomes the temporary view that serves it.
 
@@ -29,6 +31,11 @@ JSON_FUNCTIONS = {
     "JSON_EXTRACT_JSON": None,
     "JSON_EXTRACT_BIGINT": "BIGINT",
     "JSON_EXTRACT_DOUBLE": "DOUBLE",
+}
+#: one-argument SingleStore functions and the Spark expression each becomes
+FUNCTIONS = {
+    "FROM_BASE64": "CAST(unbase64({}) AS STRING)",
+    "TO_BASE64": "base64({})",
 }
 _NAME = (TokenType.VAR, TokenType.IDENTIFIER)
 
@@ -107,6 +114,20 @@ def translate(text: str, *, on_view: Callable[[str], None] | None = None) -> str
                 if cast:
                     expr = f"CAST({expr} AS {cast})"
                 out.append(text[pos : t.start] + expr)
+                pos = toks[close].end + 1
+                i = close + 1
+                continue
+        # FROM_BASE64(x) …
+        if (
+            _is_name(t)
+            and t.text.upper() in FUNCTIONS
+            and nxt is not None
+            and nxt.token_type == TokenType.L_PAREN
+        ):
+            args, close = _call_args(toks, i + 1, text)
+            if len(args) == 1:
+                arg = translate(args[0][0], on_view=on_view)
+                out.append(text[pos : t.start] + FUNCTIONS[t.text.upper()].format(arg))
                 pos = toks[close].end + 1
                 i = close + 1
                 continue

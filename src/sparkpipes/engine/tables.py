@@ -12,6 +12,8 @@ import shutil
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import pyarrow as pa
+
 from sparkpipes.catalog import TableRecord
 from sparkpipes.config import check_name
 from sparkpipes.engine.runtime import Runtime
@@ -51,6 +53,8 @@ class Tables:
         for col in computed or {}:
             if col not in arrow.names:
                 raise ConfigError(f"computed column '{col}' is not a column of table '{name}'")
+        for col, expr in (computed or {}).items():
+            self._check_computed(name, arrow, col, expr)
         location = os.path.join(self.rt.tables_dir, name)
         sink = DeltaSink(location, arrow, name)
         if sink.exists():
@@ -99,6 +103,8 @@ class Tables:
             raise ConfigError(f"table '{table}' already has a column '{column}'")
         self.rt.spark  # noqa: B018 - DDL parsing needs a session
         arrow, ddl = to_arrow(f"`{column}` {type_ddl}")
+        if computed:
+            self._check_computed(table, rec.schema.append(arrow.field(0)), column, computed)
         DeltaTable(rec.location).alter.add_columns([Field.from_arrow(arrow.field(0))])
         options = dict(rec.options)
         if computed:
@@ -115,6 +121,17 @@ class Tables:
             if p.table == table:
                 with self.rt.lock(p.name):
                     self.rt.forget(p.name)
+
+    def _check_computed(self, table: str, schema: pa.Schema, column: str, expr: str) -> None:
+        """A computed column's expression must resolve now, not fail every later load."""
+        empty = self.rt.spark.createDataFrame([], to_spark(schema))
+        try:
+            apply(empty, Transform(computed=((column, expr),)), schema)
+        except ConfigError as e:
+            detail = e.message.split(": ", 1)[-1]
+            raise ConfigError(
+                f"computed column '{column}' of table '{table}' is invalid: {detail}"
+            ) from None
 
     def add_key(self, table: str, key: Mapping[str, Any]) -> None:
         """Record a key / index (SingleStore-style) on the table; Delta enforces none."""
