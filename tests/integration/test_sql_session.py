@@ -287,3 +287,26 @@ def test_computed_columns_are_checked_at_create_and_seed_functions_work(sql):
     with pytest.raises(ConfigError, match="computed column 'e' of table 'parsed'"):
         sql("ALTER TABLE parsed ADD COLUMN e AS nope + 1 PERSISTED INT")
     assert [r[0] for r in sql("DESCRIBE parsed").rows] == ["data_base64", "parsed_data"]
+
+
+def test_not_null_is_enforced_at_ingest_and_on_insert(sql, engine, tmp_path):
+    (tmp_path / "in.json").write_text(
+        '{"id": 1, "s": "a"}\n{"id": 2}\n{"s": "c"}\n{"id": 4, "s": "d"}\n'
+    )
+    sql("CREATE TABLE nn (id BIGINT NOT NULL, s TEXT, PRIMARY KEY (id))")
+    assert [r[2] for r in sql("DESCRIBE nn").rows] == ["NO", "YES"]
+    with pytest.raises(ConfigError, match="column 'id' of table 'nn' is NOT NULL"):
+        sql("INSERT INTO nn VALUES (NULL, 'x')")
+    sql(f"CREATE PIPELINE strict AS LOAD DATA FS '{tmp_path}/in.json' INTO TABLE nn")
+    with pytest.raises(SparkpipesError, match="offset 2: column 'id' is NOT NULL"):
+        sql("START PIPELINE strict FOREGROUND")
+    assert sql("SELECT count(*) FROM nn").rows == [(0,)]  # the failed batch loaded nothing
+    sql(
+        f"CREATE PIPELINE lenient AS LOAD DATA FS '{tmp_path}/in.json' "
+        "SKIP PARSER ERRORS INTO TABLE nn"
+    )
+    sql("START PIPELINE lenient FOREGROUND")
+    assert rows(sql("SELECT id, s FROM nn ORDER BY id")) == [(1, "a"), (2, None), (4, "d")]
+    (err,) = engine.errors("lenient")
+    assert (err["offset"], err["kind"], err["partition"]) == (2, "parse", str(tmp_path / "in.json"))
+    assert "column 'id' is NOT NULL" in err["reason"] and err["excerpt"] == '{"s": "c"}'

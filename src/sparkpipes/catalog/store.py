@@ -146,6 +146,11 @@ class TableRecord:
     created_at: dt.datetime
 
     @property
+    def not_null(self) -> tuple[str, ...]:
+        """Columns declared NOT NULL (and primary-key columns): enforced at ingest."""
+        return tuple(self.options.get("not_null", ()))
+
+    @property
     def computed(self) -> dict[str, str]:
         """Computed columns, in order: name → expression (computed at ingest)."""
         return dict(self.options.get("computed", {}))

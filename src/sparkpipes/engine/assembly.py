@@ -44,6 +44,7 @@ class Assembled:
     sink: Sink
     writer: SinkWriter
     task_schema: pa.Schema
+    not_null: tuple[str, ...]
     refines: bool
     upserts: bool
 
@@ -151,6 +152,8 @@ def assemble(
         spark=spark,
     )
     sink = SINKS.get(spec.sink.kind).for_pipeline(ctx)
+    assigned = {c for c, _ in spec.transform.assignments} | set(table.computed)
+    not_null = tuple(c for c in table.not_null if c in task_schema.names and c not in assigned)
     return Assembled(
         spec=spec,
         pipeline_id=pipeline_id,
@@ -159,6 +162,7 @@ def assemble(
         sink=sink,
         writer=sink.writer(),
         task_schema=task_schema,
+        not_null=not_null,
         refines=refines,
         upserts=upserts,
     )

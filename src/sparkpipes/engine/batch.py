@@ -302,6 +302,7 @@ class BatchRunner:
                 output_schema=p.task_schema,
                 watermark=plan.watermarks.get(part),
                 skip_lines=self.spec.format.skip_lines,
+                not_null=p.not_null,
                 max_records=self.spec.batch.max_offsets_per_partition,
                 fetch_timeout_s=self.spec.batch.fetch_timeout_ms / 1000,
                 skip_parser_errors=self.spec.format.skip_parser_errors,

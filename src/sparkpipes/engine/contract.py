@@ -99,6 +99,7 @@ class TaskSpec:
     watermark: Any = None  # the source's latest offset when the batch was planned
     catch_up_s: float = 10.0
     skip_lines: int = 0
+    not_null: tuple[str, ...] = ()  # columns of the task's rows that must have a value
     chunk_records: int = 20_000
     file_rows: int = 1_000_000
 

@@ -109,13 +109,15 @@ class Engine:
         computed: Mapping[str, str] | None = None,
         if_not_exists: bool = False,
         declared: Mapping[str, str] | None = None,
+        not_null: Sequence[str] = (),
     ) -> None:
         """Create a Delta table from Spark DDL text, a StructType or an Arrow schema.
 
         ``keys`` (SingleStore-style PRIMARY / SHARD / SORT / KEY) are recorded in the
         catalog. ``computed`` maps columns of the schema to SQL expressions over the other
         columns, evaluated whenever rows are loaded (``col AS (expr) PERSISTED type``).
-        ``declared`` keeps the types as the user wrote them (``JSON``) for DESCRIBE.
+        ``declared`` keeps the types as the user wrote them (``JSON``) for DESCRIBE;
+        ``not_null`` columns reject rows without a value (a record error at ingest).
         """
         self._tables.create(
             name,
@@ -124,6 +126,7 @@ class Engine:
             computed=computed,
             if_not_exists=if_not_exists,
             declared=declared,
+            not_null=not_null,
         )
 
     def drop_table(self, name: str, *, if_exists: bool = False) -> None:

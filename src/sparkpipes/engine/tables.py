@@ -43,6 +43,7 @@ class Tables:
         computed: Mapping[str, str] | None = None,
         if_not_exists: bool = False,
         declared: Mapping[str, str] | None = None,
+        not_null: Sequence[str] = (),
     ) -> None:
         check_name(name, "table name")
         if if_not_exists and name in self.names():
@@ -62,6 +63,11 @@ class Tables:
         options = {"keys": [dict(k) for k in keys], "computed": dict(computed or {})}
         if declared:
             options["declared"] = dict(declared)
+        unknown = [c for c in not_null if c not in arrow.names]
+        if unknown:
+            raise ConfigError(f"NOT NULL names unknown column(s) {', '.join(unknown)}")
+        if not_null:
+            options["not_null"] = list(not_null)
         self.rt.catalog.create_table(name, location, ddl, arrow, options)
         try:
             sink.create()
@@ -149,6 +155,18 @@ class Tables:
         rec = self.rt.catalog.table(table)
         sink = self.sink(rec)
         out = apply(df, Transform(computed=tuple(rec.computed.items())), rec.schema)
+        if rec.not_null:
+            from pyspark.sql import functions as F
+
+            cond = F.lit(False)
+            for c in rec.not_null:
+                cond = cond | F.col(f"`{c}`").isNull()
+            bad = out.where(cond).limit(1).collect()
+            if bad:
+                null = [c for c in rec.not_null if bad[0][c] is None]
+                raise ConfigError(
+                    f"column '{null[0]}' of table '{table}' is NOT NULL; the row has no value"
+                )
         files = write_frame(out, sink.table_writer(), "part-insert", rec.name)
         if files:
             sink.commit_files(files, operation="INSERT")

@@ -140,34 +140,68 @@ def _run(spec: TaskSpec, started: float) -> TaskResult:
 
 
 def _decode(spec: TaskSpec, fetched: Fetched, errors: list[ErrorRecord]) -> pa.Table:
-    """The fetched records as rows of the output; the ones that do not decode fail the
-    batch or, with ``skip_parser_errors``, are added to ``errors``."""
+    """The fetched records as rows of the output; the ones that do not decode (or leave a
+    NOT NULL column empty) fail the batch or, with ``skip_parser_errors``, are added to
+    ``errors``."""
     if spec.skip_lines:
         keep = pc.greater_equal(fetched.positions, spec.skip_lines)
         fetched = Fetched(fetched.values.filter(keep), fetched.positions.filter(keep))
     decoded = spec.decoder.decode(fetched.values)
     for bad in decoded.errors:
-        offset = fetched.positions[bad.index].as_py()
-        raw = fetched.values[bad.index].as_py()
-        err = DecodeError(
-            f"cannot decode the record at {spec.source.label()} partition "
-            f"{spec.partition} offset {offset}: {bad.reason}",
-            partition=spec.partition,
-            offset=offset,
-        )
-        if not spec.skip_parser_errors:
-            rec = ErrorRecord.of(err, raw=raw)
-            err.message += f"; value starts {rec.excerpt!r}"
-            raise err
-        errors.append(ErrorRecord.of(err, reason=bad.reason, raw=raw))
-    table = decoded.table
+        _reject(spec, fetched, bad.index, bad.reason, errors)
+    table, kept = decoded.table, decoded.kept
     if spec.output_schema is not None and table.schema != spec.output_schema:
         table = conform(table, spec.output_schema)
+    if spec.not_null:
+        table, kept = _not_null(spec, fetched, table, kept, errors)
     if spec.provenance:
         table = table.append_column(
             PARTITION_COLUMN, pa.array([spec.partition] * table.num_rows, pa.string())
-        ).append_column(OFFSET_COLUMN, fetched.positions.take(decoded.kept))
+        ).append_column(OFFSET_COLUMN, fetched.positions.take(kept))
     return table
+
+
+def _reject(
+    spec: TaskSpec, fetched: Fetched, index: int, reason: str, errors: list[ErrorRecord]
+) -> None:
+    """Record ``fetched[index]`` as skipped, or fail the batch with it."""
+    offset = fetched.positions[index].as_py()
+    raw = fetched.values[index].as_py()
+    err = DecodeError(
+        f"cannot decode the record at {spec.source.label()} partition "
+        f"{spec.partition} offset {offset}: {reason}",
+        partition=spec.partition,
+        offset=offset,
+    )
+    if not spec.skip_parser_errors:
+        rec = ErrorRecord.of(err, raw=raw)
+        err.message += f"; value starts {rec.excerpt!r}"
+        raise err
+    errors.append(ErrorRecord.of(err, reason=reason, raw=raw))
+
+
+def _not_null(
+    spec: TaskSpec,
+    fetched: Fetched,
+    table: pa.Table,
+    kept: pa.Array,
+    errors: list[ErrorRecord],
+) -> tuple[pa.Table, pa.Array]:
+    """Rows with no value in a NOT NULL column are rejected like undecodable records."""
+    masks = {c: pc.is_null(table.column(c)) for c in spec.not_null if c in table.column_names}
+    if not masks:
+        return table, kept
+    mask = None
+    for m in masks.values():
+        mask = m if mask is None else pc.or_(mask, m)
+    if not pc.any(mask).as_py():
+        return table, kept
+    for row in pc.indices_nonzero(mask).to_pylist():
+        column = next(c for c, m in masks.items() if m[row].as_py())
+        reason = f"column '{column}' is NOT NULL but the record gives it no value"
+        _reject(spec, fetched, kept[row].as_py(), reason, errors)
+    good = pc.invert(mask)
+    return table.filter(good), kept.filter(good)
 
 
 def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:

@@ -199,8 +199,15 @@ class SqlSession:
             if missing:
                 raise ConfigError(f"{k['kind']} KEY names unknown column(s) {', '.join(missing)}")
         declared = {c.name: c.type.to_sql() for c in s.columns}
+        primary = {c for k in keys if k["kind"] == "PRIMARY" for c in k["columns"]}
+        not_null = [c.name for c in s.columns if c.nullable is False or c.name in primary]
         self.engine.create_table(
-            s.name, ", ".join(cols), keys=keys, computed=computed, declared=declared
+            s.name,
+            ", ".join(cols),
+            keys=keys,
+            computed=computed,
+            declared=declared,
+            not_null=not_null,
         )
         return _ok(0)
 
@@ -237,7 +244,8 @@ class SqlSession:
         for f in rec.schema:
             extra = f"computed: {rec.computed[f.name]}" if f.name in rec.computed else ""
             typ = rec.options.get("declared", {}).get(f.name) or types.get(f.name, str(f.type))
-            rows.append((f.name, typ, "YES", key_of.get(f.name, ""), None, extra))
+            null = "NO" if f.name in rec.not_null else "YES"
+            rows.append((f.name, typ, null, key_of.get(f.name, ""), None, extra))
         return Result(cols, rows)
 
     def _AlterTableAddColumn(self, s: A.AlterTableAddColumn) -> Result:
