@@ -159,7 +159,7 @@ def test_tables_insert_describe_and_variables(sql):
     assert got == [(1, "a", 2), (2, "b", 3), (11, "A", 12), (12, "B", 13)]
     desc = sql("DESCRIBE k")
     assert desc.columns[:4] == ["Field", "Type", "Null", "Key"]
-    assert desc.rows[0][:4] == ("id", "BIGINT", "YES", "PRI")
+    assert desc.rows[0][:4] == ("id", "BIGINT", "NO", "PRI")  # a primary key is NOT NULL
     assert desc.rows[3][5] == "computed: id + 1"
     sql("ALTER TABLE k ADD COLUMN tag AS (concat(s, '!')) PERSISTED STRING")
     sql("CREATE INDEX by_tag ON k (tag)")
