@@ -60,6 +60,7 @@ def test_a_canary_secret_is_nowhere_at_rest_or_in_output(tmp_path, broker, topic
         sh.expect("sparkpipes> ")
         sh.send(create.replace("PIPELINE p AS", "PIPELINE q AS\n") + ";")  # two lines
         sh.expect("Query OK")
+        sh.expect("sparkpipes> ")  # Ctrl-D quits at an empty prompt
         os.write(sh.master, b"\x04")
         assert sh.proc.wait(60) == 0
     finally:
