@@ -12,6 +12,7 @@ from sparkpipes.catalog import Catalog
 from sparkpipes.catalog.store import SCHEMA_VERSION
 from sparkpipes.config import PipelineSpec
 from sparkpipes.errors import CatalogError
+from tests.unit.config.v1 import V1_KAFKA
 
 V1_TABLES = """
 CREATE TABLE sp_tables (
@@ -43,33 +44,8 @@ CREATE TABLE sp_meta ("key" VARCHAR(64) NOT NULL, value TEXT NOT NULL, PRIMARY K
 CREATE TABLE sp_variables (name VARCHAR(255) NOT NULL, value TEXT NOT NULL, PRIMARY KEY (name));
 """
 
-NOW = "2025-01-02 03:04:05.000006"
 
-#: the version-1 definition: PipelineSpec's flat fields, credentials redacted
-V1_KAFKA = {
-    "name": "p",
-    "source": "kafka",
-    "location": "127.0.0.1:9092/t",
-    "table": "t",
-    "format": "json",
-    "config": {},
-    "credentials": {"sasl.password": "<redacted>"},
-    "mapping": [{"column": "a", "path": ["x"]}],
-    "csv": {"delimiter": ",", "quote": '"', "escape": None, "header": False},
-    "batch_interval_ms": 75,
-    "max_partitions_per_batch": None,
-    "max_offsets_per_batch_partition": 1000000,
-    "max_retries": 4,
-    "skip_parser_errors": False,
-    "offsets": "earliest",
-    "on_offset_out_of_range": "fail",
-    "provenance": False,
-    "fetch_timeout_ms": 200,
-    "on_duplicate_key": None,
-    "assignments": [],
-    "where": None,
-    "skip_lines": 0,
-}
+NOW = "2025-01-02 03:04:05.000006"
 
 V1_CSV = {
     **V1_KAFKA,

@@ -7,6 +7,7 @@ import pytest
 from sparkpipes.config import CsvOptions, FieldMapping, PipelineSpec, Secret
 from sparkpipes.config.lower.kwargs import from_kwargs, to_kwargs, upgrade_v1
 from sparkpipes.errors import ConfigError
+from tests.unit.config.v1 import V1_KAFKA
 
 KAFKA = dict(name="p", source="kafka", location="127.0.0.1:9092/t", table="t")
 
@@ -48,31 +49,8 @@ OPTIONS = {
     "raw": dict(KAFKA, format="raw", config='{"group.id": "g"}', credentials='{"k": "v"}'),
 }
 
-#: a definition as the version-1 catalog stored it (flat options, credentials redacted)
-V1 = {
-    "name": "p",
-    "source": "kafka",
-    "location": "127.0.0.1:9092/t",
-    "table": "t",
-    "format": "json",
-    "config": {},
-    "credentials": {"sasl.password": "<redacted>"},
-    "mapping": [{"column": "a", "path": ["x"]}],
-    "csv": {"delimiter": ",", "quote": '"', "escape": None, "header": False},
-    "batch_interval_ms": 75,
-    "max_partitions_per_batch": None,
-    "max_offsets_per_batch_partition": 1000000,
-    "max_retries": 4,
-    "skip_parser_errors": False,
-    "offsets": "earliest",
-    "on_offset_out_of_range": "fail",
-    "provenance": False,
-    "fetch_timeout_ms": 200,
-    "on_duplicate_key": None,
-    "assignments": [],
-    "where": None,
-    "skip_lines": 0,
-}
+
+V1 = V1_KAFKA
 
 
 @pytest.fixture(params=list(OPTIONS), ids=list(OPTIONS))

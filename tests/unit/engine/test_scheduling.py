@@ -1,7 +1,10 @@
-"""The retry policy and variable defaults, without Spark: transient errors are retried
-with backoff, terminal ones and bugs are not, and the last failure puts the pipeline in
-Error with the error recorded."""
+"""The retry policy and variable defaults: transient errors are retried with backoff,
+terminal ones and bugs are not, and the last failure puts the pipeline in Error with the
+error recorded."""
 
+import logging
+import os
+import shutil
 from types import SimpleNamespace
 
 import pyarrow as pa
@@ -9,67 +12,68 @@ import pytest
 
 from sparkpipes.config import BatchSpec
 from sparkpipes.engine import scheduling
-from sparkpipes.errors import (
-    DecodeError,
-    InternalError,
-    SinkError,
-    SourceUnavailableError,
-)
+from sparkpipes.errors import DecodeError, InternalError, SinkError
 from sparkpipes.sql.executor import SqlSession
 
 
-class Failing:
-    """Stands in for an assembled pipeline whose batches fail: no server can be made to
-    fail on cue for each error class, so the errors are raised here."""
-
-    def __init__(self, errors, retries=2):
-        self.errors = list(errors)
-        self.calls = 0
-        self.spec = SimpleNamespace(batch=BatchSpec(max_retries=retries))
-
-    def run(self, attempt, cap):
-        self.calls += 1
-        raise self.errors.pop(0) if self.errors else AssertionError("ran too often")
-
-
-@pytest.fixture
-def sched(engine, tmp_path, monkeypatch):
+def fs_pipeline(engine, tmp_path, text, **kw):
+    (tmp_path / "a.json").write_text(text)
     engine.create_table("t", pa.schema([("a", pa.int64())]))
-    engine.create_pipeline("p", source="fs", location=str(tmp_path / "*.json"), table="t")
-    monkeypatch.setattr(scheduling.time, "sleep", lambda s: None)
-    s = engine._scheduler
-    monkeypatch.setattr(s, "_warm_up", lambda: None)
-    return engine, s
-
-
-def use(engine, monkeypatch, runner):
-    monkeypatch.setattr(engine.rt, "runner", lambda name: runner)
-    monkeypatch.setattr(engine.rt, "forget", lambda name: None)
-
-
-@pytest.mark.parametrize("err", [SourceUnavailableError("down"), SinkError("commit failed")])
-def test_transient_errors_are_retried_then_the_pipeline_is_in_error(sched, monkeypatch, err):
-    engine, s = sched
-    runner = Failing([err] * 3, retries=2)
-    use(engine, monkeypatch, runner)
-    with pytest.raises(type(err)):
-        s.run_batch("p")
-    assert runner.calls == 3  # the first try and two retries
-    rec = engine.pipeline("p")
-    assert (
-        rec.state == "Error" and err.message in rec.last_error and "pipeline 'p'" in rec.last_error
+    engine.create_pipeline(
+        "p", source="fs", location=str(tmp_path / "*.json"), table="t", max_retries=2, **kw
     )
 
 
-@pytest.mark.parametrize("err", [DecodeError("bad record"), InternalError("task failed: KeyError")])
-def test_terminal_errors_and_bugs_are_not_retried(sched, monkeypatch, err):
-    engine, s = sched
-    runner = Failing([err], retries=4)
-    use(engine, monkeypatch, runner)
-    with pytest.raises(type(err)):
-        s.run_batch("p")
-    assert runner.calls == 1
+def retries(caplog) -> list[str]:
+    return [
+        r.getMessage().rsplit("retry ", 1)[1][:3]
+        for r in caplog.records
+        if "; retry " in r.getMessage()
+    ]
+
+
+def test_a_transient_error_is_retried_then_the_pipeline_is_in_error(engine, tmp_path, caplog):
+    """A real transient failure: the destination table's log is gone (SinkError)."""
+    fs_pipeline(engine, tmp_path, '{"a": 1}\n')
+    shutil.rmtree(os.path.join(engine.catalog.table("t").location, "_delta_log"))
+    caplog.set_level(logging.WARNING, "sparkpipes.engine")
+    with pytest.raises(SinkError, match="Delta table 't' is missing"):
+        engine.run_batch("p")
+    assert retries(caplog) == ["1/2", "2/2"]  # the first try and two retries
+    rec = engine.pipeline("p")
+    assert (
+        rec.state == "Error" and "is missing" in rec.last_error and "pipeline 'p'" in rec.last_error
+    )
+
+
+def test_a_terminal_error_is_not_retried(engine, tmp_path, caplog):
+    fs_pipeline(engine, tmp_path, '{"a": 1}\n{bad\n')
+    caplog.set_level(logging.WARNING, "sparkpipes.engine")
+    with pytest.raises(DecodeError, match="offset 1"):
+        engine.run_batch("p")
+    assert retries(caplog) == []
     assert engine.pipeline("p").state == "Error"
+
+
+class Bug:
+    """Stands in for an assembled pipeline whose batch hits a bug: no real part can be
+    made to have one on cue, so it raises what run_task reports for one."""
+
+    spec = SimpleNamespace(batch=BatchSpec(max_retries=4))
+    calls = 0
+
+    def run(self, attempt, cap):
+        self.calls += 1
+        raise InternalError("task failed: KeyError: 'x'")
+
+
+def test_a_bug_is_not_retried(engine, tmp_path, monkeypatch):
+    fs_pipeline(engine, tmp_path, '{"a": 1}\n')
+    bug = Bug()
+    monkeypatch.setattr(engine.rt, "runner", lambda name: bug)
+    with pytest.raises(InternalError):
+        engine.run_batch("p")
+    assert bug.calls == 1 and engine.pipeline("p").state == "Error"
 
 
 def test_backoff_doubles_up_to_a_ceiling():
