@@ -143,6 +143,15 @@ class OffsetOutOfRangeError(SourceError):
     kind = "offset_out_of_range"
 
 
+class SourceAuthError(SourceError):
+    """The source refused the credentials (SASL, TLS client certificate). Terminal: the
+    same credentials are refused again; the message names the mechanism and user, never
+    the password."""
+
+    code = "SP203"
+    kind = "auth"
+
+
 class DecodeError(SparkpipesError):
     """A record could not be decoded into the table's schema."""
 
@@ -163,6 +172,20 @@ class SchemaMismatchError(SinkError):
 
     code = "SP401"
     transient = False
+
+
+class StorageFullError(SinkError):
+    """The destination's storage has no room left (``ENOSPC``, or ``EDQUOT``: a quota) for
+    a data file or the commit log; the message names the path.
+
+    Transient, like the other write failures of a sink, and for the same reasons: space
+    can come back without anyone touching the pipeline (a spill, a temp file or a log
+    elsewhere on the volume removed, a quota raised), and a retry cannot make things
+    worse: the attempt that failed published nothing and its data files were removed
+    (``Sink.abort``). The retries are bounded by ``max_retries``; then the pipeline is
+    ``Error`` and ``start`` resumes it, from the committed offsets, once space is free."""
+
+    code = "SP402"
 
 
 class CatalogError(SparkpipesError):

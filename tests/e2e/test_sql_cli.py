@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -96,6 +97,7 @@ def test_errors_exit_non_zero_with_a_caret_and_no_traceback(wh):
     p = cli("sql", "-e", "SELECT * FROM nosuch", wh=wh)
     assert p.returncode == 1 and "[SP702] [TABLE_OR_VIEW_NOT_FOUND]" in p.stderr
     assert "QueryContextLogger" not in p.stderr and "stacktrace" not in p.stderr  # no JSON dump
+    assert "incubator modules" not in p.stderr  # the JVM's start-up warning is filtered out
     assert len(p.stderr) < 1000, p.stderr
     for cmd in ("sql", "run", "status", "quickstart"):
         h = cli(cmd, "--help", wh=wh)
@@ -119,15 +121,29 @@ def test_run_loads_running_pipelines_and_stops_cleanly_on_sigterm(wh, broker, to
         text=True,
         env={**os.environ, "SPARKPIPES_SPARK_MASTER": "local[2]"},
     )
+    lines: list[str] = []
+    first_batch = threading.Event()
+
+    def read() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            lines.append(line)
+            if "batch 1:" in line:
+                first_batch.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
     try:
-        time.sleep(12)  # JVM start plus a few batches of 40 rows
+        assert first_batch.wait(120), "".join(lines)[-2000:]  # JVM start, then batches
         broker.produce(topic, [json.dumps({"a": 1000 + i}) for i in range(20)], partitions=4)
         time.sleep(3)
         proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=120)
+        proc.wait(timeout=120)
+        reader.join(10)
     finally:
         if proc.poll() is None:
             proc.kill()
+    err = "".join(lines)
     assert proc.returncode == 0, err[-2000:]
     assert "SIGTERM: finishing the batch in flight" in err and "stopped" in err
     assert "pipeline p batch 1: Succeeded, 40 rows" in err  # progress, one line a batch

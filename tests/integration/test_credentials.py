@@ -31,6 +31,8 @@ def test_credentials_never_appear_anywhere(engine, broker, topic, caplog, capfd)
         "START PIPELINE good FOREGROUND",
         f"CREATE PIPELINE down AS LOAD DATA KAFKA '127.0.0.1:1/{topic}' CREDENTIALS '{creds}' "
         "MAX_RETRIES_PER_BATCH_PARTITION 0 INTO TABLE t",
+        f"CREATE PIPELINE down AS LOAD DATA KAFKA '127.0.0.1:1/{topic}' CREDENTIALS '{creds}' "
+        "MAX_RETRIES_PER_BATCH_PARTITION 0 SKIP SOURCE CHECK INTO TABLE t",
         "START PIPELINE down FOREGROUND",
         f"CREATE PIPELINE bad AS LOAD DATA KAFKA 'h:1/x' CONFIG '{{\"linger.ms\": 1}}' "
         f"CREDENTIALS '{creds}' INTO TABLE t",

@@ -295,7 +295,7 @@ def test_not_null_is_enforced_at_ingest_and_on_insert(sql, engine, tmp_path):
     )
     sql("CREATE TABLE nn (id BIGINT NOT NULL, s TEXT, PRIMARY KEY (id))")
     assert [r[2] for r in sql("DESCRIBE nn").rows] == ["NO", "YES"]
-    with pytest.raises(ConfigError, match="column 'id' of table 'nn' is NOT NULL"):
+    with pytest.raises(ConfigError, match="cannot insert into table 'nn': column 'id' is NOT NULL"):
         sql("INSERT INTO nn VALUES (NULL, 'x')")
     sql(f"CREATE PIPELINE strict AS LOAD DATA FS '{tmp_path}/in.json' INTO TABLE nn")
     with pytest.raises(SparkpipesError, match="offset 2: column 'id' is NOT NULL"):
@@ -310,3 +310,43 @@ def test_not_null_is_enforced_at_ingest_and_on_insert(sql, engine, tmp_path):
     (err,) = engine.errors("lenient")
     assert (err["offset"], err["kind"], err["partition"]) == (2, "parse", str(tmp_path / "in.json"))
     assert "column 'id' is NOT NULL" in err["reason"] and err["excerpt"] == '{"s": "c"}'
+    # a NOT NULL column that SET fills is checked after SET, at the same partition/offset
+    sql("CREATE TABLE up (id BIGINT, u TEXT NOT NULL)")
+    sql(
+        f"CREATE PIPELINE setter AS LOAD DATA FS '{tmp_path}/in.json' SKIP PARSER ERRORS "
+        "INTO TABLE up FORMAT JSON (id <- id, @s <- s) SET u = upper(@s)"
+    )
+    sql("START PIPELINE setter FOREGROUND")
+    assert rows(sql("SELECT id, u FROM up ORDER BY id")) == [(None, "C"), (1, "A"), (4, "D")]
+    (err,) = engine.errors("setter")
+    assert (err["offset"], err["reason"]) == (1, "column 'u' is NOT NULL but gets no value")
+
+
+def test_a_value_a_column_cannot_hold_is_a_bad_record_not_a_poisoned_table(sql, engine, tmp_path):
+    (tmp_path / "in.json").write_text(
+        '{"id": 1, "s": "12"}\n{"id": 2, "s": "abc"}\n{"id": 3, "s": "7"}\n{"id": 4, "s": "x1"}\n'
+    )
+    sql("CREATE TABLE c (id BIGINT, s TEXT, n AS (s) PERSISTED INT, PRIMARY KEY (id))")
+    with pytest.raises(ConfigError, match="'c': column 'n' cannot hold abc as INT"):
+        sql("INSERT INTO c (id, s) VALUES (9, 'abc')")  # the statement fails, whole
+    sql("INSERT INTO c (id, s) VALUES (10, '10')")  # and the table takes the next one
+    sql(f"CREATE PIPELINE strict AS LOAD DATA FS '{tmp_path}/in.json' INTO TABLE c")
+    with pytest.raises(
+        SparkpipesError, match=r"offset 1: column 'n' cannot hold abc as INT \(pipeline 'strict'"
+    ) as err:
+        sql("START PIPELINE strict FOREGROUND")
+    assert err.value.partition == str(tmp_path / "in.json") and err.value.offset == 1
+    assert engine.pipeline("strict").state == "Error"
+    assert rows(sql("SELECT id FROM c")) == [(10,)]  # the failed batch loaded nothing
+    for name, write in (("appended", ""), ("upserted", "REPLACE ")):
+        sql(
+            f"CREATE PIPELINE {name} AS LOAD DATA FS '{tmp_path}/in.json' "
+            f"SKIP PARSER ERRORS {write}INTO TABLE c"
+        )
+        sql(f"START PIPELINE {name} FOREGROUND")
+        errs = engine.errors(name)
+        assert [(e["offset"], e["kind"]) for e in errs] == [(1, "parse"), (3, "parse")]
+        assert errs[1]["reason"] == "column 'n' cannot hold x1 as INT"
+        assert errs[0]["partition"] == str(tmp_path / "in.json")
+    # the good records once each (the upsert replaced what the append loaded)
+    assert rows(sql("SELECT id, n FROM c ORDER BY id")) == [(1, 12), (3, 7), (10, 10)]

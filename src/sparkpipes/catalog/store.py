@@ -12,11 +12,12 @@ credentials redacted. A SQLite catalog file is created owner-only (0600).
 from __future__ import annotations
 
 import base64
+import contextlib
 import datetime as dt
 import json
 import os
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -219,8 +220,19 @@ class Catalog:
     def close(self) -> None:
         self.engine.dispose()
 
-    def _tx(self):
-        return self.engine.begin()
+    @contextlib.contextmanager
+    def _tx(self) -> Iterator[sa.Connection]:
+        """One transaction. A database failure (disk full, server gone, lock timeout)
+        becomes a transient :class:`CatalogError` naming the catalog; a constraint
+        violation stays an ``IntegrityError`` for the caller to name."""
+        try:
+            with self.engine.begin() as c:
+                yield c
+        except IntegrityError:
+            raise
+        except sa.exc.DBAPIError as e:
+            detail = str(e.orig).strip().splitlines()[0] if e.orig is not None else type(e).__name__
+            raise CatalogError(f"catalog {self.safe_url} failed: {detail}") from None
 
     # -- tables -----------------------------------------------------------------------
     def create_table(

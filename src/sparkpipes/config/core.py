@@ -15,6 +15,8 @@ from typing import Any
 from sparkpipes.errors import ConfigError
 
 REDACTED = "<redacted>"
+#: the largest integer option (a signed 64-bit integer, SingleStore's BIGINT)
+MAX_INT = 2**63 - 1
 
 
 class Secret:
@@ -60,19 +62,43 @@ def reject_unknown(
 
 
 def parse_json_object(text: str | Mapping[str, Any] | None, *, what: str) -> dict[str, Any]:
-    """Accept a JSON object given as text or as a mapping; anything else is a ConfigError."""
+    """Accept a JSON object given as text or as a mapping; anything else is a ConfigError
+    (NaN and Infinity too, which Python's json takes and JSON does not)."""
     if text is None or text == "":
         return {}
     if isinstance(text, Mapping):
         return dict(text)
     try:
-        value = json.loads(text)
+        value = strict_json(text)
     except json.JSONDecodeError as e:
         raise ConfigError(
             f"{what} is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}"
         ) from None
+    except ValueError as e:  # NaN, Infinity, 1e999, more digits than int() takes
+        raise ConfigError(f"{what} is not valid JSON: {e}") from None
+    except RecursionError:
+        raise ConfigError(f"{what} is nested too deeply") from None
     if not isinstance(value, dict):
         raise ConfigError(f"{what} must be a JSON object, got {type(value).__name__}")
+    return value
+
+
+def strict_json(text: str | bytes) -> Any:
+    """``json.loads`` without what JSON does not have: NaN and ±Infinity (Python takes
+    them; the catalog's readers do not) and numbers out of a float's range. Raises
+    ``json.JSONDecodeError`` or ``ValueError``."""
+    return json.loads(text, parse_constant=_not_json, parse_float=_finite)
+
+
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not a JSON value")
+
+
+def _finite(number: str) -> float:
+    value = float(number)
+    if value in (float("inf"), float("-inf")):
+        shown = number if len(number) <= 40 else number[:37] + "..."
+        raise ValueError(f"number {shown} is out of range")
     return value
 
 
@@ -83,9 +109,13 @@ def check_name(name: str, what: str) -> None:
 
 
 def check_int(value: Any, key: str, low: int, *, pipeline: str | None = None) -> None:
-    """An option that must be an integer ``>= low`` (``bool`` is not an integer here)."""
+    """An option that must be an integer ``>= low`` (``bool`` is not an integer here) and
+    fit a signed 64-bit integer: the engine divides, sleeps and hands offsets to clients
+    with it, none of which take a larger one."""
     if not isinstance(value, int) or isinstance(value, bool) or value < low:
         raise ConfigError(f"{key} must be an integer >= {low}, got {value!r}", pipeline=pipeline)
+    if value > MAX_INT:
+        raise ConfigError(f"{key} must be at most {MAX_INT}", pipeline=pipeline)
 
 
 def check_choice(value: Any, key: str, choices: Iterable[Any], *, pipeline: str | None = None):

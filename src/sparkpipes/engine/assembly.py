@@ -47,6 +47,13 @@ class Assembled:
     not_null: tuple[str, ...]
     refines: bool
     upserts: bool
+    #: the ingest-time SQL handed to the sink, whose rejected rows the runner records
+    refiner: Refiner | None = None
+
+    @property
+    def stages(self) -> bool:
+        """Tasks stage rows (with their partition and offset) for a Spark job to finish."""
+        return self.refines or self.upserts
 
 
 def build_source_of(spec: PipelineSpec) -> Source:
@@ -129,14 +136,31 @@ def assemble(
     upserts = spec.sink.write != "append"
     refines = bool(transform)
     if refines or upserts:
-        staged = list(load)
-        if spec.sink.provenance:
-            staged += [table.schema.field(c) for c in PROVENANCE]
-        task_schema = pa.schema(staged)
+        where = (
+            [table.schema.field(c) for c in PROVENANCE]
+            if spec.sink.provenance
+            else [
+                pa.field(PARTITION_COLUMN, pa.string()),
+                pa.field(OFFSET_COLUMN, source.position_type),
+            ]
+        )
+        task_schema = pa.schema([*load, *where])
     else:
         task_schema = pa.schema(
             [f for f in table.schema if not (spec.sink.provenance and f.name in PROVENANCE)]
         )
+    filled = {c for c, _ in spec.transform.assignments} | set(table.computed)
+    refiner = (
+        Refiner(
+            transform,
+            table.schema,
+            spec.format.skip_parser_errors,
+            PROVENANCE,
+            tuple(c for c in table.not_null if c in filled),
+        )
+        if refines
+        else None
+    )
     scratch = os.path.join(
         table.location, "_sparkpipes_staging", pipeline_id, uuid.uuid4().hex[:12]
     )
@@ -147,13 +171,12 @@ def assemble(
         write=spec.sink.write,
         primary_key=tuple(primary_key(spec, table)) if upserts else (),
         staged_schema=task_schema,
-        refine=Refiner(transform, table.schema) if refines else None,
+        refine=refiner,
         scratch=scratch,
         spark=spark,
     )
     sink = SINKS.get(spec.sink.kind).for_pipeline(ctx)
-    assigned = {c for c, _ in spec.transform.assignments} | set(table.computed)
-    not_null = tuple(c for c in table.not_null if c in task_schema.names and c not in assigned)
+    not_null = tuple(c for c in table.not_null if c in task_schema.names and c not in filled)
     return Assembled(
         spec=spec,
         pipeline_id=pipeline_id,
@@ -165,4 +188,5 @@ def assemble(
         not_null=not_null,
         refines=refines,
         upserts=upserts,
+        refiner=refiner,
     )

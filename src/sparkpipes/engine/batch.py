@@ -19,7 +19,11 @@
    partitions, atomically, under the app id ``sparkpipes:<pipeline id>`` and batch *B*.
    If the destination already holds batch ≥ *B* of the pipeline, the batch was committed
    before a crash (or by another writer) and is skipped. Staged data of failed attempts
-   is never visible.
+   is never visible; when an attempt fails (a task, the driver-side work, or a commit the
+   destination then shows did not happen) its staged data is removed (``Sink.abort``),
+   so that retries do not fill the destination's storage with files nothing references
+   (a crash still leaves them behind, and so may a failed upsert: delta-rs writes the
+   MERGE's files itself).
 4. **Record.** The batch (rows, bytes, time, per-partition offsets) goes to the catalog.
    A crash before this step loses only the history row; the next plan reads the offsets
    from the destination and the catalog is reconciled from it.
@@ -43,7 +47,7 @@ from sparkpipes.engine.assembly import Assembled
 from sparkpipes.engine.contract import ErrorRecord, TaskResult, TaskSpec
 from sparkpipes.engine.faults import crash_point
 from sparkpipes.engine.task import run_task
-from sparkpipes.errors import EngineError, SparkpipesError
+from sparkpipes.errors import CatalogError, EngineError, SparkpipesError
 from sparkpipes.sinks import BatchCommit, Committed, Staged
 from sparkpipes.sources import MetadataProvider
 
@@ -182,6 +186,9 @@ class BatchRunner:
         """Run the tasks and the sink's driver-side work; nothing is visible yet."""
         started_at = started_at or _now()
         t0 = time.time()
+        refiner = self.pipeline.refiner
+        if refiner is not None:
+            refiner.drain()  # what an attempt that did not commit rejected
         results = self._execute(plan)
         for r in results:
             err = r.error()
@@ -189,6 +196,7 @@ class BatchRunner:
                 err.with_context(batch=plan.batch_id, pipeline=self.spec.name)
                 if r.trace:
                     log.debug("task trace for %s:\n%s", err, r.trace)
+                self._abort([s for done in results for s in done.staged])
                 self._record_failure(plan, attempt, started_at, err)
                 raise err
 
@@ -208,10 +216,14 @@ class BatchRunner:
             staged = self.sink.finish(staged, plan.batch_id)
         except SparkpipesError as e:
             e.with_context(batch=plan.batch_id, pipeline=self.spec.name)
+            self._abort(staged)
+            self._not_drained(plan)
             self._record_failure(plan, attempt, started_at, e)
             raise
         if self.pipeline.refines and not self.pipeline.upserts:
             rows = sum(s.num_records for s in staged)
+        if refiner is not None:
+            errors.extend(refiner.drain())
         parts = [r.report() for r in results]
         nbytes = sum(r.bytes for r in results)
         return Written(plan, staged, errors, ends, parts, rows, nbytes, t0)
@@ -253,6 +265,8 @@ class BatchRunner:
             fresh = self.sink.commit(w.staged, batch)
         except SparkpipesError as e:
             e.with_context(batch=plan.batch_id, pipeline=self.spec.name)
+            self._abort_uncommitted(w.staged, plan.batch_id)
+            self._not_drained(plan)
             self._record_failure(plan, attempt, started_at, e)
             raise
         finally:
@@ -267,6 +281,13 @@ class BatchRunner:
             result.seconds = time.time() - w.t0
             return result
         crash_point("after_commit")
+        late = self.pipeline.refiner.drain() if self.pipeline.refiner is not None else []
+        if late:  # an upsert refines in its commit: rows it rejected are known only now
+            w.errors.extend(late)
+            result.errors = len(w.errors)
+            self.catalog.replace_errors(
+                self.pipeline_id, self.spec.name, plan.batch_id, [e.to_dict() for e in w.errors]
+            )
         result.seconds = time.time() - w.t0
         self.catalog.record_batch(
             pipeline_id=self.pipeline_id,
@@ -307,7 +328,7 @@ class BatchRunner:
                 fetch_timeout_s=self.spec.batch.fetch_timeout_ms / 1000,
                 skip_parser_errors=self.spec.format.skip_parser_errors,
                 out_of_range=self.spec.source.on_out_of_range,
-                provenance=self.spec.sink.provenance,
+                provenance=self.spec.sink.provenance or p.stages,
                 chunk_records=self.spec.batch.chunk_records,
             )
             for part, start in plan.starts.items()
@@ -324,11 +345,49 @@ class BatchRunner:
                 batch=plan.batch_id,
             ) from None
 
+    def _not_drained(self, plan: Plan) -> None:
+        """A batch that fails after its tasks read its partitions to the end did not drain
+        them: the next batch reads them again, without waiting for the idle recheck."""
+        for partition in plan.starts:
+            self._idle.pop(partition, None)
+
+    def _abort(self, staged: list[Staged]) -> None:
+        """Best effort: remove what a failed attempt staged (a full disk is a likely
+        reason for the failure; its retries must not fill it further)."""
+        if not staged:
+            return
+        try:
+            self.sink.abort(staged)
+        except Exception as e:  # left behind, unreferenced: harmless but for the space
+            log.warning("could not remove the files of a failed attempt: %s", e)
+
+    def _abort_uncommitted(self, staged: list[Staged], batch_id: int) -> None:
+        """After a failed commit: remove the staged data only if the destination shows the
+        batch is not there (a commit that reports a failure may still have been written,
+        e.g. when a post-commit step fails; its files must stay)."""
+        try:
+            held = self.sink.committed(self.app_id)
+        except Exception as e:
+            log.warning("not removing the files of batch %d: %s", batch_id, e)
+            return
+        if held is None or held.batch_id < batch_id:
+            self._abort(staged)
+
     def _record_failure(
         self, plan: Plan, attempt: int, started_at: dt.datetime, err: SparkpipesError
     ) -> None:
+        """Best effort: when the catalog cannot take the record (its disk is full too),
+        the batch's own error is still the one raised."""
         if err.offset is None and err.partition in plan.starts:
             err.offset = plan.starts[err.partition]
+        try:
+            self._write_failure(plan, attempt, started_at, err)
+        except CatalogError as e:
+            log.warning("could not record the failure of %s: %s", err.where(), e)
+
+    def _write_failure(
+        self, plan: Plan, attempt: int, started_at: dt.datetime, err: SparkpipesError
+    ) -> None:
         self.catalog.replace_errors(
             self.pipeline_id, self.spec.name, plan.batch_id, [ErrorRecord.of(err).to_dict()]
         )

@@ -143,6 +143,22 @@ class Engine:
     ) -> None:
         self._tables.add_column(table, column, type_ddl, computed, declared=declared)
 
+    def drop_column(self, table: str, column: str) -> None:
+        """``ALTER TABLE … DROP COLUMN``; see :meth:`Tables.drop_column`."""
+        self._tables.drop_column(table, column)
+
+    def modify_column(
+        self,
+        table: str,
+        column: str,
+        type_ddl: str,
+        *,
+        declared: str | None = None,
+        not_null: bool = False,
+    ) -> None:
+        """``ALTER TABLE … MODIFY COLUMN``; see :meth:`Tables.modify_column`."""
+        self._tables.modify_column(table, column, type_ddl, declared=declared, not_null=not_null)
+
     def add_key(self, table: str, key: Mapping[str, Any]) -> None:
         self._tables.add_key(table, key)
 
@@ -189,6 +205,10 @@ class Engine:
     def create_pipeline_spec(self, spec: PipelineSpec, *, replace: bool = False) -> PipelineSpec:
         """Define a pipeline from a spec any front end lowered (state ``Stopped``)."""
         return self._pipelines.create(spec, replace=replace)
+
+    def check_source(self, spec: PipelineSpec) -> str:
+        """Ask a pipeline's source whether it can be read now; what it answered."""
+        return self._pipelines.check_source(spec)
 
     def spec(self, name: str) -> PipelineSpec:
         return self._pipelines.spec(name)

@@ -18,7 +18,7 @@ from sparkpipes.config.lower.kwargs import from_kwargs
 from sparkpipes.engine import variables
 from sparkpipes.engine.assembly import build_source_of, validate
 from sparkpipes.engine.runtime import Runtime
-from sparkpipes.errors import NotFoundError
+from sparkpipes.errors import NotFoundError, SparkpipesError
 
 
 class Pipelines:
@@ -55,6 +55,17 @@ class Pipelines:
             )
             self.rt.forget(spec.name)
         return spec
+
+    def check_source(self, spec: PipelineSpec) -> str:
+        """Whether the spec's source answers now; what it said (see ``Source.check``).
+        The definition is validated first, so its own mistakes are reported before the
+        source's."""
+        source = build_source_of(spec)
+        validate(spec, self.rt.catalog.table(spec.table))
+        try:
+            return source.check()
+        except SparkpipesError as e:
+            raise e.with_context(pipeline=spec.name) from None
 
     def spec(self, name: str) -> PipelineSpec:
         rec = self.rt.catalog.pipeline(name)

@@ -5,6 +5,8 @@ Spark executor, a failed commit) is retried with exponential backoff (0.25 s dou
 most 10 s) up to the pipeline's ``max_retries``, re-assembling the pipeline each time; a
 terminal error (a record that does not decode, an offset out of range, bad options, a
 bug) or the last failed retry puts the pipeline into ``Error`` with the error recorded.
+While retries are pending the pipeline stays ``Running`` and its last error says what is
+being retried (``status`` shows it); a batch that then succeeds clears it.
 
 The scheduler thread runs the batches of every ``Running`` pipeline, each pipeline every
 ``batch_interval_ms`` when idle and at once while it has data. A batch holds only its own
@@ -23,7 +25,7 @@ from sparkpipes.catalog import BatchState, PipelineState
 from sparkpipes.engine import variables
 from sparkpipes.engine.batch import BatchResult
 from sparkpipes.engine.runtime import Runtime
-from sparkpipes.errors import InternalError, SparkpipesError
+from sparkpipes.errors import CatalogError, InternalError, SparkpipesError
 
 log = logging.getLogger("sparkpipes.engine")
 
@@ -64,12 +66,11 @@ class Scheduler:
                     if e.transient and attempt <= max_retries:
                         delay = backoff(attempt)
                         log.warning("%s; retry %d/%d in %.1fs", e, attempt, max_retries, delay)
+                        self._note(name, last_error=f"{e} (retry {attempt}/{max_retries})")
                         self.rt.forget(name)
                         time.sleep(delay)
                         continue
-                    self.rt.catalog.update_pipeline(
-                        name, state=PipelineState.ERROR, last_error=str(e)
-                    )
+                    self._note(name, state=PipelineState.ERROR, last_error=str(e))
                     raise
                 break
         rec = self.rt.catalog.pipeline(name)
@@ -85,6 +86,14 @@ class Scheduler:
                 result.seconds,
             )
         return result
+
+    def _note(self, name: str, **values: object) -> None:
+        """Best effort: a catalog that cannot take the update (its disk is full too) must
+        not hide the batch's own error, nor stop its retries."""
+        try:
+            self.rt.catalog.update_pipeline(name, **values)
+        except CatalogError as e:
+            log.warning("could not record pipeline %s's state: %s", name, e)
 
     def run_batches(
         self,

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping
 
 DEFAULTS = {
     "spark.ui.enabled": "false",
@@ -34,7 +36,13 @@ def build_session(master: str | None = None, conf: Mapping[str, str] | None = No
     quiet = {"spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{log4j}"}
     for k, v in {**DEFAULTS, **quiet, **(conf or {})}.items():
         builder = builder.config(k, v)
-    session = builder.getOrCreate()
+    from pyspark import SparkContext
+
+    if SparkContext._active_spark_context is None:
+        with _jvm_stderr_filtered():
+            session = builder.getOrCreate()
+    else:
+        session = builder.getOrCreate()
     _quiet_query_context_loggers()
     session.sparkContext.setLogLevel(os.environ.get("SPARKPIPES_SPARK_LOG_LEVEL", "ERROR"))
     return session
@@ -102,3 +110,45 @@ def _quiet_query_context_loggers() -> None:
 
     for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
         PySparkLogger.getLogger(name).disabled = True
+
+
+#: lines the JVM prints at start that tell a sparkpipes user nothing they can act on
+JVM_NOISE = (b"WARNING: Using incubator modules",)
+
+
+@contextlib.contextmanager
+def _jvm_stderr_filtered() -> Iterator[None]:
+    """Start the JVM with its stderr through a filter that drops ``JVM_NOISE``.
+
+    Spark's launcher adds ``--add-modules jdk.incubator.vector``, and the JVM then prints a
+    warning no option turns off. The JVM inherits file descriptor 2 when PySpark starts
+    it, so for that moment fd 2 is a pipe; a daemon thread copies every other line to
+    the real stderr for the JVM's whole life (its log4j errors, the Python workers'
+    stderr). Nothing changes when fd 2 is not open or a pipe cannot be made.
+    """
+    try:
+        real = os.dup(2)
+        read, write = os.pipe()
+    except OSError:
+        yield
+        return
+    threading.Thread(
+        target=_copy_lines, args=(read, real), name="sparkpipes-jvm-stderr", daemon=True
+    ).start()
+    os.dup2(write, 2)
+    os.close(write)
+    try:
+        yield
+    finally:
+        os.dup2(real, 2)
+
+
+def _copy_lines(read: int, out: int) -> None:
+    with open(read, "rb", buffering=0) as src:
+        for line in iter(src.readline, b""):
+            if line.startswith(JVM_NOISE):
+                continue
+            try:
+                os.write(out, line)
+            except OSError:
+                return

@@ -7,18 +7,21 @@ table are re-assembled when its columns change.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import os
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
 
 from sparkpipes.catalog import TableRecord
-from sparkpipes.config import check_name
+from sparkpipes.config import PipelineSpec, check_name
+from sparkpipes.engine.assembly import PROVENANCE, load_schema, validate
 from sparkpipes.engine.runtime import Runtime
 from sparkpipes.engine.schema import to_arrow, to_spark
-from sparkpipes.engine.transform import Transform, apply
+from sparkpipes.engine.transform import REJECT_COLUMN, Transform, apply, checked_cast
 from sparkpipes.errors import ConfigError, NotFoundError, PipelineStateError
 from sparkpipes.sinks import DeltaSink
 from sparkpipes.sinks.delta import write_frame
@@ -128,6 +131,250 @@ class Tables:
                 with self.rt.lock(p.name):
                     self.rt.forget(p.name)
 
+    def drop_column(self, table: str, column: str) -> None:
+        """``ALTER TABLE … DROP COLUMN``: the table's current rows rewritten without the
+        column in one Delta commit that keeps the log, and with it every pipeline's
+        committed offsets (see :meth:`_rewrite`). A computed column can be dropped.
+
+        Refused, naming what is in the way: the table's only column, a column of a key,
+        one another computed column uses, and one a pipeline into the table loads (field
+        mapping, SET, CSV fields by position) or needs (WHERE, SET expressions)."""
+        rec = self.rt.catalog.table(table)
+        self._column_of(rec, column)
+        refuse = f"cannot drop column '{column}' of table '{table}'"
+        if len(rec.schema) == 1:
+            raise ConfigError(f"{refuse}: it is the table's only column")
+        for key in rec.options.get("keys", []):
+            if column in key.get("columns", ()):
+                raise ConfigError(f"{refuse}: it is in {_key_text(key)}")
+        for name, spec in self._loaders(table):
+            if column in {m.column for m in spec.format.mapping}:
+                how = "in its field mapping"
+            elif column in {c for c, _ in spec.transform.assignments}:
+                how = "in its SET"
+            elif spec.format.kind == "csv" and not spec.format.mapping:
+                if column not in load_schema(spec, rec).names:
+                    continue
+                how = "by position: CSV without a column list"
+            else:
+                continue
+            raise ConfigError(
+                f"{refuse}: pipeline '{name}' loads it ({how}); replace or drop the pipeline first"
+            )
+        options = dict(rec.options)
+        for name in ("computed", "declared"):
+            options[name] = {c: v for c, v in options.get(name, {}).items() if c != column}
+        options["not_null"] = [c for c in options.get("not_null", []) if c != column]
+        schema = pa.schema([f for f in rec.schema if f.name != column])
+        after = dataclasses.replace(rec, schema=schema, options=options)
+        self._check_users(rec, after, refuse, dropped=True)
+        self._rewrite(rec, after, lambda df: df.drop(column), f"DROP COLUMN {column}")
+
+    def modify_column(
+        self,
+        table: str,
+        column: str,
+        type_ddl: str,
+        *,
+        declared: str | None = None,
+        not_null: bool = False,
+    ) -> None:
+        """``ALTER TABLE … MODIFY COLUMN``: a column's new type (Spark DDL), declared
+        (SingleStore) type and nullability, as in SingleStore the whole definition:
+        without ``not_null`` the column takes NULLs again (a primary-key column never does).
+
+        The current rows are converted in one Delta commit that keeps the log and every
+        pipeline's committed offsets (see :meth:`_rewrite`); if the type does not change,
+        only the catalog does. A value the new type cannot hold, or a NULL under NOT NULL,
+        fails the statement naming the column and the value, and nothing changes; so does
+        a computed column or a pipeline's SET / WHERE that would no longer resolve. A
+        computed column's type and expression cannot be modified (drop it, add it again).
+        """
+        rec = self.rt.catalog.table(table)
+        old = self._column_of(rec, column)
+        refuse = f"cannot modify column '{column}' of table '{table}'"
+        if column in rec.computed:
+            raise ConfigError(
+                f"{refuse}: it is a computed column, whose type and expression cannot be "
+                "modified; drop it and add it again"
+            )
+        self.rt.spark  # noqa: B018 - DDL parsing needs a session
+        field = to_arrow(f"`{column}` {type_ddl}")[0].field(0)
+        primary = {
+            c
+            for k in rec.options.get("keys", [])
+            if k.get("kind") == "PRIMARY"
+            for c in k.get("columns", ())
+        }
+        not_null = not_null or column in primary
+        options = dict(rec.options)
+        declared_types = {c: v for c, v in options.get("declared", {}).items() if c != column}
+        options["declared"] = {**declared_types, column: declared} if declared else declared_types
+        nn = [c for c in options.get("not_null", []) if c != column]
+        options["not_null"] = [*nn, column] if not_null else nn
+        schema = pa.schema([field if f.name == column else f for f in rec.schema])
+        after = dataclasses.replace(rec, schema=schema, options=options)
+        self._check_users(rec, after, refuse, dropped=False)
+
+        target = to_spark(pa.schema([field])).fields[0].dataType.simpleString()
+        quoted = _q(column)
+        value, reason = checked_cast(quoted, target, column)
+        if not_null:
+            lit = column.replace("\\", "\\\\").replace("'", "\\'")
+            reason = (
+                f"coalesce({reason}, CASE WHEN {quoted} IS NULL THEN 'column ''{lit}'' is NULL "
+                "in a row, so it cannot be NOT NULL' END)"
+            )
+
+        def check(rows) -> None:
+            bad = rows.selectExpr(f"{reason} AS r").where("r IS NOT NULL")
+            n, first = bad.selectExpr("count(*)", "first(r)").collect()[0]
+            if n:
+                more = f" (and {n - 1} more row{'s' * (n > 2)} like it)" if n > 1 else ""
+                raise ConfigError(f"{refuse}: {first}{more}")
+
+        def convert(rows):
+            return rows.selectExpr(
+                *(f"{value} AS {quoted}" if c == column else _q(c) for c in rows.columns)
+            )
+
+        same = old.type == field.type  # then no row changes: only the catalog does
+        self._rewrite(
+            rec,
+            after,
+            None if same else convert,
+            f"MODIFY COLUMN {column}",
+            check=None if same and not not_null else check,
+        )
+
+    def _column_of(self, rec: TableRecord, column: str) -> pa.Field:
+        if column not in rec.schema.names:
+            raise ConfigError(
+                f"table '{rec.name}' has no column '{column}' (columns: "
+                f"{', '.join(rec.schema.names)})"
+            )
+        return rec.schema.field(column)
+
+    def _loaders(self, table: str) -> list[tuple[str, PipelineSpec]]:
+        """The pipelines into ``table``, by name, with their definitions."""
+        return [
+            (p.name, PipelineSpec.from_json(p.definition))
+            for p in self.rt.catalog.pipelines()
+            if p.table == table
+        ]
+
+    def _check_users(
+        self, before: TableRecord, after: TableRecord, refuse: str, *, dropped: bool
+    ) -> None:
+        """What uses the table and works on ``before`` must work on ``after``: the other
+        computed columns' expressions, and each pipeline into it (its definition against
+        the table, its SET / WHERE on what it loads), resolved by Spark. Otherwise raise
+        ConfigError ``refuse: <who> …``; ``dropped``: the change drops a column, which
+        the failing part uses."""
+        for other, expr in after.computed.items():
+            t = Transform(computed=((other, expr),))
+            if self._unresolved(before.schema, t) is not None:
+                continue
+            why = self._unresolved(after.schema, t)
+            if why is not None:
+                uses = "uses it" if dropped else f"would fail: {why}"
+                raise ConfigError(f"{refuse}: computed column '{other}' {uses}")
+        for name, spec in self._loaders(before.name):
+            if self._breaks(spec, before) is not None:
+                continue
+            why = self._breaks(spec, after)
+            if why is not None:
+                if dropped and why.startswith("would fail in its SET / WHERE"):
+                    why = "uses it in its SET / WHERE"
+                raise ConfigError(
+                    f"{refuse}: pipeline '{name}' {why}; replace or drop the pipeline first"
+                )
+
+    def _breaks(self, spec: PipelineSpec, rec: TableRecord) -> str | None:
+        """Why pipeline ``spec`` cannot load into ``rec`` (to follow its name), or None."""
+        try:
+            validate(spec, rec)
+        except ConfigError as e:
+            return f"could not load the table any more: {e.message}"
+        if not spec.transform:
+            return None
+        load = load_schema(spec, rec)
+        extra = [
+            pa.field(c, pa.string() if i == 0 else pa.int64())
+            for i, c in enumerate(PROVENANCE)
+            if c not in load.names
+        ]
+        t = Transform(spec.transform.assignments, spec.transform.where)
+        why = self._unresolved(rec.schema, t, pa.schema([*load, *extra]))
+        return None if why is None else f"would fail in its SET / WHERE: {why}"
+
+    def _unresolved(
+        self, schema: pa.Schema, transform: Transform, load: pa.Schema | None = None
+    ) -> str | None:
+        """Why Spark cannot resolve ``transform`` from rows of ``load`` (default: the
+        table's own) to rows of ``schema``, or None."""
+        spark = self.rt.spark
+        empty = spark.createDataFrame([], to_spark(schema if load is None else load))
+        try:
+            apply(empty, transform, schema)
+        except ConfigError as e:
+            return e.message.split(": ", 1)[-1]
+        return None
+
+    def _rewrite(
+        self,
+        before: TableRecord,
+        after: TableRecord,
+        change: Callable[[Any], Any] | None,
+        operation: str,
+        *,
+        check: Callable[[Any], None] | None = None,
+    ) -> None:
+        """Make ``after`` the table, holding the lock of every pipeline into it (no batch
+        runs meanwhile): ``check`` the current rows (it raises to refuse), replace them by
+        ``change(rows)`` under the new schema, record ``after`` in the catalog and have
+        the pipelines re-assembled for their next batch.
+
+        The rows are replaced by one Delta commit, an overwrite that adds the new files
+        and removes the old ones. The log stays, and in it the app transactions and the
+        commit info holding each pipeline's offsets (``DeltaSink.committed``): a pipeline
+        resumes where it was, loading nothing twice. The commit is refused if anything
+        else committed to the table since its rows were read (an INSERT of another
+        session, a pipeline run by another process), rather than drop those rows."""
+        from deltalake import DeltaTable
+
+        users = [p.name for p in self.rt.catalog.pipelines() if p.table == before.name]
+        with contextlib.ExitStack() as held:
+            for name in users:
+                held.enter_context(self.rt.lock(name))
+            snapshot = DeltaTable(before.location)
+            spark_schema = to_spark(before.schema)
+            files = snapshot.file_uris()
+            if files:
+                rows = self.rt.spark.read.schema(spark_schema).parquet(*files)
+            else:
+                rows = self.rt.spark.createDataFrame([], spark_schema)
+            if check is not None:
+                check(rows)
+            if change is not None:
+                sink = DeltaSink(before.location, after.schema, before.name)
+                added = write_frame(change(rows), sink.table_writer(), "part-alter", before.name)
+                try:
+                    sink.replace_all(added, operation=operation, version=snapshot.version())
+                except Exception:  # the new files stay unreferenced: remove them
+                    for f in added:
+                        with contextlib.suppress(OSError):
+                            os.remove(os.path.join(before.location, f.path))
+                    raise
+            self.rt.catalog.update_table(
+                before.name,
+                schema=after.schema,
+                ddl=to_arrow(after.schema)[1],
+                options=after.options,
+            )
+            for name in users:
+                self.rt.forget(name)
+
     def _check_computed(self, table: str, schema: pa.Schema, column: str, expr: str) -> None:
         """A computed column's expression must resolve now, not fail every later load."""
         empty = self.rt.spark.createDataFrame([], to_spark(schema))
@@ -154,19 +401,20 @@ class Tables:
         one Delta commit. Returns the number of rows written."""
         rec = self.rt.catalog.table(table)
         sink = self.sink(rec)
-        out = apply(df, Transform(computed=tuple(rec.computed.items())), rec.schema)
-        if rec.not_null:
-            from pyspark.sql import functions as F
+        from pyspark.sql import functions as F
 
-            cond = F.lit(False)
-            for c in rec.not_null:
-                cond = cond | F.col(f"`{c}`").isNull()
-            bad = out.where(cond).limit(1).collect()
-            if bad:
+        checked = apply(df, Transform(computed=tuple(rec.computed.items())), rec.schema, check=True)
+        cond = F.col(REJECT_COLUMN).isNotNull()
+        for c in rec.not_null:
+            cond = cond | F.col(f"`{c}`").isNull()
+        bad = checked.where(cond).limit(1).collect()
+        if bad:
+            reason = bad[0][REJECT_COLUMN]
+            if reason is None:
                 null = [c for c in rec.not_null if bad[0][c] is None]
-                raise ConfigError(
-                    f"column '{null[0]}' of table '{table}' is NOT NULL; the row has no value"
-                )
+                reason = f"column '{null[0]}' is NOT NULL; the row has no value"
+            raise ConfigError(f"cannot insert into table '{table}': {reason}")
+        out = checked.drop(REJECT_COLUMN)
         files = write_frame(out, sink.table_writer(), "part-insert", rec.name)
         if files:
             sink.commit_files(files, operation="INSERT")
@@ -192,3 +440,16 @@ class Tables:
         for t in self.names():
             self.frame(t).createOrReplaceTempView(t)
         return self.rt.spark.sql(query)
+
+
+def _q(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _key_text(key: Mapping[str, Any]) -> str:
+    """A key of a table's options as a message names it: ``the SHARD KEY``, ``KEY 'ix'``."""
+    kind = key.get("kind", "KEY")
+    what = "KEY" if kind == "KEY" else f"{kind} KEY"
+    if key.get("name"):
+        return f"{what} '{key['name']}'"
+    return f"the {what}" if kind in ("PRIMARY", "SHARD", "SORT") else f"a {what}"

@@ -150,8 +150,11 @@ def _decode(spec: TaskSpec, fetched: Fetched, errors: list[ErrorRecord]) -> pa.T
     for bad in decoded.errors:
         _reject(spec, fetched, bad.index, bad.reason, errors)
     table, kept = decoded.table, decoded.kept
-    if spec.output_schema is not None and table.schema != spec.output_schema:
-        table = conform(table, spec.output_schema)
+    want = spec.output_schema
+    if want is not None and spec.provenance:  # those two are appended below
+        want = pa.schema([f for f in want if f.name not in (PARTITION_COLUMN, OFFSET_COLUMN)])
+    if want is not None and table.schema != want:
+        table = conform(table, want)
     if spec.not_null:
         table, kept = _not_null(spec, fetched, table, kept, errors)
     if spec.provenance:

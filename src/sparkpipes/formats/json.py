@@ -105,9 +105,10 @@ class JsonDecoder(Decoder):
     def _parse_one(self, raw: bytes) -> dict[str, Any]:
         try:
             rec = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            msg = getattr(e, "msg", str(e))
-            raise ValueError(f"invalid JSON: {msg}") from None
+        except json.JSONDecodeError as e:  # its text says where: "…: line 1 column 7 (char 6)"
+            raise ValueError(f"invalid JSON: {e}") from None
+        except UnicodeDecodeError as e:
+            raise ValueError(f"invalid JSON: not UTF-8 at byte {e.start}") from None
         if not isinstance(rec, dict):
             raise ValueError(f"expected a JSON object, got {type(rec).__name__}")
         out = {}

@@ -122,5 +122,12 @@ class Sink(abc.ABC):
     def discard(self) -> None:  # noqa: B027 - optional hook
         """Remove what attempts that never committed left in a scratch area."""
 
+    def abort(self, staged: Sequence[Staged]) -> None:  # noqa: B027 - optional hook
+        """Remove the data behind ``staged``, handles of an attempt that will never be
+        committed (its batch failed before the commit, or the commit failed and the
+        destination does not hold the batch), so that failed attempts do not pile up
+        where space may be what made them fail. Called only with handles this sink's
+        writers or :meth:`finish` returned; failures to remove are the caller's to log."""
+
     def close(self) -> None:  # noqa: B027 - optional hook
         pass

@@ -26,8 +26,10 @@ Parts, along the sink SPI (``sparkpipes.sinks.base``):
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import re
 import shutil
 import time
 import uuid
@@ -39,7 +41,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from sparkpipes.errors import SchemaMismatchError, SinkError
+from sparkpipes.errors import SchemaMismatchError, SinkError, SparkpipesError, StorageFullError
 from sparkpipes.sinks.base import (
     BatchCommit,
     Committed,
@@ -94,6 +96,24 @@ def _local_path(uri: str) -> str:
     return uri[len("file://") :] if uri.startswith("file://") else uri
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_NO_ROOM = (errno.ENOSPC, errno.EDQUOT)
+
+
+def _write_error(what: str, where: str, e: BaseException) -> SinkError:
+    """``e`` as the error of the write ``what`` (``"cannot …"``, ``"… failed"``): no space
+    or quota left is a :class:`StorageFullError` naming ``where``; anything else a
+    :class:`SinkError` with the cause on one line (delta-rs chains causes on coloured
+    lines)."""
+    text = ": ".join(
+        line for raw in str(e).splitlines() if (line := _ANSI.sub("", raw).strip(" \u21b3"))
+    )
+    for code in _NO_ROOM:
+        if getattr(e, "errno", None) == code or os.strerror(code) in text:
+            return StorageFullError(f"{what}: {os.strerror(code)} ({where})")
+    return SinkError(f"{what}: {text or type(e).__name__}")
+
+
 def _stats(table: pa.Table) -> str:
     mins, maxs, nulls = {}, {}, {}
     for name, col in zip(table.column_names, table.columns):
@@ -142,16 +162,34 @@ class ParquetWriter(SinkWriter):
                     f"decoded data does not fit table '{self.table_name}': {e}"
                 ) from None
         rel = f"{name}-{uuid.uuid4().hex}.snappy.parquet"
+        path = f"{self.root.rstrip('/')}/{rel}"
         try:
             filesystem, root = self._filesystem()
             path = f"{root.rstrip('/')}/{rel}"
             filesystem.create_dir(root, recursive=True)
             pq.write_table(table, path, compression="snappy", filesystem=filesystem)
             info = filesystem.get_file_info(path)
-        except OSError as e:
-            raise SinkError(f"cannot write a data file of table '{self.table_name}': {e}") from None
+        except OSError as e:  # a partly written local file is removed by write_table
+            what = f"cannot write a data file of table '{self.table_name}'"
+            raise _write_error(what, path, e) from None
         mtime = int(info.mtime_ns // 1_000_000) if info.mtime_ns else int(time.time() * 1000)
         return AddFile(rel, info.size, mtime, table.num_rows, _stats(table))
+
+    def remove(self, files: Sequence[AddFile] = (), *, prefix: str | None = None) -> None:
+        """Delete files this writer wrote that will never be committed: ``files`` and, with
+        ``prefix``, every file whose name starts with it (what the tasks of a failed job
+        wrote without reporting back). Missing ones are skipped."""
+        from pyarrow import fs
+
+        filesystem, root = self._filesystem()
+        root = root.rstrip("/")
+        paths = [f"{root}/{f.path}" for f in files]
+        if prefix is not None:
+            listed = filesystem.get_file_info(fs.FileSelector(root, allow_not_found=True))
+            paths += [i.path for i in listed if i.base_name.startswith(prefix)]
+        for info in filesystem.get_file_info(paths):
+            if info.type != fs.FileType.NotFound:
+                filesystem.delete_file(info.path)
 
 
 class DeltaSink(Sink):
@@ -304,12 +342,45 @@ class DeltaSink(Sink):
         if self.scratch is not None:
             shutil.rmtree(_local_path(self.scratch), ignore_errors=True)
 
+    def abort(self, staged: Sequence[Staged]) -> None:
+        """Delete the data files of a failed attempt: the table's own (appends) and the
+        staged ones (scratch). Names are unique per attempt, so a file is looked for under
+        each root without any risk of hitting another one."""
+        files = [f for f in staged if isinstance(f, AddFile)]
+        self.table_writer().remove(files)
+        if self.stages:
+            self.writer().remove(files)
+
     def commit_files(self, files: Sequence[AddFile], *, operation: str = "WRITE") -> None:
         """Append files in one commit, without an app transaction (``INSERT``)."""
         from deltalake import CommitProperties
 
         props = CommitProperties(custom_metadata={"sparkpipes.op": operation})
         self._add(self._table(), files, props, "commit to")
+
+    def replace_all(
+        self, files: Sequence[AddFile], *, operation: str, version: int | None = None
+    ) -> None:
+        """Make ``files`` the table's only data, under this sink's schema, in one commit
+        (``ALTER TABLE``). The log, and with it every app transaction, stays. With
+        ``version`` (the one ``files`` were made from), refused with a SinkError if the
+        table has moved on since: the overwrite would drop what was committed meanwhile."""
+        from deltalake import CommitProperties
+        from deltalake.transaction import AddAction
+
+        props = CommitProperties(custom_metadata={"sparkpipes.op": operation})
+        actions = [AddAction(f.path, f.size, {}, f.modification_time, True, f.stats) for f in files]
+        dt = self._table()
+        if version is not None and dt.version() != version:
+            raise SinkError(
+                f"Delta table '{self.name}' changed (version {version} to {dt.version()}) "
+                "while being rewritten; nothing was changed, try again"
+            )
+        try:
+            dt.create_write_transaction(actions, "overwrite", self.schema, commit_properties=props)
+        except Exception as e:  # delta-rs raises its own and Rust panics; keep the message
+            what = f"rewriting Delta table '{self.name}' failed"
+            raise _write_error(what, self._log_dir(), e) from None
 
     # -- internals ------------------------------------------------------------------------
     def _add(self, dt, files: Sequence[Staged], props, what: str) -> None:
@@ -319,7 +390,11 @@ class DeltaSink(Sink):
         try:
             dt.create_write_transaction(actions, "append", self.schema, commit_properties=props)
         except Exception as e:  # delta-rs raises its own and Rust panics; keep the message
-            raise SinkError(f"{what} Delta table '{self.name}' failed: {e}") from None
+            failed = f"{what} Delta table '{self.name}' failed"
+            raise _write_error(failed, self._log_dir(), e) from None
+
+    def _log_dir(self) -> str:
+        return f"{_local_path(self.uri).rstrip('/')}/_delta_log"
 
     def _staged_frame(self, staged: Sequence[Staged]):
         """The staged files as one DataFrame, with ``__sp_seq`` ordering its rows by file
@@ -375,12 +450,15 @@ class DeltaSink(Sink):
         except Exception as e:  # delta-rs raises its own and Rust panics; keep the message
             if failed:
                 raise failed[0] from None
-            raise SinkError(f"upsert into Delta table '{self.name}' failed: {e}") from None
+            what = f"upsert into Delta table '{self.name}' failed"
+            raise _write_error(what, _local_path(self.uri), e) from None
 
 
 def write_frame(df, writer: ParquetWriter, prefix: str, table: str) -> list[AddFile]:
     """Write a DataFrame's rows with ``writer`` from the executors (one file per Spark
-    partition with rows); return the add-actions, uncommitted."""
+    partition with rows); return the add-actions, uncommitted. If the job fails, the
+    files its tasks wrote (named with a prefix unique to this call) are removed."""
+    prefix = f"{prefix}{uuid.uuid4().hex[:8]}"
 
     def write(batches: Iterator[pa.RecordBatch]):
         tables = [pa.Table.from_batches([b]) for b in batches if b.num_rows]
@@ -389,7 +467,14 @@ def write_frame(df, writer: ParquetWriter, prefix: str, table: str) -> list[AddF
         f = writer.write(pa.concat_tables(tables), prefix)
         yield pa.RecordBatch.from_pylist([f.to_dict()])
 
-    rows = _spark_call(lambda: df.mapInArrow(write, ADD_FILE_SCHEMA).collect(), table)
+    try:
+        rows = _spark_call(lambda: df.mapInArrow(write, ADD_FILE_SCHEMA).collect(), table)
+    except SparkpipesError:
+        try:
+            writer.remove(prefix=prefix)
+        except OSError:
+            pass  # left behind, unreferenced: harmless but for the space
+        raise
     return [AddFile(**r.asDict()) for r in rows]
 
 
@@ -413,9 +498,15 @@ def stream_frame(df, schema: pa.Schema, table: str) -> Iterator[pa.RecordBatch]:
         yield from pa.ipc.open_stream(row["ipc"])
 
 
+#: the last line of the trace of one of our errors raised in a Spark task
+_OURS = re.compile(r"sparkpipes(?:\.\w+)*\.(\w+Error): (?:\[SP\d+\] )?(.*)")
+
+
 def _spark_call(fn: Callable[[], Any], table: str) -> Any:
-    """Run a Spark action; a failure in it (a bad value for a column, a SQL error in
-    ingest-time SQL) becomes a SchemaMismatchError naming the table."""
+    """Run a Spark action; one of our errors raised in its tasks (a full disk while
+    writing a data file) comes back as itself, any other failure in it (a bad value for
+    a column, a SQL error in ingest-time SQL) becomes a SchemaMismatchError naming the
+    table."""
     try:
         return fn()
     except SinkError:
@@ -423,6 +514,9 @@ def _spark_call(fn: Callable[[], Any], table: str) -> Any:
     except Exception as e:
         text = str(e)
         for line in text.splitlines():
+            ours = _OURS.fullmatch(line.strip())
+            if ours and ours[1] != "SparkpipesError":
+                raise SparkpipesError.from_dict({"type": ours[1], "message": ours[2]}) from None
             if "SparkpipesError" in line or "SchemaMismatchError" in line:
                 raise SchemaMismatchError(line.split(":", 1)[-1].strip()) from None
         first = text.strip().splitlines()[0] if text.strip() else type(e).__name__

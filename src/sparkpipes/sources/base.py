@@ -148,8 +148,20 @@ class Source(abc.ABC):
     lists_files: ClassVar[bool] = False
 
     @abc.abstractmethod
-    def metadata(self, timeout_s: float = 10.0) -> MetadataProvider:
-        """A provider whose source calls give up after ``timeout_s``."""
+    def metadata(self, timeout_s: float | None = None) -> MetadataProvider:
+        """A provider whose source calls give up after ``timeout_s`` (None: the source's
+        own connect timeout)."""
+
+    def check(self) -> str:
+        """Ask the source whether a batch could read it (``CREATE PIPELINE`` does, unless
+        ``SKIP SOURCE CHECK``): what it found, in words, or the error a batch would get
+        (unreachable, refused credentials, no such topic)."""
+        meta = self.metadata()
+        try:
+            n = len(meta.partitions())
+        finally:
+            meta.close()
+        return f"{self.label()} answered with {n} partition{'' if n == 1 else 's'}"
 
     @abc.abstractmethod
     def consumer(

@@ -83,7 +83,7 @@ class FileSource(Source):
                     raise SourceError(f"cannot reach {self.prefix}{self.pattern}: {e}") from None
         return self._fs
 
-    def metadata(self, timeout_s: float = 10.0) -> FileMetadata:
+    def metadata(self, timeout_s: float | None = None) -> FileMetadata:
         return FileMetadata(self)
 
     def consumer(

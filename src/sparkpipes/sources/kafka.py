@@ -19,9 +19,13 @@ opened at is not trusted (the empty fetch decides there) and a batch cannot stal
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import logging
+import re
+import threading
+import time
+from collections.abc import Callable, Mapping
 from operator import methodcaller
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -30,6 +34,7 @@ from sparkpipes.config import Secret
 from sparkpipes.errors import (
     ConfigError,
     OffsetOutOfRangeError,
+    SourceAuthError,
     SourceError,
     SourceUnavailableError,
 )
@@ -53,6 +58,7 @@ ALLOWED_CONFIG = {
     "queued.max.messages.kbytes",
     "fetch.queue.backoff.ms",
     "socket.timeout.ms",
+    "socket.connection.setup.timeout.ms",
     "socket.keepalive.enable",
     "metadata.max.age.ms",
     "check.crcs",
@@ -79,6 +85,14 @@ _ERR_PARTITION_EOF = -191
 _ERR_AUTO_OFFSET_RESET = -140
 _ERR_OFFSET_OUT_OF_RANGE = 1
 _TRANSPORT_ERRORS = {-195, -185, -187, -192}  # _TRANSPORT, _TIMED_OUT, _ALL_BROKERS_DOWN, _RESOLVE
+_ERR_ALL_BROKERS_DOWN = -187
+_ERR_AUTHENTICATION = -169
+_ERR_SSL = -181
+
+#: how long a client tries to reach the brokers before the batch fails (CONFIG
+#: ``socket.connection.setup.timeout.ms`` changes it, as it does librdkafka's own)
+CONNECT_TIMEOUT_MS = 10_000
+_STEP_S = 0.5
 
 
 def parse_location(location: str) -> tuple[str, str]:
@@ -132,6 +146,16 @@ class KafkaSource(Source):
         self.credentials = dict(credentials)
         if "bootstrap.servers" in self.config:
             self.servers = self.config.pop("bootstrap.servers")
+        connect = self.config.setdefault(
+            "socket.connection.setup.timeout.ms", str(CONNECT_TIMEOUT_MS)
+        )
+        if not connect.isdigit() or not 1000 <= int(connect) <= 2_147_483_647:
+            raise ConfigError(
+                "socket.connection.setup.timeout.ms must be a whole number of milliseconds "
+                f">= 1000, got '{connect}'"
+            )
+        #: how long a client tries to reach the brokers before its call fails
+        self.connect_timeout_s = int(connect) / 1000
 
     def client_config(self) -> dict[str, str]:
         conf = {
@@ -144,8 +168,22 @@ class KafkaSource(Source):
         conf.update({k: v.reveal() for k, v in self.credentials.items()})
         return conf
 
-    def metadata(self, timeout_s: float = 10.0) -> KafkaMetadata:
-        return KafkaMetadata(self, timeout_s)
+    def user(self) -> str | None:
+        secret = self.credentials.get("sasl.username")
+        return secret.reveal() if secret is not None else self.config.get("sasl.username")
+
+    def mechanism(self) -> str:
+        return self.config.get("sasl.mechanism") or self.config.get("sasl.mechanisms") or "GSSAPI"
+
+    def redact(self, text: str) -> str:
+        """``text`` with every credential but the user name masked."""
+        for key, secret in self.credentials.items():
+            if key != "sasl.username" and secret.reveal():
+                text = text.replace(secret.reveal(), "<redacted>")
+        return text
+
+    def metadata(self, timeout_s: float | None = None) -> KafkaMetadata:
+        return KafkaMetadata(self, self.connect_timeout_s if timeout_s is None else timeout_s)
 
     def consumer(
         self, partition: str, *, out_of_range: str = "fail", pipeline: str | None = None
@@ -162,6 +200,9 @@ class KafkaSource(Source):
 
     def label(self) -> str:
         return f"topic '{self.topic}'"
+
+    def check(self) -> str:
+        return f"{super().check()} at {self.servers}"
 
     def partition_key(self, partition: str) -> Mapping[str, Any]:
         return {"topic": self.topic, "partition": int(partition)}
@@ -180,12 +221,125 @@ PARTITION_CONSUMER_DEFAULTS = {
 }
 
 
+_log = logging.getLogger("sparkpipes.kafka")
+_T = TypeVar("_T")
+
+
+class ClientLog:
+    """librdkafka's log lines, routed into Python logging (``sparkpipes.kafka``) instead
+    of its own stderr printer. A client retrying a dead broker logs the same line
+    many times a second; each distinct line (its numbers ignored) is let through once
+    per ``every_s`` in a process, with how many were held back."""
+
+    _lock = threading.Lock()
+    _last: dict[str, list[float]] = {}  # line shape -> [time let through, held back]
+
+    def __init__(self, every_s: float = 30.0) -> None:
+        self.every_s = every_s
+
+    def log(self, level: int, fmt: str, *args: Any) -> None:
+        text = _clean(str(fmt % args if args else fmt).rpartition("]: ")[2])
+        key = re.sub(r"\d+", "#", text)
+        now = time.monotonic()
+        with self._lock:
+            seen = self._last.get(key)
+            if seen is not None and now - seen[0] < self.every_s:
+                seen[1] += 1
+                return
+            held = int(seen[1]) if seen else 0
+            self._last[key] = [now, 0]
+        more = f" ({held} similar lines held back)" if held else ""
+        _log.log(level, "Kafka client: %s%s", text, more)
+
+
+def _clean(text: str) -> str:
+    """A librdkafka message without its broker-handle prefix and state-machine suffix."""
+    text = re.sub(r"^\S*/(?:bootstrap|\d+): ", "", text)
+    return re.sub(
+        r" \(after \d+ms in state \w+(?:, \d+ identical error\(s\) suppressed)?\)$", "", text
+    )
+
+
+class _Watch:
+    """The client-wide errors librdkafka reports through ``error_cb`` (served by
+    ``poll``/``consume``), kept so a caller can fail at once on a refused login or a
+    broker nobody answers at, instead of waiting out its own timeout."""
+
+    def __init__(self, source: KafkaSource) -> None:
+        self.source = source
+        self.auth: str | None = None
+        self.tls: str | None = None
+        self.down = False
+        self.detail: str | None = None
+
+    def __call__(self, err: Any) -> None:
+        code, text = err.code(), _clean(err.str())
+        if code == _ERR_AUTHENTICATION:
+            self.auth = text
+        elif code == _ERR_SSL:
+            self.tls = text
+        elif code == _ERR_ALL_BROKERS_DOWN:
+            self.down = True
+        elif code in _TRANSPORT_ERRORS or err.retriable():
+            self.detail = text
+
+    def check(self, **where: Any) -> None:
+        """Raise what the client has seen that no retry inside this batch will cure."""
+        src = self.source
+        if self.auth is not None:
+            raise SourceAuthError(
+                f"Kafka at {src.servers} refused authentication of user "
+                f"'{src.user() or '(none)'}' with SASL {src.mechanism()}: {src.redact(self.auth)}",
+                **where,
+            )
+        if self.tls is not None:
+            raise SourceError(
+                f"TLS with Kafka at {src.servers} failed: {src.redact(self.tls)}", **where
+            )
+        if self.down:
+            raise SourceUnavailableError(
+                f"cannot reach Kafka at {src.servers}: "
+                f"{src.redact(self.detail or 'all brokers are down')}",
+                **where,
+            )
+
+
+def _await(
+    source: KafkaSource,
+    client: Any,
+    watch: _Watch,
+    call: Callable[[float], _T],
+    timeout_s: float,
+    **where: Any,
+) -> _T:
+    """``call(step_timeout)`` until it answers, the client reports a refusal or dead
+    brokers (raised at once), or ``timeout_s`` passes (raised as unreachable). Only for
+    a client with nothing assigned: ``poll`` would otherwise consume records."""
+    from confluent_kafka import KafkaException
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return call(max(0.05, min(_STEP_S, deadline - time.monotonic())))
+        except KafkaException as e:
+            last = _clean(e.args[0].str())
+        client.poll(0)
+        watch.check(**where)
+        if time.monotonic() >= deadline:
+            raise SourceUnavailableError(
+                f"cannot reach Kafka at {source.servers} within {timeout_s:g} s "
+                f"(socket.connection.setup.timeout.ms): {source.redact(watch.detail or last)}",
+                **where,
+            )
+
+
 def _new_consumer(
     source: KafkaSource, defaults: Mapping[str, str] | None = None, *, eof: bool = False
-):
+) -> tuple[Any, _Watch]:
     from confluent_kafka import Consumer
 
-    conf = dict(defaults or {})
+    watch = _Watch(source)
+    conf: dict[str, Any] = dict(defaults or {})
     conf.update(source.client_config())
     conf.update(
         {
@@ -195,39 +349,41 @@ def _new_consumer(
             "enable.partition.eof": "true" if eof else "false",
             "auto.offset.reset": "error",
             "socket.nagle.disable": "true",
+            "error_cb": watch,
+            "logger": ClientLog(),
         }
     )
     try:
-        return Consumer(conf)
+        return Consumer(conf), watch
     except Exception as e:  # librdkafka rejects a value (not the key: that was checked)
-        msg = str(e)
-        for secret in source.credentials.values():
-            msg = msg.replace(secret.reveal(), "<redacted>")
-        raise ConfigError(f"Kafka client rejected the configuration: {msg}") from None
+        raise ConfigError(
+            f"Kafka client rejected the configuration: {source.redact(str(e))}"
+        ) from None
 
 
 class KafkaMetadata(MetadataProvider):
     """Partitions and watermarks of one topic, through a short-lived client."""
 
-    def __init__(self, source: KafkaSource, timeout_s: float = 10.0) -> None:
+    def __init__(self, source: KafkaSource, timeout_s: float) -> None:
         self.source = source
         self.timeout_s = timeout_s
         self._consumer = None
+        self._watch: _Watch | None = None
 
     def _client(self):
         if self._consumer is None:
-            self._consumer = _new_consumer(self.source)
+            self._consumer, self._watch = _new_consumer(self.source)
         return self._consumer
 
-    def partitions(self) -> list[str]:
-        from confluent_kafka import KafkaException
+    def _ask(self, call: Callable[[Any, float], _T], **where: Any) -> _T:
+        client = self._client()
+        assert self._watch is not None
+        return _await(
+            self.source, client, self._watch, lambda t: call(client, t), self.timeout_s, **where
+        )
 
-        try:
-            md = self._client().list_topics(timeout=self.timeout_s)
-        except KafkaException as e:
-            raise SourceUnavailableError(
-                f"cannot reach Kafka at {self.source.servers}: {e.args[0].str()}"
-            ) from None
+    def partitions(self) -> list[str]:
+        md = self._ask(lambda c, t: c.list_topics(timeout=t))
         topic = md.topics.get(self.source.topic)
         if topic is None:
             raise SourceError(
@@ -238,18 +394,10 @@ class KafkaMetadata(MetadataProvider):
         return [str(p) for p in sorted(topic.partitions)]
 
     def _watermarks(self, partition: str) -> tuple[int, int]:
-        from confluent_kafka import KafkaException, TopicPartition
+        from confluent_kafka import TopicPartition
 
-        try:
-            return self._client().get_watermark_offsets(
-                TopicPartition(self.source.topic, int(partition)), timeout=self.timeout_s
-            )
-        except KafkaException as e:
-            raise SourceUnavailableError(
-                f"cannot read offsets of {self.source.topic}[{partition}] at "
-                f"{self.source.servers}: {e.args[0].str()}",
-                partition=partition,
-            ) from None
+        tp = TopicPartition(self.source.topic, int(partition))
+        return self._ask(lambda c, t: c.get_watermark_offsets(tp, timeout=t), partition=partition)
 
     def earliest(self, partition: str) -> int:
         return self._watermarks(partition)[0]
@@ -265,7 +413,7 @@ class KafkaMetadata(MetadataProvider):
         low, high = self._watermarks(partition)
         if high <= low:
             return high
-        probe = _new_consumer(self.source)
+        probe, _ = _new_consumer(self.source)
         try:
             probe.assign([TopicPartition(self.source.topic, int(partition), high - 1)])
             end, wait = high, 2.0
@@ -279,9 +427,8 @@ class KafkaMetadata(MetadataProvider):
     def offset_for_timestamp(self, partition: str, ts_ms: int) -> int:
         from confluent_kafka import TopicPartition
 
-        (tp,) = self._client().offsets_for_times(
-            [TopicPartition(self.source.topic, int(partition), ts_ms)], timeout=self.timeout_s
-        )
+        want = [TopicPartition(self.source.topic, int(partition), ts_ms)]
+        (tp,) = self._ask(lambda c, t: c.offsets_for_times(want, timeout=t), partition=partition)
         return tp.offset if tp.offset >= 0 else self.end(partition)
 
     def lag(self, partition: str, committed: Any, end: Any = None) -> int | None:
@@ -306,6 +453,7 @@ class KafkaPartitionConsumer(PartitionConsumer):
         self.out_of_range = out_of_range
         self.pipeline = pipeline
         self._consumer = None
+        self._watch: _Watch | None = None
         self._next: int | None = None
         self._start: int | None = None
 
@@ -313,17 +461,21 @@ class KafkaPartitionConsumer(PartitionConsumer):
         return kind(msg, pipeline=self.pipeline, partition=str(self.partition), offset=offset)
 
     def open(self, start: int) -> Gap | None:
-        from confluent_kafka import KafkaException, TopicPartition
+        from confluent_kafka import TopicPartition
 
-        self._consumer = _new_consumer(self.source, PARTITION_CONSUMER_DEFAULTS, eof=True)
+        self._consumer, self._watch = _new_consumer(
+            self.source, PARTITION_CONSUMER_DEFAULTS, eof=True
+        )
         tp = TopicPartition(self.source.topic, self.partition)
-        try:
-            low, high = self._consumer.get_watermark_offsets(tp, timeout=10)
-        except KafkaException as e:
-            raise self._err(
-                SourceUnavailableError,
-                f"cannot reach Kafka at {self.source.servers}: {e.args[0].str()}",
-            ) from None
+        low, high = _await(
+            self.source,
+            self._consumer,
+            self._watch,
+            lambda t: self._consumer.get_watermark_offsets(tp, timeout=t),
+            self.source.connect_timeout_s,
+            pipeline=self.pipeline,
+            partition=str(self.partition),
+        )
         gap = None
         if start < low or (start > high and not self._exists(start - 1, low)):
             what = (
@@ -345,7 +497,7 @@ class KafkaPartitionConsumer(PartitionConsumer):
 
         if offset < low:
             return False
-        probe = _new_consumer(self.source)
+        probe, _ = _new_consumer(self.source)
         try:
             probe.assign([TopicPartition(self.source.topic, self.partition, offset)])
             msgs = probe.consume(1, timeout=5.0)
@@ -368,7 +520,11 @@ class KafkaPartitionConsumer(PartitionConsumer):
             at_end = last.error() is not None and last.offset() != self._start
             msgs = [m for m in msgs if m.error() is None]
         if not msgs:
+            if self._watch is not None:  # an empty fetch is no end while the brokers are gone
+                self._watch.check(pipeline=self.pipeline, partition=str(self.partition))
             return Fetched(pa.array([], pa.binary()), pa.array([], pa.int64()), at_end=at_end)
+        if self._watch is not None:
+            self._watch.down = False
         values = pa.array(list(map(_VALUE, msgs)), pa.binary())
         first, last = msgs[0].offset(), msgs[-1].offset()
         if last - first + 1 == len(msgs):  # no gaps (no compaction, no transaction markers)

@@ -10,6 +10,8 @@ the line, column and offending token; no other exception escapes the parser.
 from sparkpipes.sql.ast import (
     AlterPipeline,
     AlterTableAddColumn,
+    AlterTableDropColumn,
+    AlterTableModifyColumn,
     Assignment,
     ColumnDef,
     CreateIndex,
@@ -53,6 +55,8 @@ from sparkpipes.sql.parser import parse, parse_one
 __all__ = [
     "AlterPipeline",
     "AlterTableAddColumn",
+    "AlterTableDropColumn",
+    "AlterTableModifyColumn",
     "Assignment",
     "ColumnDef",
     "CreateIndex",

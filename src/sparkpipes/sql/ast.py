@@ -266,6 +266,9 @@ class CreatePipeline(Statement):
     supports). ``config``/``credentials`` are the raw JSON text, always a JSON object;
     ``config_json``/``credentials_json`` parse it. ``target`` is None only for an
     INFERRED pipeline written without INTO. ``on_conflict`` is REPLACE or IGNORE.
+    ``check_source`` is False for ``SKIP SOURCE CHECK``: the statement then does not
+    ask the source whether it is reachable (a source that is not up yet); it is an
+    instruction to CREATE, not part of the stored definition.
     """
 
     name: str
@@ -291,6 +294,7 @@ class CreatePipeline(Statement):
     columns: tuple[LoadColumn, ...] = ()
     assignments: tuple[Assignment, ...] = ()
     where: Expr | None = None
+    check_source: bool = True
 
     @property
     def config_json(self) -> dict[str, Any]:
@@ -327,6 +331,8 @@ class CreatePipeline(Statement):
                 out.append(f"{keyword} {value}")
         if self.skip_errors is not None:
             out.append(f"SKIP {self.skip_errors} ERRORS")
+        if not self.check_source:
+            out.append("SKIP SOURCE CHECK")
         if self.on_conflict is not None:
             out.append(self.on_conflict)
         if self.target is None:
@@ -648,6 +654,28 @@ class AlterTableAddColumn(Statement):
 
     def to_sql(self) -> str:
         return f"ALTER TABLE {quote_ident(self.table)} ADD COLUMN {self.column.to_sql()}"
+
+
+@dataclass(frozen=True)
+class AlterTableDropColumn(Statement):
+    """``ALTER TABLE table DROP [COLUMN] column``."""
+
+    table: str
+    column: str
+
+    def to_sql(self) -> str:
+        return f"ALTER TABLE {quote_ident(self.table)} DROP COLUMN {quote_ident(self.column)}"
+
+
+@dataclass(frozen=True)
+class AlterTableModifyColumn(Statement):
+    """``ALTER TABLE table MODIFY [COLUMN] column_def``: the column's new definition."""
+
+    table: str
+    column: ColumnDef
+
+    def to_sql(self) -> str:
+        return f"ALTER TABLE {quote_ident(self.table)} MODIFY COLUMN {self.column.to_sql()}"
 
 
 @dataclass(frozen=True)

@@ -85,8 +85,12 @@ class SqlSession:
         if s.if_not_exists and s.name in {p.name for p in self.engine.pipelines()}:
             return _ok(0)
         spec = to_spec(s, self.engine.pipeline_defaults())
+        checked = self.engine.check_source(spec) if s.check_source else None
         self.engine.create_pipeline_spec(spec, replace=s.or_replace)
-        return _ok(0)
+        ok = _ok(0)
+        if checked is None:
+            return ok
+        return Result(message=f"{ok.message}; {checked}")
 
     def _StartPipeline(self, s: A.StartPipeline) -> Result:
         rec = self.engine.pipeline(s.name)
@@ -256,6 +260,26 @@ class SqlSession:
             spark_type(c.type),
             c.computed.text if c.computed else None,
             declared=c.type.to_sql(),
+        )
+        return _ok(0)
+
+    def _AlterTableDropColumn(self, s: A.AlterTableDropColumn) -> Result:
+        self.engine.drop_column(s.table, s.column)
+        return _ok(0)
+
+    def _AlterTableModifyColumn(self, s: A.AlterTableModifyColumn) -> Result:
+        c = s.column
+        if c.primary_key or c.auto_increment or c.default is not None:
+            raise ConfigError(
+                f"MODIFY COLUMN '{c.name}' takes a type and NULL / NOT NULL only; keys and "
+                "defaults are not supported"
+            )
+        self.engine.modify_column(
+            s.table,
+            c.name,
+            spark_type(c.type),
+            declared=c.type.to_sql(),
+            not_null=c.nullable is False,
         )
         return _ok(0)
 

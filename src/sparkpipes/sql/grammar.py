@@ -22,15 +22,15 @@ from lark.parsers.lalr_analysis import Shift
 KEYWORDS: tuple[str, ...] = tuple(
     """
     ADD ALL ALTER AND AS AUTO_INCREMENT BATCHES BATCH_INTERVAL BETWEEN BTREE BY CASE CAST
-    CHARACTER CHARSET CLUSTERED COLLATE COLUMN COLUMNS COLUMNSTORE COMMENT CONFIG CONSTRAINT
+    CHARACTER CHARSET CHECK CLUSTERED COLLATE COLUMN COLUMNS COLUMNSTORE COMMENT CONFIG CONSTRAINT
     CREATE CREDENTIALS DATA DEFAULT DESC DESCRIBE DISTINCT DIV DROP DUPLICATE EARLIEST ELSE
     ENCLOSED END ERRORS ESCAPE ESCAPED EXISTS EXPLAIN FALSE FIELDS FOR FOREGROUND FORMAT
     FROM GLOBAL GROUP HASH HAVING IF IGNORE ILIKE IN INDEX INFERRED INSERT INTERVAL INTO IS
     JOIN KEY LATEST LIKE LIMIT LINES LOAD MAX_OFFSETS_PER_BATCH_PARTITION
-    MAX_PARTITIONS_PER_BATCH MAX_RETRIES_PER_BATCH_PARTITION MOD NOT NULL OFFSETS ON
+    MAX_PARTITIONS_PER_BATCH MAX_RETRIES_PER_BATCH_PARTITION MOD MODIFY NOT NULL OFFSETS ON
     OPTIONALLY OR ORDER PARSER PERSISTED PIPELINE PIPELINES PRIMARY PROCEDURE QUERY
     REFERENCE REGEXP REPLACE RETURNS RLIKE ROWSTORE RUNNING SELECT SESSION SET SHARD SHOW
-    SKIP SORT START STARTING STOP TABLE TABLES TERMINATED TEST THEN TRUE UNION UNIQUE
+    SKIP SORT SOURCE START STARTING STOP TABLE TABLES TERMINATED TEST THEN TRUE UNION UNIQUE
     UNSIGNED USING VALUES VARIABLES WHEN WHERE WITH XOR
     """.split()  # noqa: SIM905
 )
@@ -139,6 +139,7 @@ _pipeline_head: if_not_exists? name AS LOAD DATA name STRING pipeline_option*
                 | MAX_OFFSETS_PER_BATCH_PARTITION int_value   -> opt_max_offsets
                 | MAX_RETRIES_PER_BATCH_PARTITION int_value   -> opt_max_retries
                 | SKIP skip_kind ERRORS                       -> opt_skip
+                | SKIP SOURCE CHECK                           -> opt_skip_check
                 | REPLACE                                     -> opt_conflict
                 | IGNORE                                      -> opt_conflict
                 | format_clause
@@ -252,6 +253,8 @@ query_type: QUERY "(" struct_field ("," struct_field)* ")"
 drop_table: DROP TABLE if_exists? name
 describe_table: (DESCRIBE | DESC) name ("." name)?
 alter_table: ALTER TABLE name ADD COLUMN? (column_def | computed_column)
+           | ALTER TABLE name DROP COLUMN? name                  -> alter_table_drop
+           | ALTER TABLE name MODIFY COLUMN? (column_def | computed_column) -> alter_table_modify
 create_index: CREATE INDEX name ON name key_columns
 
 // ---------------------------------------------------------------- DML, queries, procedures

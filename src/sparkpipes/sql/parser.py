@@ -11,13 +11,14 @@ Promises:
 
 from __future__ import annotations
 
-import json
+import re
 from collections.abc import Iterable, Iterator
 from typing import Any, NoReturn
 
 from lark import Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
+from sparkpipes.config.core import strict_json
 from sparkpipes.errors import SparkpipesError
 from sparkpipes.sql import ast as a
 from sparkpipes.sql import grammar, script
@@ -28,6 +29,7 @@ _MAPPING_FORMATS = frozenset({"JSON", "AVRO", "PARQUET"})
 _MAX_TYPE_DEPTH = 32
 _MAX_EXPECTED = 10
 _MAX_INT_BITS = 4096  # far below Python's int-to-text limit, so to_sql() can print it
+_MAX_BIGINT = 2**63 - 1  # options and limits are BIGINTs, as in SingleStore
 
 # Known type names and how many (…) parameters each takes.
 _TYPE_PARAMS: dict[str, int] = {
@@ -74,7 +76,8 @@ def iter_parse(text: str) -> Iterator[tuple[a.Statement, script.Span]]:
 
 def locate(err: SparkpipesError, text: str, span: script.Span) -> SparkpipesError:
     """Point an error from running a statement at the name it complains about (the first
-    quoted name in its message found in the statement), else at the statement's start."""
+    quoted name in its message found in the statement, as a whole word if it is one
+    there), else at the statement's start."""
     if isinstance(err, ParseError) or getattr(err, "line", None) is not None:
         return err
     stmt = text[span.start : span.end]
@@ -83,7 +86,8 @@ def locate(err: SparkpipesError, text: str, span: script.Span) -> SparkpipesErro
     for name in parts[1::2]:
         if not name:
             continue
-        found = stmt.lower().find(name.lower())
+        word = re.search(rf"(?<!\w){re.escape(name)}(?!\w)", stmt, re.IGNORECASE)
+        found = word.start() if word else stmt.lower().find(name.lower())
         if found >= 0:
             offset = found
             break
@@ -307,7 +311,7 @@ class _Builder:
         assert tok is not None
         raw = self.string(tok)
         try:
-            value = json.loads(raw)
+            value = strict_json(raw)
         except ValueError as e:
             self.fail(f"{what} is not valid JSON: {e}", tok)
         except RecursionError:
@@ -342,6 +346,8 @@ class _Builder:
             self.fail(f"{what} must be an integer", tok)
         if value < minimum:
             self.fail(f"{what} must be at least {minimum}, got {value}", tree)
+        if value > _MAX_BIGINT:
+            self.fail(f"{what} must be at most {_MAX_BIGINT}", tree)
         return value
 
     def expr(self, tree: Tree | None) -> a.Expr:
@@ -394,6 +400,9 @@ class _Builder:
                 kind = _sub(opt, "skip_kind")
                 assert kind is not None
                 fields["skip_errors"] = " ".join(str(t.type) for t in kind.children)
+            elif opt.data == "opt_skip_check":
+                self.once(seen, "skip_check", opt, "SKIP SOURCE CHECK")
+                fields["check_source"] = False
             elif opt.data == "opt_conflict":
                 self.once(seen, "conflict", opt, "REPLACE / IGNORE")
                 fields["on_conflict"] = _kw(opt)
@@ -607,7 +616,12 @@ class _Builder:
         return a.Query(script.normalize(self.stmt))
 
     def _set_variable(self, tree: Tree) -> a.SetVariable:
-        name = ".".join(self.names(_sub(tree, "var_name")))
+        var = _sub(tree, "var_name")
+        parts = self.names(var)
+        if any("." in p for p in parts):  # the name is stored dotted: a dot inside is lost
+            assert var is not None
+            self.fail("a part of a variable name cannot contain '.'", var)
+        name = ".".join(parts)
         holder = _sub(tree, "set_value")
         assert holder is not None
         node = holder.children[0]
@@ -684,7 +698,7 @@ class _Builder:
             digits = _tok(attr, "NUMBER")
             if digits is not None and not digits.value.isdigit():
                 self.fail("expected an integer", digits)
-            arg = "" if digits is None else str(int(digits.value))
+            arg = "" if digits is None else str(self.number(digits))
             return a.Literal("call", f"{a.quote_ident(self.name(_sub(attr, 'name')))}({arg})")
         if kind in ("attr_collate", "attr_charset"):
             return self.name(_sub(attr, "name"))
@@ -776,6 +790,21 @@ class _Builder:
         column = _sub(tree, "column_def", "computed_column")
         assert column is not None
         return a.AlterTableAddColumn(self.name(_sub(tree, "name")), self.column(column))
+
+    def _alter_table_drop(self, tree: Tree) -> a.AlterTableDropColumn:
+        table, column = (self.name(n) for n in _subs(tree, "name"))
+        return a.AlterTableDropColumn(table, column)
+
+    def _alter_table_modify(self, tree: Tree) -> a.AlterTableModifyColumn:
+        column = _sub(tree, "column_def", "computed_column")
+        assert column is not None
+        if column.data == "computed_column":
+            self.fail(
+                "MODIFY COLUMN cannot change a computed column's expression (not supported); "
+                "drop the column and add it again",
+                column,
+            )
+        return a.AlterTableModifyColumn(self.name(_sub(tree, "name")), self.column(column))
 
     def _create_index(self, tree: Tree) -> a.CreateIndex:
         index, table = (self.name(n) for n in _subs(tree, "name"))

@@ -34,7 +34,11 @@ def tansu_binary() -> str:
 
 
 class EmbeddedBroker:
-    def __init__(self, port: int | None = None, log_path: str | None = None) -> None:
+    def __init__(
+        self, port: int | None = None, log_path: str | None = None, *, authentication: bool = False
+    ) -> None:
+        #: clients must log in (SASL SCRAM); see Tansu's ``--authentication``
+        self.authentication = authentication
         self.port = port or _free_port()
         self.bootstrap = f"127.0.0.1:{self.port}"
         self.log_path = log_path or os.path.join(
@@ -46,7 +50,8 @@ class EmbeddedBroker:
         url = f"tcp://127.0.0.1:{self.port}"
         log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the child process
         self._proc = subprocess.Popen(
-            [tansu_binary(), "broker", "--listener-url", url, "--advertised-listener-url", url],
+            [tansu_binary(), "broker", "--listener-url", url, "--advertised-listener-url", url]
+            + (["--authentication"] if self.authentication else []),
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -71,6 +76,8 @@ class EmbeddedBroker:
         try:
             with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
                 pass
+            if self.authentication:  # no metadata without a login: listening is enough
+                return True
             AdminClient({"bootstrap.servers": self.bootstrap, "log_level": "0"}).list_topics(
                 timeout=2
             )

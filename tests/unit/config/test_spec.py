@@ -22,10 +22,16 @@ def test_unknown_option_is_named_with_a_suggestion():
     [
         ({"offsets": "middle"}, "offsets must be one of earliest, latest"),
         ({"max_retries": -1}, "max_retries must be an integer >= 0"),
+        ({"batch_interval_ms": 2**63}, "batch_interval_ms must be at most 9223372036854775807"),
+        ({"skip_lines": 10**400}, "skip_lines must be at most 9223372036854775807"),
         ({"max_partitions_per_batch": 0}, "max_partitions_per_batch must be a positive"),
         ({"on_offset_out_of_range": "skip"}, "on_offset_out_of_range must be one of"),
         ({"name": "bad-name"}, "pipeline name must be letters"),
         ({"config": "{not json"}, "CONFIG is not valid JSON"),
+        ({"config": '{"a": NaN}'}, "CONFIG is not valid JSON: NaN is not a JSON value"),
+        ({"config": '{"a": 1e999}'}, "CONFIG is not valid JSON: number 1e999 is out of range"),
+        ({"config": '{"a": ' + "9" * 5000 + "}"}, "CONFIG is not valid JSON: Exceeds the limit"),
+        ({"credentials": "[" * 100_000}, "CREDENTIALS is nested too deeply"),
         ({"credentials": "[1]"}, "CREDENTIALS must be a JSON object"),
     ],
 )

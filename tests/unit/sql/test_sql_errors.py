@@ -310,3 +310,55 @@ def test_long_lines_are_shown_around_the_error():
 def test_non_text_input_is_a_parse_error():
     with pytest.raises(ParseError):
         parse(None)  # type: ignore[arg-type]
+
+
+def test_found_by_fuzzing_a_dot_inside_a_quoted_variable_name_part():
+    # bench/fuzz_sql.py: it parsed, then printed back as a different (invalid) statement
+    err = error_of("SET spark.`.`.shuffle.partitions = 4")
+    assert type(err) is SemanticError
+    assert "cannot contain '.'" in err.message and err.column == 5
+
+
+@pytest.mark.parametrize(
+    ("sql", "what"),
+    [
+        ("CREATE PIPELINE p AS LOAD DATA KAFKA 'k/t' BATCH_INTERVAL {n} INTO TABLE t", "BATCH"),
+        ("CREATE PIPELINE p AS LOAD DATA FS '/x' INTO TABLE t IGNORE {n} LINES", "IGNORE"),
+        ("ALTER PIPELINE p SET MAX_OFFSETS_PER_BATCH_PARTITION {n}", "MAX_OFFSETS"),
+        ("TEST PIPELINE p LIMIT {n}", "LIMIT"),
+        ("START PIPELINE p FOREGROUND LIMIT {n} BATCHES", "LIMIT"),
+    ],
+)
+def test_found_by_fuzzing_numbers_beyond_a_bigint(sql, what):
+    # bench/fuzz_sql.py: they parsed and reached the engine, where 10**400 ms cannot
+    # become seconds (OverflowError in the scheduler) and a huge LIMIT or IGNORE … LINES
+    # breaks the Kafka client and pyarrow
+    parse(sql.format(n=2**63 - 1))
+    err = error_of(sql.format(n=2**63))
+    assert type(err) is SemanticError
+    assert err.message.startswith(what) and err.message.endswith("at most 9223372036854775807")
+    assert err.column == sql.index("{n}") + 1
+
+
+@pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity", "1e999", "-1e400"])
+@pytest.mark.parametrize("clause", ["CONFIG", "CREDENTIALS"])
+def test_found_by_fuzzing_json_that_is_not_json(clause, value):
+    # bench/fuzz_sql.py: Python's json took them, and the spec then held NaN or inf,
+    # which the catalog could only store as non-standard JSON
+    sql = f"""CREATE PIPELINE p AS LOAD DATA KAFKA 'k/t' {clause} '{{"a": {value}}}' INTO TABLE t"""
+    err = error_of(sql)
+    assert type(err) is SemanticError
+    assert err.message.startswith(f"{clause} is not valid JSON: ")
+    assert err.column == sql.index("'{") + 1
+    err = error_of(f"ALTER PIPELINE p SET OFFSETS '{{\"0\": {value}}}'")
+    assert err.message.startswith("OFFSETS is not valid JSON: ")
+
+
+def test_found_by_fuzzing_a_huge_precision_in_a_default_call():
+    # bench/fuzz_sql.py: int() refused the 4,301 digits with a ValueError (Python's limit
+    # on int-to-text conversion), which escaped the parser
+    sql = "CREATE TABLE t (ts DATETIME(6) DEFAULT CURRENT_TIMESTAMP(" + "9" * 4301 + "))"
+    err = error_of(sql)
+    assert type(err) is SemanticError
+    assert err.message == "number is too large"
+    assert err.column == sql.index("(9") + 2

@@ -6,6 +6,8 @@ from sql_cases import SEED, SEED_PROCEDURE
 from sparkpipes.sql import (
     AlterPipeline,
     AlterTableAddColumn,
+    AlterTableDropColumn,
+    AlterTableModifyColumn,
     Assignment,
     ColumnDef,
     CreateIndex,
@@ -23,6 +25,7 @@ from sparkpipes.sql import (
     LinesFormat,
     Literal,
     LoadColumn,
+    ParseError,
     ProcedureParam,
     Query,
     SetVariable,
@@ -518,10 +521,46 @@ def test_primary_key_table_element():
             "ALTER TABLE t ADD c VARCHAR(3) NOT NULL",
             AlterTableAddColumn("t", ColumnDef("c", DataType("VARCHAR", (3,)), nullable=False)),
         ),
+        ("ALTER TABLE t DROP COLUMN c", AlterTableDropColumn("t", "c")),
+        ("alter table t drop `c d`", AlterTableDropColumn("t", "c d")),
+        (
+            "ALTER TABLE t MODIFY c BIGINT NOT NULL",
+            AlterTableModifyColumn("t", ColumnDef("c", DataType("BIGINT"), nullable=False)),
+        ),
+        (
+            "alter table `my t` modify column `c d` decimal(10, 2) null",
+            AlterTableModifyColumn(
+                "my t", ColumnDef("c d", DataType("DECIMAL", (10, 2)), nullable=True)
+            ),
+        ),
+        # a column named like a keyword of the statement
+        ("ALTER TABLE t DROP `column`", AlterTableDropColumn("t", "column")),
     ],
 )
 def test_table_statements(sql, expected):
     assert parse_one(sql) == expected
+    assert parse_one(expected.to_sql()) == expected
+
+
+@pytest.mark.parametrize(
+    ("sql", "message", "column"),
+    [
+        (
+            "ALTER TABLE t MODIFY COLUMN c AS (a * 2) PERSISTED BIGINT",
+            "MODIFY COLUMN cannot change a computed column's expression (not supported); "
+            "drop the column and add it again",
+            29,
+        ),
+        ("ALTER TABLE t DROP COLUMN", "unexpected end of statement", 26),
+        ("ALTER TABLE t DROP COLUMN a, b", "unexpected ','", 28),
+        ("ALTER TABLE t MODIFY COLUMN c", "unexpected end of statement", 30),
+    ],
+)
+def test_alter_table_errors_are_located(sql, message, column):
+    with pytest.raises(ParseError) as err:
+        parse_one(sql)
+    assert err.value.message.startswith(message)
+    assert (err.value.line, err.value.column) == (1, column)
 
 
 # ---------------------------------------------------------------------------- DML, queries
