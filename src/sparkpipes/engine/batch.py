@@ -81,6 +81,11 @@ class Plan:
     offsets: dict[str, Any]  # every known partition's offset before the batch
     watermarks: dict[str, Any] = field(default_factory=dict)  # of the partitions it reads
 
+    @property
+    def width(self) -> int:
+        """The Spark tasks (cluster partitions) the batch runs: what the scheduler admits."""
+        return len(self.starts)
+
 
 @dataclass(frozen=True)
 class Written:
@@ -156,6 +161,10 @@ class BatchRunner:
         starts = {p: offsets[p] for p in candidates}
         return Plan(batch_id, known, starts, offsets, {p: marks[p] for p in candidates})
 
+    def _current(self, plan: Plan) -> bool:
+        committed = self.committed()
+        return (committed.batch_id + 1 if committed else 1) == plan.batch_id
+
     def forget_idle(self) -> None:
         self._idle.clear()
 
@@ -170,10 +179,16 @@ class BatchRunner:
         return token == watermark
 
     # -- steps 1 to 4 -----------------------------------------------------------------
-    def run(self, attempt: int = 1, max_partitions: int | None = None) -> BatchResult:
-        """Steps 1 to 4 of the protocol, with a crash point after each."""
+    def run(
+        self, attempt: int = 1, max_partitions: int | None = None, plan: Plan | None = None
+    ) -> BatchResult:
+        """Steps 1 to 4 of the protocol, with a crash point after each. ``plan``, made
+        earlier by :meth:`plan` (the scheduler plans to learn a batch's width), is used only
+        while the destination still holds the batch it was planned after; it is re-made
+        on a retry (``attempt`` > 1) and when another batch committed since."""
         started_at = _now()
-        plan = self.plan(max_partitions)
+        if plan is None or attempt > 1 or not self._current(plan):
+            plan = self.plan(max_partitions)
         crash_point("after_plan")
         written = self.extract(plan, attempt, started_at)
         crash_point("after_write")
