@@ -159,6 +159,19 @@ class DecodeError(SparkpipesError):
     kind = "parse"
 
 
+class CorruptObjectError(DecodeError):
+    """An object (file) cannot be read to its end: a broken Parquet footer, a truncated
+    gzip stream. With SKIP PARSER ERRORS the object is marked Skipped (``resume``, the
+    source's offset past it) after the records read before the damage; otherwise the
+    batch fails naming it."""
+
+    code = "SP301"
+
+    def __init__(self, message: str, *, resume: Any = None, **context: Any) -> None:
+        super().__init__(message, **context)
+        self.resume = resume
+
+
 class SinkError(SparkpipesError):
     """Writing or committing to the destination failed."""
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from sparkpipes.catalog.states import BatchState
 from sparkpipes.catalog.store import Catalog, PipelineRecord
 
 DATABASE = "sparkpipes"
@@ -121,6 +122,8 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("FILE_SIZE", pa.int64()),
             ("FILE_STATE", pa.string()),
             ("FILE_OFFSET", pa.string()),
+            ("BATCH_ID", pa.int64()),
+            ("FILE_ERROR", pa.string()),
         ]
     ),
 }
@@ -279,17 +282,29 @@ def source_offsets(cat: Catalog, snapshot: OffsetsFn) -> pa.Table:
 
 
 def files(cat: Catalog, snapshot: OffsetsFn, lists_files: Callable[[PipelineRecord], bool]):
+    """Every object of every file pipeline: Unloaded, Loading (a file that grew since
+    part of it was loaded), Loaded or Skipped (it could not be read to its end under
+    SKIP PARSER ERRORS; FILE_ERROR says why), with the batch that last loaded from it."""
     rows = []
     for p in cat.pipelines():
         if not lists_files(p):
             continue
+        last: dict[str, int] = {}
+        for b in cat.batches(p.id):
+            if b["state"] in BatchState.committed():
+                for part in b["partitions"]:
+                    last[part["partition"]] = b["batch_id"]
         for o in snapshot(p):
-            done = o.committed is not None and o.latest is not None and o.committed == o.latest
-            state = (
-                "Loaded"
-                if done
-                else ("Unloaded" if o.committed in (None, o.earliest) else "Loading")
-            )
+            committed = o.committed
+            skipped = isinstance(committed, dict) and "skipped" in committed
+            if skipped:
+                state = "Skipped"
+            elif committed is not None and o.latest is not None and committed == o.latest:
+                state = "Loaded"
+            elif committed in (None, o.earliest):
+                state = "Unloaded"
+            else:
+                state = "Loading"
             rows.append(
                 {
                     "DATABASE_NAME": DATABASE,
@@ -298,7 +313,9 @@ def files(cat: Catalog, snapshot: OffsetsFn, lists_files: Callable[[PipelineReco
                     "FILE_NAME": o.partition,
                     "FILE_SIZE": o.size,
                     "FILE_STATE": state,
-                    "FILE_OFFSET": _j(o.committed),
+                    "FILE_OFFSET": _j(committed),
+                    "BATCH_ID": None if state == "Unloaded" else last.get(o.partition),
+                    "FILE_ERROR": committed["skipped"] if skipped else None,
                 }
             )
     return _table("PIPELINES_FILES", rows)

@@ -90,7 +90,29 @@ def validate(spec: PipelineSpec, table: TableRecord) -> None:
             pipeline=spec.name,
         )
     SINKS.get(spec.sink.kind)
-    build_decoder(spec.format.kind, load_schema(spec, table), spec.format.mapping, spec.format.csv)
+    decoder = build_decoder(
+        spec.format.kind, load_schema(spec, table), spec.format.mapping, spec.format.csv
+    )
+    framed(spec, source, decoder)
+
+
+def framed(spec: PipelineSpec, source: Source, decoder: Decoder) -> Source:
+    """``source`` reading objects the way the format cuts them into records."""
+    fmt = spec.format.kind.upper()
+    if decoder.columnar and not source.lists_files:
+        raise ConfigError(
+            f"FORMAT {fmt} reads whole objects (LOAD DATA FS, S3, AZURE or HDFS), not "
+            f"records of a {spec.source.kind} stream",
+            pipeline=spec.name,
+        )
+    if decoder.columnar and spec.format.skip_lines:
+        raise ConfigError(
+            f"IGNORE n LINES applies to lines (FORMAT JSON, CSV), not FORMAT {fmt}",
+            pipeline=spec.name,
+        )
+    if source.lists_files:
+        return source.framed(decoder.framing(spec.format.skip_lines))
+    return source
 
 
 def load_schema(spec: PipelineSpec, table: TableRecord) -> pa.Schema:
@@ -130,6 +152,7 @@ def assemble(
     source = build_source_of(spec)
     load = load_schema(spec, table)
     decoder = build_decoder(spec.format.kind, load, spec.format.mapping, spec.format.csv)
+    source = framed(spec, source, decoder)
     transform = Transform(
         spec.transform.assignments, spec.transform.where, tuple(table.computed.items())
     )

@@ -43,9 +43,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sparkpipes.catalog import BatchState, Catalog
+from sparkpipes.engine import planning
 from sparkpipes.engine.assembly import Assembled
-from sparkpipes.engine.contract import ErrorRecord, TaskResult, TaskSpec
+from sparkpipes.engine.contract import ErrorRecord, Piece, TaskResult, TaskSpec
 from sparkpipes.engine.faults import crash_point
+from sparkpipes.engine.planning import Pending
 from sparkpipes.engine.task import run_task
 from sparkpipes.errors import CatalogError, EngineError, SparkpipesError
 from sparkpipes.sinks import BatchCommit, Committed, Staged
@@ -80,11 +82,12 @@ class Plan:
     starts: dict[str, Any]  # the partitions this batch reads
     offsets: dict[str, Any]  # every known partition's offset before the batch
     watermarks: dict[str, Any] = field(default_factory=dict)  # of the partitions it reads
+    tasks: tuple[tuple[Piece, ...], ...] = ()  # what each Spark task reads
 
     @property
     def width(self) -> int:
         """The Spark tasks (cluster partitions) the batch runs: what the scheduler admits."""
-        return len(self.starts)
+        return len(self.tasks)
 
 
 @dataclass(frozen=True)
@@ -141,7 +144,8 @@ class BatchRunner:
 
     def plan(self, max_partitions: int | None = None) -> Plan:
         """Step 1. ``max_partitions`` (the engine's share of the cluster) caps the
-        pipeline's own ``max_partitions``."""
+        pipeline's own ``max_partitions``; an object source with neither gets Spark's
+        default parallelism."""
         committed = self.committed()
         batch_id = committed.batch_id + 1 if committed else 1
         known = dict(committed.offsets) if committed else {}
@@ -152,14 +156,40 @@ class BatchRunner:
                 policy = self.spec.source.start if committed is None else "earliest"
                 offsets[p] = self.source.start_offset(self.meta, p, policy)
         marks = {p: self.meta.watermark(p) for p in partitions}
-        candidates = [p for p in partitions if not self._still_idle(p, marks[p])]
         limits = [n for n in (self.spec.batch.max_partitions, max_partitions) if n]
-        limit = min(limits) if limits else None
-        if limit is not None and len(candidates) > limit:
-            shift = (batch_id * limit) % len(candidates)
-            candidates = (candidates[shift:] + candidates[:shift])[:limit]
-        starts = {p: offsets[p] for p in candidates}
-        return Plan(batch_id, known, starts, offsets, {p: marks[p] for p in candidates})
+        width = min(limits) if limits else None
+        if self.source.lists_files:
+            items = [
+                Pending(p, offsets[p], marks[p], self.source.pending(offsets[p], marks[p]))
+                for p in partitions
+                if not self.source.reached(offsets[p], marks[p])
+                and not self._still_idle(p, marks[p])
+            ]
+            width = width or self._parallelism()
+            packing = getattr(self.source, "packing", True)
+            tasks = planning.object_tasks(self.source, items, width, packing=packing)
+        else:
+            items = [
+                Pending(p, offsets[p], marks[p], None)
+                for p in partitions
+                if not self._still_idle(p, marks[p])
+            ]
+            tasks = planning.stream_tasks(items, width, batch_id)
+        chosen = list(dict.fromkeys(piece.partition for t in tasks for piece in t))
+        return Plan(
+            batch_id,
+            known,
+            {p: offsets[p] for p in chosen},
+            offsets,
+            {p: marks[p] for p in chosen},
+            tuple(tuple(t) for t in tasks),
+        )
+
+    def _parallelism(self) -> int:
+        try:
+            return max(1, int(self._spark().sparkContext.defaultParallelism))
+        except Exception:  # no cluster to ask (a dry plan): one task per object batch
+            return 2
 
     def _current(self, plan: Plan) -> bool:
         committed = self.committed()
@@ -218,14 +248,20 @@ class BatchRunner:
         ends = dict(plan.offsets)
         staged: list[Staged] = []
         errors: list[ErrorRecord] = []
+        reached: dict[str, list[Any]] = {}
+        drained: dict[str, bool] = {}
         for r in results:
-            ends[r.partition] = r.end
             staged.extend(r.staged)
             errors.extend(r.errors)
-            if r.drained:
-                self._idle[r.partition] = (plan.watermarks[r.partition], time.time())
+            for piece in r.pieces:
+                reached.setdefault(piece.partition, []).append(piece.end)
+                drained[piece.partition] = drained.get(piece.partition, True) and piece.drained
+        for partition, piece_ends in reached.items():
+            ends[partition] = self.source.merge(partition, piece_ends)
+            if drained[partition]:
+                self._idle[partition] = (plan.watermarks[partition], time.time())
             else:
-                self._idle.pop(r.partition, None)
+                self._idle.pop(partition, None)
         rows = sum(r.rows for r in results)
         try:
             staged = self.sink.finish(staged, plan.batch_id)
@@ -239,7 +275,7 @@ class BatchRunner:
             rows = sum(s.num_records for s in staged)
         if refiner is not None:
             errors.extend(refiner.drain())
-        parts = [r.report() for r in results]
+        parts = [line for r in results for line in r.report()]
         nbytes = sum(r.bytes for r in results)
         return Written(plan, staged, errors, ends, parts, rows, nbytes, t0)
 
@@ -321,23 +357,21 @@ class BatchRunner:
         return result
 
     def _execute(self, plan: Plan) -> list[TaskResult]:
-        if not plan.starts:
+        if not plan.tasks:
             return []
         self.sink.discard()  # leftovers of an attempt that did not commit
         p = self.pipeline
+        whole = self.source.lists_files
         specs = [
             TaskSpec(
                 pipeline=self.spec.name,
                 pipeline_id=self.pipeline_id,
                 batch_id=plan.batch_id,
-                partition=part,
-                start=start,
+                pieces=pieces,
                 source=self.source,
                 decoder=p.decoder,
                 writer=p.writer,
                 output_schema=p.task_schema,
-                watermark=plan.watermarks.get(part),
-                skip_lines=self.spec.format.skip_lines,
                 not_null=p.not_null,
                 max_records=self.spec.batch.max_offsets_per_partition,
                 fetch_timeout_s=self.spec.batch.fetch_timeout_ms / 1000,
@@ -345,8 +379,10 @@ class BatchRunner:
                 out_of_range=self.spec.source.on_out_of_range,
                 provenance=self.spec.sink.provenance or p.stages,
                 chunk_records=self.spec.batch.chunk_records,
+                whole=whole,
+                task=i,
             )
-            for part, start in plan.starts.items()
+            for i, pieces in enumerate(plan.tasks)
         ]
         sc = self._spark().sparkContext
         sc.setJobGroup(f"{self.spec.name}-{plan.batch_id}", f"pipeline {self.spec.name}", True)

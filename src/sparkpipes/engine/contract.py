@@ -79,14 +79,38 @@ class TaskTimings:
 
 
 @dataclass(frozen=True)
+class Piece:
+    """One partition's share of a task: from ``start`` up to ``stop`` (a range the
+    source split off; None: as far as the batch goes). ``watermark`` is the source's
+    latest offset when the batch was planned."""
+
+    partition: str
+    start: Any
+    stop: Any = None
+    watermark: Any = None
+
+
+@dataclass(frozen=True)
+class PieceResult:
+    """Where a task got in one piece: its end offset and whether it read it all."""
+
+    partition: str
+    start: Any
+    end: Any
+    read: int = 0
+    rows: int = 0
+    drained: bool = False
+
+
+@dataclass(frozen=True)
 class TaskSpec:
-    """Everything one task needs for one partition. Its parts do no I/O until run."""
+    """Everything one task needs for its pieces (one Kafka partition; several objects, or
+    a range of one). Its parts do no I/O until run."""
 
     pipeline: str
     pipeline_id: str
     batch_id: int
-    partition: str
-    start: Any
+    pieces: tuple[Piece, ...]
     source: Source
     decoder: Decoder
     writer: SinkWriter
@@ -96,29 +120,32 @@ class TaskSpec:
     out_of_range: str
     provenance: bool
     output_schema: pa.Schema | None = None  # decoded columns are conformed to it
-    watermark: Any = None  # the source's latest offset when the batch was planned
+    whole: bool = False  # read every piece to its end (objects), ignoring max_records
+    task: int = 0  # the task's number within the batch
     catch_up_s: float = 10.0
     skip_lines: int = 0
     not_null: tuple[str, ...] = ()  # columns of the task's rows that must have a value
     chunk_records: int = 20_000
     file_rows: int = 1_000_000
 
+    @property
+    def partition(self) -> str:
+        """How the task is named in errors: its first piece's partition."""
+        return self.pieces[0].partition if self.pieces else ""
+
 
 @dataclass(frozen=True)
 class TaskResult:
-    """What a task reports: staged data, counts, skipped records, the end offset it
-    reached and whether the partition was drained; or a failure."""
+    """What a task reports: staged data, counts, skipped records, and per piece the end
+    offset it reached and whether it was drained; or a failure."""
 
     partition: str
-    start: Any = None
-    end: Any = None
-    read: int = 0
-    rows: int = 0
+    pieces: tuple[PieceResult, ...] = ()
     bytes: int = 0
     staged: tuple[Staged, ...] = ()
     errors: tuple[ErrorRecord, ...] = ()
-    drained: bool = False
     timings: TaskTimings = TaskTimings()
+    task: int = 0
     failure: Mapping[str, Any] | None = None
     trace: str | None = field(default=None, repr=False)
 
@@ -130,13 +157,23 @@ class TaskResult:
         """The failure as the error the task raised (its class, code and context)."""
         return None if self.failure is None else SparkpipesError.from_dict(self.failure)
 
-    def report(self) -> dict[str, Any]:
-        """The partition's line of the batch record (PIPELINES_BATCHES)."""
-        return {
-            "partition": self.partition,
-            "start": self.start,
-            "end": self.end,
-            "rows": self.rows,
-            "read": self.read,
-            **self.timings.to_dict(),
-        }
+    @property
+    def rows(self) -> int:
+        return sum(p.rows for p in self.pieces)
+
+    def report(self) -> list[dict[str, Any]]:
+        """The pieces' lines of the batch record (PIPELINES_BATCHES), each with its
+        task's number and timings."""
+        timings = self.timings.to_dict()
+        return [
+            {
+                "partition": p.partition,
+                "start": p.start,
+                "end": p.end,
+                "rows": p.rows,
+                "read": p.read,
+                "task": self.task,
+                **timings,
+            }
+            for p in self.pieces
+        ]

@@ -235,6 +235,10 @@ class Engine:
         """Move a pipeline's offsets: ``"earliest"``, ``"latest"`` or {partition: offset}."""
         return self._offsets.move(name, offsets)
 
+    def drop_file(self, name: str, file: str) -> None:
+        """Forget a file the pipeline loaded (or skipped): the next batch loads it again."""
+        self._offsets.forget(name, file)
+
     def test_pipeline(self, name: str, limit: int = 10) -> pa.Table:
         """Decode up to ``limit`` records from the committed offsets; load nothing."""
         return self._offsets.dry_run(name, limit)

@@ -18,7 +18,7 @@ import pyarrow as pa
 from sparkpipes.catalog import BatchState, PipelineRecord
 from sparkpipes.catalog.views import PartitionOffsets
 from sparkpipes.engine.runtime import Runtime
-from sparkpipes.errors import ConfigError, DecodeError, SparkpipesError
+from sparkpipes.errors import ConfigError, DecodeError, NotFoundError, SparkpipesError
 from sparkpipes.sinks import BatchCommit
 
 SNAPSHOT_TIMEOUT_S = 3.0
@@ -58,19 +58,47 @@ class Offsets:
                         pipeline=name,
                     )
                 new = {**current, **{str(p): v for p, v in offsets.items()}}
-            batch_id = committed.batch_id + 1 if committed else 1
-            runner.sink.commit([], BatchCommit(runner.app_id, name, batch_id, new))
-            self.rt.catalog.record_batch(
-                pipeline_id=runner.pipeline_id,
-                pipeline_name=name,
-                batch_id=batch_id,
-                attempt=1,
-                state=BatchState.OFFSETS_SET,
-                started_at=dt.datetime.now(dt.UTC).replace(tzinfo=None),
-                offsets=new,
-            )
-            runner.forget_idle()
+            self._commit(runner, name, committed, new)
             return new
+
+    def forget(self, name: str, partition: str) -> None:
+        """``ALTER PIPELINE … DROP FILE``: forget an object, so that the next batch loads
+        it again from its start (an empty batch that commits the offsets without it)."""
+        with self.rt.lock(name):
+            runner = self.rt.runner(name)
+            if not runner.source.lists_files:
+                raise ConfigError(
+                    f"DROP FILE applies to pipelines of files (FS, S3, AZURE, HDFS); pipeline "
+                    f"'{name}' reads {runner.spec.source.kind}",
+                    pipeline=name,
+                )
+            committed = runner.committed()
+            current = dict(committed.offsets) if committed else {}
+            if partition not in current:
+                if partition in runner.meta.partitions():
+                    return  # not loaded yet: nothing to forget
+                raise NotFoundError(
+                    f"pipeline '{name}' has no file '{partition}' "
+                    "(information_schema.PIPELINES_FILES lists its files)",
+                    pipeline=name,
+                )
+            del current[partition]
+            self._commit(runner, name, committed, current)
+
+    def _commit(self, runner: Any, name: str, committed: Any, new: dict[str, Any]) -> None:
+        """Offsets moved by hand: an empty batch, committed and recorded like any other."""
+        batch_id = committed.batch_id + 1 if committed else 1
+        runner.sink.commit([], BatchCommit(runner.app_id, name, batch_id, new))
+        self.rt.catalog.record_batch(
+            pipeline_id=runner.pipeline_id,
+            pipeline_name=name,
+            batch_id=batch_id,
+            attempt=1,
+            state=BatchState.OFFSETS_SET,
+            started_at=dt.datetime.now(dt.UTC).replace(tzinfo=None),
+            offsets=new,
+        )
+        runner.forget_idle()
 
     def dry_run(self, name: str, limit: int = 10) -> pa.Table:
         """Decode up to ``limit`` records from the committed offsets; load nothing."""
@@ -95,7 +123,11 @@ class Offsets:
                     fetched = consumer.fetch(left, max(spec.batch.fetch_timeout_ms / 1000, 1.0))
                 finally:
                     consumer.close()
-                decoded = decoder.decode(fetched.values)
+                decoded = (
+                    decoder.decode_table(fetched.table)
+                    if fetched.table is not None
+                    else decoder.decode(fetched.values)
+                )
                 if decoded.errors and not spec.format.skip_parser_errors:
                     e = decoded.errors[0]
                     raise DecodeError(

@@ -27,11 +27,19 @@ from sparkpipes.engine.contract import (
     OFFSET_COLUMN,
     PARTITION_COLUMN,
     ErrorRecord,
+    Piece,
+    PieceResult,
     TaskResult,
     TaskSpec,
     TaskTimings,
 )
-from sparkpipes.errors import DecodeError, InternalError, OffsetOutOfRangeError, SparkpipesError
+from sparkpipes.errors import (
+    CorruptObjectError,
+    DecodeError,
+    InternalError,
+    OffsetOutOfRangeError,
+    SparkpipesError,
+)
 from sparkpipes.sinks import Staged
 from sparkpipes.sources import Fetched
 
@@ -69,86 +77,137 @@ def run_task(spec: TaskSpec) -> TaskResult:
 
 
 def _run(spec: TaskSpec, started: float) -> TaskResult:
-    consumer = spec.source.consumer(
-        spec.partition, out_of_range=spec.out_of_range, pipeline=spec.pipeline
-    )
-    gap = consumer.open(spec.start)
-    errors: list[ErrorRecord] = []
-    if gap is not None:
-        lost = OffsetOutOfRangeError(gap.reason, partition=spec.partition, offset=gap.requested)
-        errors.append(ErrorRecord.of(lost))
-    staged: list[Staged] = []
-    pending: list[pa.Table] = []
-    pending_rows = rows = read = nbytes = 0
-    drained = False
-    remaining = spec.max_records
-    first = True
-    cpu0 = time.process_time()
-    spent = {"fetch": 0.0, "decode": 0.0, "write": 0.0}
-    try:
-        while remaining > 0:
-            timeout = spec.fetch_timeout_s * (4 if first else 1)
-            first = False
-            t = time.perf_counter()
-            fetched = consumer.fetch(min(spec.chunk_records, remaining), timeout)
-            spent["fetch"] += time.perf_counter() - t
-            n = len(fetched)
-            if n:
-                remaining -= n
-                read += n
-                nbytes += fetched.values.nbytes
-                t = time.perf_counter()
-                table = _decode(spec, fetched, errors)
-                spent["decode"] += time.perf_counter() - t
-                if table.num_rows:
-                    pending.append(table)
-                    pending_rows += table.num_rows
-                    rows += table.num_rows
-                if pending_rows >= spec.file_rows:
-                    staged.append(_flush(spec, pending, len(staged), spent))
-                    pending, pending_rows = [], 0
-                if not fetched.at_end:
-                    continue
-            if spec.watermark is None or spec.source.reached(consumer.position(), spec.watermark):
-                drained = True
-                break
-            if n == 0 and time.time() - started > spec.catch_up_s:
-                break  # records are there but slow to come: the next batch goes on
-        if pending:
-            staged.append(_flush(spec, pending, len(staged), spent))
-        end = consumer.position()
-    finally:
-        consumer.close()
+    task = _Task(spec, started)
+    pieces = tuple(task.piece(p) for p in spec.pieces)
+    task.flush()
     return TaskResult(
         partition=spec.partition,
-        start=spec.start,
-        end=end,
-        read=read,
-        rows=rows,
-        bytes=nbytes,
-        staged=tuple(staged),
-        errors=tuple(errors),
-        drained=drained,
+        pieces=pieces,
+        bytes=task.nbytes,
+        staged=tuple(task.staged),
+        errors=tuple(task.errors),
         timings=TaskTimings(
             seconds=time.time() - started,
-            cpu_seconds=time.process_time() - cpu0,
-            fetch_seconds=spent["fetch"],
-            decode_seconds=spent["decode"],
-            write_seconds=spent["write"],
+            cpu_seconds=time.process_time() - task.cpu0,
+            fetch_seconds=task.spent["fetch"],
+            decode_seconds=task.spent["decode"],
+            write_seconds=task.spent["write"],
         ),
+        task=spec.task,
     )
 
 
-def _decode(spec: TaskSpec, fetched: Fetched, errors: list[ErrorRecord]) -> pa.Table:
+class _Task:
+    """One task's reading of its pieces in turn; decoded rows of all pieces are written
+    together, every ``file_rows`` rows, so packed small objects make few files."""
+
+    def __init__(self, spec: TaskSpec, started: float) -> None:
+        self.spec = spec
+        self.started = started
+        self.staged: list[Staged] = []
+        self.errors: list[ErrorRecord] = []
+        self.pending: list[pa.Table] = []
+        self.pending_rows = 0
+        self.nbytes = 0
+        self.cpu0 = time.process_time()
+        self.spent = {"fetch": 0.0, "decode": 0.0, "write": 0.0}
+
+    def piece(self, piece: Piece) -> PieceResult:
+        """Read one piece: to the end of its range or object (``whole``), else until
+        ``max_records``, the source's end report or an empty fetch — but not while short
+        of the piece's watermark."""
+        spec = self.spec
+        consumer = spec.source.consumer(
+            piece.partition, out_of_range=spec.out_of_range, pipeline=spec.pipeline
+        )
+        gap = consumer.open(piece.start, piece.stop)
+        if gap is not None:
+            lost = OffsetOutOfRangeError(
+                gap.reason, partition=piece.partition, offset=gap.requested
+            )
+            self.errors.append(ErrorRecord.of(lost))
+        read = rows = 0
+        drained = False
+        end = None
+        remaining = float("inf") if spec.whole else spec.max_records
+        first = True
+        try:
+            while remaining > 0:
+                timeout = spec.fetch_timeout_s * (4 if first else 1)
+                first = False
+                t = time.perf_counter()
+                try:
+                    fetched = consumer.fetch(int(min(spec.chunk_records, remaining)), timeout)
+                except CorruptObjectError as e:
+                    if not spec.skip_parser_errors:
+                        raise
+                    self.errors.append(ErrorRecord.of(e))
+                    end, drained = e.resume, True
+                    break
+                finally:
+                    self.spent["fetch"] += time.perf_counter() - t
+                n = len(fetched)
+                if n:
+                    remaining -= n
+                    read += n
+                    rows += self._take(piece, fetched)
+                    if not fetched.at_end:
+                        continue
+                if spec.whole:
+                    drained = True
+                    break
+                if piece.watermark is None or spec.source.reached(
+                    consumer.position(), piece.watermark
+                ):
+                    drained = True
+                    break
+                if n == 0 and time.time() - self.started > spec.catch_up_s:
+                    break  # records are there but slow to come: the next batch goes on
+            if end is None:
+                end = consumer.position()
+        finally:
+            consumer.close()
+        return PieceResult(piece.partition, piece.start, end, read, rows, drained)
+
+    def _take(self, piece: Piece, fetched: Fetched) -> int:
+        """Decode ``fetched``; keep its rows for the next file. Returns the rows kept."""
+        self.nbytes += fetched.table.nbytes if fetched.table is not None else fetched.values.nbytes
+        t = time.perf_counter()
+        table = _decode(self.spec, piece.partition, fetched, self.errors)
+        self.spent["decode"] += time.perf_counter() - t
+        if table.num_rows:
+            self.pending.append(table)
+            self.pending_rows += table.num_rows
+        if self.pending_rows >= self.spec.file_rows:
+            self.flush()
+        return table.num_rows
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        spec = self.spec
+        t = time.perf_counter()
+        tables = self.pending
+        table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+        safe = "".join(c if c.isalnum() else "_" for c in spec.partition)[-40:]
+        name = f"part-b{spec.batch_id:08d}-t{spec.task:04d}-p{safe}-{len(self.staged):03d}"
+        self.staged.append(spec.writer.write(table, name))
+        self.pending, self.pending_rows = [], 0
+        self.spent["write"] += time.perf_counter() - t
+
+
+def _decode(
+    spec: TaskSpec, partition: str, fetched: Fetched, errors: list[ErrorRecord]
+) -> pa.Table:
     """The fetched records as rows of the output; the ones that do not decode (or leave a
     NOT NULL column empty) fail the batch or, with ``skip_parser_errors``, are added to
     ``errors``."""
-    if spec.skip_lines:
-        keep = pc.greater_equal(fetched.positions, spec.skip_lines)
-        fetched = Fetched(fetched.values.filter(keep), fetched.positions.filter(keep))
-    decoded = spec.decoder.decode(fetched.values)
+    if fetched.table is not None:
+        decoded = spec.decoder.decode_table(fetched.table)
+    else:
+        decoded = spec.decoder.decode(fetched.values)
     for bad in decoded.errors:
-        _reject(spec, fetched, bad.index, bad.reason, errors)
+        _reject(spec, partition, fetched, bad.index, bad.reason, errors)
     table, kept = decoded.table, decoded.kept
     want = spec.output_schema
     if want is not None and spec.provenance:  # those two are appended below
@@ -156,24 +215,28 @@ def _decode(spec: TaskSpec, fetched: Fetched, errors: list[ErrorRecord]) -> pa.T
     if want is not None and table.schema != want:
         table = conform(table, want)
     if spec.not_null:
-        table, kept = _not_null(spec, fetched, table, kept, errors)
+        table, kept = _not_null(spec, partition, fetched, table, kept, errors)
     if spec.provenance:
         table = table.append_column(
-            PARTITION_COLUMN, pa.array([spec.partition] * table.num_rows, pa.string())
+            PARTITION_COLUMN, pa.array([partition] * table.num_rows, pa.string())
         ).append_column(OFFSET_COLUMN, fetched.positions.take(kept))
     return table
 
 
 def _reject(
-    spec: TaskSpec, fetched: Fetched, index: int, reason: str, errors: list[ErrorRecord]
+    spec: TaskSpec,
+    partition: str,
+    fetched: Fetched,
+    index: int,
+    reason: str,
+    errors: list[ErrorRecord],
 ) -> None:
     """Record ``fetched[index]`` as skipped, or fail the batch with it."""
     offset = fetched.positions[index].as_py()
-    raw = fetched.values[index].as_py()
+    raw = fetched.raw(index)
     err = DecodeError(
-        f"cannot decode the record at {spec.source.label()} partition "
-        f"{spec.partition} offset {offset}: {reason}",
-        partition=spec.partition,
+        f"cannot decode the record at {spec.source.locate(partition, offset)}: {reason}",
+        partition=partition,
         offset=offset,
     )
     if not spec.skip_parser_errors:
@@ -185,6 +248,7 @@ def _reject(
 
 def _not_null(
     spec: TaskSpec,
+    partition: str,
     fetched: Fetched,
     table: pa.Table,
     kept: pa.Array,
@@ -202,7 +266,7 @@ def _not_null(
     for row in pc.indices_nonzero(mask).to_pylist():
         column = next(c for c, m in masks.items() if m[row].as_py())
         reason = f"column '{column}' is NOT NULL but the record gives it no value"
-        _reject(spec, fetched, kept[row].as_py(), reason, errors)
+        _reject(spec, partition, fetched, kept[row].as_py(), reason, errors)
     good = pc.invert(mask)
     return table.filter(good), kept.filter(good)
 
@@ -214,12 +278,3 @@ def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
         for f in schema
     ]
     return pa.Table.from_arrays(cols, schema=schema)
-
-
-def _flush(spec: TaskSpec, tables: list[pa.Table], seq: int, spent: dict[str, float]) -> Staged:
-    t = time.perf_counter()
-    table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
-    safe = "".join(c if c.isalnum() else "_" for c in spec.partition)[-40:]
-    staged = spec.writer.write(table, f"part-b{spec.batch_id:08d}-p{safe}-{seq:03d}")
-    spent["write"] += time.perf_counter() - t
-    return staged

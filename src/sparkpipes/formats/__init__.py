@@ -14,8 +14,10 @@ FORMATS = Registry("format", entry_point_group="sparkpipes.formats")
 FORMATS.register("json", "sparkpipes.formats.json:JsonDecoder")
 FORMATS.register("csv", "sparkpipes.formats.csv:CsvDecoder")
 FORMATS.register("raw", "sparkpipes.formats.raw:RawDecoder")
-FORMATS.plan("avro", "Avro and schema-registry decoding are on the roadmap, item 6")
-FORMATS.plan("parquet", "Parquet files come with object-store pipelines, roadmap item 3")
+FORMATS.register("parquet", "sparkpipes.formats.columnar:ParquetDecoder")
+FORMATS.register(
+    "avro", "sparkpipes.formats.columnar:AvroDecoder", install_hint="pip install fastavro"
+)
 
 
 def build_decoder(

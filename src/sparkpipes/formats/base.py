@@ -19,13 +19,14 @@ from __future__ import annotations
 import abc
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pyarrow as pa
 
 from sparkpipes.config import CsvOptions, FieldMapping
 from sparkpipes.formats.coerce import coerce_column
+from sparkpipes.sources.base import Framing
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,9 @@ class Decoded:
 class Decoder(abc.ABC):
     """Decodes payloads into ``schema``. Pickled to executors: no I/O in __init__."""
 
+    #: records arrive in columns (Parquet, Avro objects), never as payloads of a stream
+    columnar: ClassVar[bool] = False
+
     def __init__(
         self,
         schema: pa.Schema,
@@ -56,6 +60,16 @@ class Decoder(abc.ABC):
             f.name: by_column.get(f.name, (f.name,)) for f in schema
         }
         self.csv = csv or CsvOptions()
+
+    def framing(self, skip_lines: int = 0) -> Framing:
+        """How objects of this format are cut into records (object-store sources)."""
+        from sparkpipes.formats.framing import LineFraming
+
+        return LineFraming(skip_lines)
+
+    def decode_table(self, table: pa.Table) -> Decoded:
+        """Records that arrive in columns; formats of payloads do not take them."""
+        raise NotImplementedError(f"{type(self).__name__} decodes payloads, not tables")
 
     def decode(self, values: pa.Array) -> Decoded:
         n = len(values)

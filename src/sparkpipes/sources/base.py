@@ -22,7 +22,7 @@ Partition consumer (executor side)
 from __future__ import annotations
 
 import abc
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -41,6 +41,8 @@ class Fetched:
     ``at_end`` is the source's own word that the partition had nothing after these
     records when they were read, so the batch need not wait for an empty fetch; a
     consumer sets it only where it can be trusted (never for a premature end report).
+    ``table`` holds records that arrive already in columns (Parquet, Avro objects);
+    ``values`` is then empty and the decoder maps the table's columns instead.
     """
 
     values: pa.Array
@@ -48,9 +50,19 @@ class Fetched:
     keys: pa.Array | None = None
     timestamps: pa.Array | None = None
     at_end: bool = False
+    table: pa.Table | None = None
 
     def __len__(self) -> int:
-        return len(self.values)
+        return len(self.positions)
+
+    def raw(self, index: int) -> bytes | None:
+        """Record ``index`` as bytes, for an error's excerpt."""
+        if self.table is not None:
+            import json
+
+            row = self.table.slice(index, 1).to_pylist()[0]
+            return json.dumps(row, default=str).encode()
+        return self.values[index].as_py()
 
 
 @dataclass(frozen=True)
@@ -110,8 +122,9 @@ class PartitionConsumer(abc.ABC):
     position_type: ClassVar[pa.DataType] = pa.int64()
 
     @abc.abstractmethod
-    def open(self, start: Offset) -> Gap | None:
-        """Connect and position at ``start``.
+    def open(self, start: Offset, stop: Offset = None) -> Gap | None:
+        """Connect and position at ``start``; read no further than ``stop`` (a range the
+        source's own :meth:`Source.split` made; None: the partition's end).
 
         Raises OffsetOutOfRangeError if ``start`` no longer exists, unless the pipeline
         allows a restart from earliest, in which case it positions there and returns the
@@ -180,6 +193,10 @@ class Source(abc.ABC):
         """How errors name the source: ``topic 'clicks'``, ``files '/data/*.json'``."""
         return f"source {self.name}"
 
+    def locate(self, partition: str, position: Any) -> str:
+        """Where a record is, for an error message."""
+        return f"{self.label()} partition {partition} offset {position}"
+
     def reached(self, offset: Offset, latest: Offset) -> bool:
         """Whether a consumer at ``offset`` has read everything ``latest`` promised.
 
@@ -190,3 +207,66 @@ class Source(abc.ABC):
     def partition_key(self, partition: str) -> Mapping[str, Any]:
         """The partition as a JSON object (the KEY of PIPELINES_SOURCE_OFFSETS)."""
         return {"partition": partition}
+
+    def framed(self, framing: Framing) -> Source:
+        """This source cutting objects into records with a format's framing (sources of
+        objects only; set once, at assembly)."""
+        raise NotImplementedError(f"{type(self).__name__} does not read objects")
+
+    def split(
+        self, partition: str, start: Offset, watermark: Offset, size: int | None, target: int
+    ) -> list[tuple[Offset, Offset]]:
+        """The ``(start, stop)`` ranges of a partition that tasks of one batch may read in
+        parallel, each about ``target`` bytes (``stop`` None: to the end). Most sources
+        cannot split: one range."""
+        return [(start, None)]
+
+    def merge(self, partition: str, ends: list[Offset]) -> Offset:
+        """The partition's end offset after a batch whose tasks read the ranges that ended
+        at ``ends`` (in range order), all of which completed."""
+        return ends[-1]
+
+    def pending(self, offset: Offset, watermark: Offset) -> int | None:
+        """Bytes between ``offset`` and ``watermark``, for sources that can tell (files:
+        the planner balances tasks by them); None otherwise."""
+        return None
+
+
+@dataclass(frozen=True)
+class Frame:
+    """Records cut from an object: ``values`` (payloads, for a record decoder) or ``table``
+    (records already in columns); ``positions`` each record's place in the object (a byte
+    offset for lines, a row number otherwise); ``end`` the byte the object can be
+    resumed from after these records (meaningful only where the framing is resumable)."""
+
+    positions: pa.Array
+    end: int
+    values: pa.Array | None = None
+    table: pa.Table | None = None
+
+
+class Framing(abc.ABC):
+    """How the bytes of one object become records: lines, Parquet row groups, Avro
+    blocks. A format supplies it; object sources drive it. Pickled to executors with the
+    source: no I/O in __init__.
+
+    ``frames(f, start, stop, final, align)`` reads the object ``f`` (seekable unless the
+    object is compressed) from byte ``start`` and yields records that *begin* before
+    ``stop`` (None: to the end), in bounded memory: one block, row group or chunk of
+    records at a time. ``align`` says ``start`` is an arbitrary byte of a split, not a
+    record boundary. ``final`` says the object is complete: a last line without its
+    newline is a record, not a line still being written."""
+
+    #: what a position counts, for error reports ("byte 120", "row 7")
+    position_name: ClassVar[str] = "byte"
+    #: ranges of an uncompressed object can be read by different tasks
+    splittable: ClassVar[bool] = False
+    #: records can be resumed from a byte (an object that grows is read on from there)
+    resumable: ClassVar[bool] = False
+    #: reads a stream front to back, so a compressed object can be decompressed on the fly
+    streams: ClassVar[bool] = True
+
+    @abc.abstractmethod
+    def frames(
+        self, f: Any, start: int, stop: int | None, *, final: bool, align: bool
+    ) -> Iterator[Frame]: ...

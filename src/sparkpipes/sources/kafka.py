@@ -460,7 +460,7 @@ class KafkaPartitionConsumer(PartitionConsumer):
     def _err(self, kind, msg: str, offset: int | None = None):
         return kind(msg, pipeline=self.pipeline, partition=str(self.partition), offset=offset)
 
-    def open(self, start: int) -> Gap | None:
+    def open(self, start: int, stop: int | None = None) -> Gap | None:
         from confluent_kafka import TopicPartition
 
         self._consumer, self._watch = _new_consumer(

@@ -454,6 +454,20 @@ class AlterPipeline(Statement):
 
 
 @dataclass(frozen=True)
+class AlterPipelineDropFile(Statement):
+    """``ALTER PIPELINE [IF EXISTS] name DROP FILE 'key'``: forget an object, so that the
+    next batch loads it again."""
+
+    name: str
+    file: str
+    if_exists: bool = False
+
+    def to_sql(self) -> str:
+        head = "ALTER PIPELINE " + ("IF EXISTS " if self.if_exists else "")
+        return head + quote_ident(self.name) + " DROP FILE " + quote_string(self.file)
+
+
+@dataclass(frozen=True)
 class TestPipeline(Statement):
     """``TEST PIPELINE name [LIMIT n]``."""
 

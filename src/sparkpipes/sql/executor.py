@@ -160,6 +160,16 @@ class SqlSession:
             self.engine.alter_pipeline(s.name, **changes)
         return _ok(0)
 
+    def _AlterPipelineDropFile(self, s: A.AlterPipelineDropFile) -> Result:
+        try:
+            self.engine.pipeline(s.name)
+        except NotFoundError:
+            if s.if_exists:
+                return _ok(0)
+            raise
+        self.engine.drop_file(s.name, s.file)
+        return _ok(1)
+
     def _TestPipeline(self, s: A.TestPipeline) -> Result:
         table = self.engine.test_pipeline(s.name, s.limit or 10)
         return Result(table.column_names, [tuple(r.values()) for r in table.to_pylist()])

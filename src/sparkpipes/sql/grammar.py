@@ -24,7 +24,7 @@ KEYWORDS: tuple[str, ...] = tuple(
     ADD ALL ALTER AND AS AUTO_INCREMENT BATCHES BATCH_INTERVAL BETWEEN BTREE BY CASE CAST
     CHARACTER CHARSET CHECK CLUSTERED COLLATE COLUMN COLUMNS COLUMNSTORE COMMENT CONFIG CONSTRAINT
     CREATE CREDENTIALS DATA DEFAULT DESC DESCRIBE DISTINCT DIV DROP DUPLICATE EARLIEST ELSE
-    ENCLOSED END ERRORS ESCAPE ESCAPED EXISTS EXPLAIN FALSE FIELDS FOR FOREGROUND FORMAT
+    ENCLOSED END ERRORS ESCAPE ESCAPED EXISTS EXPLAIN FALSE FIELDS FILE FOR FOREGROUND FORMAT
     FROM GLOBAL GROUP HASH HAVING IF IGNORE ILIKE IN INDEX INFERRED INSERT INTERVAL INTO IS
     JOIN KEY LATEST LIKE LIMIT LINES LOAD MAX_OFFSETS_PER_BATCH_PARTITION
     MAX_PARTITIONS_PER_BATCH MAX_RETRIES_PER_BATCH_PARTITION MOD MODIFY NOT NULL OFFSETS ON
@@ -104,6 +104,7 @@ _statement: create_pipeline
           | stop_all_pipelines
           | drop_pipeline
           | alter_pipeline
+          | alter_pipeline_drop_file
           | test_pipeline
           | show_pipelines
           | show_create_pipeline
@@ -183,6 +184,7 @@ if_running: IF RUNNING
 stop_all_pipelines: STOP ALL PIPELINES
 drop_pipeline: DROP PIPELINE if_exists? name
 alter_pipeline: ALTER PIPELINE if_exists? name SET alter_item ("," SET? alter_item)*
+alter_pipeline_drop_file: ALTER PIPELINE if_exists? name DROP FILE STRING
 ?alter_item: OFFSETS (EARLIEST | LATEST)                -> alter_offsets
            | OFFSETS STRING                             -> alter_offsets_json
            | BATCH_INTERVAL int_value                   -> opt_batch_interval

@@ -585,6 +585,13 @@ class _Builder:
                 self.setting(item, seen, fields)
         return a.AlterPipeline(**fields)
 
+    def _alter_pipeline_drop_file(self, tree: Tree) -> a.AlterPipelineDropFile:
+        return a.AlterPipelineDropFile(
+            self.name(_sub(tree, "name")),
+            self.string(_tok(tree, "STRING")),
+            if_exists=_sub(tree, "if_exists") is not None,
+        )
+
     def _test_pipeline(self, tree: Tree) -> a.TestPipeline:
         limit = _sub(tree, "int_value")
         return a.TestPipeline(

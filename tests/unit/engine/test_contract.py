@@ -4,7 +4,7 @@ import pickle
 
 import pyarrow as pa
 
-from sparkpipes.engine.contract import ErrorRecord, TaskResult, TaskTimings
+from sparkpipes.engine.contract import ErrorRecord, PieceResult, TaskResult, TaskTimings
 from sparkpipes.errors import (
     DecodeError,
     InternalError,
@@ -20,31 +20,31 @@ def test_a_result_survives_pickling_with_its_staged_handles_and_errors():
     bad = DecodeError("cannot decode", partition="2", offset=41)
     r = TaskResult(
         "2",
-        start=40,
-        end=43,
-        read=3,
-        rows=2,
+        pieces=(PieceResult("2", 40, 43, read=3, rows=2, drained=True),),
         bytes=99,
         staged=(staged,),
         errors=(ErrorRecord.of(bad, reason="bad json", raw=b"{x"),),
-        drained=True,
         timings=TaskTimings(seconds=1.23456),
+        task=5,
     )
     back = pickle.loads(pickle.dumps(r))
     assert back == r
-    assert back.error() is None
-    assert back.report() == {
-        "partition": "2",
-        "start": 40,
-        "end": 43,
-        "rows": 2,
-        "read": 3,
-        "seconds": 1.235,
-        "cpu_seconds": 0.0,
-        "fetch_seconds": 0.0,
-        "decode_seconds": 0.0,
-        "write_seconds": 0.0,
-    }
+    assert back.error() is None and back.rows == 2
+    assert back.report() == [
+        {
+            "partition": "2",
+            "start": 40,
+            "end": 43,
+            "rows": 2,
+            "read": 3,
+            "task": 5,
+            "seconds": 1.235,
+            "cpu_seconds": 0.0,
+            "fetch_seconds": 0.0,
+            "decode_seconds": 0.0,
+            "write_seconds": 0.0,
+        }
+    ]
 
 
 def test_a_failure_comes_back_as_the_error_the_task_raised():

@@ -44,46 +44,80 @@ def test_bad_locations_and_unknown_sources():
         build_source("kafka", "no-topic", {}, {})
     with pytest.raises(ConfigError, match="unknown source 'ftp'"):
         build_source("ftp", "x", {}, {})
-    with pytest.raises(ConfigError, match="'s3' is not supported yet"):
-        build_source("s3", "bucket/x", {}, {})
+    with pytest.raises(ConfigError, match="'gcs' is not supported yet"):
+        build_source("gcs", "bucket/x", {}, {})
 
 
-def test_file_source_offsets_are_json_objects_and_partial_lines_wait(tmp_path):
+def _drain(c):
+    values, positions = [], []
+    while True:
+        got = c.fetch(10, 0.1)
+        values += got.values.to_pylist()
+        positions += got.positions.to_pylist()
+        if got.at_end:
+            return values, positions
+
+
+def test_file_offsets_are_bytes_and_a_fresh_partial_line_waits(tmp_path, monkeypatch):
     f = tmp_path / "a.json"
     f.write_bytes(b'{"id": 1}\n{"id": 2}\n{"id": 3')
     src = build_source("fs", str(tmp_path / "*.json"), {}, {})
     meta = src.metadata()
     assert meta.partitions() == [str(f)]
-    assert meta.latest(str(f)) == {"byte": 20, "line": 2}
+    assert meta.latest(str(f)) == {"byte": 28}  # the size: what there is to read
     c = src.consumer(str(f))
     assert c.open(meta.earliest(str(f))) is None
-    got = c.fetch(10, 0.1)
-    assert got.values.to_pylist() == [b'{"id": 1}', b'{"id": 2}']
-    assert got.positions.to_pylist() == [0, 1]
-    assert c.position() == {"byte": 20, "line": 2}
-    assert len(c.fetch(10, 0.1)) == 0
+    assert _drain(c) == ([b'{"id": 1}', b'{"id": 2}'], [0, 10])
+    assert c.position() == {"byte": 20}  # the last line is still being written
     c.close()
     with open(f, "ab") as fh:
         fh.write(b"}\n")
     c = src.consumer(str(f))
-    c.open({"byte": 20, "line": 2})
-    assert c.fetch(10, 0.1).positions.to_pylist() == [2]
+    c.open({"byte": 20})
+    assert _drain(c) == ([b'{"id": 3}'], [20])
     c.close()
     c = src.consumer(str(f))
     with pytest.raises(OffsetOutOfRangeError, match="past the end"):
-        c.open({"byte": 10_000, "line": 99})
-    gap = src.consumer(str(f), out_of_range="earliest").open({"byte": 10_000, "line": 99})
-    assert gap.resumed_at == {"byte": 0, "line": 0}
+        c.open({"byte": 10_000})
+    gap = src.consumer(str(f), out_of_range="earliest").open({"byte": 10_000})
+    assert gap.resumed_at == {"byte": 0}
 
 
-def test_file_watermark_is_found_from_the_end_and_reached_compares_bytes(tmp_path):
-    f = tmp_path / "w.json"
-    f.write_bytes(b"a\n" * 50_000 + b"partial")
+def test_a_settled_file_has_its_last_line_loaded_without_a_newline(tmp_path):
+    import os
+
+    f = tmp_path / "a.csv"
+    f.write_bytes(b"1,a\n2,b")
+    os.utime(f, (1, 1))  # untouched for longer than SETTLE_S
     src = build_source("fs", str(f), {}, {})
-    meta = src.metadata()
-    assert meta.watermark(str(f)) == {"byte": 100_000}
-    assert src.reached({"byte": 100_000, "line": 50_000}, meta.watermark(str(f)))
-    assert not src.reached({"byte": 99_998, "line": 49_999}, meta.watermark(str(f)))
+    c = src.consumer(str(f))
+    c.open({"byte": 0})
+    assert _drain(c) == ([b"1,a", b"2,b"], [0, 4])
+    assert c.position() == {"byte": 7} and src.reached(c.position(), {"byte": 7})
+
+
+def test_split_ranges_read_each_line_once_and_merge_to_the_end(tmp_path, monkeypatch):
+    from sparkpipes.sources import objects
+
+    f = tmp_path / "w.json"
+    lines = [b'{"n": %d}' % i for i in range(5000)]
+    f.write_bytes(b"\n".join(lines) + b"\n")
+    size = f.stat().st_size
+    src = build_source("fs", str(f), {}, {})
+    ranges = src.split(str(f), {"byte": 0}, {"byte": size}, size, size // 7)
+    assert len(ranges) == 1  # below the 8 MiB floor a split is not worth a task
+    monkeypatch.setattr(objects, "MIN_SPLIT", 1)
+    ranges = src.split(str(f), {"byte": 0}, {"byte": size}, size, size // 7)
+    assert len(ranges) == 8  # ceil(size / (size // 7))
+    got, ends = [], []
+    for lo, hi in ranges:
+        c = src.consumer(str(f))
+        c.open(lo, hi)
+        got += _drain(c)[0]
+        ends.append(c.position())
+        c.close()
+    assert got == lines
+    assert src.merge(str(f), ends) == {"byte": size}
 
 
 class _Msg:

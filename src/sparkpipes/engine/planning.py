@@ -1,0 +1,80 @@
+"""How a batch's reading is cut into Spark tasks (step 1 of the commit protocol).
+
+Streams (Kafka): one task per partition, at most ``width`` partitions per batch, rotating
+by batch id so that every partition gets its turn.
+
+Objects (files): seed 004 gives each batch partition one object, and admits that one
+large object beside small ones leaves the other partitions idle. Here a batch takes the
+pending objects in name order until it has ``width`` times ``TASK_BYTES`` of them (at least
+one); objects larger than an even share are split into byte ranges where the format
+allows (lines, Parquet row groups), and the pieces are packed into ``width`` tasks,
+largest first onto the least loaded task (LPT), so tasks get similar bytes. With
+``packing`` off (the source's CONFIG), each task reads one whole object, as in seed 004.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sparkpipes.engine.contract import Piece
+from sparkpipes.sources import Source
+
+TASK_BYTES = 256 << 20
+MIN_TASK_BYTES = 8 << 20
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A partition with something to read: from ``start`` up to ``watermark``, about
+    ``size`` bytes (None: the source cannot tell)."""
+
+    partition: str
+    start: Any
+    watermark: Any
+    size: int | None
+
+
+def stream_tasks(items: Sequence[Pending], width: int | None, batch_id: int) -> list[list[Piece]]:
+    """One task per partition; with more partitions than ``width``, a window of them
+    that moves on with every batch."""
+    chosen = list(items)
+    if width is not None and len(chosen) > width:
+        shift = (batch_id * width) % len(chosen)
+        chosen = (chosen[shift:] + chosen[:shift])[:width]
+    return [[Piece(p.partition, p.start, None, p.watermark)] for p in chosen]
+
+
+def object_tasks(
+    source: Source, items: Sequence[Pending], width: int, *, packing: bool = True
+) -> list[list[Piece]]:
+    """Tasks for the pending objects ``items`` (in name order) on ``width`` cluster
+    partitions; see the module docstring."""
+    width = max(1, width)
+    if not packing:
+        return [[Piece(p.partition, p.start, None, p.watermark)] for p in items[:width]]
+    budget = width * TASK_BYTES
+    chosen: list[Pending] = []
+    total = 0
+    for p in items:
+        if chosen and total + (p.size or 0) > budget:
+            break
+        chosen.append(p)
+        total += p.size or 0
+    target = max(MIN_TASK_BYTES, -(-total // width))
+    pieces: list[tuple[int, int, Piece]] = []
+    for order, p in enumerate(chosen):
+        ranges = source.split(p.partition, p.start, p.watermark, p.size, target)
+        share = (p.size or 0) // len(ranges)
+        for lo, hi in ranges:
+            pieces.append((share, order, Piece(p.partition, lo, hi, p.watermark)))
+    bins = min(width, len(pieces))
+    heap = [(0, i) for i in range(bins)]
+    tasks: list[list[tuple[int, Piece]]] = [[] for _ in range(bins)]
+    for share, order, piece in sorted(pieces, key=lambda x: (-x[0], x[1])):
+        load, i = heapq.heappop(heap)
+        tasks[i].append((order, piece))
+        heapq.heappush(heap, (load + share, i))
+    return [[piece for _, piece in sorted(t, key=lambda x: x[0])] for t in tasks if t]

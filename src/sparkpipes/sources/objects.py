@@ -1,0 +1,736 @@
+"""Object-store sources: ``LOAD DATA FS|S3|AZURE|HDFS``, one partition per object.
+
+Stores are reached through fsspec filesystems (local, ``s3fs``, ``adlfs``, pyarrow's
+``HadoopFileSystem``), built on first use in each process: constructors do no I/O, and
+an executor builds its own client from the (pickled) options.
+
+Offsets
+    ``{"byte": b}``: the object is loaded up to byte ``b``. For line formats (JSON, CSV)
+    of an uncompressed object that is the byte after the last line loaded, so an object
+    that grows (a local file still being written) is read on from there; for whole-object
+    formats (Parquet, Avro) and compressed objects ``b`` is the object's size once it is
+    loaded. ``{"byte": size, "skipped": reason}`` marks an object that could not be read
+    to its end and was skipped under SKIP PARSER ERRORS. A range of a split object
+    starts at ``{"byte": x, "split": true}``: the first record that *begins* at or after
+    ``x``; such offsets are never committed (:meth:`ObjectSource.merge`).
+
+Loading
+    A batch loads the objects it plans to their end (no ``max_offsets_per_partition``
+    cap: seed 004's "one object per batch partition"). Large objects of splittable
+    formats are cut into byte ranges and small ones packed together by the planner
+    (``engine.planning``) so that a batch's tasks get similar work; ``"packing": false``
+    in CONFIG keeps seed 004's one object per task. An object whose size is unchanged
+    and whose offset reached it is never read again; DROP FILE forgets it.
+
+Completeness
+    Objects in S3, Azure and HDFS are complete once listed. A local file may still be
+    being written: its last line is loaded only once it ends with a newline or the file
+    has not changed for ``SETTLE_S`` seconds.
+"""
+
+from __future__ import annotations
+
+import bz2
+import copy
+import fnmatch
+import gzip
+import math
+import os
+import posixpath
+import time
+from collections.abc import Iterator, Mapping
+from typing import Any, ClassVar
+
+import pyarrow as pa
+
+from sparkpipes.config import Secret, reject_unknown
+from sparkpipes.errors import (
+    ConfigError,
+    CorruptObjectError,
+    OffsetOutOfRangeError,
+    SourceAuthError,
+    SourceError,
+    SourceUnavailableError,
+    SparkpipesError,
+)
+from sparkpipes.sources.base import (
+    Fetched,
+    Frame,
+    Framing,
+    Gap,
+    MetadataProvider,
+    PartitionConsumer,
+    Source,
+)
+
+START: dict[str, Any] = {"byte": 0}
+SETTLE_S = 5.0
+MIN_SPLIT = 8 << 20
+_GLOB = set("*?[")
+_CODECS = {".gz": "gzip", ".gzip": "gzip", ".bz2": "bz2", ".zst": "zstd", ".zstd": "zstd"}
+_EMPTY = pa.array([], pa.binary())
+
+
+def codec_of(path: str) -> str | None:
+    """The compression an object's name says it has (``.gz``, ``.bz2``, ``.zst``)."""
+    return _CODECS.get(posixpath.splitext(path)[1].lower())
+
+
+def _base(pattern: str) -> str:
+    """The longest directory of ``pattern`` without glob characters."""
+    parts = pattern.split("/")
+    for i, part in enumerate(parts):
+        if _GLOB & set(part):
+            return "/".join(parts[:i]) or "/"
+    return posixpath.dirname(pattern) or "/"
+
+
+class _ReadFailed(Exception):
+    """The store failed to deliver bytes (network, permission, vanished) — as opposed to
+    bytes that do not decode. Raised through decompressors and Parquet readers."""
+
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+class _Guarded:
+    """A file whose read errors are :class:`_ReadFailed`, so a decoder's own errors
+    (corrupt content) can be told apart from the store's."""
+
+    def __init__(self, f: Any) -> None:
+        self._f = f
+
+    def read(self, n: int = -1) -> bytes:
+        try:
+            return self._f.read(n)
+        except Exception as e:
+            raise _ReadFailed(e) from e
+
+    def readinto(self, b: Any) -> int:
+        data = self.read(len(b))
+        b[: len(data)] = data
+        return len(data)
+
+    def seek(self, pos: int, whence: int = 0) -> int:
+        try:
+            return self._f.seek(pos, whence)
+        except Exception as e:
+            raise _ReadFailed(e) from e
+
+    def tell(self) -> int:
+        return self._f.tell()
+
+    def seekable(self) -> bool:
+        return True
+
+    def readable(self) -> bool:
+        return True
+
+    @property
+    def closed(self) -> bool:
+        return False
+
+    @property
+    def size(self) -> int:
+        return self._f.size
+
+    def close(self) -> None:
+        self._f.close()
+
+
+class _Salvaging:
+    """A decompressed stream read in small steps, so that a stream damaged part-way
+    yields the bytes before the damage and raises on the read after them."""
+
+    STEP = 64 << 10
+
+    def __init__(self, stream: Any) -> None:
+        self._s = stream
+        self._error: BaseException | None = None
+
+    def read(self, n: int = -1) -> bytes:
+        if self._error is not None:
+            raise self._error
+        out = bytearray()
+        while n < 0 or len(out) < n:
+            try:
+                chunk = self._s.read(self.STEP if n < 0 else min(self.STEP, n - len(out)))
+            except _ReadFailed:
+                raise
+            except Exception as e:
+                if not out:
+                    raise
+                self._error = e
+                break
+            if not chunk:
+                break
+            out += chunk
+        return bytes(out)
+
+    def close(self) -> None:
+        self._s.close()
+
+
+def _decompressed(f: Any, codec: str) -> Any:
+    if codec == "gzip":
+        return gzip.GzipFile(fileobj=f, mode="rb")
+    if codec == "bz2":
+        return bz2.BZ2File(f, mode="rb")
+    import zstandard
+
+    return zstandard.ZstdDecompressor().stream_reader(f, read_across_frames=True)
+
+
+class ObjectSource(Source):
+    """Objects under a prefix or matching a glob in one store."""
+
+    name: ClassVar[str] = "objects"
+    position_type = pa.int64()
+    line_oriented = True
+    lists_files = True
+    #: objects are complete once listed (a local file may still grow)
+    immutable: ClassVar[bool] = True
+    config_keys: ClassVar[frozenset[str]] = frozenset({"suffixes", "packing"})
+    credential_keys: ClassVar[frozenset[str]] = frozenset()
+    what: ClassVar[str] = "object"
+
+    def __init__(
+        self,
+        location: str,
+        config: Mapping[str, Any],
+        credentials: Mapping[str, Secret],
+        *,
+        filesystem: Any = None,
+    ) -> None:
+        label = self.name.upper()
+        reject_unknown(config, self.config_keys, what=f"{label} option")
+        reject_unknown(credentials, self.credential_keys, what=f"{label} credential")
+        if not isinstance(location, str) or not location.strip():
+            raise ConfigError(f"{label} location is empty; {self.location_hint()}")
+        self.location = location.strip()
+        self.config = dict(config)
+        self.credentials = dict(credentials)
+        self.pattern = self._pattern(self.location)
+        suffixes = config.get("suffixes", [])
+        if not isinstance(suffixes, list) or not all(isinstance(s, str) for s in suffixes):
+            raise ConfigError(f'{label} option "suffixes" must be a list of strings')
+        self.suffixes = tuple(s.lower() if s.startswith(".") else "." + s.lower() for s in suffixes)
+        packing = config.get("packing", True)
+        if not isinstance(packing, bool):
+            raise ConfigError(f'{label} option "packing" must be true or false')
+        self.packing = packing
+        self.framing: Framing = _line_framing()
+        self._fs = filesystem
+        self._injected = filesystem is not None
+
+    # -- what each store defines ----------------------------------------------------------
+    @classmethod
+    def location_hint(cls) -> str:
+        return "give a path or glob"
+
+    def _pattern(self, location: str) -> str:
+        """The location as a path pattern of the filesystem (no scheme)."""
+        return location
+
+    def _connect(self) -> Any:
+        """A new fsspec filesystem for this store (I/O may happen later, on use)."""
+        raise NotImplementedError
+
+    # -- framing ----------------------------------------------------------------------
+    def framed(self, framing: Framing) -> ObjectSource:
+        """A copy of this source reading objects with a format's framing."""
+        other = copy.copy(self)
+        other.framing = framing
+        return other
+
+    # -- filesystem -------------------------------------------------------------------
+    @property
+    def filesystem(self) -> Any:
+        if self._fs is None:
+            self._fs = self._connect()
+        return self._fs
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        if not self._injected:
+            state["_fs"] = None  # each executor builds its own client
+        return state
+
+    def redact(self, text: str) -> str:
+        for secret in self.credentials.values():
+            value = secret.reveal()
+            if value and len(value) >= 4:
+                text = text.replace(value, "<redacted>")
+        return text
+
+    def error(self, e: BaseException, doing: str, *, listing: bool = False, **ctx: Any):
+        """A store failure as the error a user can act on: refused credentials (at
+        listing: terminal), nothing there, or unreachable (transient: retried)."""
+        if isinstance(e, _ReadFailed):
+            e = e.cause
+        text = self.redact(f"{type(e).__name__}: {e}" if not str(e) else str(e))
+        msg = f"cannot {doing} ({self.label()}): {text}"
+        if isinstance(e, PermissionError) and listing:
+            return SourceAuthError(msg, **ctx)
+        if isinstance(e, FileNotFoundError) and listing:
+            return SourceError(msg, **ctx)
+        return SourceUnavailableError(msg, **ctx)
+
+    # -- listing ----------------------------------------------------------------------
+    def list_objects(self) -> dict[str, dict[str, Any]]:
+        """Every object the location names: path -> {"size", "mtime"}. Names starting with
+        ``.`` or ``_`` (``_SUCCESS``, ``.crc``, temporary files) are not objects."""
+        fs = self.filesystem
+        pattern = self.pattern
+        try:
+            if _GLOB & set(pattern):
+                base = _base(pattern)
+                deep = "**" in pattern or pattern.count("/") > base.rstrip("/").count("/") + 1
+                found = fs.find(base, maxdepth=None if deep else 1, detail=True)
+                found = {
+                    p: i
+                    for p, i in found.items()
+                    if fnmatch.fnmatchcase(p, pattern.lstrip("/"))
+                    or fnmatch.fnmatchcase(p, pattern)
+                }
+            elif fs.isdir(pattern):
+                found = fs.find(pattern, detail=True)
+            else:
+                parent = posixpath.dirname(pattern.rstrip("/")) or pattern
+                found = {
+                    p: i
+                    for p, i in fs.find(parent, detail=True).items()
+                    if p.startswith(pattern.lstrip("/")) or p.startswith(pattern)
+                }
+        except (OSError, ValueError) as e:
+            raise self.error(e, "list objects", listing=True) from None
+        out = {}
+        for path, info in found.items():
+            if info.get("type", "file") != "file":
+                continue
+            name = posixpath.basename(path)
+            if name.startswith((".", "_")):
+                continue
+            if self.suffixes and not path.lower().endswith(self.suffixes):
+                continue
+            out[path] = {"size": int(info.get("size") or 0), "mtime": _mtime(info)}
+        return out
+
+    # -- Source -----------------------------------------------------------------------
+    def metadata(self, timeout_s: float | None = None) -> ObjectMetadata:
+        return ObjectMetadata(self)
+
+    def check(self) -> str:
+        n = len(self.list_objects())
+        return f"{self.label()} answered with {n} object{'' if n == 1 else 's'}"
+
+    def consumer(
+        self, partition: str, *, out_of_range: str = "fail", pipeline: str | None = None
+    ) -> ObjectConsumer:
+        return ObjectConsumer(self, partition, out_of_range, pipeline)
+
+    def start_offset(self, meta: MetadataProvider, partition: str, policy: str) -> dict:
+        return meta.earliest(partition) if policy == "earliest" else meta.latest(partition)
+
+    def describe(self) -> Mapping[str, Any]:
+        return {"source": self.name, "location": self.location}
+
+    def label(self) -> str:
+        return f"{self.name} '{self.location}'"
+
+    def locate(self, partition: str, position: Any) -> str:
+        return f"{self.what} '{partition}' {self.framing.position_name} {position}"
+
+    def partition_key(self, partition: str) -> Mapping[str, Any]:
+        return {"file": partition}
+
+    def reached(self, offset: Any, latest: Any) -> bool:
+        return "skipped" in offset or offset["byte"] >= latest["byte"]
+
+    def pending(self, offset: Any, watermark: Any) -> int | None:
+        return 0 if self.reached(offset, watermark) else watermark["byte"] - offset["byte"]
+
+    def split(
+        self, partition: str, start: Any, watermark: Any, size: int | None, target: int
+    ) -> list[tuple[Any, Any]]:
+        if (
+            not self.packing
+            or not self.framing.splittable
+            or codec_of(partition) is not None
+            or "skipped" in start
+        ):
+            return [(start, None)]
+        first, end = start["byte"], watermark["byte"]
+        n = min(math.ceil((end - first) / max(target, MIN_SPLIT)), 1024)
+        if n <= 1:
+            return [(start, None)]
+        step = math.ceil((end - first) / n)
+        cuts = [first + i * step for i in range(n)]
+        ranges: list[tuple[Any, Any]] = []
+        for i, at in enumerate(cuts):
+            lo = dict(start) if i == 0 else {"byte": at, "split": True}
+            hi = None if i == n - 1 else {"byte": cuts[i + 1]}
+            ranges.append((lo, hi))
+        return ranges
+
+    def merge(self, partition: str, ends: list[Any]) -> Any:
+        for end in ends:
+            if "skipped" in end:
+                return end
+        return {"byte": max(e["byte"] for e in ends)}
+
+
+def _line_framing() -> Framing:
+    from sparkpipes.formats.framing import LineFraming  # the default; formats set theirs
+
+    return LineFraming()
+
+
+def _mtime(info: Mapping[str, Any]) -> float | None:
+    for key in ("mtime", "LastModified", "last_modified", "modificationTime"):
+        v = info.get(key)
+        if v is None:
+            continue
+        if hasattr(v, "timestamp"):
+            return float(v.timestamp())
+        try:
+            return float(v)
+        except (TypeError, ValueError):
+            return None
+    return None
+
+
+class ObjectMetadata(MetadataProvider):
+    """The store's listing, taken once per ``partitions()`` call (once per batch): sizes
+    and watermarks come from it, so planning costs one listing, not a request per
+    object."""
+
+    def __init__(self, source: ObjectSource) -> None:
+        self.source = source
+        self._listing: dict[str, dict[str, Any]] | None = None
+
+    def _info(self, partition: str) -> dict[str, Any]:
+        if self._listing is None or partition not in self._listing:
+            self._listing = self.source.list_objects()
+        info = self._listing.get(partition)
+        if info is None:
+            raise SourceError(
+                f"{self.source.what} '{partition}' is not in {self.source.label()} any more",
+                partition=partition,
+            )
+        return info
+
+    def partitions(self) -> list[str]:
+        self._listing = self.source.list_objects()
+        return sorted(self._listing)
+
+    def earliest(self, partition: str) -> dict:
+        return dict(START)
+
+    def latest(self, partition: str) -> dict:
+        return {"byte": self._info(partition)["size"]}
+
+    def size(self, partition: str) -> int | None:
+        return self._info(partition)["size"]
+
+    def lag(self, partition: str, committed: Any, end: Any = None) -> int | None:
+        """Bytes not loaded yet (objects are not counted in records before they are read)."""
+        end = self.latest(partition) if end is None else end
+        return self.source.pending(committed, end)
+
+
+class ObjectConsumer(PartitionConsumer):
+    """Reads one object (or one range of it) through the source's framing, a frame at a
+    time. Pickled to executors: no I/O in __init__."""
+
+    position_type = pa.int64()
+
+    def __init__(
+        self, source: ObjectSource, path: str, out_of_range: str, pipeline: str | None
+    ) -> None:
+        self.source = source
+        self.path = path
+        self.out_of_range = out_of_range
+        self.pipeline = pipeline
+        self._f: Any = None
+        self._frames: Iterator[Frame] = iter(())
+        self._pos: dict[str, Any] = dict(START)
+        self._done: dict[str, Any] | None = None
+        self._resumable = False
+
+    def _ctx(self, offset: Any = None) -> dict[str, Any]:
+        return {"pipeline": self.pipeline, "partition": self.path, "offset": offset}
+
+    def open(self, start: Any, stop: Any = None) -> Gap | None:
+        src = self.source
+        start = dict(start or START)
+        if "skipped" in start:
+            self._pos = self._done = start
+            return None
+        try:
+            info = src.filesystem.info(self.path)
+        except Exception as e:
+            raise src.error(e, f"read {src.what} '{self.path}'", **self._ctx()) from None
+        size = int(info.get("size") or 0)
+        at = start["byte"]
+        gap = None
+        if at > size:
+            msg = (
+                f"offset {start} is past the end of {src.what} '{self.path}' ({size} bytes): "
+                "it was truncated or replaced"
+            )
+            if self.out_of_range != "earliest":
+                raise OffsetOutOfRangeError(msg, **self._ctx(start))
+            gap = Gap(self.path, start, dict(START), msg + "; loaded again from its start")
+            start, at = dict(START), 0
+        codec = codec_of(self.path)
+        framing = src.framing
+        self._resumable = framing.resumable and codec is None
+        whole = not self._resumable
+        self._pos = {"byte": at}
+        if whole and at > 0 and not start.get("split"):
+            # loaded whole before; an object replaced since is not loaded twice
+            self._pos = self._done = {"byte": size}
+            return gap
+        end = size if stop is None else min(stop["byte"], size)
+        self._done = {"byte": end} if whole else None
+        try:
+            raw = _Guarded(src.filesystem.open(self.path, "rb"))
+        except Exception as e:
+            raise src.error(e, f"read {src.what} '{self.path}'", **self._ctx()) from None
+        self._f = raw
+        final = src.immutable or _settled(info)
+        if codec is not None:
+            stream: Any = _Salvaging(_decompressed(raw, codec))
+            self._frames = framing.frames(stream, 0, None, final=True, align=False)
+        else:
+            stop_at = None if stop is None else stop["byte"]
+            self._frames = framing.frames(
+                raw, at, stop_at, final=final, align=bool(start.get("split"))
+            )
+        return gap
+
+    def fetch(self, max_records: int, timeout_s: float) -> Fetched:
+        try:
+            frame = next(self._frames)
+        except StopIteration:
+            if self._done is not None:
+                self._pos = dict(self._done)
+            return Fetched(_EMPTY, pa.array([], pa.int64()), at_end=True)
+        except _ReadFailed as e:
+            raise self.source.error(
+                e, f"read {self.source.what} '{self.path}'", **self._ctx(self._pos)
+            ) from None
+        except SparkpipesError:
+            raise
+        except Exception as e:  # whatever a decompressor or reader raises on bad bytes
+            raise self._corrupt(e) from None
+        if self._resumable:
+            self._pos = {"byte": frame.end}
+        values = frame.values if frame.values is not None else _EMPTY
+        return Fetched(values, frame.positions, table=frame.table)
+
+    def _corrupt(self, e: BaseException) -> CorruptObjectError:
+        src = self.source
+        reason = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+        size = self._done["byte"] if self._done is not None else None
+        if size is None:
+            try:
+                size = int(src.filesystem.info(self.path).get("size") or 0)
+            except Exception:
+                size = self._pos["byte"]
+        return CorruptObjectError(
+            f"{src.what} '{self.path}' cannot be read to its end: {src.redact(reason)}",
+            resume={"byte": size, "skipped": reason[:200]},
+            **self._ctx(self._pos),
+        )
+
+    def position(self) -> dict:
+        return dict(self._pos)
+
+    def close(self) -> None:
+        self._frames = iter(())
+        if self._f is not None:
+            try:
+                self._f.close()
+            except Exception:
+                pass
+            self._f = None
+
+
+def _settled(info: Mapping[str, Any]) -> bool:
+    mtime = _mtime(info)
+    return mtime is None or time.time() - mtime > SETTLE_S
+
+
+# -- the stores -------------------------------------------------------------------------
+
+
+class FsSource(ObjectSource):
+    """``LOAD DATA FS '/path/glob'``: files of the engine's (and executors') filesystem."""
+
+    name = "fs"
+    immutable = False
+    what = "file"
+
+    @classmethod
+    def location_hint(cls) -> str:
+        return "give a path or glob such as '/data/*.json'"
+
+    def _pattern(self, location: str) -> str:
+        if "://" in location:
+            scheme = location.split("://", 1)[0]
+            if scheme != "file":
+                raise ConfigError(
+                    f"LOAD DATA FS takes a local path, not '{scheme}://'; use LOAD DATA "
+                    f"{'S3' if scheme in ('s3', 's3a') else scheme.upper()} for an object store"
+                )
+            location = location.split("://", 1)[1]
+        return os.path.abspath(os.path.expanduser(location))
+
+    def _connect(self) -> Any:
+        from fsspec.implementations.local import LocalFileSystem
+
+        return LocalFileSystem()
+
+
+class S3Source(ObjectSource):
+    """``LOAD DATA S3 'bucket/prefix' CONFIG '{"region": …, "endpoint_url": …}' CREDENTIALS
+    '{"aws_access_key_id": …, "aws_secret_access_key": …, "aws_session_token": …}'``.
+    Without credentials the AWS default chain (environment, profile, instance role)
+    applies."""
+
+    name = "s3"
+    config_keys = frozenset({"suffixes", "packing", "region", "endpoint_url", "request_payer"})
+    credential_keys = frozenset({"aws_access_key_id", "aws_secret_access_key", "aws_session_token"})
+
+    @classmethod
+    def location_hint(cls) -> str:
+        return "give 'bucket/prefix' or 'bucket/path/*.json'"
+
+    def _pattern(self, location: str) -> str:
+        for scheme in ("s3://", "s3a://"):
+            if location.startswith(scheme):
+                location = location[len(scheme) :]
+        if "://" in location:
+            raise ConfigError(f"S3 location must be 'bucket/prefix', got '{location}'")
+        return location.lstrip("/")
+
+    def _connect(self) -> Any:
+        import s3fs
+
+        creds = {k: v.reveal() for k, v in self.credentials.items()}
+        if ("aws_access_key_id" in creds) != ("aws_secret_access_key" in creds):
+            raise ConfigError(
+                "S3 CREDENTIALS need both aws_access_key_id and aws_secret_access_key"
+            )
+        client: dict[str, Any] = {}
+        if "region" in self.config:
+            client["region_name"] = str(self.config["region"])
+        if "endpoint_url" in self.config:
+            client["endpoint_url"] = str(self.config["endpoint_url"])
+        extra = {}
+        if self.config.get("request_payer"):
+            extra["RequestPayer"] = "requester"
+        return s3fs.S3FileSystem(
+            key=creds.get("aws_access_key_id"),
+            secret=creds.get("aws_secret_access_key"),
+            token=creds.get("aws_session_token"),
+            client_kwargs=client,
+            config_kwargs={
+                "connect_timeout": 5,
+                "read_timeout": 60,
+                "retries": {"max_attempts": 3, "mode": "standard"},
+            },
+            s3_additional_kwargs=extra or None,
+            use_listings_cache=False,
+            skip_instance_cache=True,
+        )
+
+
+class AzureSource(ObjectSource):
+    """``LOAD DATA AZURE 'container/prefix' CREDENTIALS '{"account_name": …,
+    "account_key": …}'`` (or ``sas_token``, or ``connection_string``); CONFIG
+    ``endpoint_url`` names a non-default blob endpoint (Azurite, sovereign clouds)."""
+
+    name = "azure"
+    what = "blob"
+    config_keys = frozenset({"suffixes", "packing", "endpoint_url"})
+    credential_keys = frozenset({"account_name", "account_key", "sas_token", "connection_string"})
+
+    @classmethod
+    def location_hint(cls) -> str:
+        return "give 'container/prefix'"
+
+    def _pattern(self, location: str) -> str:
+        for scheme in ("az://", "abfs://", "abfss://"):
+            if location.startswith(scheme):
+                location = location[len(scheme) :]
+        if "://" in location:
+            raise ConfigError(f"AZURE location must be 'container/prefix', got '{location}'")
+        return location.lstrip("/")
+
+    def _connect(self) -> Any:
+        import adlfs
+
+        creds = {k: v.reveal() for k, v in self.credentials.items()}
+        endpoint = self.config.get("endpoint_url")
+        if "connection_string" not in creds and "account_name" not in creds:
+            raise ConfigError(
+                "AZURE CREDENTIALS need account_name (with account_key or sas_token) or "
+                "connection_string"
+            )
+        if endpoint and "connection_string" not in creds:
+            parts = [
+                f"DefaultEndpointsProtocol={str(endpoint).split('://', 1)[0]}",
+                f"AccountName={creds['account_name']}",
+                f"BlobEndpoint={endpoint}",
+            ]
+            if "account_key" in creds:
+                parts.append(f"AccountKey={creds['account_key']}")
+            if "sas_token" in creds:
+                parts.append(f"SharedAccessSignature={creds['sas_token'].lstrip('?')}")
+            creds = {"connection_string": ";".join(parts) + ";"}
+        return adlfs.AzureBlobFileSystem(**creds, skip_instance_cache=True)
+
+
+class HdfsSource(ObjectSource):
+    """``LOAD DATA HDFS 'hdfs://namenode:8020/path'`` through pyarrow's HadoopFileSystem,
+    which needs a Hadoop client on every machine (libhdfs, ``HADOOP_HOME``, a Java
+    ``CLASSPATH`` from ``hadoop classpath --glob``)."""
+
+    name = "hdfs"
+    config_keys = frozenset({"suffixes", "packing", "user"})
+
+    @classmethod
+    def location_hint(cls) -> str:
+        return "give 'hdfs://namenode:8020/path'"
+
+    def _pattern(self, location: str) -> str:
+        if not location.startswith("hdfs://"):
+            raise ConfigError(f"HDFS location must be 'hdfs://host:port/path', got '{location}'")
+        rest = location[len("hdfs://") :]
+        hostport, _, path = rest.partition("/")
+        host, _, port = hostport.partition(":")
+        if not host:
+            raise ConfigError(f"HDFS location names no namenode: '{location}'")
+        if port and not port.isdigit():
+            raise ConfigError(f"HDFS port must be a number, got '{port}' in '{location}'")
+        self.host, self.port = host, int(port or 8020)
+        return "/" + path
+
+    def _connect(self) -> Any:
+        from fsspec.implementations.arrow import ArrowFSWrapper
+        from pyarrow import fs as pafs
+
+        try:
+            hdfs = pafs.HadoopFileSystem(self.host, self.port, user=self.config.get("user"))
+        except (OSError, pa.ArrowException) as e:
+            raise SourceError(
+                f"HDFS needs a Hadoop client on this machine: pyarrow could not load libhdfs "
+                f"({str(e).splitlines()[0]}). Install Hadoop, set HADOOP_HOME (and "
+                "ARROW_LIBHDFS_DIR if libhdfs.so is elsewhere) and CLASSPATH=$(hadoop "
+                "classpath --glob), on the driver and every executor"
+            ) from None
+        return ArrowFSWrapper(hdfs)
