@@ -9,6 +9,7 @@ the line, column and offending token; no other exception escapes the parser.
 
 from sparkpipes.sql.ast import (
     AlterPipeline,
+    AlterPipelineDropFile,
     AlterTableAddColumn,
     AlterTableDropColumn,
     AlterTableModifyColumn,
@@ -54,6 +55,7 @@ from sparkpipes.sql.parser import parse, parse_one
 
 __all__ = [
     "AlterPipeline",
+    "AlterPipelineDropFile",
     "AlterTableAddColumn",
     "AlterTableDropColumn",
     "AlterTableModifyColumn",

@@ -5,6 +5,7 @@ from sql_cases import SEED, SEED_PROCEDURE
 
 from sparkpipes.sql import (
     AlterPipeline,
+    AlterPipelineDropFile,
     AlterTableAddColumn,
     AlterTableDropColumn,
     AlterTableModifyColumn,
@@ -347,6 +348,7 @@ def test_inferred_pipeline_may_have_into():
             AlterPipeline("p", offsets_json='{"0": 10}'),
         ),
         ("ALTER PIPELINE p SET BATCH_INTERVAL 100", AlterPipeline("p", batch_interval=100)),
+        ("alter pipeline p drop file '/d/a.json'", AlterPipelineDropFile("p", "/d/a.json")),
         (
             "ALTER PIPELINE IF EXISTS p SET MAX_PARTITIONS_PER_BATCH 2, "
             "SET MAX_OFFSETS_PER_BATCH_PARTITION 3, MAX_RETRIES_PER_BATCH_PARTITION 4",
