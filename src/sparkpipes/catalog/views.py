@@ -299,8 +299,8 @@ def files(cat: Catalog, snapshot: OffsetsFn, lists_files: Callable[[PipelineReco
             skipped = isinstance(committed, dict) and "skipped" in committed
             if skipped:
                 state = "Skipped"
-            elif committed is not None and o.latest is not None and committed == o.latest:
-                state = "Loaded"
+            elif committed is not None and o.latest in (None, committed):
+                state = "Loaded"  # (None: loaded, and gone from the store since)
             elif committed in (None, o.earliest):
                 state = "Unloaded"
             else:

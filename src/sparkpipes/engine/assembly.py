@@ -180,6 +180,7 @@ def assemble(
             spec.format.skip_parser_errors,
             PROVENANCE,
             tuple(c for c in table.not_null if c in filled),
+            source.locate,
         )
         if refines
         else None

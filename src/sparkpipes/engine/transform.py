@@ -9,8 +9,9 @@ commit with the offsets; staged files are never part of the table.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import pyarrow as pa
 
@@ -141,7 +142,14 @@ class Refiner:
     locate: tuple[str, str] | None = None  # (partition column, offset column) of staged rows
     #: NOT NULL columns that SET or a computed expression fills (the tasks check the rest)
     not_null: tuple[str, ...] = ()
+    #: how errors name a record's place: the source's own words (``Source.locate``)
+    where: Callable[[str, Any], str] | None = field(default=None, compare=False)
     rejected: list[ErrorRecord] = field(default_factory=list, compare=False)
+
+    def _where(self, partition: str, offset: Any) -> str:
+        if self.where is None:
+            return f"partition {partition} offset {offset}"
+        return self.where(partition, offset)
 
     def __call__(self, df, keep: Sequence[str] = ()):
         if self.locate is None:
@@ -163,7 +171,7 @@ class Refiner:
         if rows:
             errors = [
                 DecodeError(
-                    f"cannot load the record at partition {r[0]} offset {r[1]}: {r[2]}",
+                    f"cannot load the record at {self._where(r[0], r[1])}: {r[2]}",
                     partition=r[0],
                     offset=r[1],
                 )

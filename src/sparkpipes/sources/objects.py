@@ -69,6 +69,10 @@ MIN_SPLIT = 8 << 20
 _GLOB = set("*?[")
 _CODECS = {".gz": "gzip", ".gzip": "gzip", ".bz2": "bz2", ".zst": "zstd", ".zstd": "zstd"}
 _EMPTY = pa.array([], pa.binary())
+#: exception class names (boto, Azure SDK) that mean the store refused the credentials
+_REFUSED = frozenset(
+    {"NoCredentialsError", "PartialCredentialsError", "ClientAuthenticationError"}
+)
 
 
 def codec_of(path: str) -> str | None:
@@ -265,13 +269,17 @@ class ObjectSource(Source):
         return text
 
     def error(self, e: BaseException, doing: str, *, listing: bool = False, **ctx: Any):
-        """A store failure as the error a user can act on: refused credentials (at
-        listing: terminal), nothing there, or unreachable (transient: retried)."""
+        """A store failure as the error a user can act on: refused or missing credentials
+        (terminal when listing), nothing there, or unreachable (transient: retried)."""
         if isinstance(e, _ReadFailed):
             e = e.cause
-        text = self.redact(f"{type(e).__name__}: {e}" if not str(e) else str(e))
+        if isinstance(e, SparkpipesError):
+            return e
+        text = self.redact(str(e) or type(e).__name__).splitlines()[0]
         msg = f"cannot {doing} ({self.label()}): {text}"
-        if isinstance(e, PermissionError) and listing:
+        kind = type(e).__name__
+        refused = isinstance(e, PermissionError) or kind in _REFUSED
+        if refused and listing:
             return SourceAuthError(msg, **ctx)
         if isinstance(e, FileNotFoundError) and listing:
             return SourceError(msg, **ctx)
@@ -303,7 +311,7 @@ class ObjectSource(Source):
                     for p, i in fs.find(parent, detail=True).items()
                     if p.startswith(pattern.lstrip("/")) or p.startswith(pattern)
                 }
-        except (OSError, ValueError) as e:
+        except Exception as e:  # whatever the store's SDK raises, as a user's error
             raise self.error(e, "list objects", listing=True) from None
         out = {}
         for path, info in found.items():
