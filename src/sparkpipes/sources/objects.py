@@ -70,9 +70,7 @@ _GLOB = set("*?[")
 _CODECS = {".gz": "gzip", ".gzip": "gzip", ".bz2": "bz2", ".zst": "zstd", ".zstd": "zstd"}
 _EMPTY = pa.array([], pa.binary())
 #: exception class names (boto, Azure SDK) that mean the store refused the credentials
-_REFUSED = frozenset(
-    {"NoCredentialsError", "PartialCredentialsError", "ClientAuthenticationError"}
-)
+_REFUSED = frozenset({"NoCredentialsError", "PartialCredentialsError", "ClientAuthenticationError"})
 
 
 def codec_of(path: str) -> str | None:
