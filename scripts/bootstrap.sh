@@ -65,5 +65,13 @@ if [ "$want_services" = 1 ]; then
     su postgres -c "psql -q -c \"ALTER USER postgres PASSWORD 'postgres'\"" || true
   fi
   pg_isready -q -h 127.0.0.1 -p 5432 || { say "PostgreSQL is not answering on 127.0.0.1:5432"; exit 1; }
+
+  # Azurite (Azure Blob) from npm, into .tools/, for the object-store tests (moto, for S3,
+  # comes with the Python test extras)
+  if [ ! -x .tools/node_modules/.bin/azurite-blob ]; then
+    command -v npm >/dev/null || { say "installing Node.js and npm (for Azurite)"; apt_install nodejs npm; }
+    say "installing Azurite into .tools/"
+    npm install --prefix .tools --no-audit --no-fund --loglevel=error azurite@3 >/dev/null
+  fi
 fi
 say "ready ($root/.venv)"

@@ -36,3 +36,21 @@ def engine(tmp_path):
     eng = Engine(tmp_path / "warehouse")
     yield eng
     eng.close()
+
+
+@pytest.fixture(scope="session")
+def s3_server():
+    """S3 on 127.0.0.1 (moto in server mode), shared by the run."""
+    from sparkpipes.testing import MotoServer
+
+    with MotoServer() as s:
+        yield s
+
+
+@pytest.fixture(scope="session")
+def azurite():
+    """Azure Blob on 127.0.0.1 (Azurite), shared by the run."""
+    from sparkpipes.testing import Azurite
+
+    with Azurite() as a:
+        yield a

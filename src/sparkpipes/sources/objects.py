@@ -276,7 +276,10 @@ class ObjectSource(Source):
         text = self.redact(str(e) or type(e).__name__).splitlines()[0]
         msg = f"cannot {doing} ({self.label()}): {text}"
         kind = type(e).__name__
-        refused = isinstance(e, PermissionError) or kind in _REFUSED
+        status = getattr(e, "status_code", None) or getattr(
+            getattr(e, "response", None), "status_code", None
+        )
+        refused = isinstance(e, PermissionError) or kind in _REFUSED or status in (401, 403)
         if refused and listing:
             return SourceAuthError(msg, **ctx)
         if isinstance(e, FileNotFoundError) and listing:
@@ -329,7 +332,20 @@ class ObjectSource(Source):
 
     def check(self) -> str:
         n = len(self.list_objects())
+        if n == 0:
+            root = self._root()
+            try:
+                there = self.filesystem.exists(root)
+            except Exception as e:
+                raise self.error(e, f"look for '{root}'", listing=True) from None
+            if not there:
+                raise SourceError(f"{self.label()}: '{root}' does not exist")
         return f"{self.label()} answered with {n} object{'' if n == 1 else 's'}"
+
+    def _root(self) -> str:
+        """What must exist for the location to make sense: its bucket or container, or
+        (file systems) its directory."""
+        return self.pattern.split("/", 1)[0]
 
     def consumer(
         self, partition: str, *, out_of_range: str = "fail", pipeline: str | None = None
@@ -565,6 +581,18 @@ class ObjectConsumer(PartitionConsumer):
             self._f = None
 
 
+def _dir_of(source: ObjectSource) -> str:
+    pattern = source.pattern
+    if _GLOB & set(pattern):
+        return _base(pattern)
+    try:
+        if source.filesystem.isdir(pattern):
+            return pattern
+    except Exception:
+        pass
+    return posixpath.dirname(pattern.rstrip("/")) or "/"
+
+
 def _settled(info: Mapping[str, Any]) -> bool:
     mtime = _mtime(info)
     return mtime is None or time.time() - mtime > SETTLE_S
@@ -594,6 +622,9 @@ class FsSource(ObjectSource):
                 )
             location = location.split("://", 1)[1]
         return os.path.abspath(os.path.expanduser(location))
+
+    def _root(self) -> str:
+        return _dir_of(self)
 
     def _connect(self) -> Any:
         from fsspec.implementations.local import LocalFileSystem
@@ -725,6 +756,9 @@ class HdfsSource(ObjectSource):
             raise ConfigError(f"HDFS port must be a number, got '{port}' in '{location}'")
         self.host, self.port = host, int(port or 8020)
         return "/" + path
+
+    def _root(self) -> str:
+        return _dir_of(self)
 
     def _connect(self) -> Any:
         from fsspec.implementations.arrow import ArrowFSWrapper
