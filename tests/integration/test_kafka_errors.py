@@ -122,7 +122,7 @@ def test_pending_retries_show_in_status_while_running(engine):
     ), seen
     _, rows = status_rows(engine)
     (row,) = rows
-    assert row[1] == "Error" and row[5] == "unknown" and "cannot reach Kafka" in row[6]
+    assert row[1] == "Error" and row[5] == "unknown" and "cannot reach Kafka" in row[7]
 
 
 def test_a_refused_login_is_reported_as_such_naming_mechanism_and_user(engine, auth_broker):

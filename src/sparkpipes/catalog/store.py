@@ -499,6 +499,18 @@ class Catalog:
             c.execute(variables_t.delete().where(variables_t.c.name == name))
             c.execute(variables_t.insert().values(name=name, value=value))
 
+    def put_note(self, key: str, value: str) -> None:
+        """A small engine note (the scheduler's state for ``status``) under ``note:key``."""
+        with self._tx() as c:
+            c.execute(meta_t.delete().where(meta_t.c.key == f"note:{key}"))
+            c.execute(meta_t.insert().values(key=f"note:{key}", value=value))
+
+    def note(self, key: str) -> str | None:
+        with self._tx() as c:
+            return c.execute(
+                sa.select(meta_t.c.value).where(meta_t.c.key == f"note:{key}")
+            ).scalar()
+
     def variables(self) -> dict[str, str]:
         with self._tx() as c:
             return {r.name: r.value for r in c.execute(sa.select(variables_t))}

@@ -12,6 +12,7 @@ choose the warehouse everywhere.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import signal
@@ -189,9 +190,26 @@ def total_lag(eng, rec) -> int | None:
     return sum(o.lag for o in snap)
 
 
+def cluster_shares(eng) -> dict[str, str]:
+    """Per pipeline, its share of the cluster as the scheduler last noted it: ``4/10``
+    partitions while a batch runs, ``waiting (needs 8)`` while it waits for room."""
+    try:
+        note = eng.rt.catalog.note("scheduler")
+    except SparkpipesError:
+        return {}
+    if not note:
+        return {}
+    state = json.loads(note)
+    cap = state.get("capacity")
+    shares = {n: f"{w}/{cap}" for n, w in state.get("running", {}).items()}
+    shares.update({n: f"waiting (needs {w})" for n, w in state.get("waiting", {}).items()})
+    return shares
+
+
 def status_rows(eng) -> tuple[list[str], list[tuple]]:
     """One row per pipeline: what `sparkpipes status` shows."""
     rows = []
+    shares = cluster_shares(eng)
     for p in eng.pipelines():
         recent = [b for b in eng.batches(p.name) if b["state"] == BatchState.SUCCEEDED][-10:]
         secs = sum((b["duration_ms"] or 0) for b in recent) / 1000
@@ -206,10 +224,11 @@ def status_rows(eng) -> tuple[list[str], list[tuple]]:
                 loaded,
                 f"{rate:,.0f}",
                 "unknown" if lag is None else lag,
+                shares.get(p.name, "") if p.state == "Running" else "",
                 (p.last_error or "")[:80],
             )
         )
-    cols = ["Pipeline", "State", "Table", "Rows loaded", "Rows/s", "Lag", "Last error"]
+    cols = ["Pipeline", "State", "Table", "Rows loaded", "Rows/s", "Lag", "Cluster", "Last error"]
     return cols, rows
 
 

@@ -19,6 +19,8 @@ DEFAULTS = {
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.driver.memory": "1g",
     "spark.sql.parquet.datetimeRebaseModeInRead": "CORRECTED",
+    # pipelines' batches are concurrent jobs, one FAIR pool per pipeline (engine.scheduling)
+    "spark.scheduler.mode": "FAIR",
     # sparkpipes keeps tables itself; Spark's own catalog dir must not land in the cwd
     "spark.sql.warehouse.dir": os.path.join(tempfile.gettempdir(), "sparkpipes-spark-warehouse"),
 }

@@ -3,7 +3,9 @@
 The pipeline defaults among them apply to pipelines created after they are set and that
 do not give the option themselves (as SingleStore's engine variables do), whichever front
 end defines the pipeline: :func:`pipeline_defaults` is the one mapping.
-``pipelines_max_concurrent_batch_partitions`` caps the partitions one batch reads.
+``pipelines_max_concurrent_batch_partitions`` caps the partitions (Spark tasks) of all
+batches running at once, ``pipelines_max_concurrent`` the pipelines running batches at once
+(``engine.admission``).
 """
 
 from __future__ import annotations
@@ -48,6 +50,12 @@ VARIABLES = {
             0,
             int,
             "source partitions all pipelines may read at once (0: one per Spark core)",
+        ),
+        Variable(
+            "pipelines_max_concurrent",
+            0,
+            int,
+            "pipelines running batches at once (0: as many as the partitions allow)",
         ),
         Variable(
             "pipelines_extractor_batch_size",
