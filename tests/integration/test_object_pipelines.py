@@ -176,3 +176,20 @@ def test_a_large_object_is_split_across_tasks_and_loaded_once(sql, engine, tmp_p
     assert engine.offsets("p")[str(tmp_path / "big.json")] == {
         "byte": (tmp_path / "big.json").stat().st_size
     }
+
+
+def test_an_object_that_vanishes_is_named_retried_and_never_half_loaded(engine, tmp_path):
+    for name in ("a", "b"):
+        (tmp_path / f"{name}.json").write_bytes(_ndjson([ord(name)]))
+    engine.create_table("t", "id BIGINT, name STRING")
+    engine.create_pipeline("p", source="fs", location=str(tmp_path / "*.json"), table="t")
+    runner = engine.rt.runner("p")
+    plan = runner.plan()
+    (tmp_path / "b.json").unlink()  # listed by the plan, gone before the task reads it
+    from sparkpipes.errors import SourceUnavailableError
+
+    with pytest.raises(SourceUnavailableError, match=r"cannot read file '.*b\.json'"):
+        runner.run(1, plan=plan)
+    assert engine.table_arrow("t").num_rows == 0  # the batch committed nothing
+    engine.run_batches("p", 2, until_idle=True)  # the next plan no longer lists it
+    assert engine.table_arrow("t").column("id").to_pylist() == [ord("a")]
