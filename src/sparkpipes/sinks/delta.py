@@ -22,13 +22,25 @@ Parts, along the sink SPI (``sparkpipes.sinks.base``):
 
   :meth:`DeltaSink.committed` reads back the last committed batch and its offsets: the
   table, not the catalog, is the source of truth for where a pipeline resumes.
+
+Concurrent writers (several pipelines loading one table, an ``INSERT`` beside them): a
+commit that loses the race to another writer's is rebased by delta-rs itself when it can
+be (an append beside an append, up to ``DELTA_RS_RETRIES`` times); one it cannot rebase
+(retries exhausted; a MERGE whose target another writer added to, which must be rerun; the
+same app transaction committed by another writer) raises ``CommitFailedError``. The sink
+then starts the commit again from a fresh snapshot, *with the exactly-once check*: the
+table's transaction version for the pipeline says whether the batch is there already (it
+then is a replay). At most ``COMMIT_ATTEMPTS`` times, with a short randomized pause; then
+the conflict is a transient :class:`SinkError`, for the batch's own retry policy.
 """
 
 from __future__ import annotations
 
 import errno
 import json
+import logging
 import os
+import random
 import re
 import shutil
 import time
@@ -50,6 +62,15 @@ from sparkpipes.sinks.base import (
     SinkWriter,
     Staged,
 )
+
+log = logging.getLogger("sparkpipes.sinks")
+
+#: how many times delta-rs rebases a commit that lost the race, by itself
+DELTA_RS_RETRIES = 15
+#: how many times the sink starts a conflicting commit again from a fresh snapshot
+COMMIT_ATTEMPTS = 6
+#: the first pause between those (doubling, randomized by ±50%)
+CONFLICT_PAUSE_S = 0.05
 
 META_PIPELINE = "sparkpipes.pipeline"
 META_BATCH = "sparkpipes.batch"
@@ -112,6 +133,16 @@ def _write_error(what: str, where: str, e: BaseException) -> SinkError:
         if getattr(e, "errno", None) == code or os.strerror(code) in text:
             return StorageFullError(f"{what}: {os.strerror(code)} ({where})")
     return SinkError(f"{what}: {text or type(e).__name__}")
+
+
+class CommitConflict(SinkError):
+    """A commit another writer's commit got in the way of (``CommitFailedError``)."""
+
+
+def _conflict(e: BaseException) -> bool:
+    from deltalake.exceptions import CommitFailedError
+
+    return isinstance(e, CommitFailedError)
 
 
 def _stats(table: pa.Table) -> str:
@@ -299,10 +330,6 @@ class DeltaSink(Sink):
         """Publish a batch atomically. Returns False if it was already committed (replay)."""
         from deltalake import CommitProperties, Transaction
 
-        dt = self._table()
-        done = dt.transaction_version(batch.app_id)
-        if done is not None and done >= batch.batch_id:
-            return False
         props = CommitProperties(
             app_transactions=[Transaction(batch.app_id, batch.batch_id, int(time.time() * 1000))],
             custom_metadata={
@@ -311,12 +338,20 @@ class DeltaSink(Sink):
                 META_OFFSETS: json.dumps(dict(batch.offsets), sort_keys=True),
                 **dict(batch.extra),
             },
+            max_commit_retries=DELTA_RS_RETRIES,
         )
-        if isinstance(self.strategy, Upsert) and staged:
-            self._merge(dt, staged, self.strategy, props)
-        else:
-            self._add(dt, staged, props, "commit to")
-        return True
+
+        def once(dt) -> bool:
+            done = dt.transaction_version(batch.app_id)
+            if done is not None and done >= batch.batch_id:
+                return False  # committed before (a crash, a retry, another writer)
+            if isinstance(self.strategy, Upsert) and staged:
+                self._merge(dt, staged, self.strategy, props)
+            else:
+                self._add(dt, staged, props, "commit to")
+            return True
+
+        return self._retrying_conflicts(once)
 
     def committed(self, app_id: str, hint: Committed | None = None) -> Committed | None:
         """The last batch ``app_id`` committed to this table, with its end offsets.
@@ -355,8 +390,10 @@ class DeltaSink(Sink):
         """Append files in one commit, without an app transaction (``INSERT``)."""
         from deltalake import CommitProperties
 
-        props = CommitProperties(custom_metadata={"sparkpipes.op": operation})
-        self._add(self._table(), files, props, "commit to")
+        props = CommitProperties(
+            custom_metadata={"sparkpipes.op": operation}, max_commit_retries=DELTA_RS_RETRIES
+        )
+        self._retrying_conflicts(lambda dt: self._add(dt, files, props, "commit to"))
 
     def replace_all(
         self, files: Sequence[AddFile], *, operation: str, version: int | None = None
@@ -383,6 +420,22 @@ class DeltaSink(Sink):
             raise _write_error(what, self._log_dir(), e) from None
 
     # -- internals ------------------------------------------------------------------------
+    def _retrying_conflicts(self, commit: Callable[[Any], Any]) -> Any:
+        """``commit(snapshot)``, started again from a fresh snapshot while it raises a
+        :class:`CommitConflict` (at most ``COMMIT_ATTEMPTS`` times in all)."""
+        for attempt in range(1, COMMIT_ATTEMPTS + 1):
+            try:
+                return commit(self._table())
+            except CommitConflict as e:
+                if attempt == COMMIT_ATTEMPTS:
+                    raise CommitConflict(
+                        f"{e.message} (conflicting commits of other writers, {attempt} attempts)"
+                    ) from None
+                pause = CONFLICT_PAUSE_S * 2 ** (attempt - 1) * random.uniform(0.5, 1.5)
+                log.info("%s; again from a fresh snapshot in %.2fs", e.message, pause)
+                time.sleep(pause)
+        raise AssertionError("unreachable")
+
     def _add(self, dt, files: Sequence[Staged], props, what: str) -> None:
         from deltalake.transaction import AddAction
 
@@ -391,7 +444,8 @@ class DeltaSink(Sink):
             dt.create_write_transaction(actions, "append", self.schema, commit_properties=props)
         except Exception as e:  # delta-rs raises its own and Rust panics; keep the message
             failed = f"{what} Delta table '{self.name}' failed"
-            raise _write_error(failed, self._log_dir(), e) from None
+            err = _write_error(failed, self._log_dir(), e)
+            raise (CommitConflict(err.message) if _conflict(e) else err) from None
 
     def _log_dir(self) -> str:
         return f"{_local_path(self.uri).rstrip('/')}/_delta_log"
@@ -451,7 +505,8 @@ class DeltaSink(Sink):
             if failed:
                 raise failed[0] from None
             what = f"upsert into Delta table '{self.name}' failed"
-            raise _write_error(what, _local_path(self.uri), e) from None
+            err = _write_error(what, _local_path(self.uri), e)
+            raise (CommitConflict(err.message) if _conflict(e) else err) from None
 
 
 def write_frame(df, writer: ParquetWriter, prefix: str, table: str) -> list[AddFile]:
