@@ -69,7 +69,10 @@ if [ "$want_services" = 1 ]; then
   # Azurite (Azure Blob) from npm, into .tools/, for the object-store tests (moto, for S3,
   # comes with the Python test extras)
   if [ ! -x .tools/node_modules/.bin/azurite-blob ]; then
-    command -v npm >/dev/null || { say "installing Node.js and npm (for Azurite)"; apt_install nodejs npm; }
+    if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+      say "installing Node.js and npm (for Azurite)"
+      apt_install nodejs npm
+    fi
     say "installing Azurite into .tools/"
     npm install --prefix .tools --no-audit --no-fund --loglevel=error azurite@3 >/dev/null
   fi

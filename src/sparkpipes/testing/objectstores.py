@@ -1,11 +1,12 @@
 """Object-store servers for tests and benchmarks, on 127.0.0.1: moto in server mode (S3)
 and Azurite (Azure Blob, from npm). Each picks a free port, starts its process, waits
-until it answers, and stops with the context manager; a server that does not start is an
-error carrying the tail of its log, never a skipped test.
+until it answers, and stops with the context manager, removing its temporary directory;
+a server that does not start is an error carrying the tail of its log, never a skipped test.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -13,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -34,7 +36,7 @@ def _free_port() -> int:
 
 
 class _Server:
-    """A child process serving HTTP on 127.0.0.1:``port``."""
+    """A child process serving HTTP on 127.0.0.1:``port``, its files in a temporary directory."""
 
     name = "server"
 
@@ -51,39 +53,68 @@ class _Server:
         return f"http://127.0.0.1:{self.port}/"
 
     def start(self, timeout_s: float = 60.0) -> Any:
+        """Start and wait until the server answers HTTP; raises ``SourceUnavailableError``
+        (with the log's tail) if it exits or stays silent for ``timeout_s``."""
+        try:
+            self._spawn()
+            self._wait(timeout_s)
+            self._after_start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _spawn(self) -> None:
+        command = self.command()
         log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the child process
-        self._proc = subprocess.Popen(
-            self.command(),
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            cwd=self.dir,
-            start_new_session=True,
-        )
-        log.close()
-        deadline = time.time() + timeout_s
-        while time.time() < deadline:
+        try:
+            self._proc = subprocess.Popen(
+                command,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                cwd=self.dir,
+                start_new_session=True,
+            )
+        except OSError as e:
+            raise SourceUnavailableError(
+                f"{self.name} could not be started ({command[0]}): {e}"
+            ) from e
+        finally:
+            log.close()
+
+    def _wait(self, timeout_s: float) -> None:
+        assert self._proc is not None
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
             if self._proc.poll() is not None:
                 raise SourceUnavailableError(
-                    f"{self.name} exited with code {self._proc.returncode}: {self._tail()}"
+                    f"{self.name} exited with code {self._proc.returncode}; "
+                    f"its log ends:\n{self._tail()}"
                 )
             try:
                 urllib.request.urlopen(self.ready_url(), timeout=1)
-                return self
+                return
             except urllib.error.HTTPError:
-                return self  # it answers (400/403 to an anonymous request is an answer)
+                return  # it answers (400/403 to an anonymous request is an answer)
             except OSError:
-                time.sleep(0.2)
-        self.stop()
-        raise SourceUnavailableError(f"{self.name} did not answer on port {self.port}")
+                time.sleep(0.1)
+        raise SourceUnavailableError(
+            f"{self.name} did not answer on 127.0.0.1:{self.port} within {timeout_s:.0f} s; "
+            f"its log ends:\n{self._tail()}"
+        )
+
+    def _after_start(self) -> None:
+        """Set-up that needs the running server."""
 
     def _tail(self) -> str:
         try:
-            return Path(self.log_path).read_text(errors="replace")[-2000:]
+            return Path(self.log_path).read_text(errors="replace")[-2000:] or "(empty log)"
         except OSError:
             return "(no log)"
 
     def stop(self) -> None:
+        """Stop the process and remove its directory; safe to call more than once."""
         if self._proc is not None and self._proc.poll() is None:
             self._proc.terminate()
             try:
@@ -102,16 +133,54 @@ class _Server:
 
 
 class MotoServer(_Server):
-    """S3 by moto in server mode (``python -m moto.server``); any credentials work."""
+    """S3 by moto in server mode (``python -m moto.server`` of this interpreter).
+
+    By default moto accepts any credentials. With ``authentication=True`` it checks them
+    like AWS: an IAM user allowed ``s3:*`` is created and its key becomes
+    ``access_key_id`` / ``secret_access_key``; other keys get ``InvalidAccessKeyId`` and a
+    wrong secret ``SignatureDoesNotMatch`` (both HTTP 403).
+    """
 
     name = "moto"
     region = "us-east-1"
+
+    def __init__(self, *, authentication: bool = False) -> None:
+        super().__init__()
+        self.authentication = authentication
+        self.access_key_id = "testing"
+        self.secret_access_key = "testing"
 
     def command(self) -> list[str]:
         return [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)]
 
     def ready_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/moto-api/"
+
+    def _after_start(self) -> None:
+        if not self.authentication:
+            return
+        iam = self._client("iam")
+        iam.create_user(UserName="sparkpipes")
+        policy = {
+            "Version": "2012-10-17",
+            "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}],
+        }
+        iam.put_user_policy(
+            UserName="sparkpipes", PolicyName="s3", PolicyDocument=json.dumps(policy)
+        )
+        key = iam.create_access_key(UserName="sparkpipes")["AccessKey"]
+        self.access_key_id, self.secret_access_key = key["AccessKeyId"], key["SecretAccessKey"]
+        # moto checks credentials after this many more actions (server default: never);
+        # the body must not be form-encoded or moto reads it as empty
+        urllib.request.urlopen(
+            urllib.request.Request(
+                f"{self.endpoint_url}/moto-api/reset-auth",
+                data=b"0",
+                method="POST",
+                headers={"Content-Type": "application/octet-stream"},
+            ),
+            timeout=10,
+        )
 
     @property
     def endpoint_url(self) -> str:
@@ -121,21 +190,25 @@ class MotoServer(_Server):
     def storage_options(self) -> dict[str, Any]:
         """For ``s3fs.S3FileSystem(**storage_options)``."""
         return {
-            "key": "testing",
-            "secret": "testing",
+            "key": self.access_key_id,
+            "secret": self.secret_access_key,
             "client_kwargs": {"endpoint_url": self.endpoint_url, "region_name": self.region},
         }
 
-    def client(self) -> Any:
+    def _client(self, service: str) -> Any:
         import boto3
 
         return boto3.client(
-            "s3",
+            service,
             endpoint_url=self.endpoint_url,
-            aws_access_key_id="testing",
-            aws_secret_access_key="testing",
+            aws_access_key_id=self.access_key_id,
+            aws_secret_access_key=self.secret_access_key,
             region_name=self.region,
         )
+
+    def client(self) -> Any:
+        """A boto3 S3 client for this server, with its credentials."""
+        return self._client("s3")
 
     def create_bucket(self, name: str) -> None:
         self.client().create_bucket(Bucket=name)
@@ -145,15 +218,17 @@ class MotoServer(_Server):
 
 
 def azurite_binary() -> str:
-    local = _REPO / ".tools" / "node_modules" / ".bin" / "azurite-blob"
-    if local.exists():
-        return str(local)
+    """``azurite-blob`` from the checkout's ``.tools`` (installed by bootstrap), else PATH."""
+    for root in (_REPO, Path.cwd()):
+        local = root / ".tools" / "node_modules" / ".bin" / "azurite-blob"
+        if local.exists():
+            return str(local)
     found = shutil.which("azurite-blob")
     if found:
         return found
     raise SourceUnavailableError(
         "Azurite is not installed: run `bash scripts/bootstrap.sh --services` (it runs "
-        "`npm install --prefix .tools azurite@3`)"
+        "`npm install --prefix .tools azurite@3`; needs Node.js and npm)"
     )
 
 
@@ -194,10 +269,21 @@ class Azurite(_Server):
 
     @property
     def storage_options(self) -> dict[str, Any]:
-        """For ``adlfs.AzureBlobFileSystem(**storage_options)``."""
-        return {"connection_string": self.connection_string}
+        """For ``adlfs.AzureBlobFileSystem(**storage_options)``.
+
+        The connection string is what points adlfs at this endpoint: adlfs prefers it to
+        the other options, while ``account_host`` always means ``https://`` and Azurite
+        serves plain http. ``account_name`` and ``account_key`` ride along for code that
+        signs URLs or builds its own clients.
+        """
+        return {
+            "account_name": self.account_name,
+            "account_key": self.account_key,
+            "connection_string": self.connection_string,
+        }
 
     def client(self) -> Any:
+        """An ``azure.storage.blob.BlobServiceClient`` for this server."""
         from azure.storage.blob import BlobServiceClient
 
         return BlobServiceClient.from_connection_string(self.connection_string)
