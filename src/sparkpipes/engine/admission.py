@@ -4,7 +4,7 @@ Pipelines run in parallel until the cluster's partitions are saturated: the widt
 (Spark tasks) of the batches running at once sum to at most ``capacity``
 (``pipelines_max_concurrent_batch_partitions``), and at most ``max_pipelines``
 (``pipelines_max_concurrent``, 0: no cap) run at once. A batch wider than the cluster
-runs alone, capped to it.
+runs alone, capped to it (to the capacity of the moment: it may change while it waits).
 
 Fairness: batches wait in the order they asked. A batch that does not fit may be
 overtaken by a later one that fits, but only by one whose pipeline has not finished a
@@ -40,7 +40,7 @@ class Admission:
     @property
     def waiting(self) -> dict[str, int]:
         """Batches waiting for room: pipeline -> the partitions it needs."""
-        return {w.name: w.width for w in self._queue}
+        return {w.name: self.width(w.width) for w in self._queue}
 
     @property
     def used(self) -> int:
@@ -66,12 +66,13 @@ class Admission:
         started: list[str] = []
         passed: list[_Waiting] = []
         for w in list(self._queue):
-            fits = self.used + w.width <= self.capacity and (
+            width = self.width(w.width)  # the capacity may have gone down since it asked
+            fits = self.used + width <= self.capacity and (
                 not self.max_pipelines or len(self.running) < self.max_pipelines
             )
             done = self._finished.get(w.name, 0)
             if fits and all(done < p.since for p in passed):
-                self.running[w.name] = w.width
+                self.running[w.name] = width
                 self._queue.remove(w)
                 started.append(w.name)
             else:

@@ -8,16 +8,26 @@ bug) or the last failed retry puts the pipeline into ``Error`` with the error re
 While retries are pending the pipeline stays ``Running`` and its last error says what is
 being retried (``status`` shows it); a batch that then succeeds clears it.
 
-The scheduler serves every ``Running`` pipeline from a thread of its own: plan the next
-batch (a read: committed offsets and the source's listing), ask for room for its width
-(``engine.admission``: ``pipelines_max_concurrent_batch_partitions``, default Spark's
-default parallelism, caps the Spark tasks of all batches at once, and
-``pipelines_max_concurrent`` the pipelines; served in turn, none starves), run it as a
-Spark job in the pipeline's own FAIR pool, free the room. A pipeline with data goes again
-at once; one with nothing new waits ``batch_interval_ms``, doubling while it stays idle,
-up to ``max(interval, IDLE_CAP_S)``. A batch holds only its own pipeline's lock. The
-admission's state (who runs with how many partitions, who waits) is noted in the catalog
-for ``sparkpipes status`` in other processes.
+The scheduler (``run_forever``: a dispatcher thread) serves every ``Running`` pipeline
+from a worker thread of its own, turn after turn: plan the next batch under the
+pipeline's lock (a read: committed offsets and the source's listing) to learn its width,
+ask for room for that width (``engine.admission``:
+``pipelines_max_concurrent_batch_partitions``, default Spark's default parallelism, caps
+the Spark tasks of all batches at once, ``pipelines_max_concurrent`` the pipelines; served
+in turn, none starves; a plan wider than the cap was capped by the planner and runs
+alone), then run exactly that plan under the pipeline's lock, as Spark jobs in the
+pipeline's own FAIR pool, and free the room. A plan of width 0 (nothing new) takes no
+room and is not run. A retry waits its backoff without holding room, then asks again.
+
+Promises: a batch starts only while its pipeline is ``Running`` (checked under its lock:
+once ``stop`` returns, no batch of the pipeline runs); concurrent batches never take more
+than the room they were admitted with (a re-plan is capped to it); a pipeline whose turn
+loaded data goes again at once; one with nothing new waits, from an eighth of its
+``batch_interval_ms`` doubling while it stays idle, up to the interval itself
+(:func:`idle_wait`); ``close`` (or the ``halt`` given to ``run_forever``) ends every worker
+after its batch in flight, and returns once they have. The admission's state (who runs
+with how many partitions, who waits) is noted in the catalog on every change, for
+``sparkpipes status`` in other processes.
 """
 
 from __future__ import annotations
@@ -38,12 +48,21 @@ from sparkpipes.errors import CatalogError, InternalError, SparkpipesError
 log = logging.getLogger("sparkpipes.engine")
 
 MAX_BACKOFF_S = 10.0
-IDLE_CAP_S = 2.0
+#: an idle pipeline's first wait is its interval divided by 2 ** IDLE_STEPS
+IDLE_STEPS = 3
+MIN_IDLE_S = 0.01
 
 
 def backoff(attempt: int) -> float:
     """Seconds to wait before retry ``attempt`` (1-based)."""
     return min(0.25 * 2 ** (attempt - 1), MAX_BACKOFF_S)
+
+
+def idle_wait(interval_s: float, idle: int) -> float:
+    """Seconds a pipeline waits before its next turn after ``idle`` (>= 1) turns in a row
+    found nothing new: an eighth of its interval, doubling, up to the interval."""
+    step = min(max(idle, 1) - 1, IDLE_STEPS)
+    return max(MIN_IDLE_S, interval_s / 2 ** (IDLE_STEPS - step))
 
 
 class Scheduler:
@@ -52,9 +71,13 @@ class Scheduler:
         self._warm_up = warm_up
         self._thread: threading.Thread | None = None
         self._halt = threading.Event()
-        self._cv = threading.Condition()
+        self._cv = threading.Condition()  # guards the admission and the workers
         self._admission = Admission(1)
         self._workers: dict[str, threading.Thread] = {}
+        self._warm_lock = threading.Lock()
+        self._note_lock = threading.Lock()
+        self._changes = 0  # the admission's state changes, counted under _cv
+        self._noted: tuple[int, dict] = (0, {})  # the last change noted in the catalog
 
     def _limits(self) -> tuple[int, int]:
         """(partitions of all batches at once, pipelines at once; 0: no cap)."""
@@ -71,12 +94,21 @@ class Scheduler:
         return cap or None
 
     def run_batch(
-        self, name: str, *, plan: Plan | None = None, max_partitions: int | None = None
+        self,
+        name: str,
+        *,
+        plan: Plan | None = None,
+        max_partitions: int | None = None,
+        pause: Callable[[float], int] | None = None,
     ) -> BatchResult:
         """Run one batch with the retry policy; on final failure the pipeline is ``Error``.
-        ``plan`` (first attempt only) and ``max_partitions`` come from the scheduler."""
+        From the scheduler: ``plan`` (first attempt only), ``max_partitions`` (the room
+        the batch was admitted with) and ``pause(seconds)``, the wait before a retry,
+        which returns the room the retry is admitted with (0: give up, the pipeline
+        stopped or the scheduler halts; the error is raised, the state stays)."""
         max_retries = self.rt.runner(name).spec.batch.max_retries
-        self._warm_up()
+        with self._warm_lock:  # once, even when the first batches start together
+            self._warm_up()
         attempt = 0
         cap = max_partitions or self._partition_cap()
         with self.rt.lock(name):
@@ -93,7 +125,10 @@ class Scheduler:
                         log.warning("%s; retry %d/%d in %.1fs", e, attempt, max_retries, delay)
                         self._note(name, last_error=f"{e} (retry {attempt}/{max_retries})")
                         self.rt.forget(name)
-                        time.sleep(delay)
+                        if pause is None:
+                            time.sleep(delay)
+                        elif not (cap := pause(delay)):
+                            raise
                         continue
                     self._note(name, state=PipelineState.ERROR, last_error=str(e))
                     raise
@@ -168,29 +203,46 @@ class Scheduler:
         """Serve every ``Running`` pipeline, each from its own thread, until ``halt`` (or
         ``close``) is set; returns when every pipeline thread has finished its batch."""
         halt = halt or self._halt
+        mine: list[threading.Thread] = []
         try:
             while not self._halted(halt):
-                for rec in self.rt.catalog.pipelines():
-                    worker = self._workers.get(rec.name)
-                    if rec.state == PipelineState.RUNNING and (
-                        worker is None or not worker.is_alive()
-                    ):
-                        worker = threading.Thread(
-                            target=self._serve,
-                            args=(rec.name, halt),
-                            name=f"sparkpipes-{rec.name}",
-                            daemon=True,
-                        )
-                        self._workers[rec.name] = worker
-                        worker.start()
+                try:
+                    running = [
+                        p.name
+                        for p in self.rt.catalog.pipelines()
+                        if p.state == PipelineState.RUNNING
+                    ]
+                except CatalogError as e:  # a catalog that is down for a while
+                    log.warning("scheduler: %s", e)
+                    halt.wait(1.0)
+                    continue
+                mine = [w for w in mine if w.is_alive()]
+                with self._cv:  # two dispatchers (start() and `run`) share the workers
+                    for name in running:
+                        worker = self._workers.get(name)
+                        if worker is None or not worker.is_alive():
+                            worker = threading.Thread(
+                                target=self._serve,
+                                args=(name, halt),
+                                name=f"sparkpipes-{name}",
+                                daemon=True,
+                            )
+                            self._workers[name] = worker
+                            mine.append(worker)
+                            worker.start()
                 halt.wait(0.1)
         finally:
             with self._cv:
                 self._cv.notify_all()
-            for worker in list(self._workers.values()):
+            for worker in mine:
                 worker.join()
-            self._workers.clear()
-            self._publish()  # nothing runs or waits any more
+            with self._cv:
+                for name, worker in list(self._workers.items()):
+                    if not worker.is_alive():
+                        del self._workers[name]
+                self._changes += 1
+                change = self._changes
+            self._publish(change)  # what still runs or waits (nothing, for one engine)
 
     def _serve(self, name: str, halt: threading.Event) -> None:
         """One pipeline's turns, while it is ``Running``."""
@@ -207,25 +259,42 @@ class Scheduler:
                 continue
             idle += 1
             interval = rec.definition.get("batch", {}).get("interval_ms", 2500) / 1000
-            wait = min(max(interval, 0.05) * 2 ** (idle - 1), max(interval, IDLE_CAP_S))
-            halt.wait(wait)
+            halt.wait(idle_wait(interval, idle))
 
     def _turn(self, name: str, halt: threading.Event) -> bool:
         """Plan, wait for room, run one batch; whether it loaded anything. Errors are
         recorded, not raised: the other pipelines go on."""
         try:
             cap, most = self._limits()
-            try:
-                plan: Plan | None = self.rt.runner(name).plan(cap)
-            except SparkpipesError:
-                plan = None  # the batch fails the same way, under the retry policy
+            plan: Plan | None = None
+            with self.rt.lock(name):
+                if not self._still_running(name):
+                    return False
+                planner = self.rt.runner(name)
+                try:
+                    plan = planner.plan(cap)
+                except SparkpipesError:
+                    pass  # the batch fails the same way, under the retry policy
             if plan is not None and plan.width == 0:
-                return False
-            if not self._wait_for_room(name, plan.width if plan else 1, cap, most, halt):
+                return False  # nothing new: no batch, no room
+            width = self._wait_for_room(name, plan.width if plan else 1, cap, most, halt)
+            if not width:
                 return False
             try:
-                self.rt.spark.sparkContext.setLocalProperty("spark.scheduler.pool", name)
-                result = self.run_batch(name, plan=plan, max_partitions=cap)
+                with self.rt.lock(name):
+                    if not self._still_running(name):
+                        return False  # stopped while it waited for room
+                    if plan is not None and (
+                        plan.width > width or self.rt.runner(name) is not planner
+                    ):
+                        plan = None  # the cap went down, or the pipeline changed: re-plan
+                    self.rt.spark.sparkContext.setLocalProperty("spark.scheduler.pool", name)
+                    result = self.run_batch(
+                        name,
+                        plan=plan,
+                        max_partitions=width,
+                        pause=lambda delay: self._pause(name, width, halt, delay),
+                    )
                 return result.state != BatchState.NO_DATA
             finally:
                 self._free(name)
@@ -237,35 +306,48 @@ class Scheduler:
             self._note(name, state=PipelineState.ERROR, last_error=str(err))
         return False
 
+    def _pause(self, name: str, width: int, halt: threading.Event, delay: float) -> int:
+        """Between two attempts of a batch: free its room, wait ``delay``, ask for the
+        same room again; the room admitted, 0 if halted or stopped meanwhile."""
+        self._free(name)
+        if halt.wait(delay) or self._halted(halt):
+            return 0
+        cap, most = self._limits()
+        return self._wait_for_room(name, width, cap, most, halt)
+
     def _wait_for_room(
         self, name: str, width: int, cap: int, most: int, halt: threading.Event
-    ) -> bool:
-        """Queue for ``width`` partitions; False if halted or stopped while waiting."""
+    ) -> int:
+        """Queue for ``width`` partitions; the room admitted (at most ``cap``), or 0 if
+        halted or stopped while waiting."""
+        adm = self._admission
         with self._cv:
-            adm = self._admission
             adm.capacity, adm.max_pipelines = cap, most
             adm.ask(name, width)
-            published = False
-            check_at = time.monotonic() + 1.0
-            while True:
+            self._changes += 1
+        gone = False
+        check_at = time.monotonic() + 1.0
+        while True:
+            with self._cv:
                 if adm.admit():
+                    self._changes += 1
                     self._cv.notify_all()
-                    published = False
-                if name in adm.running:
-                    self._publish()
-                    return True
-                if not published:
-                    self._publish()
-                    published = True
-                stopped = False
-                if time.monotonic() >= check_at:
-                    check_at = time.monotonic() + 1.0
-                    stopped = not self._still_running(name)
-                if stopped or self._halted(halt):
+                admitted = adm.running.get(name, 0)
+                done = bool(admitted) or gone or self._halted(halt)
+                if done and not admitted:
                     adm.withdraw(name)
-                    self._publish()
-                    return False
-                self._cv.wait(0.2)
+                    self._changes += 1
+                change = self._changes
+            self._publish(change)
+            if done:
+                return admitted
+            if time.monotonic() >= check_at:  # a catalog read: not under the lock
+                check_at = time.monotonic() + 1.0
+                gone = not self._still_running(name)
+                continue
+            with self._cv:
+                if name not in adm.running and not self._halted(halt):
+                    self._cv.wait(0.2)
 
     def _still_running(self, name: str) -> bool:
         try:
@@ -277,22 +359,34 @@ class Scheduler:
         with self._cv:
             self._admission.release(name)
             self._admission.admit()
+            self._changes += 1
+            change = self._changes
             self._cv.notify_all()
-            self._publish()
+        self._publish(change)
 
-    def _publish(self) -> None:
-        """Best effort: the admission's state, for ``status`` in any process."""
-        adm = self._admission
-        state = {
-            "at": time.time(),
-            "capacity": adm.capacity,
-            "running": dict(adm.running),
-            "waiting": adm.waiting,
-        }
-        try:
-            self.rt.catalog.put_note("scheduler", json.dumps(state, sort_keys=True))
-        except CatalogError as e:
-            log.debug("could not note the scheduler's state: %s", e)
+    def _publish(self, change: int) -> None:
+        """Best effort, outside the admission's lock: note the admission's state (as of
+        now, at least as new as ``change``) for ``status`` in any process, if it differs
+        from the state noted last."""
+        with self._note_lock:
+            if change <= self._noted[0]:
+                return  # a newer state was noted already
+            with self._cv:
+                adm = self._admission
+                latest = self._changes
+                state = {
+                    "capacity": adm.capacity,
+                    "running": dict(adm.running),
+                    "waiting": adm.waiting,
+                }
+            if state != self._noted[1]:
+                try:
+                    note = json.dumps({"at": time.time(), **state}, sort_keys=True)
+                    self.rt.catalog.put_note("scheduler", note)
+                except CatalogError as e:
+                    log.debug("could not note the scheduler's state: %s", e)
+                    return
+            self._noted = (latest, state)
 
     def close(self) -> None:
         self._halt.set()

@@ -73,3 +73,15 @@ def test_one_batch_per_pipeline_and_withdrawal():
         a.ask("p", 1)
     a.withdraw("p")
     assert a.waiting == {} and a.admit() == []
+
+
+def test_a_batch_queued_before_the_capacity_went_down_still_runs_capped():
+    a = Admission(8)
+    a.ask("busy", 2)
+    assert a.admit() == ["busy"]
+    a.ask("wide", 8)
+    assert a.admit() == []
+    a.capacity = 4  # SET GLOBAL pipelines_max_concurrent_batch_partitions = 4
+    assert a.waiting == {"wide": 4}
+    a.release("busy")
+    assert a.admit() == ["wide"] and a.running == {"wide": 4}

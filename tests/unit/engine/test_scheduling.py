@@ -94,3 +94,9 @@ def test_variables_are_the_defaults_of_python_and_sql_pipelines_alike(engine, tm
     assert (py.batch.interval_ms, py.batch.chunk_records, py.batch.max_retries) == (123, 777, 1)
     given = engine.create_pipeline("g", source="fs", location=loc, table="t", batch_interval_ms=5)
     assert given.batch.interval_ms == 5  # an option given wins over the variable
+
+
+def test_an_idle_pipeline_waits_longer_up_to_its_interval():
+    waits = [scheduling.idle_wait(2.0, idle) for idle in range(1, 7)]
+    assert waits == [0.25, 0.5, 1.0, 2.0, 2.0, 2.0]
+    assert scheduling.idle_wait(0.0, 1) == scheduling.MIN_IDLE_S
