@@ -13,6 +13,7 @@ import time
 import uuid
 
 from sparkpipes.cli import status_rows
+from sparkpipes.sql.executor import SqlSession
 
 
 def _objects(d, n: int) -> None:
@@ -242,3 +243,30 @@ def test_a_failing_pipeline_goes_to_error_while_the_other_loads_then_resumes(eng
     assert engine.pipeline("bad").state == "Stopped"
     assert _ids(engine) == list(range(20)) + list(range(1000, 1060))
     assert engine.offsets("bad") == {"0": 21}
+
+
+def test_an_upsert_and_an_append_into_one_table_at_once(engine, broker):
+    """An upsert's MERGE that another pipeline's append got ahead of cannot be rebased:
+    the sink runs it again from a fresh snapshot (``sparkpipes.sinks`` logs it when it
+    happens; ``tests/unit/sinks/test_delta_conflicts.py`` makes it happen). Every key
+    once, with its last value."""
+    engine.set_variable("pipelines_max_concurrent_batch_partitions", 4)
+    SqlSession(engine).execute("CREATE TABLE events (id BIGINT, v BIGINT, PRIMARY KEY (id))")
+    versions = [json.dumps({"id": i % 40, "v": i // 40}).encode() for i in range(80)]
+    _kafka(
+        engine,
+        broker,
+        "up",
+        2,
+        versions,
+        max_offsets_per_batch_partition=10,
+        on_duplicate_key="replace",
+    )
+    appends = [json.dumps({"id": 1000 + i, "v": 0}).encode() for i in range(160)]
+    _kafka(engine, broker, "app", 2, appends, max_offsets_per_batch_partition=10)
+    engine.start()
+    _wait(lambda: engine.offsets("up") == {"0": 40, "1": 40} and len(_ids(engine)) == 200, 90)
+    engine.stop()
+    rows = engine.table_arrow("events").to_pylist()
+    assert sorted(r["id"] for r in rows) == list(range(40)) + list(range(1000, 1160))
+    assert all(r["v"] == 1 for r in rows if r["id"] < 40)  # the last version of each key

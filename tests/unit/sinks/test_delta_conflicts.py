@@ -11,6 +11,7 @@ from deltalake import DeltaTable
 from sparkpipes.errors import SinkError
 from sparkpipes.sinks import BatchCommit, Committed, DeltaSink
 from sparkpipes.sinks import delta as delta_mod
+from sparkpipes.sinks.delta import Upsert
 
 SCHEMA = pa.schema([("id", pa.int64()), ("s", pa.string())])
 
@@ -144,3 +145,36 @@ def test_four_pipelines_committing_at_once_lose_and_duplicate_nothing(tmp_path, 
     assert ids(DeltaSink(uri, SCHEMA, "t")) == want
     dt = DeltaTable(uri)
     assert [dt.transaction_version(app) for app in "abcd"] == [15] * 4
+
+
+def test_a_merge_another_writer_appended_beside_is_run_again(tmp_path, engine, monkeypatch):
+    """delta-rs cannot rebase a MERGE over an append made since its snapshot (the rows
+    it matched may have changed): with its own retries left, it still fails; the sink
+    runs the MERGE again from a fresh snapshot."""
+    uri = str(tmp_path / "t")
+    upsert = DeltaSink(
+        uri,
+        SCHEMA,
+        "t",
+        strategy=Upsert(("id",), "replace"),
+        staged_schema=SCHEMA,
+        scratch=str(tmp_path / "scratch"),
+        spark=lambda: engine.spark,
+    )
+    upsert.create()
+    other = DeltaSink(uri, SCHEMA, "t")
+    first = other.write_file(pa.table({"id": [1], "s": ["old"]}), "o1")
+    assert other.commit([first], batch("other", 1, {"0": 1}))
+    theirs = other.write_file(pa.table({"id": [2], "s": ["theirs"]}), "o2")
+
+    def other_appends_first(n):
+        if n == 1:
+            assert other.commit([theirs], batch("other", 2, {"0": 2}))
+
+    taken = racing(monkeypatch, upsert, other_appends_first)
+    staged = upsert.writer().write(pa.table({"id": [1, 3], "s": ["new", "ins"]}), "u1")
+    assert upsert.commit([staged], batch("u", 1, {"0": 2}))
+    assert taken == [1, 2]
+    rows = DeltaTable(uri).to_pyarrow_table().sort_by("id").to_pylist()
+    assert rows == [{"id": 1, "s": "new"}, {"id": 2, "s": "theirs"}, {"id": 3, "s": "ins"}]
+    assert upsert.committed("u") == Committed(1, {"0": 2})
