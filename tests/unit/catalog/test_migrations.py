@@ -66,7 +66,7 @@ V1_CSV = {
     "skip_lines": 1,
 }
 
-CREDENTIALS = '{"sasl.password": "pw"}'
+CREDENTIALS = '{"sasl.password": "pw-6a1f0c93-canary"}'
 
 
 def v1_catalog(path, definitions, schema="1"):
@@ -122,13 +122,13 @@ def test_a_version_1_catalog_is_migrated_at_open(tmp_path):
         assert rec.definition["source"]["credentials"] == {"sasl.password": "<redacted>"}
         assert rec.definition["batch"]["interval_ms"] == 75
         assert "batch_interval_ms" not in rec.definition
-        assert cat.credentials("p") == {"sasl.password": "pw"}
+        assert cat.credentials("p") == {"sasl.password": "pw-6a1f0c93-canary"}
         assert PipelineSpec.from_json(rec.definition, cat.credentials("p")) == PipelineSpec.build(
             name="p",
             source="kafka",
             location="127.0.0.1:9092/t",
             table="t",
-            credentials={"sasl.password": "pw"},
+            credentials={"sasl.password": "pw-6a1f0c93-canary"},
             mapping=[("a", ("x",))],
             batch_interval_ms=75,
         )
@@ -162,8 +162,8 @@ def test_a_version_1_catalog_is_migrated_at_open(tmp_path):
     stored = raw(url, "SELECT name, definition, credentials FROM sp_pipelines ORDER BY name")
     assert [n for n, _, _ in stored] == ["fp", "p"] and stored[0][2] == "{}"
     # the clear-text credentials of the old catalog are sealed at open
-    assert stored[1][2].startswith("fernet:") and "pw" not in stored[1][2]
-    assert "pw" not in stored[1][1]
+    assert stored[1][2].startswith("fernet:") and "pw-6a1f0c93-canary" not in stored[1][2]
+    assert "pw-6a1f0c93-canary" not in stored[1][1]
     Catalog(url).close()  # opening a migrated catalog again changes nothing
     assert raw(url, "SELECT name, definition, credentials FROM sp_pipelines ORDER BY name") == (
         stored
