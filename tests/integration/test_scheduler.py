@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import threading
 import time
 import uuid
 
@@ -122,8 +123,67 @@ def test_two_pipelines_into_one_table_at_once_lose_and_duplicate_nothing(engine,
     ids = t.column("id").to_pylist()
     assert len(ids) == len(set(ids)) == 6000
     assert set(ids) == {i * 100_000 + n for i in range(2) for n in range(3000)}
+    for i in range(2):  # every record of each topic once, by its place in the topic
+        mine = [
+            (r["__source_partition"], r["__source_offset"])
+            for r in t.to_pylist()
+            if r["id"] // 100_000 == i
+        ]
+        assert sorted(mine) == [(p, o) for p in ("0", "1") for o in range(1500)]
     spans = [_spans(engine, "k0"), _spans(engine, "k1")]
     assert any(_overlap(a, b) for a in spans[0] for b in spans[1])  # they did run at once
+
+
+def test_batches_admitted_together_are_concurrent_spark_jobs(engine, tmp_path):
+    """Overlapping batch times alone do not show that the Spark jobs overlapped (a batch
+    also plans, commits and records): Spark's status tracker must show both pipelines'
+    stages active at the same moment (with two cores, their one task each runs at once),
+    each job in its pipeline's FAIR pool. Tasks of a fraction of a second (one object of
+    100k records each), for the sampler to see them."""
+    sc = engine.spark.sparkContext
+    assert sc.getConf().get("spark.scheduler.mode") == "FAIR"
+    engine.set_variable("pipelines_max_concurrent_batch_partitions", 2)
+    engine.create_table("events", "id BIGINT")
+    for name in ("s0", "s1"):
+        (tmp_path / name).mkdir()
+        lines = "".join(f'{{"id": {i}}}\n' for i in range(100_000))
+        (tmp_path / name / "big.json").write_text(lines)
+        engine.create_pipeline(
+            name, source="fs", location=str(tmp_path / name / "*.json"), table="events"
+        )
+    engine.warm_up()
+    sampler = _StageSampler(sc)
+    sampler.start()
+    engine.start()
+    try:
+        _wait(lambda: engine.table_arrow("events").num_rows == 200_000, 60)
+    finally:
+        engine.stop()
+        sampler.done.set()
+        sampler.join()
+    assert sampler.most == 2, sampler.most
+    # the FAIR scheduler made a pool for each pipeline when its first job came in
+    assert all(sc._jsc.sc().getPoolForName(n).isDefined() for n in ("s0", "s1"))
+    assert not sc._jsc.sc().getPoolForName("nobody").isDefined()
+
+
+class _StageSampler(threading.Thread):
+    """Samples Spark's status tracker: the most stages active (submitted to the task
+    scheduler, not finished) at once. Its task counts are not used: without the UI,
+    Spark does not update them while a stage runs."""
+
+    def __init__(self, sc) -> None:
+        super().__init__(daemon=True)
+        self.sc = sc
+        self.most = 0
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        tracker = self.sc.statusTracker()
+        while not self.done.is_set():
+            busy = tracker.getActiveStageIds()
+            self.most = max(self.most, len(busy))
+            self.done.wait(0.01)
 
 
 def _kafka(engine, broker, name: str, partitions: int, values: list[bytes], **kw) -> str:
