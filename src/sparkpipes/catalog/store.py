@@ -500,10 +500,21 @@ class Catalog:
             c.execute(variables_t.insert().values(name=name, value=value))
 
     def put_note(self, key: str, value: str) -> None:
-        """A small engine note (the scheduler's state for ``status``) under ``note:key``."""
-        with self._tx() as c:
-            c.execute(meta_t.delete().where(meta_t.c.key == f"note:{key}"))
-            c.execute(meta_t.insert().values(key=f"note:{key}", value=value))
+        """A small engine note (the scheduler's state for ``status``) under ``note:key``.
+        Several writers at once (engines sharing the catalog) do not fail: the last one
+        wins (an update, or an insert that, when another writer inserted first, becomes
+        an update)."""
+        row = f"note:{key}"
+        for _ in range(3):
+            try:
+                with self._tx() as c:
+                    update = meta_t.update().where(meta_t.c.key == row).values(value=value)
+                    if c.execute(update).rowcount == 0:
+                        c.execute(meta_t.insert().values(key=row, value=value))
+                return
+            except IntegrityError:
+                continue  # inserted by another writer meanwhile: update it
+        raise CatalogError(f"catalog {self.safe_url} failed: note '{key}' kept changing")
 
     def note(self, key: str) -> str | None:
         with self._tx() as c:

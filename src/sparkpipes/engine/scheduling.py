@@ -383,7 +383,7 @@ class Scheduler:
                 try:
                     note = json.dumps({"at": time.time(), **state}, sort_keys=True)
                     self.rt.catalog.put_note("scheduler", note)
-                except CatalogError as e:
+                except Exception as e:  # best effort: status shows less, batches go on
                     log.debug("could not note the scheduler's state: %s", e)
                     return
             self._noted = (latest, state)

@@ -1,0 +1,88 @@
+"""The catalog under the scheduler's load: batches of several pipelines recorded from
+several threads at once, beside a second engine (``sparkpipes status`` in another
+process) reading and noting, on SQLite (no "database is locked") and on PostgreSQL."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import threading
+import uuid
+
+import pytest
+import sqlalchemy as sa
+
+from sparkpipes.catalog import Catalog
+
+PG = os.environ.get(
+    "SPARKPIPES_TEST_PG_URL", "postgresql+psycopg2://postgres:postgres@127.0.0.1:5432/postgres"
+)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def url(request, tmp_path):
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'catalog.db'}"
+        return
+    name = f"sp_test_{uuid.uuid4().hex[:8]}"
+    admin = sa.create_engine(PG, isolation_level="AUTOCOMMIT")
+    with admin.connect() as c:
+        c.execute(sa.text(f"CREATE DATABASE {name}"))
+    yield sa.engine.make_url(PG).set(database=name).render_as_string(hide_password=False)
+    with admin.connect() as c:
+        c.execute(sa.text(f"DROP DATABASE {name} WITH (FORCE)"))
+    admin.dispose()
+
+
+def test_batches_of_several_pipelines_recorded_at_once(url, monkeypatch):
+    monkeypatch.setenv("SPARKPIPES_SECRET_KEY", "a passphrase for the test")
+    scheduler, status = Catalog(url), Catalog(url)  # two engines on one catalog
+    names = [f"p{i}" for i in range(4)]
+    for n in names:
+        scheduler.create_pipeline(n, f"id-{n}", "kafka", "t", {}, {}, "Running")
+    failures: list[BaseException] = []
+
+    def pipeline(name: str) -> None:  # what one worker thread writes per batch
+        try:
+            for b in range(1, 26):
+                scheduler.pipeline(name)
+                scheduler.record_batch(
+                    pipeline_id=f"id-{name}",
+                    pipeline_name=name,
+                    batch_id=b,
+                    attempt=1,
+                    state="Succeeded",
+                    started_at=dt.datetime.now(),
+                    partitions=[{"partition": str(p), "rows": 10} for p in range(4)],
+                    offsets={"0": b},
+                )
+                scheduler.replace_errors(f"id-{name}", name, b, [{"partition": 0, "reason": "x"}])
+                scheduler.update_pipeline(name, last_error=None)
+                scheduler.put_note("scheduler", json.dumps({"running": {name: b}}))
+        except BaseException as e:
+            failures.append(e)
+
+    def reader() -> None:  # `sparkpipes status` meanwhile
+        try:
+            while any(t.is_alive() for t in threads):
+                status.pipelines()
+                status.batches()
+                status.note("scheduler")
+        except BaseException as e:
+            failures.append(e)
+
+    threads = [threading.Thread(target=pipeline, args=(n,)) for n in names]
+    for t in threads:
+        t.start()
+    watcher = threading.Thread(target=reader)
+    watcher.start()
+    for t in [*threads, watcher]:
+        t.join()
+    assert failures == []
+    for n in names:
+        assert [b["batch_id"] for b in status.batches(f"id-{n}")] == list(range(1, 26))
+        assert len(status.errors(f"id-{n}")) == 25
+    assert json.loads(status.note("scheduler"))["running"].popitem()[1] == 25
+    scheduler.close()
+    status.close()
