@@ -6,6 +6,11 @@ OFFSETS, DROP) and by nothing else. Reads — information_schema views, ``status
 take no pipeline lock: they read the destination's commit log and the catalog, which are
 consistent on their own, so they never wait for a running batch. The cache of assembled
 pipelines has its own short lock, never held across I/O to a source or a Spark job.
+
+Several threads use one Runtime at once (the scheduler's workers, one per pipeline, and
+whoever calls the engine): a pipeline is assembled once even when two threads ask for it
+together, and an assembly that a ``forget`` (its spec or table changed) overtook while it
+read the catalog is not cached: the next caller assembles from the new definition.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ class Runtime:
         self._spark = None
         self._spark_lock = threading.Lock()
         self._runners: dict[str, BatchRunner] = {}
+        self._forgotten: dict[str, int] = {}  # pipeline -> how many times forgotten
         self._locks: dict[str, threading.RLock] = {}
         self._cache_lock = threading.Lock()
 
@@ -65,26 +71,36 @@ class Runtime:
 
     def runner(self, name: str) -> BatchRunner:
         """The assembled pipeline ``name`` (assembled on first use after a change)."""
-        with self._cache_lock:
-            runner = self._runners.get(name)
-        if runner is not None:
-            return runner
+        while True:
+            with self._cache_lock:
+                runner = self._runners.get(name)
+                generation = self._forgotten.get(name, 0)
+            if runner is not None:
+                return runner
+            built = self._assemble(name)
+            with self._cache_lock:
+                current = self._forgotten.get(name, 0) == generation
+                if current:
+                    runner = self._runners.setdefault(name, built)
+            if current and runner is built:
+                return runner
+            built.close()  # another thread's is cached, or this one was built stale
+            if current:
+                return runner
+
+    def _assemble(self, name: str) -> BatchRunner:
         from sparkpipes.config import PipelineSpec
 
         rec = self.catalog.pipeline(name)
         spec = PipelineSpec.from_json(rec.definition, self.catalog.credentials(name))
         table = self.catalog.table(spec.table)
-        built = BatchRunner(assemble(spec, rec.id, table, self.session), self.catalog, self.session)
-        with self._cache_lock:
-            runner = self._runners.setdefault(name, built)
-        if runner is not built:
-            built.close()
-        return runner
+        return BatchRunner(assemble(spec, rec.id, table, self.session), self.catalog, self.session)
 
     def forget(self, name: str) -> None:
         """Drop the assembled pipeline: its spec or table changed."""
         with self._cache_lock:
             runner = self._runners.pop(name, None)
+            self._forgotten[name] = self._forgotten.get(name, 0) + 1
         if runner is not None:
             runner.close()
 
