@@ -2,7 +2,8 @@
 
     sparkpipes sql [-e SQL | -f FILE]   statements; interactive shell without -e/-f
     sparkpipes run                      run every Running pipeline until SIGTERM / Ctrl-C
-    sparkpipes status                   pipelines, state, rows/s, lag, last error
+    sparkpipes status                   pipelines, state, rows/s, lag, share of the cluster,
+                                        last error
     sparkpipes quickstart               the guided demo
 
 ``--warehouse`` ($SPARKPIPES_WAREHOUSE) and ``--catalog-url`` ($SPARKPIPES_CATALOG_URL)
