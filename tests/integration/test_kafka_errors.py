@@ -28,9 +28,9 @@ def auth_broker():
 
 
 @pytest.fixture(autouse=True)
-def fresh_client_log(monkeypatch):
+def fresh_client_log():
     """The client-log limiter is process-wide; earlier tests' lines must not hold these back."""
-    monkeypatch.setattr(ClientLog, "_last", {})
+    ClientLog.forget()
 
 
 @pytest.fixture

@@ -25,16 +25,13 @@ CHILD = textwrap.dedent(
     """
     import sys
     from sparkpipes import Engine
-    from sparkpipes.engine import planning
-    from sparkpipes.sources import objects
-
-    objects.MIN_SPLIT = planning.MIN_TASK_BYTES = 1 << 14  # split the large object
     warehouse, data = sys.argv[1:]
     eng = Engine(warehouse, spark_master="local[2]")
     if "t" not in eng.tables():
         eng.create_table("t", "id BIGINT, __source_partition STRING, __source_offset BIGINT")
         eng.create_pipeline("p", source="fs", location=data + "/*.json", table="t",
-                            provenance=True, max_partitions_per_batch=3)
+                            provenance=True, max_partitions_per_batch=3,
+                            config={"min_split_bytes": 1 << 14})  # split the large object
     while eng.run_batch("p").state != "NoData":
         pass
     eng.close()

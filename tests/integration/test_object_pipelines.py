@@ -153,18 +153,14 @@ def test_a_corrupt_object_is_skipped_or_fails_naming_it(sql, engine, tmp_path):
     assert engine.pipeline("strict").state == "Error"
 
 
-def test_a_large_object_is_split_across_tasks_and_loaded_once(sql, engine, tmp_path, monkeypatch):
-    from sparkpipes.engine import planning
-    from sparkpipes.sources import objects
-
-    monkeypatch.setattr(objects, "MIN_SPLIT", 1 << 16)
-    monkeypatch.setattr(planning, "MIN_TASK_BYTES", 1 << 16)
+def test_a_large_object_is_split_across_tasks_and_loaded_once(sql, engine, tmp_path):
     (tmp_path / "big.json").write_bytes(_ndjson(range(20_000)))
     for i in range(4):
         (tmp_path / f"s{i}.json").write_bytes(_ndjson([100_000 + i]))
     sql.execute("CREATE TABLE t (id BIGINT, name TEXT)")
     sql.execute(
-        f"CREATE PIPELINE p AS LOAD DATA FS '{tmp_path}/*.json' MAX_PARTITIONS_PER_BATCH 2 "
+        f"CREATE PIPELINE p AS LOAD DATA FS '{tmp_path}/*.json' "
+        "CONFIG '{\"min_split_bytes\": 65536}' MAX_PARTITIONS_PER_BATCH 2 "
         "INTO TABLE t"
     )
     engine.run_batches("p", 3, until_idle=True)

@@ -63,7 +63,8 @@ def object_tasks(
             break
         chosen.append(p)
         total += p.size or 0
-    target = max(MIN_TASK_BYTES, -(-total // width))
+    floor = getattr(source, "min_split", MIN_TASK_BYTES)  # CONFIG min_split_bytes
+    target = max(floor, -(-total // width))
     pieces: list[tuple[int, int, Piece]] = []
     for order, p in enumerate(chosen):
         ranges = source.split(p.partition, p.start, p.watermark, p.size, target)

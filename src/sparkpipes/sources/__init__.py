@@ -20,12 +20,10 @@ SOURCES = Registry("source", entry_point_group="sparkpipes.sources")
 SOURCES.register(
     "kafka", "sparkpipes.sources.kafka:KafkaSource", install_hint="pip install confluent-kafka"
 )
-SOURCES.register("fs", "sparkpipes.sources.objects:FsSource")
-SOURCES.register("s3", "sparkpipes.sources.objects:S3Source", install_hint="pip install s3fs")
-SOURCES.register(
-    "azure", "sparkpipes.sources.objects:AzureSource", install_hint="pip install adlfs"
-)
-SOURCES.register("hdfs", "sparkpipes.sources.objects:HdfsSource")
+SOURCES.register("fs", "sparkpipes.sources.stores:FsSource")
+SOURCES.register("s3", "sparkpipes.sources.stores:S3Source", install_hint="pip install s3fs")
+SOURCES.register("azure", "sparkpipes.sources.stores:AzureSource", install_hint="pip install adlfs")
+SOURCES.register("hdfs", "sparkpipes.sources.stores:HdfsSource")
 SOURCES.plan("gcs", "object stores supported: FS, S3, AZURE and HDFS; GCS is not yet")
 for _name in ("kafkaconnect", "kinesis"):
     SOURCES.plan(_name, "Kafka-Connect-style source pipelines are on the roadmap, item 4")

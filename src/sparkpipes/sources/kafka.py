@@ -237,6 +237,12 @@ class ClientLog:
     def __init__(self, every_s: float = 30.0) -> None:
         self.every_s = every_s
 
+    @classmethod
+    def forget(cls) -> None:
+        """Let every line through again (a new test, a new run in the same process)."""
+        with cls._lock:
+            cls._last.clear()
+
     def log(self, level: int, fmt: str, *args: Any) -> None:
         text = _clean(str(fmt % args if args else fmt).rpartition("]: ")[2])
         key = re.sub(r"\d+", "#", text)

@@ -35,7 +35,6 @@ import copy
 import fnmatch
 import gzip
 import math
-import os
 import posixpath
 import time
 from collections.abc import Iterator, Mapping
@@ -44,6 +43,7 @@ from typing import Any, ClassVar
 import pyarrow as pa
 
 from sparkpipes.config import Secret, reject_unknown
+from sparkpipes.config.core import check_int
 from sparkpipes.errors import (
     ConfigError,
     CorruptObjectError,
@@ -66,7 +66,7 @@ from sparkpipes.sources.base import (
 START: dict[str, Any] = {"byte": 0}
 SETTLE_S = 5.0
 MIN_SPLIT = 8 << 20
-_GLOB = set("*?[")
+GLOB_CHARS = set("*?[")
 _CODECS = {".gz": "gzip", ".gzip": "gzip", ".bz2": "bz2", ".zst": "zstd", ".zstd": "zstd"}
 _EMPTY = pa.array([], pa.binary())
 #: exception class names (boto, Azure SDK) that mean the store refused the credentials
@@ -78,11 +78,11 @@ def codec_of(path: str) -> str | None:
     return _CODECS.get(posixpath.splitext(path)[1].lower())
 
 
-def _base(pattern: str) -> str:
+def glob_base(pattern: str) -> str:
     """The longest directory of ``pattern`` without glob characters."""
     parts = pattern.split("/")
     for i, part in enumerate(parts):
-        if _GLOB & set(part):
+        if GLOB_CHARS & set(part):
             return "/".join(parts[:i]) or "/"
     return posixpath.dirname(pattern) or "/"
 
@@ -193,7 +193,7 @@ class ObjectSource(Source):
     lists_files = True
     #: objects are complete once listed (a local file may still grow)
     immutable: ClassVar[bool] = True
-    config_keys: ClassVar[frozenset[str]] = frozenset({"suffixes", "packing"})
+    config_keys: ClassVar[frozenset[str]] = frozenset({"suffixes", "packing", "min_split_bytes"})
     credential_keys: ClassVar[frozenset[str]] = frozenset()
     what: ClassVar[str] = "object"
 
@@ -222,6 +222,9 @@ class ObjectSource(Source):
         if not isinstance(packing, bool):
             raise ConfigError(f'{label} option "packing" must be true or false')
         self.packing = packing
+        #: the smallest range a split object is cut into (and the least a task is given)
+        self.min_split = config.get("min_split_bytes", MIN_SPLIT)
+        check_int(self.min_split, f"{label} option min_split_bytes", 1)
         self.framing: Framing = _line_framing()
         self._fs = filesystem
         self._injected = filesystem is not None
@@ -293,8 +296,8 @@ class ObjectSource(Source):
         fs = self.filesystem
         pattern = self.pattern
         try:
-            if _GLOB & set(pattern):
-                base = _base(pattern)
+            if GLOB_CHARS & set(pattern):
+                base = glob_base(pattern)
                 deep = "**" in pattern or pattern.count("/") > base.rstrip("/").count("/") + 1
                 found = fs.find(base, maxdepth=None if deep else 1, detail=True)
                 found = {
@@ -384,7 +387,7 @@ class ObjectSource(Source):
         ):
             return [(start, None)]
         first, end = start["byte"], watermark["byte"]
-        n = min(math.ceil((end - first) / max(target, MIN_SPLIT)), 1024)
+        n = min(math.ceil((end - first) / max(target, self.min_split)), 1024)
         if n <= 1:
             return [(start, None)]
         step = math.ceil((end - first) / n)
@@ -581,196 +584,6 @@ class ObjectConsumer(PartitionConsumer):
             self._f = None
 
 
-def _dir_of(source: ObjectSource) -> str:
-    pattern = source.pattern
-    if _GLOB & set(pattern):
-        return _base(pattern)
-    try:
-        if source.filesystem.isdir(pattern):
-            return pattern
-    except Exception:
-        pass
-    return posixpath.dirname(pattern.rstrip("/")) or "/"
-
-
 def _settled(info: Mapping[str, Any]) -> bool:
     mtime = _mtime(info)
     return mtime is None or time.time() - mtime > SETTLE_S
-
-
-# -- the stores -------------------------------------------------------------------------
-
-
-class FsSource(ObjectSource):
-    """``LOAD DATA FS '/path/glob'``: files of the engine's (and executors') filesystem."""
-
-    name = "fs"
-    immutable = False
-    what = "file"
-
-    @classmethod
-    def location_hint(cls) -> str:
-        return "give a path or glob such as '/data/*.json'"
-
-    def _pattern(self, location: str) -> str:
-        if "://" in location:
-            scheme = location.split("://", 1)[0]
-            if scheme != "file":
-                raise ConfigError(
-                    f"LOAD DATA FS takes a local path, not '{scheme}://'; use LOAD DATA "
-                    f"{'S3' if scheme in ('s3', 's3a') else scheme.upper()} for an object store"
-                )
-            location = location.split("://", 1)[1]
-        return os.path.abspath(os.path.expanduser(location))
-
-    def _root(self) -> str:
-        return _dir_of(self)
-
-    def _connect(self) -> Any:
-        from fsspec.implementations.local import LocalFileSystem
-
-        return LocalFileSystem()
-
-
-class S3Source(ObjectSource):
-    """``LOAD DATA S3 'bucket/prefix' CONFIG '{"region": …, "endpoint_url": …}' CREDENTIALS
-    '{"aws_access_key_id": …, "aws_secret_access_key": …, "aws_session_token": …}'``.
-    Without credentials the AWS default chain (environment, profile, instance role)
-    applies."""
-
-    name = "s3"
-    config_keys = frozenset({"suffixes", "packing", "region", "endpoint_url", "request_payer"})
-    credential_keys = frozenset({"aws_access_key_id", "aws_secret_access_key", "aws_session_token"})
-
-    @classmethod
-    def location_hint(cls) -> str:
-        return "give 'bucket/prefix' or 'bucket/path/*.json'"
-
-    def _pattern(self, location: str) -> str:
-        for scheme in ("s3://", "s3a://"):
-            if location.startswith(scheme):
-                location = location[len(scheme) :]
-        if "://" in location:
-            raise ConfigError(f"S3 location must be 'bucket/prefix', got '{location}'")
-        return location.lstrip("/")
-
-    def _connect(self) -> Any:
-        import s3fs
-
-        creds = {k: v.reveal() for k, v in self.credentials.items()}
-        if ("aws_access_key_id" in creds) != ("aws_secret_access_key" in creds):
-            raise ConfigError(
-                "S3 CREDENTIALS need both aws_access_key_id and aws_secret_access_key"
-            )
-        client: dict[str, Any] = {}
-        if "region" in self.config:
-            client["region_name"] = str(self.config["region"])
-        if "endpoint_url" in self.config:
-            client["endpoint_url"] = str(self.config["endpoint_url"])
-        extra = {}
-        if self.config.get("request_payer"):
-            extra["RequestPayer"] = "requester"
-        return s3fs.S3FileSystem(
-            key=creds.get("aws_access_key_id"),
-            secret=creds.get("aws_secret_access_key"),
-            token=creds.get("aws_session_token"),
-            client_kwargs=client,
-            config_kwargs={
-                "connect_timeout": 5,
-                "read_timeout": 60,
-                "retries": {"max_attempts": 3, "mode": "standard"},
-            },
-            s3_additional_kwargs=extra or None,
-            use_listings_cache=False,
-            skip_instance_cache=True,
-        )
-
-
-class AzureSource(ObjectSource):
-    """``LOAD DATA AZURE 'container/prefix' CREDENTIALS '{"account_name": …,
-    "account_key": …}'`` (or ``sas_token``, or ``connection_string``); CONFIG
-    ``endpoint_url`` names a non-default blob endpoint (Azurite, sovereign clouds)."""
-
-    name = "azure"
-    what = "blob"
-    config_keys = frozenset({"suffixes", "packing", "endpoint_url"})
-    credential_keys = frozenset({"account_name", "account_key", "sas_token", "connection_string"})
-
-    @classmethod
-    def location_hint(cls) -> str:
-        return "give 'container/prefix'"
-
-    def _pattern(self, location: str) -> str:
-        for scheme in ("az://", "abfs://", "abfss://"):
-            if location.startswith(scheme):
-                location = location[len(scheme) :]
-        if "://" in location:
-            raise ConfigError(f"AZURE location must be 'container/prefix', got '{location}'")
-        return location.lstrip("/")
-
-    def _connect(self) -> Any:
-        import adlfs
-
-        creds = {k: v.reveal() for k, v in self.credentials.items()}
-        endpoint = self.config.get("endpoint_url")
-        if "connection_string" not in creds and "account_name" not in creds:
-            raise ConfigError(
-                "AZURE CREDENTIALS need account_name (with account_key or sas_token) or "
-                "connection_string"
-            )
-        if endpoint and "connection_string" not in creds:
-            parts = [
-                f"DefaultEndpointsProtocol={str(endpoint).split('://', 1)[0]}",
-                f"AccountName={creds['account_name']}",
-                f"BlobEndpoint={endpoint}",
-            ]
-            if "account_key" in creds:
-                parts.append(f"AccountKey={creds['account_key']}")
-            if "sas_token" in creds:
-                parts.append(f"SharedAccessSignature={creds['sas_token'].lstrip('?')}")
-            creds = {"connection_string": ";".join(parts) + ";"}
-        return adlfs.AzureBlobFileSystem(**creds, skip_instance_cache=True)
-
-
-class HdfsSource(ObjectSource):
-    """``LOAD DATA HDFS 'hdfs://namenode:8020/path'`` through pyarrow's HadoopFileSystem,
-    which needs a Hadoop client on every machine (libhdfs, ``HADOOP_HOME``, a Java
-    ``CLASSPATH`` from ``hadoop classpath --glob``)."""
-
-    name = "hdfs"
-    config_keys = frozenset({"suffixes", "packing", "user"})
-
-    @classmethod
-    def location_hint(cls) -> str:
-        return "give 'hdfs://namenode:8020/path'"
-
-    def _pattern(self, location: str) -> str:
-        if not location.startswith("hdfs://"):
-            raise ConfigError(f"HDFS location must be 'hdfs://host:port/path', got '{location}'")
-        rest = location[len("hdfs://") :]
-        hostport, _, path = rest.partition("/")
-        host, _, port = hostport.partition(":")
-        if not host:
-            raise ConfigError(f"HDFS location names no namenode: '{location}'")
-        if port and not port.isdigit():
-            raise ConfigError(f"HDFS port must be a number, got '{port}' in '{location}'")
-        self.host, self.port = host, int(port or 8020)
-        return "/" + path
-
-    def _root(self) -> str:
-        return _dir_of(self)
-
-    def _connect(self) -> Any:
-        from fsspec.implementations.arrow import ArrowFSWrapper
-        from pyarrow import fs as pafs
-
-        try:
-            hdfs = pafs.HadoopFileSystem(self.host, self.port, user=self.config.get("user"))
-        except (OSError, pa.ArrowException) as e:
-            raise SourceError(
-                f"HDFS needs a Hadoop client on this machine: pyarrow could not load libhdfs "
-                f"({str(e).splitlines()[0]}). Install Hadoop, set HADOOP_HOME (and "
-                "ARROW_LIBHDFS_DIR if libhdfs.so is elsewhere) and CLASSPATH=$(hadoop "
-                "classpath --glob), on the driver and every executor"
-            ) from None
-        return ArrowFSWrapper(hdfs)

@@ -134,13 +134,19 @@ class SqlSession:
         self.engine.drop_pipeline(s.name, if_exists=s.if_exists)
         return _ok(0)
 
-    def _AlterPipeline(self, s: A.AlterPipeline) -> Result:
+    def _pipeline_absent(self, name: str, if_exists: bool) -> bool:
+        """True if ``name`` does not exist and IF EXISTS allows that; raises otherwise."""
         try:
-            self.engine.pipeline(s.name)
+            self.engine.pipeline(name)
         except NotFoundError:
-            if s.if_exists:
-                return _ok(0)
+            if if_exists:
+                return True
             raise
+        return False
+
+    def _AlterPipeline(self, s: A.AlterPipeline) -> Result:
+        if self._pipeline_absent(s.name, s.if_exists):
+            return _ok(0)
         if s.offsets or s.offsets_json:
             target = s.offsets or json.loads(s.offsets_json)
             if isinstance(target, dict):
@@ -161,12 +167,8 @@ class SqlSession:
         return _ok(0)
 
     def _AlterPipelineDropFile(self, s: A.AlterPipelineDropFile) -> Result:
-        try:
-            self.engine.pipeline(s.name)
-        except NotFoundError:
-            if s.if_exists:
-                return _ok(0)
-            raise
+        if self._pipeline_absent(s.name, s.if_exists):
+            return _ok(0)
         self.engine.drop_file(s.name, s.file)
         return _ok(1)
 

@@ -16,7 +16,7 @@ from pyarrow import fs
 from sparkpipes.errors import ConfigError, SourceError
 from sparkpipes.sinks import ParquetWriter
 from sparkpipes.sources import build_source
-from sparkpipes.sources.objects import HdfsSource
+from sparkpipes.sources.stores import HdfsSource
 
 
 def _hdfs_like(root) -> ArrowFSWrapper:

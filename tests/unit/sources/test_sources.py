@@ -58,7 +58,7 @@ def _drain(c):
             return values, positions
 
 
-def test_file_offsets_are_bytes_and_a_fresh_partial_line_waits(tmp_path, monkeypatch):
+def test_file_offsets_are_bytes_and_a_fresh_partial_line_waits(tmp_path):
     f = tmp_path / "a.json"
     f.write_bytes(b'{"id": 1}\n{"id": 2}\n{"id": 3')
     src = build_source("fs", str(tmp_path / "*.json"), {}, {})
@@ -96,8 +96,7 @@ def test_a_settled_file_has_its_last_line_loaded_without_a_newline(tmp_path):
     assert c.position() == {"byte": 7} and src.reached(c.position(), {"byte": 7})
 
 
-def test_split_ranges_read_each_line_once_and_merge_to_the_end(tmp_path, monkeypatch):
-    from sparkpipes.sources import objects
+def test_split_ranges_read_each_line_once_and_merge_to_the_end(tmp_path):
 
     f = tmp_path / "w.json"
     lines = [b'{"n": %d}' % i for i in range(5000)]
@@ -106,7 +105,7 @@ def test_split_ranges_read_each_line_once_and_merge_to_the_end(tmp_path, monkeyp
     src = build_source("fs", str(f), {}, {})
     ranges = src.split(str(f), {"byte": 0}, {"byte": size}, size, size // 7)
     assert len(ranges) == 1  # below the 8 MiB floor a split is not worth a task
-    monkeypatch.setattr(objects, "MIN_SPLIT", 1)
+    src = build_source("fs", str(f), {"min_split_bytes": 1}, {})
     ranges = src.split(str(f), {"byte": 0}, {"byte": size}, size, size // 7)
     assert len(ranges) == 8  # ceil(size / (size // 7))
     got, ends = [], []
