@@ -35,6 +35,7 @@ class PartitionOffsets:
     latest: Any = None
     lag: int | None = None
     size: int | None = None  # bytes, for files
+    task: int | None = None  # the task that reads it, where the source groups partitions
 
 
 OffsetsFn = Callable[[PipelineRecord], Sequence[PartitionOffsets]]
@@ -273,9 +274,9 @@ def source_offsets(cat: Catalog, snapshot: OffsetsFn) -> pa.Table:
                 {
                     "DATABASE_NAME": DATABASE,
                     "PIPELINE_NAME": p.name,
-                    "TASK_ID": task,
-                    "KEY": json.dumps(dict(o.key), sort_keys=True),
-                    "VALUE": json.dumps(value, sort_keys=True),
+                    "TASK_ID": task if o.task is None else o.task,
+                    "KEY": json.dumps(dict(o.key), sort_keys=True, separators=(",", ":")),
+                    "VALUE": json.dumps(value, sort_keys=True, separators=(",", ":")),
                 }
             )
     return _table("PIPELINES_SOURCE_OFFSETS", rows)

@@ -99,7 +99,13 @@ def validate(spec: PipelineSpec, table: TableRecord) -> None:
 def framed(spec: PipelineSpec, source: Source, decoder: Decoder) -> Source:
     """``source`` reading objects the way the format cuts them into records."""
     fmt = spec.format.kind.upper()
-    if decoder.columnar and not source.lists_files:
+    if source.structured and not decoder.columnar:
+        raise ConfigError(
+            f"LOAD DATA {spec.source.kind.upper()} delivers records with a schema: give "
+            f"FORMAT AVRO (not FORMAT {fmt})",
+            pipeline=spec.name,
+        )
+    if decoder.columnar and not (source.lists_files or source.structured):
         raise ConfigError(
             f"FORMAT {fmt} reads whole objects (LOAD DATA FS, S3, AZURE or HDFS), not "
             f"records of a {spec.source.kind} stream",

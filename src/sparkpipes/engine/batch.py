@@ -171,10 +171,11 @@ class BatchRunner:
         else:
             items = [
                 Pending(p, offsets[p], marks[p], None)
-                for p in partitions
+                for p in self.source.ready(partitions, offsets)
                 if not self._still_idle(p, marks[p])
             ]
-            tasks = planning.stream_tasks(items, width, batch_id)
+            groups = self.source.assignment(partitions)
+            tasks = planning.stream_tasks(items, width, batch_id, groups)
         chosen = list(dict.fromkeys(piece.partition for t in tasks for piece in t))
         return Plan(
             batch_id,

@@ -206,6 +206,15 @@ class Engine:
         """Define a pipeline from a spec any front end lowered (state ``Stopped``)."""
         return self._pipelines.create(spec, replace=replace)
 
+    def prepare_pipeline(self, spec: PipelineSpec) -> PipelineSpec:
+        """What ``create_pipeline_spec`` checks first (feature switches, the source's
+        options), with secrets given in CONFIG moved to the credentials."""
+        return self._pipelines.prepare(spec)
+
+    def inferred_table(self, spec: PipelineSpec) -> str:
+        """The ``CREATE TABLE`` of the table ``CREATE INFERRED PIPELINE`` makes."""
+        return self._pipelines.inferred_table(spec)
+
     def check_source(self, spec: PipelineSpec) -> str:
         """Ask a pipeline's source whether it can be read now; what it answered."""
         return self._pipelines.check_source(spec)

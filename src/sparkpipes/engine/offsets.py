@@ -50,6 +50,7 @@ class Offsets:
                     p: runner.source.start_offset(runner.meta, p, offsets.lower()) for p in parts
                 }
             else:
+                offsets = {runner.source.partition_of(str(p)): v for p, v in offsets.items()}
                 unknown = [str(p) for p in offsets if str(p) not in parts]
                 if unknown:
                     raise ConfigError(
@@ -160,6 +161,7 @@ class Offsets:
             except SparkpipesError:
                 parts = []
             out = []
+            tasks = runner.source.assignment(sorted(parts)) or {}
             for p in sorted(set(parts) | set(offs)):
                 earliest = latest = lag = size = None
                 if p in parts:
@@ -175,7 +177,14 @@ class Offsets:
                         pass
                 out.append(
                     PartitionOffsets(
-                        p, runner.source.partition_key(p), offs.get(p), earliest, latest, lag, size
+                        p,
+                        runner.source.partition_key(p),
+                        offs.get(p),
+                        earliest,
+                        latest,
+                        lag,
+                        size,
+                        tasks.get(p),
                     )
                 )
             return out

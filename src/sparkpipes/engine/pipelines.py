@@ -9,16 +9,19 @@ against its table before it is stored; it is stored ``Stopped``.
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from typing import Any
 
 from sparkpipes.catalog import PipelineRecord, PipelineState
-from sparkpipes.config import PipelineSpec
+from sparkpipes.config import PipelineSpec, Secret
 from sparkpipes.config.lower.kwargs import from_kwargs
 from sparkpipes.engine import variables
 from sparkpipes.engine.assembly import build_source_of, validate
 from sparkpipes.engine.runtime import Runtime
-from sparkpipes.errors import NotFoundError, SparkpipesError
+from sparkpipes.errors import ConfigError, NotFoundError, SparkpipesError
+
+FEATURES = "experimental_features_config"
 
 
 class Pipelines:
@@ -32,8 +35,48 @@ class Pipelines:
     def build(self, name: str, options: dict[str, Any]) -> PipelineSpec:
         return from_kwargs({"name": name, **options}, self.defaults())
 
+    def prepare(self, spec: PipelineSpec) -> PipelineSpec:
+        """Check what must hold before anything is created for ``spec`` (the source's
+        own options as the user wrote them, an experimental feature switched on) and
+        move secrets given in CONFIG into the credentials."""
+        source = build_source_of(spec)
+        if source.feature:
+            flags = str(variables.resolve(self.rt.catalog.variables())[FEATURES])
+            on = {f.strip().lower() for f in flags.split(",")}
+            if f"{source.feature}=true" not in on:
+                raise ConfigError(
+                    f"LOAD DATA {spec.source.kind.upper()} is an experimental feature: "
+                    f'run SET GLOBAL {FEATURES} = "{source.feature}=true" first',
+                    pipeline=spec.name,
+                )
+        lifted = source.secret_config_keys()
+        if not lifted:
+            return spec
+        src = spec.source
+        return spec.replace(
+            source=dataclasses.replace(
+                src,
+                config={k: v for k, v in src.config.items() if k not in lifted},
+                credentials={
+                    **src.credentials,
+                    **{k: Secret(str(src.config[k])) for k in lifted},
+                },
+            )
+        )
+
+    def inferred_table(self, spec: PipelineSpec) -> str:
+        """The ``CREATE TABLE`` statement of the table an inferred pipeline loads."""
+        ddl = build_source_of(spec).inferred_table(spec.table)
+        if ddl is None:
+            raise ConfigError(
+                f"CREATE INFERRED PIPELINE infers a table for LOAD DATA KAFKACONNECT, not "
+                f"{spec.source.kind.upper()}; create the table and use INTO TABLE",
+                pipeline=spec.name,
+            )
+        return ddl
+
     def create(self, spec: PipelineSpec, *, replace: bool = False) -> PipelineSpec:
-        build_source_of(spec)  # the source's own options first, as the user wrote them
+        spec = self.prepare(spec)
         validate(spec, self.rt.catalog.table(spec.table))
         existing = None
         if replace:

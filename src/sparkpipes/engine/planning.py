@@ -15,7 +15,7 @@ largest first onto the least loaded task (LPT), so tasks get similar bytes. With
 from __future__ import annotations
 
 import heapq
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,14 +37,24 @@ class Pending:
     size: int | None
 
 
-def stream_tasks(items: Sequence[Pending], width: int | None, batch_id: int) -> list[list[Piece]]:
-    """One task per partition; with more partitions than ``width``, a window of them
-    that moves on with every batch."""
-    chosen = list(items)
+def stream_tasks(
+    items: Sequence[Pending],
+    width: int | None,
+    batch_id: int,
+    groups: Mapping[str, int] | None = None,
+) -> list[list[Piece]]:
+    """One task per partition, or per group of partitions where the source groups them
+    (``groups``: partition → task, a connector's assignment); with more tasks than
+    ``width``, a window of them that moves on with every batch."""
+    tasks: dict[Any, list[Piece]] = {}
+    for p in items:
+        key = groups.get(p.partition, p.partition) if groups else p.partition
+        tasks.setdefault(key, []).append(Piece(p.partition, p.start, None, p.watermark))
+    chosen = list(tasks.values())
     if width is not None and len(chosen) > width:
         shift = (batch_id * width) % len(chosen)
         chosen = (chosen[shift:] + chosen[:shift])[:width]
-    return [[Piece(p.partition, p.start, None, p.watermark)] for p in chosen]
+    return chosen
 
 
 def object_tasks(

@@ -25,8 +25,12 @@ SOURCES.register("s3", "sparkpipes.sources.stores:S3Source", install_hint="pip i
 SOURCES.register("azure", "sparkpipes.sources.stores:AzureSource", install_hint="pip install adlfs")
 SOURCES.register("hdfs", "sparkpipes.sources.stores:HdfsSource")
 SOURCES.plan("gcs", "object stores supported: FS, S3, AZURE and HDFS; GCS is not yet")
-for _name in ("kafkaconnect", "kinesis"):
-    SOURCES.plan(_name, "Kafka-Connect-style source pipelines are on the roadmap, item 4")
+SOURCES.register("kafkaconnect", "sparkpipes.sources.connect.source:KafkaConnectSource")
+SOURCES.plan(
+    "kinesis",
+    "read Kinesis with LOAD DATA KAFKACONNECT and connector.class "
+    "com.singlestore.kafka.connect.kinesis.KinesisSourceConnector",
+)
 
 
 def build_source(

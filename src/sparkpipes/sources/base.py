@@ -159,6 +159,10 @@ class Source(abc.ABC):
     line_oriented: ClassVar[bool] = False
     #: partitions are files (``information_schema.PIPELINES_FILES`` lists them)
     lists_files: ClassVar[bool] = False
+    #: records arrive already in columns (``Fetched.table``), as from a connector
+    structured: ClassVar[bool] = False
+    #: the ``experimental_features_config`` flag that must be on to create a pipeline
+    feature: ClassVar[str | None] = None
 
     @abc.abstractmethod
     def metadata(self, timeout_s: float | None = None) -> MetadataProvider:
@@ -203,6 +207,33 @@ class Source(abc.ABC):
         A ``latest`` may under-report the end but never over-report it, so while this is
         False there are certainly records left. No I/O."""
         return offset == latest
+
+    def secret_config_keys(self) -> frozenset[str]:
+        """CONFIG keys given that hold secrets: the engine stores them as credentials
+        (sealed at rest, redacted when shown)."""
+        return frozenset()
+
+    def inferred_table(self, name: str) -> str | None:
+        """The ``CREATE TABLE`` of the table ``CREATE INFERRED PIPELINE`` makes for this
+        source, or None where the source has no static schema."""
+        return None
+
+    def ready(self, partitions: list[str], offsets: Mapping[str, Any]) -> list[str]:
+        """The partitions a batch may read, given every known partition's offset: all,
+        unless the source orders them (a child shard after its parents) or knows some
+        can never yield another record."""
+        return partitions
+
+    def assignment(self, partitions: list[str]) -> dict[str, int] | None:
+        """Which task reads each partition, where the source groups partitions into
+        tasks (a connector's ``tasks.max``); None: one task per partition."""
+        return None
+
+    def partition_of(self, key: str) -> str:
+        """The partition a user named in ``ALTER PIPELINE … SET OFFSETS``: its id, or
+        for sources that show partitions as JSON, that JSON (KEY of
+        ``PIPELINES_SOURCE_OFFSETS``) in any spacing or key order."""
+        return key
 
     def partition_key(self, partition: str) -> Mapping[str, Any]:
         """The partition as a JSON object (the KEY of PIPELINES_SOURCE_OFFSETS)."""

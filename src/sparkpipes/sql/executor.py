@@ -84,9 +84,19 @@ class SqlSession:
     def _CreatePipeline(self, s: A.CreatePipeline) -> Result:
         if s.if_not_exists and s.name in {p.name for p in self.engine.pipelines()}:
             return _ok(0)
-        spec = to_spec(s, self.engine.pipeline_defaults())
-        checked = self.engine.check_source(spec) if s.check_source else None
-        self.engine.create_pipeline_spec(spec, replace=s.or_replace)
+        spec = self.engine.prepare_pipeline(to_spec(s, self.engine.pipeline_defaults()))
+        made = None
+        if s.inferred and s.target is None and spec.table not in self.engine.tables():
+            (stmt, _), *_ = iter_parse(self.engine.inferred_table(spec))
+            self.run(stmt)
+            made = spec.table
+        try:
+            checked = self.engine.check_source(spec) if s.check_source else None
+            self.engine.create_pipeline_spec(spec, replace=s.or_replace)
+        except SparkpipesError:
+            if made is not None:
+                self.engine.drop_table(made, if_exists=True)
+            raise
         ok = _ok(0)
         if checked is None:
             return ok

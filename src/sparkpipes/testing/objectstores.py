@@ -133,7 +133,7 @@ class _Server:
 
 
 class MotoServer(_Server):
-    """S3 by moto in server mode (``python -m moto.server`` of this interpreter).
+    """S3 and Kinesis by moto in server mode (``python -m moto.server`` of this interpreter).
 
     By default moto accepts any credentials. With ``authentication=True`` it checks them
     like AWS: an IAM user allowed ``s3:*`` is created and its key becomes
@@ -163,7 +163,7 @@ class MotoServer(_Server):
         iam.create_user(UserName="sparkpipes")
         policy = {
             "Version": "2012-10-17",
-            "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}],
+            "Statement": [{"Effect": "Allow", "Action": ["s3:*", "kinesis:*"], "Resource": "*"}],
         }
         iam.put_user_policy(
             UserName="sparkpipes", PolicyName="s3", PolicyDocument=json.dumps(policy)
@@ -205,6 +205,43 @@ class MotoServer(_Server):
             aws_secret_access_key=self.secret_access_key,
             region_name=self.region,
         )
+
+    def kinesis(self) -> Any:
+        """A boto3 Kinesis client for this server, with its credentials."""
+        return self._client("kinesis")
+
+    def create_stream(self, name: str, shards: int) -> None:
+        """A Kinesis stream of ``shards`` shards, active when this returns."""
+        k = self.kinesis()
+        k.create_stream(StreamName=name, ShardCount=shards)
+        k.get_waiter("stream_exists").wait(
+            StreamName=name, WaiterConfig={"Delay": 0.2, "MaxAttempts": 50}
+        )
+
+    def put_records(self, stream: str, records: list[tuple[str, bytes]]) -> None:
+        """Put ``(partition key, data)`` records, 500 per call (the API's limit)."""
+        k = self.kinesis()
+        for i in range(0, len(records), 500):
+            chunk = records[i : i + 500]
+            resp = k.put_records(
+                StreamName=stream,
+                Records=[{"PartitionKey": pk, "Data": data} for pk, data in chunk],
+            )
+            if resp.get("FailedRecordCount"):
+                raise RuntimeError(f"{resp['FailedRecordCount']} records were not put")
+
+    def kinesis_config(self, stream: str, **extra: Any) -> dict[str, Any]:
+        """seed 000's Kinesis connector CONFIG for ``stream`` on this server."""
+        return {
+            "connector.class": "com.singlestore.kafka.connect.kinesis.KinesisSourceConnector",
+            "aws.access.key.id": self.access_key_id,
+            "aws.secret.key.id": self.secret_access_key,
+            "kafka.topic": "kinesis-topic",
+            "kinesis.stream": stream,
+            "kinesis.region": self.region,
+            "kinesis.endpoint": self.endpoint_url,
+            **extra,
+        }
 
     def client(self) -> Any:
         """A boto3 S3 client for this server, with its credentials."""

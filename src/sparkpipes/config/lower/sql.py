@@ -32,21 +32,27 @@ def to_spec(stmt: A.CreatePipeline, defaults: Mapping[str, Any]) -> PipelineSpec
     pipeline option is a ConfigError too, so an engine variable cannot silently go
     unused."""
     s = stmt
-    if s.target is None or s.target.kind == "PROCEDURE":
+    if s.target is None and not s.inferred:
         raise ConfigError(
-            "INTO PROCEDURE and inferred pipelines are not supported yet (roadmap item 4)",
+            "a pipeline needs INTO TABLE (or INTO PROCEDURE); CREATE INFERRED PIPELINE "
+            "makes its own table",
             pipeline=s.name,
         )
+    if s.target is not None and s.target.kind == "PROCEDURE":
+        raise ConfigError("INTO PROCEDURE is not supported yet", pipeline=s.name)
+    connector = s.source.upper() == "KAFKACONNECT"
     allowed = [o for o in OPTIONS if o != "name"]
     reject_unknown(defaults, allowed, what="pipeline default", pipeline=s.name)
     kw: dict[str, Any] = {
         "name": s.name,
         "source": s.source.lower(),
         "location": s.location,
-        "table": s.target.name,
+        "table": s.target.name if s.target is not None else s.name,
         "config": s.config_json if s.config else {},
         "credentials": s.credentials_json if s.credentials else {},
-        "format": (s.format or "json").lower() if s.format or not s.fields else "csv",
+        "format": (s.format or ("avro" if connector else "json")).lower()
+        if s.format or not s.fields
+        else "csv",
         "batch_interval_ms": s.batch_interval,
         "max_partitions_per_batch": s.max_partitions_per_batch,
         "max_offsets_per_batch_partition": s.max_offsets_per_batch_partition,

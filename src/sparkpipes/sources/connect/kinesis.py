@@ -1,0 +1,326 @@
+"""Amazon Kinesis as a Kafka Connect source connector
+(``com.singlestore.kafka.connect.kinesis.KinesisSourceConnector``, seed 000), on boto3.
+
+* A **shard** is a source partition, ``{"shardId": "shardId-000000000001"}``; its offset is
+  the sequence number of the last record read, ``{"sequenceNumber": "4960…"}``, and a
+  reader resumes ``AFTER_SEQUENCE_NUMBER``. Nothing read yet is ``{}`` (``TRIM_HORIZON``);
+  the ``latest`` start policy is ``{"timestamp": ms}`` (``AT_TIMESTAMP``, now).
+* Shards are listed every batch, so the children of a split or merge appear. A child is
+  read only once each parent still listed has been read to its end: a closed shard whose
+  reader reached its last record gets ``"ended": true`` in its offset and is not read
+  again. Record order per partition key is thereby kept across resharding.
+* A record is ``{"partitionKey", "sequenceNumber", "shardId", "data",
+  "approximateArrivalTimestamp"}`` with ``data`` in base64, as SingleStore's connector
+  gives it, so seed 000's ``record::$data`` / ``FROM_BASE64`` work unchanged; its id is
+  ``{"sequenceNumber", "shardId"}`` and its topic CONFIG ``kafka.topic`` (default: the
+  stream's name).
+
+CONFIG: ``kinesis.stream`` (required), ``kinesis.region`` (default us-east-1),
+``kafka.topic``, ``kinesis.endpoint`` (a local or VPC endpoint URL) and the AWS keys
+``aws.access.key.id``, ``aws.secret.key.id`` (seed 000's spelling; ``aws.secret.access.key``
+is accepted too) and ``aws.session.token``, which are secrets wherever they are given.
+Without keys the AWS default chain (environment, profile, instance role) applies.
+"""
+
+from __future__ import annotations
+
+import base64
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sparkpipes.errors import SourceAuthError, SourceError, SourceUnavailableError
+from sparkpipes.sources.connect.base import (
+    PartitionReader,
+    Polled,
+    SourceConnector,
+    SourceRecord,
+    compact,
+)
+from sparkpipes.sources.connect.source import backoff
+
+SECRET_KEYS = frozenset(
+    {"aws.access.key.id", "aws.secret.key.id", "aws.secret.access.key", "aws.session.token"}
+)
+#: records one GetRecords call may return (the API's own limit)
+MAX_LIMIT = 10_000
+#: pause between GetRecords calls that found nothing (the API allows 5 calls/s a shard)
+EMPTY_PAUSE_S = 0.2
+_AUTH_CODES = {
+    "UnrecognizedClientException",
+    "InvalidSignatureException",
+    "AccessDeniedException",
+    "ExpiredTokenException",
+    "InvalidClientTokenId",
+    "SignatureDoesNotMatch",
+}
+_THROTTLE_CODES = {
+    "ProvisionedThroughputExceededException",
+    "LimitExceededException",
+    "ThrottlingException",
+}
+
+
+class _Client:
+    """The settings a boto3 Kinesis client is made from (picklable; no I/O)."""
+
+    def __init__(self, connector: KinesisConnector) -> None:
+        cfg = connector.config
+        self.stream = connector.stream
+        self.region = cfg.text("kinesis.region", "us-east-1")
+        self.endpoint = cfg.text("kinesis.endpoint")
+        self.keys = {
+            "aws_access_key_id": cfg.get("aws.access.key.id"),
+            "aws_secret_access_key": cfg.get("aws.secret.key.id")
+            or cfg.get("aws.secret.access.key"),
+            "aws_session_token": cfg.get("aws.session.token"),
+        }
+
+    def __call__(self) -> Any:
+        import boto3
+        from botocore.config import Config
+
+        return boto3.session.Session().client(
+            "kinesis",
+            region_name=self.region,
+            endpoint_url=self.endpoint,
+            config=Config(
+                connect_timeout=5,
+                read_timeout=30,
+                retries={"max_attempts": 2, "mode": "standard"},
+            ),
+            **{k: v for k, v in self.keys.items() if v},
+        )
+
+    def where(self) -> str:
+        at = f" at {self.endpoint}" if self.endpoint else f" in {self.region}"
+        return f"Kinesis stream '{self.stream}'{at}"
+
+    def error(self, e: BaseException, doing: str) -> SourceError:
+        """A boto error as the sparkpipes error a user can act on (never a key)."""
+        from botocore.exceptions import (
+            ClientError,
+            EndpointConnectionError,
+            NoCredentialsError,
+        )
+        from botocore.exceptions import (
+            ConnectTimeoutError as BotoConnectTimeout,
+        )
+
+        where = self.where()
+        if isinstance(e, ClientError):
+            code = e.response.get("Error", {}).get("Code", "")
+            msg = e.response.get("Error", {}).get("Message", "")
+            if code in _AUTH_CODES:
+                return SourceAuthError(
+                    f"{where} refused the AWS access key given in CONFIG or CREDENTIALS "
+                    f"({code}) while {doing}"
+                )
+            if code == "ResourceNotFoundException":
+                return SourceError(f"{where} does not exist ({msg})")
+            if code in _THROTTLE_CODES:
+                return SourceUnavailableError(f"{where} is throttling reads ({code})")
+            return SourceError(f"{where}: {code} while {doing}: {msg}")
+        if isinstance(e, NoCredentialsError):
+            return SourceAuthError(
+                f"no AWS credentials for {where}: give aws.access.key.id and "
+                "aws.secret.key.id in CONFIG or CREDENTIALS"
+            )
+        if isinstance(e, (EndpointConnectionError, BotoConnectTimeout, ConnectionError)):
+            return SourceUnavailableError(f"cannot reach {where} while {doing}")
+        return SourceUnavailableError(f"{where}: {type(e).__name__} while {doing}")
+
+
+def _shards(client: Any, stream: str) -> list[dict[str, Any]]:
+    shards: list[dict[str, Any]] = []
+    kwargs: dict[str, Any] = {"StreamName": stream}
+    while True:
+        resp = client.list_shards(**kwargs)
+        shards.extend(resp.get("Shards", []))
+        token = resp.get("NextToken")
+        if not token:
+            return shards
+        kwargs = {"NextToken": token}
+
+
+class KinesisConnector(SourceConnector):
+    class_names = ("com.singlestore.kafka.connect.kinesis.KinesisSourceConnector",)
+    config_keys = frozenset({"kinesis.stream", "kinesis.region", "kinesis.endpoint", "kafka.topic"})
+    secret_keys = SECRET_KEYS
+    partition_noun = "shard"
+
+    def __init__(self, config: Any) -> None:
+        super().__init__(config)
+        self.stream = config.require("kinesis.stream")
+        self.topic = config.text("kafka.topic") or self.stream
+        self.client = _Client(self)
+        self._conn: Any = None
+        self._parents: dict[str, list[str]] = {}
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_conn": None}  # the source is pickled into tasks
+
+    def _client(self) -> Any:
+        if self._conn is None:
+            self._conn = self.client()
+        return self._conn
+
+    def partitions(self) -> list[dict[str, Any]]:
+        try:
+            shards = _shards(self._client(), self.stream)
+        except Exception as e:
+            raise self.client.error(e, "listing its shards") from None
+        self._parents = {
+            s["ShardId"]: [p for p in (s.get("ParentShardId"), s.get("AdjacentParentShardId")) if p]
+            for s in shards
+        }
+        return [{"shardId": s["ShardId"]} for s in shards]
+
+    def start_offset(self, partition: Mapping[str, Any], policy: str) -> dict[str, Any]:
+        if policy == "latest":
+            return {"timestamp": int(time.time() * 1000)}
+        return {}
+
+    def finished(self, offset: Any) -> bool:
+        return isinstance(offset, Mapping) and offset.get("ended") is True
+
+    def ready(
+        self, partitions: Sequence[Mapping[str, Any]], offsets: Mapping[str, Any]
+    ) -> list[Mapping[str, Any]]:
+        listed = set(self._parents)
+        out = []
+        for p in partitions:
+            parents = [q for q in self._parents.get(p["shardId"], []) if q in listed]
+            if all(self.finished(offsets.get(compact({"shardId": q}))) for q in parents):
+                out.append(p)
+        return out
+
+    def reader(self) -> KinesisReader:
+        return KinesisReader(self.client, self.topic)
+
+    def label(self) -> str:
+        return self.client.where()
+
+    def check(self) -> str:
+        n = len(self.partitions())
+        return f"{self.label()} has {n} shard{'' if n == 1 else 's'}"
+
+    def describe(self) -> dict[str, Any]:
+        return {k: v for k, v in super().describe().items() if k not in SECRET_KEYS}
+
+
+class KinesisReader(PartitionReader):
+    """Reads one shard with GetRecords; its position is the last sequence number read."""
+
+    def __init__(self, client: _Client, topic: str) -> None:
+        self.client = client
+        self.topic = topic
+        self._conn: Any = None
+        self._iterator: str | None = None
+        self._offset: dict[str, Any] = {}
+        self._shard = ""
+        self._closed: bool | None = None
+
+    def open(self, partition: Mapping[str, Any], offset: Mapping[str, Any]) -> None:
+        self._shard = str(partition["shardId"])
+        self._offset = dict(offset)
+        self._closed = None
+        self._conn = self.client()
+        self._iterator = None if offset.get("ended") else self._new_iterator()
+
+    def _new_iterator(self) -> str | None:
+        kwargs: dict[str, Any] = {"StreamName": self.client.stream, "ShardId": self._shard}
+        if "sequenceNumber" in self._offset:
+            kwargs["ShardIteratorType"] = "AFTER_SEQUENCE_NUMBER"
+            kwargs["StartingSequenceNumber"] = str(self._offset["sequenceNumber"])
+        elif "timestamp" in self._offset:
+            kwargs["ShardIteratorType"] = "AT_TIMESTAMP"
+            kwargs["Timestamp"] = self._offset["timestamp"] / 1000
+        else:
+            kwargs["ShardIteratorType"] = "TRIM_HORIZON"
+        try:
+            return self._conn.get_shard_iterator(**kwargs)["ShardIterator"]
+        except Exception as e:
+            raise self._error(e, "opening the shard") from None
+
+    def _error(self, e: BaseException, doing: str) -> SourceError:
+        err = self.client.error(e, f"{doing} {self._shard}")
+        err.partition = compact({"shardId": self._shard})
+        return err
+
+    def poll(self, max_records: int, timeout_s: float) -> Polled:
+        deadline = time.monotonic() + timeout_s
+        attempt = 0
+        while self._iterator is not None:
+            limit = max(1, min(max_records, MAX_LIMIT))
+            try:
+                resp = self._conn.get_records(ShardIterator=self._iterator, Limit=limit)
+            except Exception as e:
+                code = getattr(e, "response", {}).get("Error", {}).get("Code", "")
+                if code == "ExpiredIteratorException":
+                    self._iterator = self._new_iterator()
+                    continue
+                err = self._error(e, "reading")
+                if not err.transient or time.monotonic() > deadline:
+                    raise err from None
+                attempt += 1
+                backoff(attempt)
+                continue
+            self._iterator = resp.get("NextShardIterator")
+            raw = resp.get("Records", [])
+            behind = resp.get("MillisBehindLatest", 0)
+            if raw:
+                records = [self._record(r) for r in raw]
+                self._offset = {"sequenceNumber": raw[-1]["SequenceNumber"]}
+                if self._iterator is None:
+                    self._offset["ended"] = True
+                tip = self._iterator is None or (behind == 0 and len(raw) < limit)
+                return Polled(records, dict(self._offset), at_end=tip)
+            if self._iterator is None or (behind == 0 and self._shard_closed()):
+                self._offset["ended"] = True
+                self._iterator = None
+                break
+            if behind == 0 or time.monotonic() + EMPTY_PAUSE_S > deadline:
+                return Polled([], dict(self._offset), at_end=behind == 0)
+            time.sleep(EMPTY_PAUSE_S)
+        return Polled([], dict(self._offset), at_end=True)
+
+    def _shard_closed(self) -> bool:
+        """Whether the shard is closed (split or merged): at its tip, it then has nothing
+        more, ever. Asked once per open, only when a read finds the tip."""
+        if self._closed is None:
+            try:
+                shards = _shards(self._conn, self.client.stream)
+            except Exception as e:
+                raise self._error(e, "listing shards for") from None
+            mine = next((s for s in shards if s["ShardId"] == self._shard), None)
+            self._closed = mine is not None and bool(
+                mine.get("SequenceNumberRange", {}).get("EndingSequenceNumber")
+            )
+        return self._closed
+
+    def _record(self, r: Mapping[str, Any]) -> SourceRecord:
+        seq = r["SequenceNumber"]
+        arrived = r.get("ApproximateArrivalTimestamp")
+        ts = int(arrived.timestamp() * 1000) if arrived is not None else None
+        value = {
+            "partitionKey": r.get("PartitionKey"),
+            "sequenceNumber": seq,
+            "shardId": self._shard,
+            "data": base64.b64encode(r.get("Data", b"")).decode("ascii"),
+            "approximateArrivalTimestamp": ts,
+        }
+        return SourceRecord(
+            partition={"shardId": self._shard},
+            offset={"sequenceNumber": seq},
+            value=value,
+            topic=self.topic,
+            timestamp_ms=ts,
+        )
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_conn": None, "_iterator": None}
+
+    def close(self) -> None:
+        self._conn = None
+        self._iterator = None
