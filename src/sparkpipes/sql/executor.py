@@ -159,6 +159,8 @@ class SqlSession:
             return _ok(0)
         if s.offsets or s.offsets_json:
             target = s.offsets or json.loads(s.offsets_json)
+            if isinstance(target, list):
+                target = _key_values(target)
             if isinstance(target, dict):
                 target = {str(k): v for k, v in target.items()}
             self.engine.set_offsets(s.name, target)
@@ -359,6 +361,23 @@ class SqlSession:
             return spark.sql(spark_text)
         except PySparkException as e:
             raise QueryError(_spark_message(e)) from None
+
+
+def _key_values(items: list[Any]) -> dict[str, Any]:
+    """``SET OFFSETS '[{"KEY": {…}, "VALUE": {…}}, …]'``: connector offsets as rows of
+    ``information_schema.PIPELINES_SOURCE_OFFSETS``, by partition KEY (as JSON text)."""
+    out: dict[str, Any] = {}
+    for item in items:
+        fields = {str(k).upper(): v for k, v in item.items()} if isinstance(item, dict) else {}
+        if set(fields) != {"KEY", "VALUE"}:
+            raise ConfigError(
+                "OFFSETS as an array takes objects with KEY and VALUE, as "
+                'information_schema.PIPELINES_SOURCE_OFFSETS shows them: [{"KEY": {…}, '
+                f'"VALUE": {{…}}}}], got {json.dumps(item)}'
+            )
+        key = fields["KEY"]
+        out[key if isinstance(key, str) else json.dumps(key)] = fields["VALUE"]
+    return out
 
 
 def _collect(df) -> Iterable[Any]:

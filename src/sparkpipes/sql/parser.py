@@ -307,7 +307,8 @@ class _Builder:
         assert tok is not None
         return unquote_string(tok.value)
 
-    def json_object(self, tok: Token | None, what: str) -> str:
+    def json_object(self, tok: Token | None, what: str, *, arrays: bool = False) -> str:
+        """The JSON object (or, with ``arrays``, array) text in string ``tok``."""
         assert tok is not None
         raw = self.string(tok)
         try:
@@ -316,8 +317,8 @@ class _Builder:
             self.fail(f"{what} is not valid JSON: {e}", tok)
         except RecursionError:
             self.fail(f"{what} is nested too deeply", tok)
-        if not isinstance(value, dict):
-            self.fail(f"{what} must be a JSON object", tok)
+        if not isinstance(value, dict) and not (arrays and isinstance(value, list)):
+            self.fail(f"{what} must be a JSON object{' or array' if arrays else ''}", tok)
         return raw
 
     def number(self, tok: Token, negative: bool = False) -> int | float:
@@ -580,7 +581,9 @@ class _Builder:
                 fields["offsets"] = which.type
             elif item.data == "alter_offsets_json":
                 self.once(seen, "offsets", item, "OFFSETS")
-                fields["offsets_json"] = self.json_object(_tok(item, "STRING"), "OFFSETS")
+                fields["offsets_json"] = self.json_object(
+                    _tok(item, "STRING"), "OFFSETS", arrays=True
+                )
             else:
                 self.setting(item, seen, fields)
         return a.AlterPipeline(**fields)

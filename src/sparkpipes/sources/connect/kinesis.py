@@ -111,7 +111,8 @@ class _Client:
         if isinstance(e, ClientError):
             code = e.response.get("Error", {}).get("Code", "")
             msg = e.response.get("Error", {}).get("Message", "")
-            if code in _AUTH_CODES:
+            status = e.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            if code in _AUTH_CODES or status in (401, 403) or code in ("401", "403"):
                 return SourceAuthError(
                     f"{where} refused the AWS access key given in CONFIG or CREDENTIALS "
                     f"({code}) while {doing}"
@@ -269,16 +270,16 @@ class KinesisReader(PartitionReader):
             self._iterator = resp.get("NextShardIterator")
             raw = resp.get("Records", [])
             behind = resp.get("MillisBehindLatest", 0)
+            tip = behind == 0 and len(raw) < limit
             if raw:
-                records = [self._record(r) for r in raw]
                 self._offset = {"sequenceNumber": raw[-1]["SequenceNumber"]}
-                if self._iterator is None:
-                    self._offset["ended"] = True
-                tip = self._iterator is None or (behind == 0 and len(raw) < limit)
-                return Polled(records, dict(self._offset), at_end=tip)
-            if self._iterator is None or (behind == 0 and self._shard_closed()):
+            if self._iterator is None or (tip and self._shard_closed()):
                 self._offset["ended"] = True
                 self._iterator = None
+            if raw:
+                records = [self._record(r) for r in raw]
+                return Polled(records, dict(self._offset), at_end=tip or self._iterator is None)
+            if self._iterator is None:
                 break
             if behind == 0 or time.monotonic() + EMPTY_PAUSE_S > deadline:
                 return Polled([], dict(self._offset), at_end=behind == 0)
