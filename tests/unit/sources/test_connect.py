@@ -1,0 +1,148 @@
+"""The connector SPI without servers: resolving connector.class, CONFIG checks, the
+task assignment, and a third-party connector found by its Python path."""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Mapping
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from sparkpipes.config import Secret
+from sparkpipes.engine import planning
+from sparkpipes.errors import ConfigError
+from sparkpipes.sources import build_source
+from sparkpipes.sources.connect import (
+    PartitionReader,
+    Polled,
+    SourceConnector,
+    SourceRecord,
+    compact,
+    known,
+    resolve,
+)
+from sparkpipes.sources.connect.kinesis import KinesisConnector
+
+KINESIS = "com.singlestore.kafka.connect.kinesis.KinesisSourceConnector"
+
+
+class Counter(SourceConnector):
+    """A third-party connector: ``count.partitions`` partitions of numbers."""
+
+    config_keys = frozenset({"count.partitions", "count.upto"})
+
+    def partitions(self) -> list[dict[str, Any]]:
+        return [{"n": i} for i in range(self.config.integer("count.partitions", 3, 1))]
+
+    def reader(self) -> PartitionReader:
+        return CounterReader(self.config.integer("count.upto", 5, 0))
+
+
+class CounterReader(PartitionReader):
+    def __init__(self, upto: int) -> None:
+        self.upto = upto
+
+    def open(self, partition: Mapping[str, Any], offset: Mapping[str, Any]) -> None:
+        self.partition = dict(partition)
+        self.next = offset.get("i", -1) + 1
+
+    def poll(self, max_records: int, timeout_s: float) -> Polled:
+        recs = [
+            SourceRecord(self.partition, {"i": i}, {"value": i}, "numbers")
+            for i in range(self.next, min(self.upto, self.next + max_records))
+        ]
+        self.next += len(recs)
+        return Polled(recs, {"i": self.next - 1} if self.next else {}, self.next >= self.upto)
+
+
+def kc(config: dict[str, Any], credentials: dict[str, Any] | None = None):
+    creds = {k: Secret(v) for k, v in (credentials or {}).items()}
+    return build_source("kafkaconnect", "c", config, creds)
+
+
+def test_java_names_resolve_to_built_ins_and_unknown_ones_list_them():
+    assert resolve(KINESIS) is KinesisConnector
+    assert {KINESIS, "io.confluent.connect.jdbc.JdbcSourceConnector"} <= set(known())
+    with pytest.raises(ConfigError) as e:
+        resolve("io.debezium.connector.mysql.MySqlConnector")
+    assert KINESIS in str(e.value) and "package.module:Class" in str(e.value)
+    with pytest.raises(ConfigError, match="not a sparkpipes SourceConnector"):
+        resolve("builtins:dict")
+
+
+def test_a_connector_by_python_path_reads_through_the_source_spi():
+    for path in (f"{__name__}:Counter", f"{__name__}.Counter"):
+        src = kc({"connector.class": path, "tasks.max": 2, "count.upto": 3})
+        meta = src.metadata()
+        parts = meta.partitions()
+        assert parts == ['{"n":0}', '{"n":1}', '{"n":2}']
+        assert src.assignment(parts) == {'{"n":0}': 0, '{"n":1}': 1, '{"n":2}': 0}
+    consumer = pickle.loads(pickle.dumps(src.consumer(parts[1])))  # goes to executors
+    consumer.open(src.start_offset(meta, parts[1], "earliest"))
+    got = consumer.fetch(2, 0.1)
+    assert got.table.column_names == ["topic", "id", "record"]
+    assert got.table.to_pylist()[0] == {
+        "topic": "numbers",
+        "id": '{"i":0,"n":1}',
+        "record": '{"value":0}',
+    }
+    assert got.positions.to_pylist() == ['{"i":0}', '{"i":1}']
+    assert consumer.position() == {"i": 1} and not got.at_end
+    rest = consumer.fetch(10, 0.1)
+    assert len(rest) == 1 and rest.at_end and consumer.position() == {"i": 2}
+
+
+def test_config_is_checked_before_anything_connects():
+    with pytest.raises(ConfigError, match=r"needs 'connector\.class'"):
+        kc({"kinesis.stream": "s"})
+    for bad in (0, -1, "four", True, 1.5):
+        with pytest.raises(ConfigError, match=r"'tasks\.max' must be a positive integer"):
+            kc({"connector.class": KINESIS, "kinesis.stream": "s", "tasks.max": bad})
+    with pytest.raises(ConfigError, match=r"needs CONFIG key 'kinesis\.stream'"):
+        kc({"connector.class": KINESIS})
+    with pytest.raises(ConfigError, match=r"did you mean 'kinesis\.region'"):
+        kc({"connector.class": KINESIS, "kinesis.stream": "s", "kinesis.regoin": "x"})
+    with pytest.raises(ConfigError, match="CREDENTIALS key"):
+        kc({"connector.class": KINESIS, "kinesis.stream": "s"}, {"password": "x"})
+    src = kc({"connector.class": KINESIS, "kinesis.stream": "s"})
+    assert src.connector.config.tasks_max == 4  # seed 000's default
+
+
+def test_aws_keys_in_config_are_secrets():
+    src = kc(
+        {
+            "connector.class": KINESIS,
+            "kinesis.stream": "s",
+            "aws.access.key.id": "AKIA-canary",
+            "aws.secret.key.id": "canary-secret",
+        }
+    )
+    assert src.secret_config_keys() == {"aws.access.key.id", "aws.secret.key.id"}
+    shown = repr(src.describe()) + repr(src.connector.config)
+    assert "canary" not in shown
+    assert src.connector.client.keys["aws_secret_access_key"] == "canary-secret"
+
+
+def test_a_child_shard_waits_for_its_parents_and_ended_shards_are_not_read():
+    src = kc({"connector.class": KINESIS, "kinesis.stream": "s"})
+    conn = src.connector
+    conn._parents = {"p": [], "a": ["p"], "b": ["p"], "m": ["a", "b"]}
+    ids = [compact({"shardId": s}) for s in ("a", "b", "m", "p")]
+    offsets = {compact({"shardId": "p"}): {"sequenceNumber": "9"}}
+    assert src.ready(ids, offsets) == [compact({"shardId": "p"})]
+    offsets[compact({"shardId": "p"})] = {"sequenceNumber": "9", "ended": True}
+    assert src.ready(ids, offsets) == [compact({"shardId": s}) for s in ("a", "b")]
+    offsets[compact({"shardId": "a"})] = {"ended": True}
+    offsets[compact({"shardId": "b"})] = {"sequenceNumber": "3", "ended": True}
+    assert src.ready(ids, offsets) == [compact({"shardId": "m"})]
+
+
+def test_tasks_group_partitions_into_spark_tasks():
+    items = [planning.Pending(p, {}, None, None) for p in "abcd"]
+    groups = {"a": 0, "b": 1, "c": 0, "d": 1}
+    tasks = planning.stream_tasks(items, None, 1, groups)
+    assert [[p.partition for p in t] for t in tasks] == [["a", "c"], ["b", "d"]]
+    assert len(planning.stream_tasks(items, 1, 1, groups)) == 1
+    assert pa.types.is_string(kc({"connector.class": KINESIS, "kinesis.stream": "s"}).position_type)
