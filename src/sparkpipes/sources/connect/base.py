@@ -32,6 +32,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+import pyarrow as pa
+
 from sparkpipes.config import Secret
 from sparkpipes.errors import ConfigError
 
@@ -114,14 +116,42 @@ class SourceRecord:
 
 
 @dataclass(frozen=True)
+class RecordColumns:
+    """Records as Arrow columns of JSON text (``id``, ``record``, ``offsets``) and
+    strings (``topic``), the form the engine loads. A reader that can build them
+    without a :class:`SourceRecord` per record hands them over directly."""
+
+    topic: pa.Array
+    id: pa.Array
+    record: pa.Array
+    offsets: pa.Array
+    timestamps: pa.Array | None = None
+
+    @classmethod
+    def of(cls, records: Sequence[SourceRecord]) -> RecordColumns:
+        ts = [r.timestamp_ms for r in records]
+        return cls(
+            pa.array([r.topic for r in records], pa.string()),
+            pa.array([compact(r.id()) for r in records], pa.string()),
+            pa.array([compact(r.value) for r in records], pa.string()),
+            pa.array([compact(r.offset) for r in records], pa.string()),
+            pa.array(ts, pa.int64()) if any(t is not None for t in ts) else None,
+        )
+
+
+@dataclass(frozen=True)
 class Polled:
-    """A poll's records, the offset after them (the last record's, or where the reader
-    already was), and ``at_end``: the reader's word that the partition has nothing more
-    right now (or, with ``finished``, ever: a closed shard read to its end)."""
+    """A poll's records (as :class:`SourceRecord` objects, or already as ``columns``),
+    the offset after them (the last record's, or where the reader already was), and
+    ``at_end``: the reader's word that the partition has nothing more right now."""
 
     records: Sequence[SourceRecord]
     offset: Mapping[str, Any]
     at_end: bool = False
+    columns: RecordColumns | None = None
+
+    def as_columns(self) -> RecordColumns:
+        return self.columns if self.columns is not None else RecordColumns.of(self.records)
 
 
 class PartitionReader(abc.ABC):

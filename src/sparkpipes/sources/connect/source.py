@@ -85,22 +85,13 @@ class ConnectConsumer(PartitionConsumer):
     def fetch(self, max_records: int, timeout_s: float) -> Fetched:
         polled = self.reader.poll(max_records, timeout_s)
         self._offset = dict(polled.offset)
-        recs = polled.records
-        table = pa.table(
-            [
-                pa.array([r.topic for r in recs], pa.string()),
-                pa.array([compact(r.id()) for r in recs], pa.string()),
-                pa.array([compact(r.value) for r in recs], pa.string()),
-            ],
-            schema=RECORD_SCHEMA,
-        )
-        ts = [r.timestamp_ms for r in recs]
+        cols = polled.as_columns()
         return Fetched(
             values=pa.array([], pa.binary()),
-            positions=pa.array([compact(r.offset) for r in recs], pa.string()),
-            timestamps=pa.array(ts, pa.int64()) if any(t is not None for t in ts) else None,
+            positions=cols.offsets,
+            timestamps=cols.timestamps,
             at_end=polled.at_end,
-            table=table,
+            table=pa.Table.from_arrays([cols.topic, cols.id, cols.record], schema=RECORD_SCHEMA),
         )
 
     def position(self) -> Any:
