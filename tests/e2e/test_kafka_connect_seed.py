@@ -1,0 +1,115 @@
+"""Seed 000 (SingleStore Kafka Connect pipelines) typed into ``sparkpipes sql`` as a user
+would, against moto's Kinesis on 127.0.0.1 with 4 shards and 10,000 records: the
+statements are the seed's, with the local endpoint added to CONFIG."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+N = 10_000
+SHARDS = 4
+
+
+def cli(*args, wh, timeout=600):
+    return subprocess.run(
+        [sys.executable, "-m", "sparkpipes", "--warehouse", str(wh), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "SPARKPIPES_SPARK_MASTER": "local[2]"},
+    )
+
+
+def test_seed_example_1_inferred_kinesis_pipeline(tmp_path, s3_server):
+    stream = "my-kinesis-stream-e1"
+    s3_server.create_stream(stream, SHARDS)
+    s3_server.put_records(
+        stream,
+        [
+            (
+                f"{i}",
+                json.dumps(
+                    {
+                        "customer_id": f"c{i:05d}",
+                        "order_id": f"o{i}",
+                        "timestamp": f"2026-11-23T00:00:{i % 60:02d}",
+                        "status": "active" if i % 4 else "closed",
+                        "fieldName": i,
+                    }
+                ).encode(),
+            )
+            for i in range(N)
+        ],
+    )
+    cfg = s3_server.kinesis_config(stream, **{"tasks.max": 4})
+    config = (
+        '{"connector.class": "com.singlestore.kafka.connect.kinesis.KinesisSourceConnector",'
+        f'"aws.access.key.id": "{cfg["aws.access.key.id"]}",'
+        f'"aws.secret.key.id": "{cfg["aws.secret.key.id"]}",'
+        '"kafka.topic": "kinesis-topic",'
+        f'"kinesis.stream": "{stream}",'
+        '"kinesis.region": "us-east-1",'
+        f'"kinesis.endpoint": "{cfg["kinesis.endpoint"]}",'
+        '"tasks.max": 4}'
+    )
+    script = tmp_path / "seed000.sql"
+    # seed 000, Example 1 and its queries, in the seed's order and spelling
+    script.write_text(
+        f"""
+-- Enable the experimental feature
+SET GLOBAL experimental_features_config = "kafka_connect_enabled=true";
+SHOW VARIABLES LIKE 'experimental_features_config';
+-- Create Kinesis pipeline
+CREATE INFERRED PIPELINE kinesis_pipeline
+AS LOAD DATA KAFKACONNECT 'kafka-connector'
+CONFIG '{config}'
+CREDENTIALS '{{}}' -- AWS credentials are in CONFIG for Kinesis connector
+FORMAT AVRO;
+-- SHOW CREATE TABLE kinesis_pipeline;
+-- Start the pipeline
+START PIPELINE kinesis_pipeline FOREGROUND;
+SELECT PIPELINE_NAME, STATE FROM information_schema.PIPELINES
+WHERE PIPELINE_NAME = 'kinesis_pipeline';
+SELECT count(*) AS loaded, count(DISTINCT id) AS ids FROM kinesis_pipeline;
+-- Extract a specific field
+SELECT topic, JSON_EXTRACT_STRING(FROM_BASE64(record::$data), 'fieldName') AS field_value
+FROM kinesis_pipeline ORDER BY CAST(field_value AS INT) LIMIT 1;
+-- Filter based on JSON content
+SELECT count(*) AS active FROM kinesis_pipeline
+WHERE JSON_EXTRACT_STRING(FROM_BASE64(record::$data), 'status') = 'active';
+-- Create a computed column for better performance
+ALTER TABLE kinesis_pipeline
+ADD COLUMN status AS (JSON_EXTRACT_STRING(FROM_BASE64(record::$data), 'status')) PERSISTED STRING;
+CREATE INDEX idx_status ON kinesis_pipeline(status);
+SELECT * FROM information_schema.PIPELINES_SOURCE_OFFSETS
+WHERE PIPELINE_NAME = 'kinesis_pipeline';
+-- Check task distribution
+SELECT
+TASK_ID,
+COUNT(*) as offset_count
+FROM information_schema.PIPELINES_SOURCE_OFFSETS
+WHERE PIPELINE_NAME = 'kinesis_pipeline'
+GROUP BY TASK_ID ORDER BY TASK_ID;
+SHOW CREATE PIPELINE kinesis_pipeline;
+"""
+    )
+    p = cli("sql", "-f", str(script), wh=tmp_path / "wh")
+    assert p.returncode == 0, p.stderr[-3000:]
+    out = p.stdout
+    assert "| experimental_features_config | kafka_connect_enabled=true |" in out
+    # assert "`topic` TEXT NOT NULL" in out and "SORT KEY `__UNORDERED` ()" in out
+    assert f"Query OK, {N} rows loaded" in out
+    assert f"| {N:<6} | {N:<5} |" in out  # loaded, ids: every record once
+    assert "| kinesis-topic | 0           |" in out
+    assert f"| {N * 3 // 4:<6} |" in out
+    for task in range(4):
+        assert (
+            f'| sparkpipes    | kinesis_pipeline | {task}       | {{"shardId":"shardId-00000000000{task}"}}'
+            in out
+        )
+    assert out.count("| 1            |") == 4  # one offset row per task
+    assert cfg["aws.secret.key.id"] not in out + p.stderr
+    assert "Traceback" not in p.stderr
