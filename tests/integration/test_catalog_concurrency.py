@@ -86,3 +86,31 @@ def test_batches_of_several_pipelines_recorded_at_once(url, monkeypatch):
     assert json.loads(status.note("scheduler"))["running"].popitem()[1] == 25
     scheduler.close()
     status.close()
+
+
+def test_two_engines_setting_one_variable_at_once(url, monkeypatch):
+    """SET GLOBAL from two engines sharing the catalog: never a unique violation (as the
+    delete-then-insert it once was gave on PostgreSQL); the last value stands."""
+    monkeypatch.setenv("SPARKPIPES_SECRET_KEY", "a passphrase for the test")
+    engines = [Catalog(url), Catalog(url)]
+    failures: list[BaseException] = []
+    start = threading.Barrier(2)
+
+    def setter(cat: Catalog, tag: str) -> None:
+        try:
+            start.wait()
+            for i in range(40):
+                cat.set_variable(f"v{i % 3}", f"{tag}{i}")
+        except BaseException as e:
+            failures.append(e)
+
+    threads = [threading.Thread(target=setter, args=(c, t)) for c, t in zip(engines, "ab")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failures == []
+    values = engines[0].variables()
+    assert {values[f"v{i}"][1:] for i in range(3)} == {"39", "37", "38"}
+    for c in engines:
+        c.close()

@@ -495,26 +495,28 @@ class Catalog:
 
     # -- variables --------------------------------------------------------------------
     def set_variable(self, name: str, value: str) -> None:
-        with self._tx() as c:
-            c.execute(variables_t.delete().where(variables_t.c.name == name))
-            c.execute(variables_t.insert().values(name=name, value=value))
+        """Engines sharing the catalog may set one variable at once: the last one wins."""
+        self._put(variables_t, variables_t.c.name, name, value, what=f"variable '{name}'")
 
     def put_note(self, key: str, value: str) -> None:
-        """A small engine note (the scheduler's state for ``status``) under ``note:key``.
-        Several writers at once (engines sharing the catalog) do not fail: the last one
-        wins (an update, or an insert that, when another writer inserted first, becomes
-        an update)."""
-        row = f"note:{key}"
+        """A small engine note (the scheduler's state for ``status``) under ``note:key``;
+        several writers at once do not fail, the last one wins."""
+        self._put(meta_t, meta_t.c.key, f"note:{key}", value, what=f"note '{key}'")
+
+    def _put(self, table: sa.Table, key: sa.Column, name: str, value: str, *, what: str) -> None:
+        """Update-or-insert of one ``(key, value)`` row that does not fail when writers
+        race (as delete-then-insert does on PostgreSQL): an insert that finds the row
+        inserted by another writer meanwhile becomes an update."""
         for _ in range(3):
             try:
                 with self._tx() as c:
-                    update = meta_t.update().where(meta_t.c.key == row).values(value=value)
+                    update = table.update().where(key == name).values(value=value)
                     if c.execute(update).rowcount == 0:
-                        c.execute(meta_t.insert().values(key=row, value=value))
+                        c.execute(table.insert().values({key.name: name, "value": value}))
                 return
             except IntegrityError:
-                continue  # inserted by another writer meanwhile: update it
-        raise CatalogError(f"catalog {self.safe_url} failed: note '{key}' kept changing")
+                continue
+        raise CatalogError(f"catalog {self.safe_url} failed: {what} kept changing")
 
     def note(self, key: str) -> str | None:
         with self._tx() as c:
