@@ -115,3 +115,25 @@ def test_a_wrong_azure_key_is_refused_without_showing_it(engine, azurite):
             f"CREATE PIPELINE az AS LOAD DATA AZURE 'nowhere/x' CONFIG '{config}' "
             f"CREDENTIALS '{creds}' INTO TABLE t"
         )
+
+
+def test_an_unreachable_azure_endpoint_fails_create_pipeline_within_seconds(engine, azurite):
+    import socket
+    import time
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    config = json.dumps({"endpoint_url": f"http://127.0.0.1:{port}/{azurite.account_name}"})
+    creds = json.dumps({"account_name": azurite.account_name, "account_key": azurite.account_key})
+    sql = SqlSession(engine)
+    sql.execute("CREATE TABLE t (id BIGINT)")
+    started = time.monotonic()
+    with pytest.raises(SourceError) as err:
+        sql.execute(
+            f"CREATE PIPELINE az AS LOAD DATA AZURE 'c/x' CONFIG '{config}' "
+            f"CREDENTIALS '{creds}' INTO TABLE t"
+        )
+    assert time.monotonic() - started < 20  # the SDK's own retries took about 80 s
+    assert f"127.0.0.1:{port}" in str(err.value) or "reach" in str(err.value)
+    assert azurite.account_key not in str(err.value)
