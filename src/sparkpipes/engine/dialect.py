@@ -4,7 +4,8 @@ Used by the SQL front end for queries and by the engine for ingest-time expressi
 
 What changes, and nothing else:
 
-* ``x::$key`` / ``x::key`` / ``x::%key`` (SingleStore JSON access, chainable) become
+* ``x::$key`` / ``x::key`` / ``x::%key`` (SingleStore JSON access, chainable, also after
+  the functions below: ``FROM_BASE64(record::$data)::$n``) become
   ``get_json_object(x, '$.key')``, the ``%`` form cast to DOUBLE;
 * ``JSON_EXTRACT_STRING|JSON|BIGINT|DOUBLE(json, key, …)`` become ``get_json_object`` on
   the key path, cast for BIGINT and DOUBLE;
@@ -113,9 +114,10 @@ def translate(text: str, *, on_view: Callable[[str], None] | None = None) -> str
                 cast = JSON_FUNCTIONS[t.text.upper()]
                 if cast:
                     expr = f"CAST({expr} AS {cast})"
+                expr, end = _json_chain(expr, toks, close + 1)
                 out.append(text[pos : t.start] + expr)
-                pos = toks[close].end + 1
-                i = close + 1
+                pos = toks[end - 1].end + 1
+                i = end
                 continue
         # FROM_BASE64(x) …
         if (
@@ -127,41 +129,46 @@ def translate(text: str, *, on_view: Callable[[str], None] | None = None) -> str
             args, close = _call_args(toks, i + 1, text)
             if len(args) == 1:
                 arg = translate(args[0][0], on_view=on_view)
-                out.append(text[pos : t.start] + FUNCTIONS[t.text.upper()].format(arg))
-                pos = toks[close].end + 1
-                i = close + 1
+                expr, end = _json_chain(FUNCTIONS[t.text.upper()].format(arg), toks, close + 1)
+                out.append(text[pos : t.start] + expr)
+                pos = toks[end - 1].end + 1
+                i = end
                 continue
         # x::$a::b chains
         if _is_name(t) and nxt is not None and nxt.token_type == TokenType.DCOLON:
-            start = t.start
-            operand = text[t.start : t.end + 1]
-            j = i + 1
-            keys: list[str] = []
-            kind = "json"
-            while j < len(toks) and toks[j].token_type == TokenType.DCOLON and j + 1 < len(toks):
-                k = toks[j + 1]
-                if k.token_type == TokenType.MOD and j + 2 < len(toks):
-                    keys.append(toks[j + 2].text)
-                    kind = "double"
-                    j += 3
-                elif k.text.startswith("$"):
-                    keys.append(k.text[1:])
-                    kind = "string"
-                    j += 2
-                else:
-                    keys.append(k.text)
-                    kind = "json"
-                    j += 2
-            expr = f"get_json_object({operand}, '{_path(keys)}')"
-            if kind == "double":
-                expr = f"CAST({expr} AS DOUBLE)"
-            out.append(text[pos:start] + expr)
+            expr, j = _json_chain(text[t.start : t.end + 1], toks, i + 1)
+            out.append(text[pos : t.start] + expr)
             pos = toks[j - 1].end + 1
             i = j
             continue
         i += 1
     out.append(text[pos:])
     return "".join(out)
+
+
+def _json_chain(operand: str, toks: list[Token], j: int) -> tuple[str, int]:
+    """``operand`` with the ``::key`` / ``::$key`` / ``::%key`` accesses that start at
+    token ``j`` applied, and the index of the token after them (``j`` if there are none)."""
+    keys: list[str] = []
+    kind = "json"
+    while j < len(toks) and toks[j].token_type == TokenType.DCOLON and j + 1 < len(toks):
+        k = toks[j + 1]
+        if k.token_type == TokenType.MOD and j + 2 < len(toks):
+            keys.append(toks[j + 2].text)
+            kind = "double"
+            j += 3
+        elif k.text.startswith("$"):
+            keys.append(k.text[1:])
+            kind = "string"
+            j += 2
+        else:
+            keys.append(k.text)
+            kind = "json"
+            j += 2
+    if not keys:
+        return operand, j
+    expr = f"get_json_object({operand}, '{_path(keys)}')"
+    return (f"CAST({expr} AS DOUBLE)" if kind == "double" else expr), j
 
 
 def _call_args(toks: list[Token], open_idx: int, text: str) -> tuple[list[tuple[str, Token]], int]:
