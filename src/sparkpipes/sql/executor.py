@@ -363,18 +363,12 @@ class SqlSession:
             raise QueryError(_spark_message(e)) from None
 
 
-def _key_values(items: list[Any]) -> dict[str, Any]:
-    """``SET OFFSETS '[{"KEY": {…}, "VALUE": {…}}, …]'``: connector offsets as rows of
-    ``information_schema.PIPELINES_SOURCE_OFFSETS``, by partition KEY (as JSON text)."""
+def _key_values(items: list[dict[str, Any]]) -> dict[str, Any]:
+    """``SET OFFSETS '[{"KEY": {…}, "VALUE": {…}}, …]'`` (checked by the parser): connector
+    offsets as rows of ``information_schema.PIPELINES_SOURCE_OFFSETS``, by KEY as JSON."""
     out: dict[str, Any] = {}
     for item in items:
-        fields = {str(k).upper(): v for k, v in item.items()} if isinstance(item, dict) else {}
-        if set(fields) != {"KEY", "VALUE"}:
-            raise ConfigError(
-                "OFFSETS as an array takes objects with KEY and VALUE, as "
-                'information_schema.PIPELINES_SOURCE_OFFSETS shows them: [{"KEY": {…}, '
-                f'"VALUE": {{…}}}}], got {json.dumps(item)}'
-            )
+        fields = {str(k).upper(): v for k, v in item.items()}
         key = fields["KEY"]
         out[key if isinstance(key, str) else json.dumps(key)] = fields["VALUE"]
     return out

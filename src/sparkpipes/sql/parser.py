@@ -319,6 +319,13 @@ class _Builder:
             self.fail(f"{what} is nested too deeply", tok)
         if not isinstance(value, dict) and not (arrays and isinstance(value, list)):
             self.fail(f"{what} must be a JSON object{' or array' if arrays else ''}", tok)
+        for item in value if isinstance(value, list) else ():
+            if not isinstance(item, dict) or {str(k).upper() for k in item} != {"KEY", "VALUE"}:
+                self.fail(
+                    f"{what} as an array takes objects with KEY and VALUE, as information_"
+                    'schema.PIPELINES_SOURCE_OFFSETS shows them: [{"KEY": {…}, "VALUE": {…}}]',
+                    tok,
+                )
         return raw
 
     def number(self, tok: Token, negative: bool = False) -> int | float:

@@ -216,7 +216,13 @@ def test_unexpected_character():
             "LIMIT … BATCHES must be at least 1, got 0",
             "0",
         ),
-        ("ALTER PIPELINE p SET OFFSETS '[1]'", "OFFSETS must be a JSON object", "'[1]'"),
+        ("ALTER PIPELINE p SET OFFSETS '1'", "OFFSETS must be a JSON object or array", "'1'"),
+        (
+            "ALTER PIPELINE p SET OFFSETS '[1]'",
+            "OFFSETS as an array takes objects with KEY and VALUE, as information_schema."
+            'PIPELINES_SOURCE_OFFSETS shows them: [{"KEY": {…}, "VALUE": {…}}]',
+            "'[1]'",
+        ),
         (
             "ALTER PIPELINE p SET OFFSETS LATEST, OFFSETS EARLIEST",
             "OFFSETS is given more than once",
