@@ -19,6 +19,7 @@ import os
 import signal
 import sys
 import threading
+import time
 
 from sparkpipes.catalog.states import BatchState, PipelineState
 from sparkpipes.errors import SparkpipesError
@@ -200,7 +201,11 @@ def cluster_shares(eng) -> dict[str, str]:
         return {}
     if not note:
         return {}
+    from sparkpipes.engine.scheduling import STALE_S
+
     state = json.loads(note)
+    if time.time() - float(state.get("at", 0)) > STALE_S:
+        return {}  # its scheduler stopped renewing it: it died
     cap = state.get("capacity")
     shares = {n: f"{w}/{cap}" for n, w in state.get("running", {}).items()}
     shares.update({n: f"waiting (needs {w})" for n, w in state.get("waiting", {}).items()})

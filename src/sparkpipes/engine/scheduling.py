@@ -27,7 +27,9 @@ loaded data goes again at once; one with nothing new waits, from an eighth of it
 (:func:`idle_wait`); ``close`` (or the ``halt`` given to ``run_forever``) ends every worker
 after its batch in flight, and returns once they have. The admission's state (who runs
 with how many partitions, who waits) is noted in the catalog on every change, for
-``sparkpipes status`` in other processes.
+``sparkpipes status`` in other processes, and again every ``HEARTBEAT_S`` while the
+scheduler serves: a note older than ``STALE_S`` is from a scheduler that died (SIGKILL),
+and ``status`` shows no share from it.
 """
 
 from __future__ import annotations
@@ -44,6 +46,10 @@ from sparkpipes.engine.admission import Admission
 from sparkpipes.engine.batch import BatchResult, Plan
 from sparkpipes.engine.runtime import Runtime
 from sparkpipes.errors import CatalogError, InternalError, SparkpipesError
+
+#: how often a serving scheduler renews its note, and the age at which a note is stale
+HEARTBEAT_S = 5.0
+STALE_S = 3 * HEARTBEAT_S
 
 log = logging.getLogger("sparkpipes.engine")
 
@@ -78,6 +84,7 @@ class Scheduler:
         self._note_lock = threading.Lock()
         self._changes = 0  # the admission's state changes, counted under _cv
         self._noted: tuple[int, dict] = (0, {})  # the last change noted in the catalog
+        self._noted_at = 0.0
 
     def _limits(self) -> tuple[int, int]:
         """(partitions of all batches at once, pipelines at once; 0: no cap)."""
@@ -230,6 +237,8 @@ class Scheduler:
                             self._workers[name] = worker
                             mine.append(worker)
                             worker.start()
+                if mine:
+                    self._publish(self._changes, beat=True)
                 halt.wait(0.1)
         finally:
             with self._cv:
@@ -364,12 +373,13 @@ class Scheduler:
             self._cv.notify_all()
         self._publish(change)
 
-    def _publish(self, change: int) -> None:
+    def _publish(self, change: int, *, beat: bool = False) -> None:
         """Best effort, outside the admission's lock: note the admission's state (as of
         now, at least as new as ``change``) for ``status`` in any process, if it differs
-        from the state noted last."""
+        from the state noted last or (``beat``) the last note is getting old."""
         with self._note_lock:
-            if change <= self._noted[0]:
+            due = beat and time.time() - self._noted_at >= HEARTBEAT_S
+            if change <= self._noted[0] and not due:
                 return  # a newer state was noted already
             with self._cv:
                 adm = self._admission
@@ -379,10 +389,12 @@ class Scheduler:
                     "running": dict(adm.running),
                     "waiting": adm.waiting,
                 }
-            if state != self._noted[1]:
+            if state != self._noted[1] or due:
                 try:
-                    note = json.dumps({"at": time.time(), **state}, sort_keys=True)
+                    now = time.time()
+                    note = json.dumps({"at": now, **state}, sort_keys=True)
                     self.rt.catalog.put_note("scheduler", note)
+                    self._noted_at = now
                 except Exception as e:  # best effort: status shows less, batches go on
                     log.debug("could not note the scheduler's state: %s", e)
                     return
