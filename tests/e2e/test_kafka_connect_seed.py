@@ -80,6 +80,15 @@ FROM kinesis_pipeline ORDER BY CAST(field_value AS INT) LIMIT 1;
 -- Filter based on JSON content
 SELECT count(*) AS active FROM kinesis_pipeline
 WHERE JSON_EXTRACT_STRING(FROM_BASE64(record::$data), 'status') = 'active';
+-- the seed's queries verbatim (its records hold the fields themselves; a Kinesis
+-- record's fields are partitionKey, sequenceNumber, shardId and data)
+SELECT topic, JSON_EXTRACT_STRING(record, 'fieldName') AS field_value FROM kinesis_pipeline LIMIT 1;
+SELECT * FROM kinesis_pipeline WHERE JSON_EXTRACT_STRING(record, 'status') = 'active';
+SELECT topic, JSON_EXTRACT_STRING(record, 'customer_id') AS customer_id,
+JSON_EXTRACT_STRING(record, 'order_id') AS order_id,
+JSON_EXTRACT_STRING(record, 'timestamp') AS event_time FROM kinesis_pipeline LIMIT 1;
+SELECT count(*) AS with_shard FROM kinesis_pipeline
+WHERE JSON_EXTRACT_STRING(record, 'shardId') LIKE 'shardId-%';
 -- Create a computed column for better performance
 ALTER TABLE kinesis_pipeline
 ADD COLUMN status AS (JSON_EXTRACT_STRING(FROM_BASE64(record::$data), 'status')) PERSISTED STRING;
@@ -105,6 +114,8 @@ SHOW CREATE PIPELINE kinesis_pipeline;
     assert f"| {N:<6} | {N:<5} |" in out  # loaded, ids: every record once
     assert "| kinesis-topic | 0           |" in out
     assert f"| {N * 3 // 4:<6} |" in out
+    assert "| kinesis-topic | NULL        |" in out  # verbatim: no such field in the record
+    assert f"| with_shard |\n+------------+\n| {N:<10} |" in out
     for task in range(4):
         assert (
             f'| sparkpipes    | kinesis_pipeline | {task}       | {{"shardId":"shardId-00000000000{task}"}}'
