@@ -62,7 +62,7 @@ def test_every_format_and_compression_loads_each_object_once(sql, engine, tmp_pa
 
 def test_csv_with_a_header_parquet_and_avro_with_mappings(sql, engine, tmp_path):
     (tmp_path / "csv").mkdir()
-    (tmp_path / "csv" / "x.csv").write_bytes(b'id;name\n1;"a;b"\n2;c\n')
+    (tmp_path / "csv" / "x.csv").write_bytes(b'id;name\n1;"a;b"\n2;c\n3;"two\r\nlines"\r\n4;d\n')
     sql.execute("CREATE TABLE t (id BIGINT, name TEXT)")
     sql.execute(
         f"CREATE PIPELINE c AS LOAD DATA FS '{tmp_path}/csv/*.csv' INTO TABLE t "
@@ -97,9 +97,14 @@ def test_csv_with_a_header_parquet_and_avro_with_mappings(sql, engine, tmp_path)
     engine.run_batches("v", 2, until_idle=True)
 
     rows = sorted(engine.table_arrow("t").to_pylist(), key=lambda r: r["id"])
-    assert rows[:2] == [{"id": 1, "name": "a;b"}, {"id": 2, "name": "c"}]
-    assert rows[2:12] == [{"id": 10 + i, "name": f"p{10 + i}"} for i in range(10)]
-    assert rows[12:] == [{"id": 100, "name": "z"}] + [
+    assert rows[:4] == [
+        {"id": 1, "name": "a;b"},
+        {"id": 2, "name": "c"},
+        {"id": 3, "name": "two\r\nlines"},  # a quoted newline belongs to its field
+        {"id": 4, "name": "d"},
+    ]
+    assert rows[4:14] == [{"id": 10 + i, "name": f"p{10 + i}"} for i in range(10)]
+    assert rows[14:] == [{"id": 100, "name": "z"}] + [
         {"id": 100 + i, "name": None} for i in range(1, 5)
     ]
 

@@ -11,12 +11,22 @@ import pyarrow.csv as pcsv
 
 from sparkpipes.formats.base import Decoder, Mismatch, conform
 from sparkpipes.formats.json import newline_joined
+from sparkpipes.sources.base import Framing
 
 
 class CsvDecoder(Decoder):
+    def framing(self, skip_lines: int = 0) -> Framing:
+        """Quoted fields may hold newlines: with a quote character, records are cut
+        outside quotes (:class:`CsvFraming`), else at every newline."""
+        from sparkpipes.formats.framing import CsvFraming, LineFraming
+
+        if not self.csv.quote:
+            return LineFraming(skip_lines)
+        return CsvFraming(self.csv.quote, self.csv.escape, skip_lines)
+
     def _fast(self, values: pa.Array) -> pa.Table:
-        buf = newline_joined(values)
         opts = self.csv
+        buf = newline_joined(values, keep_newlines=bool(opts.quote))
         table = pcsv.read_csv(
             pa.BufferReader(buf),
             read_options=pcsv.ReadOptions(
@@ -27,6 +37,7 @@ class CsvDecoder(Decoder):
                 quote_char=opts.quote or False,
                 escape_char=opts.escape or False,
                 ignore_empty_lines=False,
+                newlines_in_values=bool(opts.quote),
             ),
             convert_options=pcsv.ConvertOptions(
                 column_types=self.schema,

@@ -68,13 +68,13 @@ class LineFraming(Framing):
                 if final:
                     buf, tail = buf + b"\n", b""
                 else:  # a last line still being written waits for its newline
-                    cut = buf.rfind(b"\n")
+                    cut = self._last_end(buf)
                     if cut < 0:
                         return
                     buf, tail = buf[: cut + 1], b""
                     real = len(buf)
             else:
-                cut = buf.rfind(b"\n")
+                cut = self._last_end(buf)
                 if cut < 0:
                     tail = buf
                     continue
@@ -87,13 +87,22 @@ class LineFraming(Framing):
             if not chunk:
                 return
 
+    def _ends(self, data: np.ndarray) -> np.ndarray:
+        """Indexes of the newlines that end records in ``data`` (which begins with a
+        record)."""
+        return np.flatnonzero(data == 10)
+
+    def _last_end(self, buf: bytes) -> int:
+        """Index of the last record-ending newline of ``buf``; -1 if there is none."""
+        return buf.rfind(b"\n")
+
     def _frame(
         self, buf: bytes, base: int, limit: int, skip: int, real: int
     ) -> tuple[Frame | None, int]:
         """The lines of ``buf`` (complete, newline-terminated) that begin before ``limit``,
         as one frame; and how many lines are still to be skipped."""
         data = np.frombuffer(buf, dtype=np.uint8)
-        ends = np.flatnonzero(data == 10)
+        ends = self._ends(data)
         starts = np.empty_like(ends)
         starts[0] = 0
         starts[1:] = ends[:-1] + 1
@@ -124,6 +133,36 @@ class LineFraming(Framing):
             lines = pc.replace_substring_regex(lines, "\r$", "")
         positions = pa.array(starts[idx] + base, pa.int64())
         return Frame(positions, end, values=lines), skip
+
+
+class CsvFraming(LineFraming):
+    """CSV records: lines, except that a newline inside a quoted field (``"a\nb"``)
+    belongs to the field. Which newlines are inside quotes is known only from a record
+    boundary, so an object is read from its start or a committed offset, never from a
+    byte a split chose: not splittable. A quote doubled (``""``) or preceded by the
+    escape character is part of the field."""
+
+    splittable = False
+
+    def __init__(
+        self, quote: str, escape: str | None = None, skip_lines: int = 0, block: int = BLOCK
+    ) -> None:
+        super().__init__(skip_lines, block)
+        self.quote = ord(quote)
+        self.escape = ord(escape) if escape else None
+
+    def _ends(self, data: np.ndarray) -> np.ndarray:
+        quotes = data == self.quote
+        if self.escape is not None and len(data) > 1:
+            escaped = np.zeros_like(quotes)
+            escaped[1:] = data[:-1] == self.escape
+            quotes &= ~escaped
+        inside = (np.cumsum(quotes, dtype=np.int64) & 1).astype(bool)
+        return np.flatnonzero((data == 10) & ~inside)
+
+    def _last_end(self, buf: bytes) -> int:
+        ends = self._ends(np.frombuffer(buf, dtype=np.uint8))
+        return int(ends[-1]) if len(ends) else -1
 
 
 class ParquetFraming(Framing):

@@ -24,11 +24,12 @@ _DIRECT = (
 _VIA_STRING = (pa.types.is_date, pa.types.is_decimal, pa.types.is_binary)
 
 
-def newline_joined(values: pa.Array) -> pa.Buffer:
+def newline_joined(values: pa.Array, *, keep_newlines: bool = False) -> pa.Buffer:
     """All payloads as one newline-delimited buffer, without per-row Python objects.
-    A newline inside a payload (pretty-printed JSON) becomes a space."""
+    A newline inside a payload (pretty-printed JSON) becomes a space, unless the reader
+    of the buffer tells them apart (``keep_newlines``: CSV's quoted fields)."""
     flat = values.cast(pa.binary())
-    if _has_newline(flat):
+    if not keep_newlines and _has_newline(flat):
         flat = pc.replace_substring(flat, b"\n", b" ")
     lines = pc.binary_join_element_wise(flat, pa.scalar(b""), pa.scalar(b"\n"))
     offsets = pa.Array.from_buffers(
