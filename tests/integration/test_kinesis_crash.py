@@ -6,11 +6,8 @@ in the table twice, and after a last clean run every record is there exactly onc
 from __future__ import annotations
 
 import json
-import os
 import random
 import signal
-import subprocess
-import sys
 import textwrap
 import time
 from collections import Counter
@@ -18,6 +15,7 @@ from collections import Counter
 import pytest
 
 from sparkpipes.engine.faults import POINTS
+from tests.integration.children import finish, spawn
 
 pytestmark = [pytest.mark.timeout(900)]
 
@@ -42,38 +40,6 @@ CHILD = textwrap.dedent(
     eng.close()
     """
 )
-
-
-def _child(warehouse, config: str, crash_at: str | None) -> subprocess.Popen:
-    env = dict(os.environ)
-    env.pop("SPARKPIPES_CRASH_AT", None)
-    if crash_at:
-        env["SPARKPIPES_CRASH_AT"] = crash_at
-    return subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(warehouse), config],
-        env=env,
-        start_new_session=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-
-
-def _finish(proc: subprocess.Popen, kill_after: float | None = None) -> int:
-    try:
-        if kill_after is not None:
-            try:
-                proc.wait(timeout=kill_after)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-        _, err = proc.communicate(timeout=240)
-    finally:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)  # the Spark JVM and workers, if left
-        except ProcessLookupError:
-            pass
-    if proc.returncode not in (0, -signal.SIGKILL):
-        raise AssertionError(err.decode()[-3000:])
-    return proc.returncode
 
 
 def _ns(warehouse) -> Counter:
@@ -111,17 +77,17 @@ def test_kinesis_records_survive_kills_at_every_step_and_at_random(tmp_path, s3_
 
     put()
     for point in POINTS:
-        code = _finish(_child(warehouse, config, f"{point}:1"))
+        code = finish(spawn(CHILD, warehouse, config, crash_at=f"{point}:1"))
         assert code == -signal.SIGKILL, f"the child did not crash at {point}"
         check(f"at {point}")
         put()  # records arrive while the pipeline is down
     rng = random.Random(10)
     for _ in range(2):
-        proc = _child(warehouse, config, None)
+        proc = spawn(CHILD, warehouse, config)
         time.sleep(1)
         put()  # and while it runs
-        _finish(proc, kill_after=rng.uniform(4, 12))
+        finish(proc, kill_after=rng.uniform(4, 12))
         check("at random")
-    _finish(_child(warehouse, config, None))
+    finish(spawn(CHILD, warehouse, config))
     seen = _ns(warehouse)
     assert set(seen) == set(range(sent)) and max(seen.values()) == 1

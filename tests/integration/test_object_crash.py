@@ -7,16 +7,14 @@ exactly once and every object is Loaded."""
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
 import textwrap
 from collections import Counter
 
 import pytest
 
 from sparkpipes.engine.faults import POINTS
+from tests.integration.children import finish, spawn
 
 pytestmark = [pytest.mark.timeout(900)]
 
@@ -44,27 +42,7 @@ def _write(data, name: str, ids) -> None:
 
 
 def _run(warehouse, data, crash_at: str | None) -> int:
-    env = dict(os.environ)
-    env.pop("SPARKPIPES_CRASH_AT", None)
-    if crash_at:
-        env["SPARKPIPES_CRASH_AT"] = crash_at
-    proc = subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(warehouse), str(data)],
-        env=env,
-        start_new_session=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        _, err = proc.communicate(timeout=240)
-    finally:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)  # the Spark JVM and workers, if left
-        except ProcessLookupError:
-            pass
-    if crash_at is None:
-        assert proc.returncode == 0, err.decode()[-3000:]
-    return proc.returncode
+    return finish(spawn(CHILD, warehouse, data, crash_at=crash_at))
 
 
 def _ids(warehouse) -> Counter:
