@@ -102,6 +102,14 @@ meta_t = sa.Table(
     sa.Column("value", sa.Text, nullable=False),
 )
 
+procedures_t = sa.Table(
+    "sp_procedures",
+    meta,
+    sa.Column("name", sa.String(255), primary_key=True),
+    sa.Column("definition", sa.Text, nullable=False),
+    sa.Column("created_at", sa.DateTime, nullable=False),
+)
+
 variables_t = sa.Table(
     "sp_variables",
     meta,
@@ -289,6 +297,47 @@ class Catalog:
         with self._tx() as c:
             if c.execute(tables_t.delete().where(tables_t.c.name == name)).rowcount == 0:
                 raise NotFoundError(f"table '{name}' does not exist")
+
+    # -- procedures -------------------------------------------------------------------
+    def put_procedure(self, name: str, definition: dict[str, Any], *, replace: bool) -> None:
+        """Store a procedure (``ProcedureSpec.to_json``); AlreadyExistsError unless
+        ``replace``."""
+        with self._tx() as c:
+            exists = c.execute(
+                sa.select(procedures_t.c.name).where(procedures_t.c.name == name)
+            ).first()
+            if exists and not replace:
+                raise AlreadyExistsError(f"procedure '{name}' already exists")
+            if exists:
+                c.execute(
+                    procedures_t.update()
+                    .where(procedures_t.c.name == name)
+                    .values(definition=json.dumps(definition))
+                )
+            else:
+                c.execute(
+                    procedures_t.insert().values(
+                        name=name, definition=json.dumps(definition), created_at=_now()
+                    )
+                )
+
+    def procedure(self, name: str) -> dict[str, Any]:
+        with self._tx() as c:
+            row = c.execute(
+                sa.select(procedures_t.c.definition).where(procedures_t.c.name == name)
+            ).first()
+        if row is None:
+            raise NotFoundError(f"procedure '{name}' does not exist")
+        return json.loads(row.definition)
+
+    def procedures(self) -> list[str]:
+        with self._tx() as c:
+            return [r.name for r in c.execute(sa.select(procedures_t.c.name).order_by("name"))]
+
+    def drop_procedure(self, name: str) -> None:
+        with self._tx() as c:
+            if c.execute(procedures_t.delete().where(procedures_t.c.name == name)).rowcount == 0:
+                raise NotFoundError(f"procedure '{name}' does not exist")
 
     # -- pipelines --------------------------------------------------------------------
     def create_pipeline(

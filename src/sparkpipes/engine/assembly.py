@@ -152,9 +152,15 @@ def primary_key(spec: PipelineSpec, table: TableRecord) -> list[str]:
 
 
 def assemble(
-    spec: PipelineSpec, pipeline_id: str, table: TableRecord, spark: Callable[[], Any]
+    spec: PipelineSpec,
+    pipeline_id: str,
+    table: TableRecord,
+    spark: Callable[[], Any],
+    *,
+    procedure: Any = None,
 ) -> Assembled:
-    """The running parts of a pipeline; ``spark`` gives the session when a part needs it."""
+    """The running parts of a pipeline; ``spark`` gives the session when a part needs it;
+    ``procedure`` is the ``ProcedureBody`` of an ``INTO PROCEDURE`` pipeline."""
     source = build_source_of(spec)
     load = load_schema(spec, table)
     decoder = build_decoder(spec.format.kind, load, spec.format.mapping, spec.format.csv)
@@ -204,6 +210,7 @@ def assemble(
         refine=refiner,
         scratch=scratch,
         spark=spark,
+        procedure=procedure,
     )
     sink = SINKS.get(spec.sink.kind).for_pipeline(ctx)
     not_null = tuple(c for c in table.not_null if c in task_schema.names and c not in filled)

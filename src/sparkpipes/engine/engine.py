@@ -28,10 +28,12 @@ from sparkpipes.catalog import Catalog, PipelineRecord
 from sparkpipes.catalog.secrets import ENV, SecretBox
 from sparkpipes.catalog.views import PartitionOffsets
 from sparkpipes.config import PipelineSpec
+from sparkpipes.config.procedure import ProcedureSpec
 from sparkpipes.engine.batch import BatchResult
 from sparkpipes.engine.information_schema import InformationSchema
 from sparkpipes.engine.offsets import Offsets
 from sparkpipes.engine.pipelines import Pipelines
+from sparkpipes.engine.procedures import Procedures
 from sparkpipes.engine.runtime import Runtime
 from sparkpipes.engine.scheduling import Scheduler
 from sparkpipes.engine.tables import Tables
@@ -67,6 +69,7 @@ class Engine:
         self.rt = Runtime(self.warehouse, catalog, spark_master, spark_conf)
         self._tables = Tables(self.rt)
         self._pipelines = Pipelines(self.rt)
+        self._procedures = Procedures(self.rt)
         self._offsets = Offsets(self.rt)
         self._scheduler = Scheduler(self.rt, self.warm_up)
         self._info = InformationSchema(self.rt, self._offsets)
@@ -214,6 +217,16 @@ class Engine:
     def inferred_table(self, spec: PipelineSpec) -> str:
         """The ``CREATE TABLE`` of the table ``CREATE INFERRED PIPELINE`` makes."""
         return self._pipelines.inferred_table(spec)
+
+    def create_procedure(self, spec: ProcedureSpec, *, replace: bool = False) -> None:
+        """Store a pipeline procedure, checked against the tables its body writes."""
+        self._procedures.create(spec, replace=replace)
+
+    def drop_procedure(self, name: str, *, if_exists: bool = False) -> None:
+        self._procedures.drop(name, if_exists=if_exists)
+
+    def procedures(self) -> list[str]:
+        return self._procedures.names()
 
     def check_source(self, spec: PipelineSpec) -> str:
         """Ask a pipeline's source whether it can be read now; what it answered."""

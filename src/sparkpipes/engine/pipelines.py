@@ -18,6 +18,7 @@ from sparkpipes.config import PipelineSpec, Secret
 from sparkpipes.config.lower.kwargs import from_kwargs
 from sparkpipes.engine import variables
 from sparkpipes.engine.assembly import build_source_of, validate
+from sparkpipes.engine.procedures import Procedures
 from sparkpipes.engine.runtime import Runtime
 from sparkpipes.errors import ConfigError, NotFoundError, SparkpipesError
 
@@ -77,7 +78,7 @@ class Pipelines:
 
     def create(self, spec: PipelineSpec, *, replace: bool = False) -> PipelineSpec:
         spec = self.prepare(spec)
-        validate(spec, self.rt.catalog.table(spec.table))
+        validate(spec, Procedures(self.rt).target(spec))
         existing = None
         if replace:
             try:
@@ -104,7 +105,7 @@ class Pipelines:
         The definition is validated first, so its own mistakes are reported before the
         source's."""
         source = build_source_of(spec)
-        validate(spec, self.rt.catalog.table(spec.table))
+        validate(spec, Procedures(self.rt).target(spec))
         try:
             return source.check()
         except SparkpipesError as e:
@@ -125,7 +126,7 @@ class Pipelines:
         pipeline's offsets, id and state."""
         options = {**self.spec(name).to_kwargs(), **changes}
         new = from_kwargs(options)
-        validate(new, self.rt.catalog.table(new.table))
+        validate(new, Procedures(self.rt).target(new))
         with self.rt.lock(name):
             self.rt.catalog.update_pipeline(name, definition=new.to_json())
             self.rt.forget(name)

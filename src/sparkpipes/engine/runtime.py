@@ -93,8 +93,16 @@ class Runtime:
 
         rec = self.catalog.pipeline(name)
         spec = PipelineSpec.from_json(rec.definition, self.catalog.credentials(name))
-        table = self.catalog.table(spec.table)
-        return BatchRunner(assemble(spec, rec.id, table, self.session), self.catalog, self.session)
+        from sparkpipes.engine.procedures import ProcedureBody, Procedures
+
+        procs = Procedures(self)
+        table = procs.target(spec)
+        procedure = None
+        if spec.sink.kind == "procedure":
+            proc = procs.get(spec.table)
+            procedure = ProcedureBody(proc, procs.check(proc))
+        pipeline = assemble(spec, rec.id, table, self.session, procedure=procedure)
+        return BatchRunner(pipeline, self.catalog, self.session)
 
     def forget(self, name: str) -> None:
         """Drop the assembled pipeline: its spec or table changed."""

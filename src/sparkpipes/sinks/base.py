@@ -88,6 +88,7 @@ class SinkContext:
     refine: Any = None  # (DataFrame, extra columns) -> DataFrame, or None
     scratch: str | None = None
     spark: Any = None  # () -> SparkSession, called only when the sink needs Spark
+    procedure: Any = None  # the engine's ProcedureBody, for INTO PROCEDURE
 
 
 class Sink(abc.ABC):

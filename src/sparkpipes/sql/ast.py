@@ -721,7 +721,7 @@ class Query(Statement):
 
 @dataclass(frozen=True)
 class Insert(Statement):
-    """``INSERT INTO table [(columns)] VALUES (…), …`` or ``… SELECT …``.
+    """``INSERT|REPLACE INTO table [(columns)] VALUES (…), …`` or ``… SELECT …``.
 
     Exactly one of ``rows`` (a tuple of rows of expressions) and ``query`` is non-empty.
     """
@@ -730,15 +730,39 @@ class Insert(Statement):
     columns: tuple[str, ...] = ()
     rows: tuple[tuple[Expr, ...], ...] = ()
     query: Query | None = None
+    #: ``REPLACE INTO``: a row replaces the one with the same primary key
+    replace: bool = False
 
     def to_sql(self) -> str:
-        out = f"INSERT INTO {quote_ident(self.table)}"
+        out = f"{'REPLACE' if self.replace else 'INSERT'} INTO {quote_ident(self.table)}"
         if self.columns:
             out += " (" + ", ".join(quote_ident(c) for c in self.columns) + ")"
         if self.query is not None:
             return f"{out} {self.query.to_sql()}"
         rows = ", ".join("(" + ", ".join(e.to_sql() for e in row) + ")" for row in self.rows)
         return f"{out} VALUES {rows}"
+
+
+@dataclass(frozen=True)
+class DropProcedure(Statement):
+    """``DROP PROCEDURE [IF EXISTS] name``."""
+
+    name: str
+    if_exists: bool = False
+
+    def to_sql(self) -> str:
+        return "DROP PROCEDURE " + ("IF EXISTS " if self.if_exists else "") + quote_ident(self.name)
+
+
+@dataclass(frozen=True)
+class ShowProcedures(Statement):
+    """``SHOW PROCEDURES [LIKE 'pattern']``."""
+
+    like: str | None = None
+
+    def to_sql(self) -> str:
+        like = f" LIKE {quote_string(self.like)}" if self.like is not None else ""
+        return "SHOW PROCEDURES" + like
 
 
 @dataclass(frozen=True)

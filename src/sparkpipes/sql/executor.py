@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sparkpipes.catalog import BatchState, PipelineState, views
-from sparkpipes.config.lower.sql import create_pipeline_sql, to_spec
+from sparkpipes.config.lower.sql import create_pipeline_sql, to_procedure, to_spec
 from sparkpipes.engine import Engine
 from sparkpipes.engine.dialect import translate, view_name
 from sparkpipes.engine.variables import like
@@ -68,6 +68,7 @@ class SqlSession:
         """Run a script; an error stops it, pointing at the statement (and name) it is about."""
         out = []
         for stmt, span in iter_parse(text):
+            self._source = text[span.start : span.end]
             try:
                 out.append(self.run(stmt))
             except SparkpipesError as e:
@@ -312,6 +313,11 @@ class SqlSession:
         return _ok(0)
 
     def _Insert(self, s: A.Insert) -> Result:
+        if s.replace:
+            raise ConfigError(
+                "REPLACE INTO is supported in the body of a pipeline procedure; a statement "
+                "of its own takes INSERT INTO"
+            )
         rec = self.engine.catalog.table(s.table)
         cols = list(s.columns) or [f.name for f in rec.schema if f.name not in rec.computed]
         unknown = [c for c in cols if c not in rec.schema.names]
@@ -343,7 +349,19 @@ class SqlSession:
         return Result(list(df.columns), rows)
 
     def _CreateProcedure(self, s: A.CreateProcedure) -> Result:
-        raise ConfigError("stored procedures are not supported yet (roadmap item 4)")
+        text = getattr(self, "_source", None) or s.to_sql()
+        self.engine.create_procedure(to_procedure(s, text), replace=s.or_replace)
+        return _ok(0)
+
+    def _DropProcedure(self, s: A.DropProcedure) -> Result:
+        self.engine.drop_procedure(s.name, if_exists=s.if_exists)
+        return _ok(0)
+
+    def _ShowProcedures(self, s: A.ShowProcedures) -> Result:
+        rows = [
+            (p, "sparkpipes") for p in self.engine.procedures() if s.like is None or like(s.like, p)
+        ]
+        return Result([f"Procedures_in_{DATABASE}", "Definer"], rows)
 
     def _spark_sql(self, text: str):
         from pyspark.errors import PySparkException

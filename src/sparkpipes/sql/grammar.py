@@ -28,7 +28,7 @@ KEYWORDS: tuple[str, ...] = tuple(
     FROM GLOBAL GROUP HASH HAVING IF IGNORE ILIKE IN INDEX INFERRED INSERT INTERVAL INTO IS
     JOIN KEY LATEST LIKE LIMIT LINES LOAD MAX_OFFSETS_PER_BATCH_PARTITION
     MAX_PARTITIONS_PER_BATCH MAX_RETRIES_PER_BATCH_PARTITION MOD MODIFY NOT NULL OFFSETS ON
-    OPTIONALLY OR ORDER PARSER PERSISTED PIPELINE PIPELINES PRIMARY PROCEDURE QUERY
+    OPTIONALLY OR ORDER PARSER PERSISTED PIPELINE PIPELINES PRIMARY PROCEDURE PROCEDURES QUERY
     REFERENCE REGEXP REPLACE RETURNS RLIKE ROWSTORE RUNNING SELECT SESSION SET SHARD SHOW
     SKIP SORT SOURCE START STARTING STOP TABLE TABLES TERMINATED TEST THEN TRUE UNION UNIQUE
     UNSIGNED USING VALUES VARIABLES WHEN WHERE WITH XOR
@@ -114,6 +114,8 @@ _statement: create_pipeline
           | set_variable
           | create_table
           | drop_table
+          | drop_procedure
+          | show_procedures
           | describe_table
           | alter_table
           | create_index
@@ -198,7 +200,8 @@ show_pipelines: SHOW PIPELINES
 show_create_pipeline: SHOW CREATE PIPELINE name
 show_variables: SHOW show_scope? VARIABLES (LIKE STRING)?
 show_tables: SHOW TABLES (LIKE STRING)?
-show_other: SHOW (CREATE | PIPELINES | TABLES | VARIABLES)? REST
+show_procedures: SHOW PROCEDURES (LIKE STRING)?
+show_other: SHOW (CREATE | PIPELINES | TABLES | VARIABLES | PROCEDURES)? REST
           | SHOW show_scope VARIABLES? REST
 // Not shared with SET's scope: LALR would merge the two states and their lookaheads, and
 // the lexer would then read SHOW GLOBAL STATUS's STATUS as an identifier, not as REST.
@@ -260,8 +263,9 @@ alter_table: ALTER TABLE name ADD COLUMN? (column_def | computed_column)
 create_index: CREATE INDEX name ON name key_columns
 
 // ---------------------------------------------------------------- DML, queries, procedures
-insert: INSERT INTO name insert_columns? VALUES insert_row ("," insert_row)*
-      | INSERT INTO name insert_columns? insert_query
+insert: _insert_verb INTO name insert_columns? VALUES insert_row ("," insert_row)*
+      | _insert_verb INTO name insert_columns? insert_query
+_insert_verb: INSERT | REPLACE
 insert_columns: "(" name ("," name)* ")"
 insert_row: "(" (expr_text ("," expr_text)*)? ")"
 insert_query: (SELECT | WITH) REST?
@@ -269,6 +273,7 @@ insert_query: (SELECT | WITH) REST?
 query: (SELECT | WITH | EXPLAIN | LPAR) REST?
 
 create_procedure: CREATE or_replace? PROCEDURE name _proc_params (RETURNS data_type)? AS REST
+drop_procedure: DROP PROCEDURE if_exists? name
 _proc_params: "(" (proc_param ("," proc_param)*)? ")"
 proc_param: name (data_type | query_type)
 

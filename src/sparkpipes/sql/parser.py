@@ -837,15 +837,25 @@ class _Builder:
     def _insert(self, tree: Tree) -> a.Insert:
         table = self.name(_sub(tree, "name"))
         columns = self.names(_sub(tree, "insert_columns"))
+        replace = _tok(tree, "REPLACE") is not None
         query = _sub(tree, "insert_query")
         if query is not None:
             text = script.normalize(self.stmt[_start(query) : _end(query)])
-            return a.Insert(table, columns, query=a.Query(text))
+            return a.Insert(table, columns, query=a.Query(text), replace=replace)
         rows = tuple(
             tuple(self.expr(e) for e in _subs(row, "expr_text"))
             for row in _subs(tree, "insert_row")
         )
-        return a.Insert(table, columns, rows=rows)
+        return a.Insert(table, columns, rows=rows, replace=replace)
+
+    def _drop_procedure(self, tree: Tree) -> a.DropProcedure:
+        return a.DropProcedure(
+            self.name(_sub(tree, "name")), if_exists=_sub(tree, "if_exists") is not None
+        )
+
+    def _show_procedures(self, tree: Tree) -> a.ShowProcedures:
+        like = _tok(tree, "STRING")
+        return a.ShowProcedures(None if like is None else self.string(like))
 
     def _query(self, tree: Tree) -> a.Query:
         return a.Query(script.normalize(self.stmt))

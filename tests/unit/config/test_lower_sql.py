@@ -167,7 +167,6 @@ def test_a_python_built_spec_shows_as_sql_that_lowers_back():
 @pytest.mark.parametrize(
     "sql, text",
     [
-        (f"{K} INTO PROCEDURE proc", "INTO PROCEDURE is not supported yet"),
         (
             f"{K} INTO TABLE t FORMAT JSON (a <- x DEFAULT 1)",
             "DEFAULT in the mapping of 'a' is not supported yet",
@@ -277,3 +276,10 @@ def test_generated_specs_round_trip_through_show_create(spec):
     shown = create_pipeline_sql(spec)
     assert lower(shown) == redacted(spec)
     assert json.loads(json.dumps(spec.to_json())) == redacted(spec).to_json()
+
+
+def test_into_procedure_lowers_to_a_procedure_sink_and_back():
+    spec = lower(f"{K} INTO PROCEDURE proc FORMAT JSON")
+    assert (spec.sink.kind, spec.sink.table) == ("procedure", "proc")
+    assert "INTO PROCEDURE proc" in create_pipeline_sql(spec)
+    assert lower(create_pipeline_sql(spec)) == redacted(spec)

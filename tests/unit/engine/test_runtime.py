@@ -47,9 +47,13 @@ class FakeRunner:
 def rt(tmp_path, monkeypatch):
     FakeRunner.built = []
     monkeypatch.setattr(
-        PipelineSpec, "from_json", staticmethod(lambda d, creds: SimpleNamespace(table="t", **d))
+        PipelineSpec,
+        "from_json",
+        staticmethod(
+            lambda d, creds: SimpleNamespace(table="t", sink=SimpleNamespace(kind="delta"), **d)
+        ),
     )
-    monkeypatch.setattr(runtime_mod, "assemble", lambda spec, pid, table, session: spec)
+    monkeypatch.setattr(runtime_mod, "assemble", lambda spec, pid, table, session, **kw: spec)
     monkeypatch.setattr(runtime_mod, "BatchRunner", FakeRunner)
     return Runtime(str(tmp_path), FakeCatalog())
 

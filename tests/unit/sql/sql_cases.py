@@ -55,6 +55,9 @@ MORE = [
     "CREATE COLUMNSTORE TABLE t (a INT, b DOUBLE DEFAULT -1.5, INDEX i (a), "
     "PRIMARY KEY (a) USING HASH, SHARD KEY ())",
     "DROP TABLE IF EXISTS t",
+    "DROP PROCEDURE IF EXISTS parse_kinesis_stream",
+    "SHOW PROCEDURES LIKE 'parse%'",
+    "REPLACE INTO t (a, b) SELECT a, b FROM s",
     "SHOW TABLES LIKE 'x%'",
     "DESC t",
     "DESCRIBE `my t`",

@@ -13,11 +13,13 @@ them).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from sparkpipes.config.core import REDACTED, reject_unknown
 from sparkpipes.config.lower.kwargs import OPTIONS, from_kwargs
+from sparkpipes.config.procedure import ProcedureSpec, ProcedureStatement
 from sparkpipes.config.spec import PipelineSpec
 from sparkpipes.errors import ConfigError
 from sparkpipes.sql import ast as A
@@ -38,8 +40,7 @@ def to_spec(stmt: A.CreatePipeline, defaults: Mapping[str, Any]) -> PipelineSpec
             "makes its own table",
             pipeline=s.name,
         )
-    if s.target is not None and s.target.kind == "PROCEDURE":
-        raise ConfigError("INTO PROCEDURE is not supported yet", pipeline=s.name)
+    procedure = s.target is not None and s.target.kind == "PROCEDURE"
     connector = s.source.upper() == "KAFKACONNECT"
     allowed = [o for o in OPTIONS if o != "name"]
     reject_unknown(defaults, allowed, what="pipeline default", pipeline=s.name)
@@ -71,6 +72,8 @@ def to_spec(stmt: A.CreatePipeline, defaults: Mapping[str, Any]) -> PipelineSpec
     for c in s.columns:
         mapping.append(("@" + c.name if c.variable else c.name, (c.name,)))
     kw["mapping"] = mapping
+    if procedure:
+        kw["sink"] = "procedure"
     if s.fields:
         kw["csv"] = {
             "delimiter": s.fields.terminated_by or ",",
@@ -112,7 +115,7 @@ def to_create_pipeline(spec: PipelineSpec) -> A.CreatePipeline:
         name=spec.name,
         source=src.kind.upper(),
         location=src.location,
-        target=A.Target("TABLE", spec.sink.table),
+        target=A.Target("PROCEDURE" if spec.sink.kind == "procedure" else "TABLE", spec.sink.table),
         config=json.dumps(dict(src.config), sort_keys=True) if src.config else None,
         credentials=json.dumps({k: REDACTED for k in src.credentials}, sort_keys=True)
         if src.credentials
@@ -131,6 +134,55 @@ def to_create_pipeline(spec: PipelineSpec) -> A.CreatePipeline:
         assignments=tuple(A.Assignment(c, A.Expr(e)) for c, e in tr.assignments),
         where=A.Expr(tr.where) if tr.where else None,
     )
+
+
+def to_procedure(stmt: A.CreateProcedure, text: str) -> ProcedureSpec:
+    """Lower ``CREATE PROCEDURE`` (``text``: the statement as written, for the lines of
+    its body statements) into a pipeline procedure: one ``QUERY(…)`` parameter and a body
+    of ``INSERT|REPLACE INTO … SELECT`` statements. ConfigError names what else it is."""
+    from sparkpipes.sql.parser import iter_parse
+    from sparkpipes.sql.types import spark_type
+
+    where = f"procedure '{stmt.name}'"
+    queries = [p for p in stmt.params if p.type.name == "QUERY"]
+    if len(stmt.params) != 1 or not queries:
+        raise ConfigError(
+            f"{where}: a pipeline procedure takes one parameter, the batch, of type "
+            "QUERY(col type, …), e.g. (batch QUERY(topic TEXT, id JSON, record JSON))"
+        )
+    param = queries[0]
+    columns = tuple((f.name, spark_type(f.type), f.type.to_sql()) for f in param.type.fields)
+    if not columns:
+        raise ConfigError(f"{where}: QUERY() of parameter '{param.name}' names no columns")
+    m = re.search(r"\bBEGIN\b(.*)\bEND\b\s*;?\s*$", text, re.IGNORECASE | re.DOTALL)
+    if m is None or re.search(r"\bAS\s+DECLARE\b", text, re.IGNORECASE):
+        raise ConfigError(
+            f"{where}: a pipeline procedure's body is BEGIN, statements, END (DECLARE, "
+            "variables and control flow are not supported)"
+        )
+    inner, base = m.group(1), m.start(1)
+    statements = []
+    for stmt_k, span in iter_parse(inner):
+        line = text[: base + span.start].count("\n") + 1
+        written = " ".join(inner[span.start : span.end].split())
+        if not isinstance(stmt_k, A.Insert) or stmt_k.query is None:
+            raise ConfigError(
+                f"{where}, line {line}: the body takes INSERT|REPLACE INTO table … SELECT "
+                f"statements, not '{written[:60]}'"
+            )
+        statements.append(
+            ProcedureStatement(
+                stmt_k.table,
+                stmt_k.query.text,
+                tuple(stmt_k.columns),
+                stmt_k.replace,
+                line,
+                written,
+            )
+        )
+    if not statements:
+        raise ConfigError(f"{where}: the body has no statements")
+    return ProcedureSpec(stmt.name, param.name, columns, tuple(statements), stmt.to_sql())
 
 
 def create_pipeline_sql(spec: PipelineSpec) -> str:

@@ -1,0 +1,91 @@
+"""``ProcedureSpec``: a stored procedure that a pipeline loads ``INTO PROCEDURE``.
+
+A pipeline procedure takes one parameter of type ``QUERY(col type, …)``: the batch's
+decoded rows. Its body is a list of statements, each ``INSERT|REPLACE INTO t [(cols)]
+SELECT … FROM <param> …`` in the SingleStore dialect, run on every batch in order. The SQL
+front end lowers ``CREATE PROCEDURE`` into this spec; the engine stores it and runs it
+(``sparkpipes.sinks.procedure``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sparkpipes.config.core import check_name
+
+
+@dataclass(frozen=True)
+class ProcedureStatement:
+    """One body statement: rows of ``query`` into ``table`` (``columns`` in order; none:
+    every column that is not computed); ``replace``: upsert by the table's primary key.
+    ``line`` is where the statement starts in the ``CREATE PROCEDURE`` text, for errors;
+    ``text`` the statement as written."""
+
+    table: str
+    query: str
+    columns: tuple[str, ...] = ()
+    replace: bool = False
+    line: int = 1
+    text: str = ""
+
+    def tables(self) -> tuple[str, ...]:
+        return (self.table,)
+
+
+@dataclass(frozen=True)
+class ProcedureSpec:
+    """``param`` names the batch; ``columns`` are its ``(name, Spark type, declared type)``
+    triples; ``sql`` is the ``CREATE PROCEDURE`` text, as ``SHOW CREATE`` would print it."""
+
+    name: str
+    param: str
+    columns: tuple[tuple[str, str, str], ...]
+    statements: tuple[ProcedureStatement, ...]
+    sql: str
+
+    def __post_init__(self) -> None:
+        check_name(self.name, "procedure name")
+
+    def targets(self) -> tuple[str, ...]:
+        """The tables the body writes, each once, in the order first written."""
+        return tuple(dict.fromkeys(s.table for s in self.statements))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "param": self.param,
+            "columns": [list(c) for c in self.columns],
+            "statements": [
+                {
+                    "table": s.table,
+                    "query": s.query,
+                    "columns": list(s.columns),
+                    "replace": s.replace,
+                    "line": s.line,
+                    "text": s.text,
+                }
+                for s in self.statements
+            ],
+            "sql": self.sql,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> ProcedureSpec:
+        return cls(
+            name=d["name"],
+            param=d["param"],
+            columns=tuple((str(a), str(b), str(c)) for a, b, c in d["columns"]),
+            statements=tuple(
+                ProcedureStatement(
+                    s["table"],
+                    s["query"],
+                    tuple(s.get("columns", ())),
+                    bool(s.get("replace")),
+                    int(s.get("line", 1)),
+                    s.get("text", ""),
+                )
+                for s in d["statements"]
+            ),
+            sql=d.get("sql", ""),
+        )

@@ -1,0 +1,188 @@
+"""Stored procedures that pipelines load ``INTO PROCEDURE``: create, check, drop, and the
+batch "table" a pipeline decodes into (the procedure's ``QUERY(…)`` parameter).
+
+A procedure is checked against the tables its body writes when it is created and again
+when a pipeline is created or assembled: each target table exists, has the columns the
+statement names, and has a primary key if the statement is a ``REPLACE``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from typing import Any
+
+from sparkpipes.catalog import TableRecord
+from sparkpipes.config import PipelineSpec
+from sparkpipes.config.procedure import ProcedureSpec, ProcedureStatement
+from sparkpipes.engine.dialect import translate
+from sparkpipes.engine.schema import to_arrow
+from sparkpipes.engine.transform import REJECT_COLUMN, Transform, apply
+from sparkpipes.errors import ConfigError, NotFoundError, SinkError
+
+
+class Procedures:
+    def __init__(self, rt: Any) -> None:
+        self.rt = rt
+
+    def create(self, spec: ProcedureSpec, *, replace: bool = False) -> None:
+        self.check(spec)
+        self.rt.catalog.put_procedure(spec.name, spec.to_json(), replace=replace)
+        for name in self.users(spec.name):
+            self.rt.forget(name)
+
+    def get(self, name: str) -> ProcedureSpec:
+        return ProcedureSpec.from_json(self.rt.catalog.procedure(name))
+
+    def names(self) -> list[str]:
+        return self.rt.catalog.procedures()
+
+    def users(self, name: str) -> list[str]:
+        return [
+            p.name
+            for p in self.rt.catalog.pipelines()
+            if p.definition.get("sink", {}).get("kind") == "procedure" and p.table == name
+        ]
+
+    def drop(self, name: str, *, if_exists: bool = False) -> None:
+        if if_exists and name not in self.names():
+            return
+        users = self.users(name)
+        if users:
+            raise ConfigError(
+                f"procedure '{name}' is used by pipeline(s) {', '.join(users)}; drop or "
+                "replace them first"
+            )
+        self.rt.catalog.drop_procedure(name)
+
+    def check(self, spec: ProcedureSpec) -> dict[str, TableRecord]:
+        """The tables the body writes; ConfigError naming the statement's line and what
+        is wrong otherwise."""
+        tables: dict[str, TableRecord] = {}
+        for s in spec.statements:
+            where = f"procedure '{spec.name}', line {s.line}"
+            try:
+                rec = tables.get(s.table) or self.rt.catalog.table(s.table)
+            except NotFoundError:
+                raise ConfigError(
+                    f"{where}: table '{s.table}' does not exist ({s.text[:80]})"
+                ) from None
+            tables[s.table] = rec
+            unknown = [c for c in s.columns if c not in rec.schema.names]
+            if unknown:
+                raise ConfigError(
+                    f"{where}: table '{s.table}' has no column(s) {', '.join(unknown)}"
+                )
+            if s.replace and not any(
+                k.get("kind") == "PRIMARY" for k in rec.options.get("keys", [])
+            ):
+                raise ConfigError(f"{where}: REPLACE INTO needs a PRIMARY KEY on table '{s.table}'")
+        return tables
+
+    def batch_table(self, spec: ProcedureSpec) -> TableRecord:
+        """The procedure's batch as the table a pipeline decodes into."""
+        self.rt.spark  # noqa: B018 - DDL parsing needs a session
+        schema, ddl = to_arrow(", ".join(f"`{n}` {t}" for n, t, _ in spec.columns))
+        return TableRecord(
+            name=spec.name,
+            location=os.path.join(self.rt.warehouse, "procedures", spec.name),
+            ddl=ddl,
+            schema=schema,
+            options={"declared": {n: d for n, _, d in spec.columns}},
+            created_at=dt.datetime.now(dt.UTC).replace(tzinfo=None),
+        )
+
+    def target(self, spec: PipelineSpec) -> TableRecord:
+        """Where a pipeline's decoded rows go: its table, or its procedure's batch."""
+        if spec.sink.kind != "procedure":
+            return self.rt.catalog.table(spec.table)
+        try:
+            proc = self.get(spec.table)
+        except NotFoundError:
+            raise ConfigError(
+                f"INTO PROCEDURE: procedure '{spec.table}' does not exist (SHOW PROCEDURES "
+                "lists them)",
+                pipeline=spec.name,
+            ) from None
+        return self.batch_table(proc)
+
+
+class ProcedureError(SinkError):
+    """A statement of a pipeline's procedure failed (Spark rejected it, or a row it
+    produced does not fit the table). Retried as a batch is, then the pipeline stops in
+    Error with this message: the procedure, the statement's line and the reason."""
+
+    code = "SP403"
+    transient = True
+
+
+class ProcedureBody:
+    """The engine's part of running a procedure's body on a batch: each statement's query
+    in Spark SQL (the dialect translated, the batch parameter bound to a view of the
+    batch's rows), its rows cast to the target table with its computed columns, and a
+    row that does not fit an error naming the statement. Handed to the procedure sink."""
+
+    def __init__(self, spec: ProcedureSpec, tables: dict[str, TableRecord]) -> None:
+        self.spec = spec
+        self.tables = tables
+
+    def primary_key(self, table: str) -> tuple[str, ...]:
+        for key in self.tables[table].options.get("keys", []):
+            if key.get("kind") == "PRIMARY":
+                return tuple(key["columns"])
+        return ()
+
+    def rows(self, spark: Any, statement: ProcedureStatement, view: str) -> Any:
+        from pyspark.errors import PySparkException
+        from pyspark.sql import functions as F
+
+        where = f"procedure '{self.spec.name}', line {statement.line}"
+        rec = self.tables[statement.table]
+        try:
+            df = spark.sql(translate(_bind(statement.query, self.spec.param, view)))
+        except PySparkException as e:
+            raise ProcedureError(f"{where}: {_spark_message(e)} ({statement.text[:80]})") from None
+        cols = list(statement.columns) or [n for n in rec.schema.names if n not in rec.computed]
+        if len(df.columns) != len(cols):
+            raise ProcedureError(
+                f"{where}: the SELECT gives {len(df.columns)} columns for {len(cols)} "
+                f"({', '.join(cols)}) of table '{statement.table}'"
+            )
+        computed = Transform(computed=tuple(rec.computed.items()))
+        checked = apply(df.toDF(*cols), computed, rec.schema, check=True)
+        cond = F.col(REJECT_COLUMN).isNotNull()
+        for c in rec.not_null:
+            cond = cond | F.col(f"`{c}`").isNull()
+        try:
+            bad = checked.where(cond).limit(1).collect()
+        except PySparkException as e:
+            raise ProcedureError(f"{where}: {_spark_message(e)} ({statement.text[:80]})") from None
+        if bad:
+            reason = bad[0][REJECT_COLUMN]
+            if reason is None:
+                null = [c for c in rec.not_null if bad[0][c] is None]
+                reason = f"column '{null[0]}' is NOT NULL; the row has no value"
+            raise ProcedureError(f"{where}: a row does not fit table '{statement.table}': {reason}")
+        return checked.drop(REJECT_COLUMN)
+
+
+def _bind(query: str, param: str, view: str) -> str:
+    """``query`` with every identifier ``param`` (the batch) replaced by ``view``."""
+    import sqlglot
+    from sqlglot.tokens import TokenType
+
+    out, pos = [], 0
+    for tok in sqlglot.tokenize(query, read="mysql"):
+        if (
+            tok.token_type in (TokenType.VAR, TokenType.IDENTIFIER)
+            and tok.text.lower() == param.lower()
+        ):
+            out.append(query[pos : tok.start] + f"`{view}`")
+            pos = tok.end + 1
+    out.append(query[pos:])
+    return "".join(out)
+
+
+def _spark_message(e: BaseException) -> str:
+    first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    return first[:400]

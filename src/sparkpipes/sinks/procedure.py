@@ -1,0 +1,234 @@
+"""``INTO PROCEDURE``: a batch's rows bound to the procedure's ``QUERY`` parameter, its body
+run on Spark, each written table committed with the pipeline's app transaction.
+
+Exactly once per table, across a crash between the tables' commits:
+
+1. **Stage.** The tasks stage the batch's decoded rows in the pipeline's scratch area.
+2. **Run the body** (``finish``). The rows are bound to the parameter as a view; each
+   statement's rows become data files of its table (``INSERT``), or staged files kept
+   for a MERGE by primary key (``REPLACE``), none of them visible yet.
+3. **Commit** (``commit``). First a manifest of the batch (per table: its files; the
+   end offsets) is written durably under the procedure's directory; then each table,
+   in a fixed order, gets one Delta commit with the app transaction ``(app id, batch)``
+   and the offsets. A table that already holds the batch is skipped.
+4. **Recover** (``committed``). The batch a pipeline has committed is the one every
+   table of its manifest holds. If a crash left some tables holding batch *B* and
+   others not, the missing commits are made from *B*'s manifest (its files are still
+   there) before anything else: the source is never read again for a half-committed
+   batch, because a second read could find more records than the first.
+
+A table with no rows in a batch still gets its commit (without files), so every table
+of the procedure moves through the same batches.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sparkpipes.sinks.base import BatchCommit, Committed, Sink, SinkContext, Staged
+from sparkpipes.sinks.delta import AddFile, DeltaSink, ParquetWriter, Upsert, write_frame
+
+
+@dataclass(frozen=True)
+class TableFiles(Staged):
+    """What one batch of the procedure writes to one table: data files of the table
+    (``INSERT``) or, with ``stage``, files staged there for a MERGE (``REPLACE``)."""
+
+    table: str
+    files: tuple[AddFile, ...]
+    stage: str | None = None
+
+    @property
+    def num_records(self) -> int:  # type: ignore[override]
+        return sum(f.num_records for f in self.files)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "table": self.table,
+            "files": [f.to_dict() for f in self.files],
+            "stage": self.stage,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TableFiles:
+        return cls(d["table"], tuple(AddFile(**f) for f in d["files"]), d.get("stage"))
+
+
+class ProcedureSink(Sink):
+    kind = "procedure"
+
+    def __init__(self, ctx: SinkContext) -> None:
+        body = ctx.procedure
+        self.body = body
+        self.spec = body.spec
+        self.spark = ctx.spark
+        self.batch_schema = ctx.schema
+        self.scratch = ctx.scratch
+        self.location = ctx.location
+        self.replacing = {s.table for s in self.spec.statements if s.replace}
+        self.tables = {t: DeltaSink(rec.location, rec.schema, t) for t, rec in body.tables.items()}
+
+    @classmethod
+    def for_pipeline(cls, ctx: SinkContext) -> ProcedureSink:
+        if ctx.procedure is None:
+            raise ValueError("a procedure sink needs the procedure's body")
+        return cls(ctx)
+
+    # -- executor side -------------------------------------------------------------------
+    def writer(self) -> ParquetWriter:
+        return ParquetWriter(self.scratch, self.batch_schema, self.spec.name)
+
+    # -- driver side ---------------------------------------------------------------------
+    def _manifests(self, app_id: str) -> str:
+        safe = "".join(c if c.isalnum() else "_" for c in app_id)
+        return os.path.join(self.location, "_manifests", safe)
+
+    def _stage(self, app_id: str, batch_id: int, table: str) -> str:
+        return os.path.join(self._manifests(app_id), f"b{batch_id:08d}", table)
+
+    def finish(self, staged: Sequence[Staged], batch_id: int) -> list[Staged]:
+        from sparkpipes.util.arrow import to_spark_schema
+
+        paths = [os.path.join(self.scratch, f.path) for f in staged if isinstance(f, AddFile)]
+        if not paths:  # nothing decoded: the commit (if offsets moved) writes no rows
+            return []
+        spark = self.spark()
+        frame = spark.read.schema(to_spark_schema(self.batch_schema)).parquet(*paths)
+        view = f"__sp_batch_{uuid.uuid4().hex}"
+        frame.createOrReplaceTempView(view)
+        written: dict[str, list[AddFile]] = {t: [] for t in self.spec.targets()}
+        stages: dict[str, str] = {}
+        try:
+            for statement in self.spec.statements:
+                t = statement.table
+                rows = self.body.rows(spark, statement, view)
+                sink = self.tables[t]
+                if t in self.replacing:
+                    stages.setdefault(t, os.path.join(self.scratch, "replace", t))
+                    writer = ParquetWriter(stages[t], sink.schema, t)
+                else:
+                    writer = sink.table_writer()
+                written[t] += write_frame(rows, writer, f"part-b{batch_id:08d}-p", t)
+        except BaseException:
+            self.abort([TableFiles(t, tuple(f), stages.get(t)) for t, f in written.items()])
+            raise
+        finally:
+            spark.catalog.dropTempView(view)
+        return [TableFiles(t, tuple(f), stages.get(t)) for t, f in written.items()]
+
+    def commit(self, staged: Sequence[Staged], batch: BatchCommit) -> bool:
+        parts = {s.table: s for s in staged if isinstance(s, TableFiles)}
+        if not parts:  # offsets moved by hand: every table records the move
+            parts = {t: TableFiles(t, ()) for t in self.spec.targets()}
+        parts = self._durable(parts, batch)
+        self._write_manifest(batch, parts)
+        return self._commit_tables(batch, parts)
+
+    def _durable(self, parts: dict[str, TableFiles], batch: BatchCommit) -> dict[str, TableFiles]:
+        """REPLACE files move from the scratch area (removed after every attempt) to the
+        batch's directory beside its manifest, where a recovery finds them."""
+        out = {}
+        for t, part in parts.items():
+            if part.stage is None:
+                out[t] = part
+                continue
+            target = self._stage(batch.app_id, batch.batch_id, t)
+            os.makedirs(target, exist_ok=True)
+            for f in part.files:
+                shutil.move(os.path.join(part.stage, f.path), os.path.join(target, f.path))
+            out[t] = TableFiles(t, part.files, target)
+        return out
+
+    def _write_manifest(self, batch: BatchCommit, parts: dict[str, TableFiles]) -> None:
+        root = self._manifests(batch.app_id)
+        os.makedirs(root, exist_ok=True)
+        doc = {
+            "batch": batch.batch_id,
+            "pipeline": batch.pipeline,
+            "offsets": dict(batch.offsets),
+            "extra": dict(batch.extra),
+            "tables": [parts[t].to_dict() for t in sorted(parts)],
+        }
+        path = os.path.join(root, f"batch-{batch.batch_id:08d}.json")
+        tmp = f"{path}.{uuid.uuid4().hex}.tmp"
+        with open(tmp, "w") as f:
+            json.dump(doc, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+
+    def _commit_tables(self, batch: BatchCommit, parts: dict[str, TableFiles]) -> bool:
+        from sparkpipes.engine.faults import crash_point
+
+        fresh = False
+        for i, t in enumerate(sorted(parts)):
+            if i:
+                crash_point("between_procedure_tables")
+            part = parts[t]
+            sink = self.tables[t]
+            if part.stage is not None:
+                sink = DeltaSink(
+                    sink.uri,
+                    sink.schema,
+                    t,
+                    strategy=Upsert(self.body.primary_key(t), "replace"),
+                    staged_schema=sink.schema,
+                    scratch=part.stage,
+                    spark=self.spark,
+                )
+            fresh = sink.commit(list(part.files), batch) or fresh
+        self._forget_before(batch.app_id, batch.batch_id)
+        return fresh
+
+    def _forget_before(self, app_id: str, batch_id: int) -> None:
+        """Manifests and staged files of batches before ``batch_id``: every table holds
+        them, no recovery needs them."""
+        root = self._manifests(app_id)
+        for name in os.listdir(root) if os.path.isdir(root) else ():
+            number = name.removeprefix("batch-").removesuffix(".json").removeprefix("b")
+            if number.isdigit() and int(number) < batch_id:
+                path = os.path.join(root, name)
+                if os.path.isdir(path):
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    os.remove(path)
+
+    def committed(self, app_id: str, hint: Committed | None = None) -> Committed | None:
+        held = {t: s.committed(app_id) for t, s in self.tables.items()}
+        versions = {t: (c.batch_id if c else 0) for t, c in held.items()}
+        if not versions or max(versions.values()) == 0:
+            return None
+        top = max(versions.values())
+        manifest = os.path.join(self._manifests(app_id), f"batch-{top:08d}.json")
+        if os.path.exists(manifest):
+            with open(manifest) as f:
+                doc = json.load(f)
+            parts = {p["table"]: TableFiles.from_dict(p) for p in doc["tables"]}
+            behind = {t: p for t, p in parts.items() if t in self.tables and versions[t] < top}
+            if behind:  # a crash between the tables' commits: finish the batch
+                batch = BatchCommit(
+                    app_id, doc["pipeline"], top, doc["offsets"], doc.get("extra", {})
+                )
+                self._commit_tables(batch, behind)
+        done = next(c for c in held.values() if c is not None and c.batch_id == top)
+        return done
+
+    def discard(self) -> None:
+        if self.scratch is not None:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+
+    def abort(self, staged: Sequence[Staged]) -> None:
+        for part in staged:
+            if not isinstance(part, TableFiles) or part.table not in self.tables:
+                continue
+            sink = self.tables[part.table]
+            if part.stage is None:
+                sink.table_writer().remove(part.files)
+            else:
+                shutil.rmtree(part.stage, ignore_errors=True)
