@@ -1,0 +1,150 @@
+"""INTO PROCEDURE: stored procedures whose body writes several tables per batch, exactly
+once per table, including after a crash between the tables' commits; and the errors a
+user gets for a procedure that cannot run."""
+
+from __future__ import annotations
+
+import json
+import signal
+import textwrap
+from collections import Counter
+
+import pytest
+
+from sparkpipes.errors import SparkpipesError
+from sparkpipes.sql.executor import SqlSession
+from tests.integration.children import finish, spawn
+
+PROCEDURE = """
+CREATE OR REPLACE PROCEDURE route(batch QUERY(id BIGINT, kind TEXT, amount DOUBLE))
+AS
+BEGIN
+  INSERT INTO orders (id, amount) SELECT id, amount FROM batch WHERE kind = 'order';
+  INSERT INTO events SELECT id, kind FROM batch;
+  REPLACE INTO latest (kind, last_id) SELECT kind, max(id) FROM batch GROUP BY kind;
+END;
+"""
+TABLES = """
+CREATE TABLE orders (id BIGINT NOT NULL, amount DOUBLE, big AS (amount > 100) PERSISTED BOOLEAN);
+CREATE TABLE events (id BIGINT, kind TEXT);
+CREATE TABLE latest (kind TEXT, last_id BIGINT, PRIMARY KEY (kind));
+"""
+
+
+def _write(d, name: str, ids) -> None:
+    kinds = ("order", "view", "click")
+    (d / name).write_text(
+        "".join(json.dumps({"id": i, "kind": kinds[i % 3], "amount": float(i)}) + "\n" for i in ids)
+    )
+
+
+def _rows(engine, table: str, column: str) -> Counter:
+    return Counter(engine.table_arrow(table).column(column).to_pylist())
+
+
+def test_a_procedure_writes_several_tables_once_per_batch(engine, tmp_path):
+    sql = SqlSession(engine)
+    _write(tmp_path, "a.json", range(30))
+    sql.execute(TABLES + PROCEDURE)
+    assert sql.execute("SHOW PROCEDURES")[0].rows == [("route", "sparkpipes")]
+    sql.execute(
+        f"CREATE PIPELINE p AS LOAD DATA FS '{tmp_path}/*.json' INTO PROCEDURE route "
+        "FORMAT JSON (id <- id, kind <- kind, amount <- amount)"
+    )
+    shown = sql.execute("SHOW CREATE PIPELINE p")[0].rows[0][1]
+    assert "INTO PROCEDURE route" in shown
+    engine.run_batches("p", 5, until_idle=True)
+    _write(tmp_path, "b.json", range(30, 45))
+    engine.run_batches("p", 5, until_idle=True)
+
+    assert _rows(engine, "events", "id") == Counter(range(45))
+    assert _rows(engine, "orders", "id") == Counter(range(0, 45, 3))
+    big = sql.execute("SELECT count(*) FROM orders WHERE big")[0].rows
+    assert big == [(0,)]  # computed column of the target table, filled by the procedure
+    latest = dict(sql.execute("SELECT kind, last_id FROM latest")[0].rows)
+    assert latest == {"order": 42, "view": 43, "click": 44}  # REPLACE: one row per key
+
+    with pytest.raises(SparkpipesError, match="procedure 'route' is used by pipeline"):
+        sql.execute("DROP PROCEDURE route")
+    sql.execute("DROP PIPELINE p")
+    sql.execute("DROP PROCEDURE route; DROP PROCEDURE IF EXISTS route")
+    assert sql.execute("SHOW PROCEDURES")[0].rows == []
+
+
+def test_procedures_that_cannot_run_are_named_with_their_line(engine, tmp_path):
+    sql = SqlSession(engine)
+    sql.execute("CREATE TABLE events (id BIGINT, kind TEXT NOT NULL)")
+    with pytest.raises(SparkpipesError) as e:
+        sql.execute(
+            "CREATE PROCEDURE bad(batch QUERY(id BIGINT))\nAS\nBEGIN\n"
+            "INSERT INTO events SELECT id, 'x' FROM batch;\n"
+            "INSERT INTO nosuch SELECT id FROM batch;\nEND"
+        )
+    assert "procedure 'bad', line 5: table 'nosuch' does not exist" in str(e.value)
+    assert "Traceback" not in str(e.value)
+    with pytest.raises(SparkpipesError, match="takes one parameter, the batch"):
+        sql.execute("CREATE PROCEDURE two(a INT, b INT) AS BEGIN END")
+    with pytest.raises(SparkpipesError, match="procedure 'nope' does not exist"):
+        sql.execute(f"CREATE PIPELINE p AS LOAD DATA FS '{tmp_path}/*.json' INTO PROCEDURE nope")
+
+    # a row that does not fit: the batch fails naming the statement, nothing is loaded
+    sql.execute(
+        "CREATE PROCEDURE nulls(batch QUERY(id BIGINT, kind TEXT))\nAS\nBEGIN\n"
+        "INSERT INTO events SELECT id, kind FROM batch;\nEND"
+    )
+    (tmp_path / "a.json").write_text('{"id": 1, "kind": "a"}\n{"id": 2}\n')
+    sql.execute(
+        f"CREATE PIPELINE p AS LOAD DATA FS '{tmp_path}/*.json' MAX_RETRIES_PER_BATCH_PARTITION 0 "
+        "INTO PROCEDURE nulls"
+    )
+    with pytest.raises(SparkpipesError) as e:
+        engine.run_batch("p")
+    assert "procedure 'nulls', line 4" in str(e.value) and "'kind' is NOT NULL" in str(e.value)
+    assert engine.table_arrow("events").num_rows == 0
+
+
+CHILD = textwrap.dedent(
+    """
+    import sys
+    from sparkpipes import Engine
+    from sparkpipes.sql.executor import SqlSession
+    warehouse, data, tables, procedure = sys.argv[1:]
+    eng = Engine(warehouse, spark_master="local[2]")
+    sql = SqlSession(eng)
+    if "orders" not in eng.tables():
+        sql.execute(tables + procedure)
+        sql.execute(
+            f"CREATE PIPELINE p AS LOAD DATA FS '{data}/*.json' CONFIG '{{\\"packing\\": false}}' "
+            "MAX_PARTITIONS_PER_BATCH 1 INTO PROCEDURE route "
+            "FORMAT JSON (id <- id, kind <- kind, amount <- amount)"
+        )
+    while eng.run_batch("p").state != "NoData":
+        pass
+    eng.close()
+    """
+)
+
+
+def test_a_crash_between_the_tables_commits_is_finished_on_restart(tmp_path):
+    from deltalake import DeltaTable
+
+    data, warehouse = tmp_path / "data", tmp_path / "wh"
+    data.mkdir()
+    for k in range(3):
+        _write(data, f"f{k}.json", range(k * 20, (k + 1) * 20))
+    args = (CHILD, warehouse, data, TABLES, PROCEDURE)
+    # one object per batch; the second run first finishes the batch the first left
+    # half-committed, then is killed in the same place in its own batch
+    for point in ("between_procedure_tables:1", "between_procedure_tables:2", "after_commit:1"):
+        assert finish(spawn(*args, crash_at=point)) == -signal.SIGKILL, point
+    _write(data, "f3.json", range(60, 80))
+    assert finish(spawn(*args)) == 0
+
+    def ids(table: str) -> Counter:
+        path = warehouse / "tables" / table
+        return Counter(DeltaTable(str(path)).to_pyarrow_table(columns=["id"])["id"].to_pylist())
+
+    assert ids("events") == Counter(range(80))
+    assert ids("orders") == Counter(range(0, 80, 3))
+    latest = DeltaTable(str(warehouse / "tables" / "latest")).to_pyarrow_table().to_pylist()
+    assert {r["kind"]: r["last_id"] for r in latest} == {"order": 78, "view": 79, "click": 77}
