@@ -124,3 +124,91 @@ SHOW CREATE PIPELINE kinesis_pipeline;
     assert out.count("| 1            |") == 4  # one offset row per task
     assert cfg["aws.secret.key.id"] not in out + p.stderr
     assert "Traceback" not in p.stderr
+
+
+def test_seed_example_2_kinesis_into_a_procedure(tmp_path, s3_server):
+    stream = "my-kinesis-stream-e2"
+    s3_server.create_stream(stream, SHARDS)
+    s3_server.put_records(
+        stream,
+        [
+            (
+                f"{i}",
+                json.dumps({"customer_id": f"c{i:05d}", "event_type": "buy"}).encode(),
+            )
+            for i in range(N)
+        ],
+    )
+    cfg = s3_server.kinesis_config(stream)
+    script = tmp_path / "seed000-2.sql"
+    # seed 000, Example 2, verbatim but for the stream name and the local endpoint
+    script.write_text(
+        f"""
+-- Enable the experimental feature
+SET GLOBAL experimental_features_config = "kafka_connect_enabled=true";
+-- Create the target table for parsed records
+CREATE TABLE parsed_kinesis_stream (
+partitionKey BIGINT,
+sequence_number VARCHAR(255),
+shardId VARCHAR(255),
+data_base64 VARCHAR(255),
+parsed_data AS FROM_BASE64(data_base64) PERSISTED VARCHAR(255)
+);
+-- Create the stored procedure to process incoming records
+CREATE OR REPLACE PROCEDURE parse_kinesis_stream(batch QUERY(topic VARCHAR(255), id JSON, record JSON))
+AS
+BEGIN
+INSERT INTO parsed_kinesis_stream (partitionKey,sequence_number,shardId,data_base64)
+SELECT
+record::$partitionKey,
+record::$sequenceNumber,
+record::$shardId,
+record::$data
+FROM batch;
+END;
+-- Create Kinesis pipeline with INTO PROCEDURE
+CREATE PIPELINE kinesis_pipeline_to_proc
+AS LOAD DATA KAFKACONNECT 'kafka-connector'
+CONFIG '{{"connector.class": "com.singlestore.kafka.connect.kinesis.KinesisSourceConnector",
+"aws.access.key.id": "{cfg["aws.access.key.id"]}",
+"aws.secret.key.id": "{cfg["aws.secret.key.id"]}",
+"kafka.topic": "kinesis-topic",
+"kinesis.stream": "{stream}",
+"kinesis.region": "us-east-1",
+"kinesis.endpoint": "{cfg["kinesis.endpoint"]}",
+"tasks.max": 4}}'
+CREDENTIALS '{{}}'
+BATCH_INTERVAL 2500
+INTO PROCEDURE parse_kinesis_stream
+FORMAT AVRO (`topic` <- `topic`,`id` <- `id`,`record` <- `record`);
+SHOW PROCEDURES;
+-- Start the pipeline
+START PIPELINE kinesis_pipeline_to_proc FOREGROUND;
+-- Query decoded data
+SELECT count(*) AS decoded FROM parsed_kinesis_stream;
+SELECT
+partitionKey,
+JSON_EXTRACT_STRING(parsed_data, 'customer_id') AS customer_id,
+JSON_EXTRACT_STRING(parsed_data, 'event_type') AS event_type
+FROM parsed_kinesis_stream ORDER BY partitionKey LIMIT 2;
+-- Decode and extract in a single query
+SELECT
+JSON_EXTRACT_STRING(FROM_BASE64(data_base64), 'customer_id') AS customer_id
+FROM parsed_kinesis_stream
+WHERE JSON_EXTRACT_STRING(FROM_BASE64(data_base64), 'customer_id') = 'c00007';
+SELECT TASK_ID, COUNT(*) as offset_count FROM information_schema.PIPELINES_SOURCE_OFFSETS
+WHERE PIPELINE_NAME = 'kinesis_pipeline_to_proc' GROUP BY TASK_ID ORDER BY TASK_ID;
+"""
+    )
+    p = cli("sql", "-f", str(script), wh=tmp_path / "wh")
+    assert p.returncode == 0, p.stderr[-3000:]
+    out = p.stdout
+    assert "| parse_kinesis_stream     | sparkpipes |" in out
+    assert f"Query OK, {N} rows loaded" in out
+    assert f"| decoded |\n+---------+\n| {N:<7} |" in out
+    assert "| 0            | c00000      | buy        |" in out
+    assert "| 1            | c00001      | buy        |" in out
+    assert "| c00007      |" in out
+    for task in range(4):  # one shard per task
+        assert f"| {task}       | 1            |" in out
+    assert cfg["aws.secret.key.id"] not in out + p.stderr
