@@ -68,7 +68,7 @@ AS LOAD DATA KAFKACONNECT 'kafka-connector'
 CONFIG '{config}'
 CREDENTIALS '{{}}' -- AWS credentials are in CONFIG for Kinesis connector
 FORMAT AVRO;
--- SHOW CREATE TABLE kinesis_pipeline;
+SHOW CREATE TABLE kinesis_pipeline;
 -- Start the pipeline
 START PIPELINE kinesis_pipeline FOREGROUND;
 SELECT PIPELINE_NAME, STATE FROM information_schema.PIPELINES
@@ -109,7 +109,7 @@ SHOW CREATE PIPELINE kinesis_pipeline;
     assert p.returncode == 0, p.stderr[-3000:]
     out = p.stdout
     assert "| experimental_features_config | kafka_connect_enabled=true |" in out
-    # assert "`topic` TEXT NOT NULL" in out and "SORT KEY `__UNORDERED` ()" in out
+    assert "`topic` TEXT NOT NULL" in out and "SORT KEY `__UNORDERED` ()" in out
     assert f"Query OK, {N} rows loaded" in out
     assert f"| {N:<6} | {N:<5} |" in out  # loaded, ids: every record once
     assert "| kinesis-topic | 0           |" in out

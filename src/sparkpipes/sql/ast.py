@@ -744,6 +744,16 @@ class Insert(Statement):
 
 
 @dataclass(frozen=True)
+class ShowCreateTable(Statement):
+    """``SHOW CREATE TABLE name``."""
+
+    name: str
+
+    def to_sql(self) -> str:
+        return f"SHOW CREATE TABLE {quote_ident(self.name)}"
+
+
+@dataclass(frozen=True)
 class DropProcedure(Statement):
     """``DROP PROCEDURE [IF EXISTS] name``."""
 

@@ -240,6 +240,29 @@ class SqlSession:
         )
         return _ok(0)
 
+    def _ShowCreateTable(self, s: A.ShowCreateTable) -> Result:
+        """The table's DDL as SingleStore prints it: declared types, NOT NULL, computed
+        columns and keys; running it again (after DROP TABLE) makes the same table."""
+        rec = self.engine.catalog.table(s.name)
+        declared = rec.options.get("declared", {})
+        types = _ddl_types(rec.ddl)
+        lines = []
+        for f in rec.schema:
+            typ = declared.get(f.name) or types.get(f.name, str(f.type))
+            if f.name in rec.computed:
+                lines.append(f"{_bq(f.name)} AS ({rec.computed[f.name]}) PERSISTED {typ}")
+            else:
+                null = " NOT NULL" if f.name in rec.not_null else ""
+                lines.append(f"{_bq(f.name)} {typ}{null}")
+        for k in rec.options.get("keys", []):
+            key = "KEY" if k["kind"] == "KEY" else f"{k['kind']} KEY"
+            if k.get("name"):
+                key += f" {_bq(k['name'])}"
+            key += " (" + ", ".join(_bq(c) for c in k["columns"]) + ")"
+            lines.append(key + (f" USING {k['using']}" if k.get("using") else ""))
+        ddl = f"CREATE TABLE {_bq(s.name)} (\n  " + ",\n  ".join(lines) + "\n)"
+        return Result(["Table", "Create Table"], [(s.name, ddl)])
+
     def _DropTable(self, s: A.DropTable) -> Result:
         self.engine.drop_table(s.name, if_exists=s.if_exists)
         return _ok(0)
@@ -309,7 +332,8 @@ class SqlSession:
         return _ok(0)
 
     def _CreateIndex(self, s: A.CreateIndex) -> Result:
-        self.engine.add_key(s.table, {"kind": "KEY", "name": s.name, "columns": list(s.columns)})
+        key = {"kind": "KEY", "name": s.name, "columns": list(s.columns), "using": None}
+        self.engine.add_key(s.table, key)
         return _ok(0)
 
     def _Insert(self, s: A.Insert) -> Result:
@@ -379,6 +403,10 @@ class SqlSession:
             return spark.sql(spark_text)
         except PySparkException as e:
             raise QueryError(_spark_message(e)) from None
+
+
+def _bq(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
 
 
 def _key_values(items: list[dict[str, Any]]) -> dict[str, Any]:

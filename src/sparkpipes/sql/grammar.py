@@ -108,6 +108,7 @@ _statement: create_pipeline
           | test_pipeline
           | show_pipelines
           | show_create_pipeline
+          | show_create_table
           | show_variables
           | show_tables
           | show_other
@@ -198,6 +199,7 @@ test_pipeline: TEST PIPELINE name (LIMIT int_value)?
 // ---------------------------------------------------------------- SHOW / SET
 show_pipelines: SHOW PIPELINES
 show_create_pipeline: SHOW CREATE PIPELINE name
+show_create_table: SHOW CREATE TABLE name
 show_variables: SHOW show_scope? VARIABLES (LIKE STRING)?
 show_tables: SHOW TABLES (LIKE STRING)?
 show_procedures: SHOW PROCEDURES (LIKE STRING)?

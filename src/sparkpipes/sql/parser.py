@@ -848,6 +848,9 @@ class _Builder:
         )
         return a.Insert(table, columns, rows=rows, replace=replace)
 
+    def _show_create_table(self, tree: Tree) -> a.ShowCreateTable:
+        return a.ShowCreateTable(self.name(_sub(tree, "name")))
+
     def _drop_procedure(self, tree: Tree) -> a.DropProcedure:
         return a.DropProcedure(
             self.name(_sub(tree, "name")), if_exists=_sub(tree, "if_exists") is not None

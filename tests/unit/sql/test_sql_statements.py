@@ -591,7 +591,7 @@ def test_insert_select_keeps_query_text():
         "EXPLAIN SELECT 1",
         "(SELECT 1) UNION ALL (SELECT 2)",
         "SHOW DATABASES",
-        "SHOW CREATE TABLE t",
+        "SHOW CREATE VIEW v",
         "SHOW TABLES FROM db",
         "SHOW GLOBAL STATUS",
         "SHOW VARIABLES WHERE x = 1",
@@ -707,3 +707,10 @@ def test_empty_script():
 def test_procedure_semicolons_do_not_split_the_script():
     stmts = parse(SEED_PROCEDURE + "\nSTART PIPELINE p;")
     assert [type(s) for s in stmts] == [CreateProcedure, StartPipeline]
+
+
+def test_show_create_table_is_its_own_statement():
+    from sparkpipes.sql import ShowCreateTable
+
+    assert parse_one("SHOW CREATE TABLE `t`") == ShowCreateTable("t")
+    assert parse_one("show create table t").to_sql() == "SHOW CREATE TABLE t"

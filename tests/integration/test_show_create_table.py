@@ -1,0 +1,44 @@
+"""SHOW CREATE TABLE prints SingleStore DDL that makes the same table again."""
+
+from __future__ import annotations
+
+import pytest
+
+from sparkpipes.errors import NotFoundError
+from sparkpipes.sql.executor import SqlSession
+
+TABLES = [
+    (
+        "kp",
+        "CREATE TABLE `kp` (`topic` TEXT NOT NULL, `id` JSON NOT NULL, `record` JSON NOT NULL, "
+        "SORT KEY `__UNORDERED` (), SHARD KEY ())",
+        "CREATE TABLE `kp` (\n  `topic` TEXT NOT NULL,\n  `id` JSON NOT NULL,\n"
+        "  `record` JSON NOT NULL,\n  SORT KEY `__UNORDERED` (),\n  SHARD KEY ()\n)",
+    ),
+    (
+        "parsed",
+        "CREATE TABLE parsed (partitionKey BIGINT, n INT UNSIGNED, data_base64 VARCHAR(255), "
+        "parsed_data AS FROM_BASE64(data_base64) PERSISTED VARCHAR(255), "
+        "PRIMARY KEY (partitionKey), UNIQUE KEY u (n), KEY ix (data_base64) USING HASH)",
+        None,
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "create", "shown"), TABLES)
+def test_show_create_table_round_trips(engine, name, create, shown):
+    sql = SqlSession(engine)
+    sql.execute(create)
+    sql.execute(f"CREATE INDEX idx ON {name} ({engine.catalog.table(name).schema.names[0]})")
+    result = sql.execute(f"SHOW CREATE TABLE {name}")[0]
+    assert result.columns == ["Table", "Create Table"]
+    ddl = result.rows[0][1]
+    if shown is not None:
+        assert ddl == shown.replace("\n)", ",\n  KEY `idx` (`topic`)\n)")
+    before = engine.catalog.table(name)
+    sql.execute(f"DROP TABLE {name}")
+    sql.execute(ddl)
+    after = engine.catalog.table(name)
+    assert (after.schema, after.options, after.ddl) == (before.schema, before.options, before.ddl)
+    with pytest.raises(NotFoundError, match="table 'nosuch' does not exist"):
+        sql.execute("SHOW CREATE TABLE nosuch")
