@@ -224,3 +224,38 @@ def test_a_pipeline_resumes_from_its_offsets_after_the_table_changed(sql, engine
     with pytest.raises(Exception, match="column 'n' is NOT NULL"):
         sql("START PIPELINE p FOREGROUND")
     assert sql("SELECT count(*) FROM t").rows == [(3,)]
+
+
+def test_a_computed_column_added_later_is_filled_for_existing_rows(sql, engine, tmp_path):
+    sql(
+        "CREATE TABLE kp (topic TEXT NOT NULL, id JSON NOT NULL, record JSON NOT NULL, "
+        "SORT KEY __UNORDERED (), SHARD KEY ())"
+    )
+    sql(
+        'INSERT INTO kp VALUES (\'t\', \'1\', \'{"status": "active", "customer_id": "17"}\'), '
+        '(\'t\', \'2\', \'{"status": "closed", "customer_id": "x9"}\')'
+    )
+    (tmp_path / "a.json").write_text(
+        '{"topic": "t", "id": "3", "record": {"status": "active", "customer_id": "5"}}\n'
+    )
+    sql(f"CREATE PIPELINE p AS LOAD DATA FS '{tmp_path}/*.json' INTO TABLE kp")
+    engine.run_batches("p", 3, until_idle=True)
+    before = delta(engine, "kp").version()
+    # seed 000's statements, verbatim
+    sql(
+        "ALTER TABLE kp ADD COLUMN status AS (JSON_EXTRACT_STRING(record, 'status')) "
+        "PERSISTED STRING"
+    )
+    sql(
+        "ALTER TABLE kp ADD COLUMN customer_id AS (JSON_EXTRACT_STRING(record, 'customer_id')) "
+        "PERSISTED INT"
+    )
+    assert delta(engine, "kp").version() == before + 2  # one rewrite commit each
+    got = rows(sql("SELECT id, status, customer_id FROM kp ORDER BY id"))
+    assert got == [("1", "active", 17), ("2", "closed", None), ("3", "active", 5)]  # x9: NULL
+    (tmp_path / "b.json").write_text(
+        '{"topic": "t", "id": "4", "record": {"status": "new", "customer_id": "8"}}\n'
+    )
+    engine.run_batches("p", 3, until_idle=True)  # the pipeline resumes, computing both
+    assert rows(sql("SELECT status, customer_id FROM kp WHERE id = '4'")) == [("new", 8)]
+    assert rows(sql("SELECT count(*) FROM kp WHERE status = 'active'")) == [(2,)]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import os
 import shutil
 from collections.abc import Callable, Mapping, Sequence
@@ -25,6 +26,8 @@ from sparkpipes.engine.transform import REJECT_COLUMN, Transform, apply, checked
 from sparkpipes.errors import ConfigError, NotFoundError, PipelineStateError
 from sparkpipes.sinks import DeltaSink
 from sparkpipes.sinks.delta import write_frame
+
+log = logging.getLogger("sparkpipes.tables")
 
 
 class Tables:
@@ -102,8 +105,10 @@ class Tables:
         *,
         declared: str | None = None,
     ) -> None:
-        """Add a column (NULL in existing rows; a computed column is computed for rows
-        loaded from now on)."""
+        """Add a column: NULL in existing rows, or, for a computed column, computed for
+        them too, in one commit that rewrites the table's rows (a value the column's
+        type cannot hold is NULL, as for a row loaded later with SKIP PARSER ERRORS) and
+        for rows loaded from now on."""
         from deltalake import DeltaTable
         from deltalake.schema import Field
 
@@ -114,12 +119,26 @@ class Tables:
         arrow, ddl = to_arrow(f"`{column}` {type_ddl}")
         if computed:
             self._check_computed(table, rec.schema.append(arrow.field(0)), column, computed)
-        DeltaTable(rec.location).alter.add_columns([Field.from_arrow(arrow.field(0))])
         options = dict(rec.options)
         if computed:
             options["computed"] = {**rec.computed, column: computed}
         if declared:
             options["declared"] = {**options.get("declared", {}), column: declared}
+        if computed and DeltaTable(rec.location).file_uris():
+            after = dataclasses.replace(
+                rec, schema=rec.schema.append(arrow.field(0)), options=options
+            )
+            fill = Transform(computed=((column, computed),))
+
+            def change(rows):
+                log.info(
+                    "ALTER TABLE %s ADD COLUMN %s: computing it for existing rows", table, column
+                )
+                return apply(rows, fill, after.schema, check=True).drop(REJECT_COLUMN)
+
+            self._rewrite(rec, after, change, "ADD COLUMN")
+            return
+        DeltaTable(rec.location).alter.add_columns([Field.from_arrow(arrow.field(0))])
         self.rt.catalog.update_table(
             table,
             schema=rec.schema.append(arrow.field(0)),
