@@ -42,3 +42,24 @@ def test_show_create_table_round_trips(engine, name, create, shown):
     assert (after.schema, after.options, after.ddl) == (before.schema, before.options, before.ddl)
     with pytest.raises(NotFoundError, match="table 'nosuch' does not exist"):
         sql.execute("SHOW CREATE TABLE nosuch")
+
+
+def test_create_index_z_orders_the_files_and_keeps_the_rows(engine):
+    from deltalake import DeltaTable
+
+    sql = SqlSession(engine)
+    sql.execute("CREATE TABLE ev (id BIGINT, status TEXT)")
+    for k in range(4):  # four commits: four files, each with every status
+        values = ", ".join(f"({k * 100 + i}, 's{i % 5}')" for i in range(100))
+        sql.execute(f"INSERT INTO ev VALUES {values}")
+    location = engine.catalog.table("ev").location
+    files_before = len(DeltaTable(location).file_uris())
+    before = sorted(engine.table_arrow("ev").to_pylist(), key=lambda r: r["id"])
+    sql.execute("CREATE INDEX idx_status ON ev(status)")
+    dt = DeltaTable(location)
+    assert dt.history(1)[0]["operation"] == "OPTIMIZE"
+    assert dt.history(1)[0]["operationMetrics"]["plannerStrategy"] == "zOrder"
+    assert len(dt.file_uris()) < files_before
+    assert sorted(engine.table_arrow("ev").to_pylist(), key=lambda r: r["id"]) == before
+    assert sql.execute("SELECT count(*) FROM ev WHERE status = 's3'")[0].rows == [(80,)]
+    assert "KEY `idx_status` (`status`)" in sql.execute("SHOW CREATE TABLE ev")[0].rows[0][1]
