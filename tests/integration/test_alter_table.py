@@ -4,10 +4,13 @@ into the table resumes from its committed offsets."""
 
 from __future__ import annotations
 
+import base64
 import datetime
+import json
 import os
 import re
 
+import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
 
@@ -140,7 +143,7 @@ def test_each_refusal_names_what_is_in_the_way_and_changes_nothing(sql, engine):
     assert "host" not in [r[0] for r in sql("DESCRIBE t").rows]
 
 
-def test_a_rewrite_that_would_drop_a_concurrent_commit_is_refused(sql, engine, monkeypatch):
+def test_a_commit_made_while_the_rows_are_rewritten_is_taken_in(sql, engine, monkeypatch):
     import sparkpipes.engine.tables as tables
 
     sql("CREATE TABLE t (a INT, b TEXT)")
@@ -158,13 +161,40 @@ def test_a_rewrite_that_would_drop_a_concurrent_commit_is_refused(sql, engine, m
         return files
 
     monkeypatch.setattr(tables, "write_frame", racing)
-    with pytest.raises(SinkError, match=r"Delta table 't' changed \(version 1 to 2\) while being"):
+    sql("ALTER TABLE t DROP COLUMN b")
+    assert rows(sql("SELECT * FROM t ORDER BY a")) == [(1,), (2,)]  # the INSERT's row too
+    ops = [h.get("sparkpipes.op", h["operation"]) for h in delta(engine, "t").history(2)]
+    assert ops == ["DROP COLUMN b", "INSERT"]  # one rewrite commit, after the INSERT's
+    assert pq.read_schema(delta(engine, "t").file_uris()[0]).names == ["a"]
+
+
+def test_a_rewrite_that_never_gets_a_quiet_moment_gives_up_and_changes_nothing(
+    sql, engine, monkeypatch
+):
+    import sparkpipes.engine.tables as tables
+
+    sql("CREATE TABLE t (a INT, b TEXT)")
+    sql("INSERT INTO t VALUES (1, 'x')")
+    monkeypatch.setattr(tables, "REWRITE_ATTEMPTS", 2)
+    write_frame = tables.write_frame
+    n = iter(range(2, 100))
+
+    def racing(df, writer, prefix, table):
+        files = write_frame(df, writer, prefix, table)
+        if prefix == "part-alter":  # a commit after every step of every attempt
+            sql(f"INSERT INTO t VALUES ({next(n)}, 'y')")
+        return files
+
+    monkeypatch.setattr(tables, "write_frame", racing)
+    version = delta(engine, "t").version()
+    with pytest.raises(SinkError, match=r"changed .* while being rewritten, 2 times; nothing") as e:
         sql("ALTER TABLE t DROP COLUMN b")
-    assert rows(sql("SELECT a, b FROM t ORDER BY a")) == [(1, "x"), (2, "y")]
+    assert e.value.transient
+    monkeypatch.setattr(tables, "write_frame", write_frame)
+    assert delta(engine, "t").version() == version + 2  # the two INSERTs, nothing else
+    assert rows(sql("SELECT a, b FROM t ORDER BY a")) == [(1, "x"), (2, "y"), (3, "y")]
     location = engine.catalog.table("t").location
     assert not [f for f in os.listdir(location) if f.startswith("part-alter")]  # removed
-    sql("ALTER TABLE t DROP COLUMN b")  # once nothing races it
-    assert rows(sql("SELECT * FROM t ORDER BY a")) == [(1,), (2,)]
 
 
 def test_a_pipeline_resumes_from_its_offsets_after_the_table_changed(sql, engine, tmp_path):
@@ -226,20 +256,29 @@ def test_a_pipeline_resumes_from_its_offsets_after_the_table_changed(sql, engine
     assert sql("SELECT count(*) FROM t").rows == [(3,)]
 
 
-def test_a_computed_column_added_later_is_filled_for_existing_rows(sql, engine, tmp_path):
-    sql(
-        "CREATE TABLE kp (topic TEXT NOT NULL, id JSON NOT NULL, record JSON NOT NULL, "
-        "SORT KEY __UNORDERED (), SHARD KEY ())"
+SEED_TABLE = (
+    "CREATE TABLE kp (topic TEXT NOT NULL, id JSON NOT NULL, record JSON NOT NULL, "
+    "SORT KEY __UNORDERED (), SHARD KEY ())"
+)
+
+
+def record(i: int, status: str, customer: str) -> str:
+    return json.dumps(
+        {"topic": "t", "id": str(i), "record": {"status": status, "customer_id": customer}}
     )
+
+
+def test_a_computed_column_added_later_is_filled_for_existing_rows(sql, engine, tmp_path):
+    sql(SEED_TABLE)
     sql(
         'INSERT INTO kp VALUES (\'t\', \'1\', \'{"status": "active", "customer_id": "17"}\'), '
-        '(\'t\', \'2\', \'{"status": "closed", "customer_id": "x9"}\')'
+        "('t', '2', '{\"status\": \"closed\"}')"
     )
-    (tmp_path / "a.json").write_text(
-        '{"topic": "t", "id": "3", "record": {"status": "active", "customer_id": "5"}}\n'
-    )
+    (tmp_path / "a.json").write_text(record(3, "active", "5") + "\n")
     sql(f"CREATE PIPELINE p AS LOAD DATA FS '{tmp_path}/*.json' INTO TABLE kp")
     engine.run_batches("p", 3, until_idle=True)
+    app_id = f"sparkpipes:{engine.catalog.pipeline('p').id}"
+    committed = delta(engine, "kp").transaction_version(app_id)
     before = delta(engine, "kp").version()
     # seed 000's statements, verbatim
     sql(
@@ -250,12 +289,142 @@ def test_a_computed_column_added_later_is_filled_for_existing_rows(sql, engine, 
         "ALTER TABLE kp ADD COLUMN customer_id AS (JSON_EXTRACT_STRING(record, 'customer_id')) "
         "PERSISTED INT"
     )
-    assert delta(engine, "kp").version() == before + 2  # one rewrite commit each
+    dt = delta(engine, "kp")
+    assert dt.version() == before + 2  # one rewrite commit each
+    assert dt.transaction_version(app_id) == committed  # the pipeline's offsets stay
     got = rows(sql("SELECT id, status, customer_id FROM kp ORDER BY id"))
-    assert got == [("1", "active", 17), ("2", "closed", None), ("3", "active", 5)]  # x9: NULL
-    (tmp_path / "b.json").write_text(
-        '{"topic": "t", "id": "4", "record": {"status": "new", "customer_id": "8"}}\n'
-    )
+    assert got == [("1", "active", 17), ("2", "closed", None), ("3", "active", 5)]
+    assert [r[:2] for r in sql("DESCRIBE kp").rows][-2:] == [
+        ("status", "STRING"),
+        ("customer_id", "INT"),
+    ]
+    (tmp_path / "b.json").write_text(record(4, "new", "8") + "\n")
     engine.run_batches("p", 3, until_idle=True)  # the pipeline resumes, computing both
     assert rows(sql("SELECT status, customer_id FROM kp WHERE id = '4'")) == [("new", 8)]
     assert rows(sql("SELECT count(*) FROM kp WHERE status = 'active'")) == [(2,)]
+
+
+def test_a_computed_value_the_type_cannot_hold_fails_the_statement(sql, engine):
+    """As such a row fails an INSERT and is a bad record to a pipeline, the table never
+    holds a computed value that is not its expression's: nothing changes."""
+    sql(SEED_TABLE)
+    for i, customer in enumerate(["17", "x9", "n/a", None]):
+        value = json.dumps({"customer_id": customer})
+        sql(f"INSERT INTO kp VALUES ('t', '{i}', '{value}')")
+    version, described = delta(engine, "kp").version(), sql("DESCRIBE kp").rows
+    with pytest.raises(ConfigError) as err:
+        sql(
+            "ALTER TABLE kp ADD COLUMN customer_id AS "
+            "(JSON_EXTRACT_STRING(record, 'customer_id')) PERSISTED INT"
+        )
+    assert re.fullmatch(
+        r"cannot add column 'customer_id' to table 'kp': column 'customer_id' cannot hold "
+        r"(x9|n/a) as INT \(and 1 more row like it\)",
+        err.value.message,
+    )
+    assert delta(engine, "kp").version() == version and sql("DESCRIBE kp").rows == described
+    location = engine.catalog.table("kp").location
+    assert not [f for f in os.listdir(location) if f.startswith("part-alter")]
+    # an expression that says what such a value is makes it NULL instead
+    sql(
+        "ALTER TABLE kp ADD COLUMN customer_id AS (CASE WHEN JSON_EXTRACT_STRING(record, "
+        "'customer_id') RLIKE '^[0-9]+$' THEN JSON_EXTRACT_STRING(record, 'customer_id') END) "
+        "PERSISTED INT"
+    )
+    got = rows(sql("SELECT id, customer_id FROM kp ORDER BY id"))
+    assert got == [("0", 17), ("1", None), ("2", None), ("3", None)]
+
+
+def test_the_seed_base64_column_is_computed_for_rows_already_there(sql, engine):
+    sql(
+        "CREATE TABLE parsed_kinesis_stream (partitionKey BIGINT, sequence_number VARCHAR(255), "
+        "shardId VARCHAR(255), data_base64 VARCHAR(255))"
+    )
+    data = [
+        base64.b64encode(json.dumps({"customer_id": f"c{i}"}).encode()).decode() for i in (1, 2)
+    ]
+    sql(
+        "INSERT INTO parsed_kinesis_stream (partitionKey, data_base64) VALUES "
+        + ", ".join(f"({i}, '{d}')" for i, d in enumerate(data))
+    )
+    sql(
+        "ALTER TABLE parsed_kinesis_stream ADD COLUMN "
+        "parsed_data AS FROM_BASE64(data_base64) PERSISTED VARCHAR(255)"
+    )
+    sql("INSERT INTO parsed_kinesis_stream (partitionKey, data_base64) VALUES (2, 'e30=')")
+    got = sql(
+        "SELECT partitionKey, JSON_EXTRACT_STRING(parsed_data, 'customer_id') AS c, parsed_data "
+        "FROM parsed_kinesis_stream ORDER BY partitionKey"
+    )
+    assert rows(got) == [
+        (0, "c1", '{"customer_id": "c1"}'),
+        (1, "c2", '{"customer_id": "c2"}'),
+        (2, None, "{}"),
+    ]
+
+
+def test_a_rewrite_goes_in_steps_and_tells_its_progress(engine, monkeypatch):
+    import sparkpipes.engine.tables as tables
+
+    told = []
+    session = SqlSession(engine, progress=told.append)
+    session.execute(SEED_TABLE)
+    for i in range(5):  # five commits: five files of one row
+        session.execute(f"INSERT INTO kp VALUES ('t', '{i}', '{{\"status\": \"s{i}\"}}')")
+    monkeypatch.setattr(tables, "REWRITE_STEP_ROWS", 2)
+    version = delta(engine, "kp").version()
+    session.execute(
+        "ALTER TABLE kp ADD COLUMN status AS (JSON_EXTRACT_STRING(record, 'status')) "
+        "PERSISTED STRING"
+    )
+    assert [(p.rows_done, p.rows_total, p.files_done, p.files_total) for p in told] == [
+        (2, 5, 2, 5),
+        (4, 5, 4, 5),
+        (5, 5, 5, 5),
+    ]
+    assert str(told[0]) == "ALTER TABLE kp ADD COLUMN status: 2 of 5 rows (40%), 2 of 5 files"
+    assert delta(engine, "kp").version() == version + 1  # still one commit
+    got = rows(session.execute("SELECT id, status FROM kp ORDER BY id")[0])
+    assert got == [(str(i), f"s{i}") for i in range(5)]
+
+
+def test_a_pipeline_of_another_process_loading_meanwhile_loses_nothing(
+    sql, engine, tmp_path, monkeypatch
+):
+    """Another Engine on the warehouse stands for another process: its pipeline's lock is
+    not this one's. Its batch committed during the rewrite is rewritten too; its next
+    batch, assembled before the ALTER, is refused by the table (its columns changed) and
+    retried assembled from the new definition: every row has the computed value."""
+    import sparkpipes.engine.tables as tables
+    from sparkpipes import Engine
+
+    src = tmp_path / "in"
+    src.mkdir()
+    sql(SEED_TABLE)
+    (src / "a.json").write_text(record(1, "active", "1") + "\n")
+    sql(f"CREATE PIPELINE p AS LOAD DATA FS '{src}/*.json' INTO TABLE kp")
+    other = Engine(engine.warehouse)
+    try:
+        other.run_batches("p", 1)  # assembled now, with the table's three columns
+        write_frame = tables.write_frame
+
+        def racing(df, writer, prefix, table):
+            files = write_frame(df, writer, prefix, table)
+            if prefix == "part-alter":
+                monkeypatch.setattr(tables, "write_frame", write_frame)
+                (src / "b.json").write_text(record(2, "closed", "2") + "\n")
+                assert other.run_batches("p", 1)[0].rows == 1
+            return files
+
+        monkeypatch.setattr(tables, "write_frame", racing)
+        sql(
+            "ALTER TABLE kp ADD COLUMN status AS (JSON_EXTRACT_STRING(record, 'status')) "
+            "PERSISTED STRING"
+        )
+        (src / "c.json").write_text(record(3, "new", "3") + "\n")
+        assert other.run_batches("p", 1)[0].rows == 1
+        assert other.pipeline("p").last_error is None
+    finally:
+        other.close()
+    got = rows(sql("SELECT id, status FROM kp ORDER BY id"))
+    assert got == [("1", "active"), ("2", "closed"), ("3", "new")]

@@ -14,8 +14,13 @@ PROMPT, MORE = "sparkpipes> ", "        -> "
 
 
 def progress_line(result) -> None:
-    """One line per batch of a foreground pipeline, overwritten in place (terminals only)."""
-    if result.state != "NoData":
+    """One line per batch of a foreground pipeline, or per step of an ALTER TABLE that
+    rewrites the rows, overwritten in place (terminals only)."""
+    from sparkpipes.engine import RewriteProgress
+
+    if isinstance(result, RewriteProgress):
+        print(f"\r  {result}   ", end="", file=sys.stderr, flush=True)
+    elif result.state != "NoData":
         print(
             f"\r  batch {result.batch_id}: {result.rows:,} rows in {result.seconds:.2f}s   ",
             end="",

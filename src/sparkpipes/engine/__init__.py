@@ -18,5 +18,6 @@ Modules, by what they hold:
 
 from sparkpipes.engine.batch import BatchResult
 from sparkpipes.engine.engine import Engine
+from sparkpipes.engine.tables import RewriteProgress
 
-__all__ = ["BatchResult", "Engine"]
+__all__ = ["BatchResult", "Engine", "RewriteProgress"]

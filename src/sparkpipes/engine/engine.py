@@ -36,7 +36,7 @@ from sparkpipes.engine.pipelines import Pipelines
 from sparkpipes.engine.procedures import Procedures
 from sparkpipes.engine.runtime import Runtime
 from sparkpipes.engine.scheduling import Scheduler
-from sparkpipes.engine.tables import Tables
+from sparkpipes.engine.tables import RewriteProgress, Tables
 
 
 class Engine:
@@ -143,12 +143,23 @@ class Engine:
         computed: str | None = None,
         *,
         declared: str | None = None,
+        progress: Callable[[RewriteProgress], None] | None = None,
     ) -> None:
-        self._tables.add_column(table, column, type_ddl, computed, declared=declared)
+        """``ALTER TABLE … ADD COLUMN``; a computed column is computed for the existing
+        rows too, ``progress`` told after each step; see :meth:`Tables.add_column`."""
+        self._tables.add_column(
+            table, column, type_ddl, computed, declared=declared, progress=progress
+        )
 
-    def drop_column(self, table: str, column: str) -> None:
+    def drop_column(
+        self,
+        table: str,
+        column: str,
+        *,
+        progress: Callable[[RewriteProgress], None] | None = None,
+    ) -> None:
         """``ALTER TABLE … DROP COLUMN``; see :meth:`Tables.drop_column`."""
-        self._tables.drop_column(table, column)
+        self._tables.drop_column(table, column, progress=progress)
 
     def modify_column(
         self,
@@ -158,12 +169,21 @@ class Engine:
         *,
         declared: str | None = None,
         not_null: bool = False,
+        progress: Callable[[RewriteProgress], None] | None = None,
     ) -> None:
         """``ALTER TABLE … MODIFY COLUMN``; see :meth:`Tables.modify_column`."""
-        self._tables.modify_column(table, column, type_ddl, declared=declared, not_null=not_null)
+        self._tables.modify_column(
+            table, column, type_ddl, declared=declared, not_null=not_null, progress=progress
+        )
 
     def add_key(self, table: str, key: Mapping[str, Any]) -> None:
+        """Record a key; an index (``CREATE INDEX``) also clusters the table's files by
+        its columns; see :meth:`Tables.add_key`."""
         self._tables.add_key(table, key)
+
+    def drop_key(self, table: str, name: str) -> None:
+        """``DROP INDEX name ON table``; see :meth:`Tables.drop_key`."""
+        self._tables.drop_key(table, name)
 
     def insert(self, table: str, df) -> int:
         return self._tables.insert(table, df)

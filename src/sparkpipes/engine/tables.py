@@ -12,7 +12,9 @@ import dataclasses
 import logging
 import os
 import shutil
+import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -23,11 +25,65 @@ from sparkpipes.engine.assembly import PROVENANCE, load_schema, validate
 from sparkpipes.engine.runtime import Runtime
 from sparkpipes.engine.schema import to_arrow, to_spark
 from sparkpipes.engine.transform import REJECT_COLUMN, Transform, apply, checked_cast
-from sparkpipes.errors import ConfigError, NotFoundError, PipelineStateError
+from sparkpipes.errors import (
+    AlreadyExistsError,
+    ConfigError,
+    NotFoundError,
+    PipelineStateError,
+    SinkError,
+)
 from sparkpipes.sinks import DeltaSink
-from sparkpipes.sinks.delta import write_frame
+from sparkpipes.sinks.delta import (
+    COMMIT_ATTEMPTS,
+    CONFLICT_PAUSE_S,
+    AddFile,
+    CommitConflict,
+    write_frame,
+)
 
 log = logging.getLogger("sparkpipes.tables")
+
+#: a rewrite (ALTER TABLE) reads and writes the table in steps of about this many rows (or
+#: bytes of data files), one Spark job each, telling its progress after each
+REWRITE_STEP_ROWS = 1_000_000
+REWRITE_STEP_BYTES = 512 << 20
+#: how many times a rewrite takes in what other writers committed meanwhile, then gives up
+REWRITE_ATTEMPTS = 8
+#: CREATE INDEX: the size of the files it clusters into (None: delta-rs's default, 100 MB)
+#: and of their row groups, the unit a Parquet reader skips by statistics
+INDEX_FILE_BYTES: int | None = None
+INDEX_ROW_GROUP_ROWS = 128 * 1024
+
+
+@dataclass(frozen=True)
+class RewriteProgress:
+    """How far a statement that rewrites a table's rows (``ALTER TABLE``) has come, told
+    after each step: rows and data files of the table done out of all."""
+
+    table: str
+    operation: str
+    rows_done: int
+    rows_total: int
+    files_done: int
+    files_total: int
+
+    def __str__(self) -> str:
+        pct = 100 * self.rows_done // self.rows_total if self.rows_total else 100
+        return (
+            f"ALTER TABLE {self.table} {self.operation}: {self.rows_done:,} of "
+            f"{self.rows_total:,} rows ({pct}%), {self.files_done} of {self.files_total} files"
+        )
+
+
+Progress = Callable[[RewriteProgress], None]
+
+
+@dataclass(frozen=True)
+class _DataFile:
+    path: str  # as the Delta log names it
+    uri: str  # as Spark reads it
+    rows: int
+    size: int
 
 
 class Tables:
@@ -104,11 +160,17 @@ class Tables:
         computed: str | None = None,
         *,
         declared: str | None = None,
+        progress: Progress | None = None,
     ) -> None:
-        """Add a column: NULL in existing rows, or, for a computed column, computed for
-        them too, in one commit that rewrites the table's rows (a value the column's
-        type cannot hold is NULL, as for a row loaded later with SKIP PARSER ERRORS) and
-        for rows loaded from now on."""
+        """Add a column: NULL in existing rows; or, for a computed column, computed for
+        the existing rows too, with the translation and cast rows loaded later get, by one
+        Delta commit that rewrites them (see :meth:`_rewrite`: in steps, told to
+        ``progress``; what another writer commits meanwhile is taken in, not lost).
+
+        A value the column's type cannot hold (``PERSISTED INT`` over ``'x9'``) fails
+        the statement naming it and how many rows are like it, and nothing changes, as
+        such a row fails an ``INSERT`` and is a bad record to a pipeline: the table never
+        holds a computed value that is not its expression's."""
         from deltalake import DeltaTable
         from deltalake.schema import Field
 
@@ -129,14 +191,23 @@ class Tables:
                 rec, schema=rec.schema.append(arrow.field(0)), options=options
             )
             fill = Transform(computed=((column, computed),))
+            target = to_spark(pa.schema([arrow.field(0)])).fields[0].dataType.simpleString()
+
+            def check(rows):
+                return apply(rows, fill, after.schema, check=True).select(REJECT_COLUMN)
 
             def change(rows):
-                log.info(
-                    "ALTER TABLE %s ADD COLUMN %s: computing it for existing rows", table, column
-                )
-                return apply(rows, fill, after.schema, check=True).drop(REJECT_COLUMN)
+                return apply(rows, fill, after.schema)
 
-            self._rewrite(rec, after, change, "ADD COLUMN")
+            self._rewrite(
+                rec,
+                after,
+                change,
+                f"ADD COLUMN {column}",
+                check=None if target == "string" else check,  # anything casts to STRING
+                refuse=f"cannot add column '{column}' to table '{table}'",
+                progress=progress,
+            )
             return
         DeltaTable(rec.location).alter.add_columns([Field.from_arrow(arrow.field(0))])
         self.rt.catalog.update_table(
@@ -150,7 +221,7 @@ class Tables:
                 with self.rt.lock(p.name):
                     self.rt.forget(p.name)
 
-    def drop_column(self, table: str, column: str) -> None:
+    def drop_column(self, table: str, column: str, *, progress: Progress | None = None) -> None:
         """``ALTER TABLE … DROP COLUMN``: the table's current rows rewritten without the
         column in one Delta commit that keeps the log, and with it every pipeline's
         committed offsets (see :meth:`_rewrite`). A computed column can be dropped.
@@ -187,7 +258,9 @@ class Tables:
         schema = pa.schema([f for f in rec.schema if f.name != column])
         after = dataclasses.replace(rec, schema=schema, options=options)
         self._check_users(rec, after, refuse, dropped=True)
-        self._rewrite(rec, after, lambda df: df.drop(column), f"DROP COLUMN {column}")
+        self._rewrite(
+            rec, after, lambda df: df.drop(column), f"DROP COLUMN {column}", progress=progress
+        )
 
     def modify_column(
         self,
@@ -197,6 +270,7 @@ class Tables:
         *,
         declared: str | None = None,
         not_null: bool = False,
+        progress: Progress | None = None,
     ) -> None:
         """``ALTER TABLE … MODIFY COLUMN``: a column's new type (Spark DDL), declared
         (SingleStore) type and nullability, as in SingleStore the whole definition:
@@ -245,12 +319,8 @@ class Tables:
                 "in a row, so it cannot be NOT NULL' END)"
             )
 
-        def check(rows) -> None:
-            bad = rows.selectExpr(f"{reason} AS r").where("r IS NOT NULL")
-            n, first = bad.selectExpr("count(*)", "first(r)").collect()[0]
-            if n:
-                more = f" (and {n - 1} more row{'s' * (n > 2)} like it)" if n > 1 else ""
-                raise ConfigError(f"{refuse}: {first}{more}")
+        def check(rows):
+            return rows.selectExpr(f"{reason} AS r")
 
         def convert(rows):
             return rows.selectExpr(
@@ -264,6 +334,8 @@ class Tables:
             None if same else convert,
             f"MODIFY COLUMN {column}",
             check=None if same and not not_null else check,
+            refuse=refuse,
+            progress=progress,
         )
 
     def _column_of(self, rec: TableRecord, column: str) -> pa.Field:
@@ -347,44 +419,66 @@ class Tables:
         change: Callable[[Any], Any] | None,
         operation: str,
         *,
-        check: Callable[[Any], None] | None = None,
+        check: Callable[[Any], Any] | None = None,
+        refuse: str = "",
+        progress: Progress | None = None,
     ) -> None:
         """Make ``after`` the table, holding the lock of every pipeline into it (no batch
-        runs meanwhile): ``check`` the current rows (it raises to refuse), replace them by
+        of this process runs meanwhile): ``check`` the current rows, replace them by
         ``change(rows)`` under the new schema, record ``after`` in the catalog and have
         the pipelines re-assembled for their next batch.
 
-        The rows are replaced by one Delta commit, an overwrite that adds the new files
-        and removes the old ones. The log stays, and in it the app transactions and the
-        commit info holding each pipeline's offsets (``DeltaSink.committed``): a pipeline
-        resumes where it was, loading nothing twice. The commit is refused if anything
-        else committed to the table since its rows were read (an INSERT of another
-        session, a pipeline run by another process), rather than drop those rows."""
+        ``check(rows)`` gives one column of reasons a row cannot be changed (NULL: it
+        can); a row with one fails the statement, ``refuse: <first reason> (and N more
+        rows like it)``, and nothing changes. Without ``change`` only the catalog does.
+
+        The table is read and written in steps of about ``REWRITE_STEP_ROWS`` rows, one
+        Spark job each, each logged and told to ``progress``. The rows are then replaced
+        by one Delta commit, an overwrite made on top of the snapshot that was read: the
+        log stays, and in it the app transactions and the commit info holding each
+        pipeline's offsets (``DeltaSink.committed``), so a pipeline resumes where it was.
+        If another writer committed in the meantime (a pipeline run by another process, an
+        INSERT of another session), the commit is not made; the rewrite reads the new
+        snapshot, rewrites only the files it has not rewritten yet (all of a step whose
+        files another writer removed) and commits again: nothing committed meanwhile is
+        lost or left in the old shape. After ``REWRITE_ATTEMPTS`` such rounds it gives up
+        and nothing changes."""
         from deltalake import DeltaTable
 
         users = [p.name for p in self.rt.catalog.pipelines() if p.table == before.name]
+        sink = DeltaSink(before.location, after.schema, before.name)
+        done: list[tuple[frozenset[str], list[AddFile]]] = []  # files read -> files written
         with contextlib.ExitStack() as held:
             for name in users:
                 held.enter_context(self.rt.lock(name))
-            snapshot = DeltaTable(before.location)
-            spark_schema = to_spark(before.schema)
-            files = snapshot.file_uris()
-            if files:
-                rows = self.rt.spark.read.schema(spark_schema).parquet(*files)
-            else:
-                rows = self.rt.spark.createDataFrame([], spark_schema)
-            if check is not None:
-                check(rows)
-            if change is not None:
-                sink = DeltaSink(before.location, after.schema, before.name)
-                added = write_frame(change(rows), sink.table_writer(), "part-alter", before.name)
-                try:
-                    sink.replace_all(added, operation=operation, version=snapshot.version())
-                except Exception:  # the new files stay unreferenced: remove them
-                    for f in added:
-                        with contextlib.suppress(OSError):
-                            os.remove(os.path.join(before.location, f.path))
-                    raise
+            try:
+                for attempt in range(1, REWRITE_ATTEMPTS + 1):
+                    snapshot = DeltaTable(before.location)
+                    files = _data_files(snapshot)
+                    for step in [d for d in done if not d[0].issubset(files)]:
+                        done.remove(step)  # another writer removed some of its files
+                        sink.table_writer().remove(step[1])
+                    self._rewrite_steps(
+                        before, after, files, done, change, operation, check, refuse, progress
+                    )
+                    if change is None:
+                        break
+                    try:
+                        written = [f for _, out in done for f in out]
+                        sink.replace_all(written, operation=operation, snapshot=snapshot)
+                        break
+                    except CommitConflict as e:
+                        if attempt == REWRITE_ATTEMPTS:
+                            raise CommitConflict(
+                                f"{e.message}, {attempt} times; nothing was changed: stop the "
+                                "pipelines loading it in other processes, or try again"
+                            ) from None
+                        log.info("%s; rewriting what was committed meanwhile", e.message)
+            except BaseException:
+                for _, out in done:  # never referenced: remove them
+                    with contextlib.suppress(OSError):
+                        sink.table_writer().remove(out)
+                raise
             self.rt.catalog.update_table(
                 before.name,
                 schema=after.schema,
@@ -393,6 +487,48 @@ class Tables:
             )
             for name in users:
                 self.rt.forget(name)
+
+    def _rewrite_steps(
+        self,
+        before: TableRecord,
+        after: TableRecord,
+        files: Mapping[str, _DataFile],
+        done: list[tuple[frozenset[str], list[AddFile]]],
+        change: Callable[[Any], Any] | None,
+        operation: str,
+        check: Callable[[Any], Any] | None,
+        refuse: str,
+        progress: Progress | None,
+    ) -> None:
+        """Check and rewrite the ``files`` no step in ``done`` covers, adding a step each."""
+        covered = {p for paths, _ in done for p in paths}
+        todo = [f for p, f in files.items() if p not in covered]
+        rows_total = sum(f.rows for f in files.values())
+        rows_done = sum(files[p].rows for p in covered)
+        files_done = len(covered)
+        spark_schema = to_spark(before.schema)
+        sink = DeltaSink(before.location, after.schema, before.name)
+        for step in _steps(todo):
+            rows = self.rt.spark.read.schema(spark_schema).parquet(*[f.uri for f in step])
+            if check is not None:
+                bad = check(rows).toDF("r").where("r IS NOT NULL")
+                n, first = bad.selectExpr("count(*)", "first(r)").collect()[0]
+                if n:
+                    seen = rows_done + sum(f.rows for f in step)
+                    among = "" if seen >= rows_total else f" among the first {seen:,} rows read"
+                    more = f" (and {n - 1} more row{'s' * (n > 2)} like it{among})" if n > 1 else ""
+                    raise ConfigError(f"{refuse}: {first}{more}")
+            if change is not None:
+                out = write_frame(change(rows), sink.table_writer(), "part-alter", before.name)
+                done.append((frozenset(f.path for f in step), out))
+            rows_done += sum(f.rows for f in step)
+            files_done += len(step)
+            told = RewriteProgress(
+                before.name, operation, rows_done, rows_total, files_done, len(files)
+            )
+            log.info("%s", told)
+            if progress is not None:
+                progress(told)
 
     def _check_computed(self, table: str, schema: pa.Schema, column: str, expr: str) -> None:
         """A computed column's expression must resolve now, not fail every later load."""
@@ -406,33 +542,107 @@ class Tables:
             ) from None
 
     def add_key(self, table: str, key: Mapping[str, Any]) -> None:
-        """Record a key / index (SingleStore-style) on the table; Delta enforces none."""
+        """Record a key (SingleStore-style) on the table; Delta enforces none. An index
+        (kind ``KEY``, what ``CREATE INDEX`` makes) also clusters the table's files by
+        the columns of all its indexes first (:meth:`cluster`); if that fails, nothing
+        is recorded."""
         rec = self.rt.catalog.table(table)
         missing = [c for c in key.get("columns", ()) if c not in rec.schema.names]
         if missing:
             raise ConfigError(f"table '{table}' has no column(s) {', '.join(missing)}")
+        keys = rec.options.get("keys", [])
+        if key.get("name") and any(k.get("name") == key["name"] for k in keys):
+            raise AlreadyExistsError(f"table '{table}' already has an index '{key['name']}'")
         options = dict(rec.options)
-        options["keys"] = [*options.get("keys", []), dict(key)]
-        self.rt.catalog.update_table(table, options=options)
+        options["keys"] = [*keys, dict(key)]
         if key.get("kind") == "KEY" and key.get("columns"):
-            self._cluster(rec, list(key["columns"]))
+            self.cluster(dataclasses.replace(rec, options=options), f"CREATE INDEX {key['name']}")
+        self.rt.catalog.update_table(table, options=options)
 
-    def _cluster(self, rec: TableRecord, columns: list[str]) -> None:
-        """``CREATE INDEX``: Delta has no indexes; what speeds reads on the columns is
-        Z-ordering the table's files by them (delta-rs ``optimize.z_order``), so that each
-        file's min/max statistics cover a narrow range and a filter skips most files.
-        One OPTIMIZE commit, made while no batch of a pipeline into the table runs; rows
-        loaded later are not re-clustered until the next CREATE INDEX."""
-        from deltalake import DeltaTable
+    def drop_key(self, table: str, name: str) -> None:
+        """``DROP INDEX name ON table``: forget an index (``KEY`` or ``UNIQUE KEY``). The
+        files stay as they are (no commit); the next clustering leaves its columns out."""
+        rec = self.rt.catalog.table(table)
+        keys = rec.options.get("keys", [])
+        found = [k for k in keys if k.get("name") == name]
+        if not found:
+            named = [k["name"] for k in keys if k.get("name")]
+            have = f" (indexes: {', '.join(named)})" if named else " (it has no named index)"
+            raise NotFoundError(f"table '{table}' has no index '{name}'{have}")
+        if found[0].get("kind") not in ("KEY", "UNIQUE"):
+            raise ConfigError(f"{_key_text(found[0])} of table '{table}' cannot be dropped")
+        options = dict(rec.options)
+        options["keys"] = [k for k in keys if k.get("name") != name]
+        self.rt.catalog.update_table(table, options=options)
 
-        users = [p.name for p in self.rt.catalog.pipelines() if p.table == rec.name]
-        with contextlib.ExitStack() as held:
-            for name in users:
-                held.enter_context(self.rt.lock(name))
+    def cluster(self, rec: TableRecord, operation: str = "OPTIMIZE") -> dict[str, Any] | None:
+        """Z-order the table's files by the columns of its indexes (``KEY``s, in order):
+        Delta has no indexes; what makes a filter on those columns fast is files, and
+        row groups within them (``INDEX_ROW_GROUP_ROWS``), each holding a narrow range of
+        their values, which a reader skips by their statistics (delta-rs writes them,
+        strings included). Returns delta-rs's metrics, or None (no files, no index).
+
+        One delta-rs OPTIMIZE commit, which removes the files it rewrote and adds the
+        clustered ones (``dataChange`` false). Pipelines keep loading meanwhile: their
+        appends and this commit do not conflict (delta-rs rebases whichever comes
+        second); one that does (another writer removed a file being clustered) starts
+        again from a fresh snapshot, up to ``COMMIT_ATTEMPTS`` times. Rows loaded later
+        are not clustered until the table is clustered again."""
+        from deltalake import CommitProperties, DeltaTable, WriterProperties
+        from deltalake.exceptions import CommitFailedError
+
+        columns = list(
+            dict.fromkeys(
+                c
+                for k in rec.options.get("keys", [])
+                if k.get("kind") == "KEY"
+                for c in k.get("columns", ())
+            )
+        )
+        props = WriterProperties(compression="SNAPPY", max_row_group_size=INDEX_ROW_GROUP_ROWS)
+        commit = CommitProperties(custom_metadata={"sparkpipes.op": operation})
+        for attempt in range(1, COMMIT_ATTEMPTS + 1):
             dt = DeltaTable(rec.location)
-            if len(dt.file_uris()) > 0:
-                metrics = dt.optimize.z_order(columns)
-                log.info("CREATE INDEX on %s (%s): %s", rec.name, ", ".join(columns), metrics)
+            if not columns or not dt.file_uris():
+                return None
+            started = time.monotonic()
+            log.info(
+                "%s: clustering %d files of table %s by (%s)",
+                operation,
+                len(dt.file_uris()),
+                rec.name,
+                ", ".join(columns),
+            )
+            try:
+                metrics = dt.optimize.z_order(
+                    columns,
+                    target_size=INDEX_FILE_BYTES,
+                    writer_properties=props,
+                    commit_properties=commit,
+                )
+            except CommitFailedError as e:
+                if attempt == COMMIT_ATTEMPTS:
+                    raise CommitConflict(
+                        f"clustering table '{rec.name}' conflicted with other writers "
+                        f"{attempt} times: {e}"
+                    ) from None
+                time.sleep(CONFLICT_PAUSE_S * 2 ** (attempt - 1))
+                continue
+            except Exception as e:  # delta-rs raises its own and Rust panics
+                first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+                raise SinkError(
+                    f"clustering table '{rec.name}' by ({', '.join(columns)}) failed: {first}"
+                ) from None
+            log.info(
+                "%s: table %s clustered, %d files into %d in %.1fs",
+                operation,
+                rec.name,
+                metrics.get("numFilesRemoved", 0),
+                metrics.get("numFilesAdded", 0),
+                time.monotonic() - started,
+            )
+            return metrics
+        raise AssertionError("unreachable")
 
     def insert(self, table: str, df) -> int:
         """Append a DataFrame's rows (columns by name; computed columns are computed) in
@@ -491,3 +701,31 @@ def _key_text(key: Mapping[str, Any]) -> str:
     if key.get("name"):
         return f"{what} '{key['name']}'"
     return f"the {what}" if kind in ("PRIMARY", "SHARD", "SORT") else f"a {what}"
+
+
+def _data_files(snapshot) -> dict[str, _DataFile]:
+    """The snapshot's data files by their path in the log, with rows and bytes."""
+    actions = pa.table(snapshot.get_add_actions(flatten=True))
+    uris = {u.rsplit("/", 1)[-1]: u for u in snapshot.file_uris()}
+    out = {}
+    for a in actions.select(["path", "num_records", "size_bytes"]).to_pylist():
+        path = a["path"]
+        uri = uris.get(path.rsplit("/", 1)[-1], os.path.join(snapshot.table_uri, path))
+        out[path] = _DataFile(path, uri, a["num_records"] or 0, a["size_bytes"] or 0)
+    return out
+
+
+def _steps(files: Sequence[_DataFile]) -> list[list[_DataFile]]:
+    """``files`` in runs of about ``REWRITE_STEP_ROWS`` rows or ``REWRITE_STEP_BYTES``."""
+    steps: list[list[_DataFile]] = []
+    run: list[_DataFile] = []
+    rows = size = 0
+    for f in files:
+        run.append(f)
+        rows, size = rows + f.rows, size + f.size
+        if rows >= REWRITE_STEP_ROWS or size >= REWRITE_STEP_BYTES:
+            steps.append(run)
+            run, rows, size = [], 0, 0
+    if run:
+        steps.append(run)
+    return steps

@@ -139,13 +139,31 @@ class CommitConflict(SinkError):
     """A commit another writer's commit got in the way of (``CommitFailedError``)."""
 
 
+class TableChanged(SinkError):
+    """The table's columns are no longer those the writer was made for: its definition
+    changed (``ALTER TABLE`` from another process) after the pipeline was assembled.
+    Transient: a retry assembles the pipeline again, from the new definition."""
+
+
+def _columns(schema) -> list[tuple[str, Any]]:
+    """A Delta schema's columns as (name, type) (nullability and metadata left out)."""
+    return [(f["name"], f["type"]) for f in json.loads(schema.to_json())["fields"]]
+
+
 def _conflict(e: BaseException) -> bool:
     from deltalake.exceptions import CommitFailedError
 
     return isinstance(e, CommitFailedError)
 
 
+#: string statistics are cut to this many characters (Delta readers' default)
+STATS_STRING_CHARS = 32
+
+
 def _stats(table: pa.Table) -> str:
+    """The add-action statistics Delta readers skip files by: numbers, dates and strings
+    (a string minimum cut to its first ``STATS_STRING_CHARS`` characters, still a lower
+    bound; a longer maximum is left out, as a cut one would not be an upper bound)."""
     mins, maxs, nulls = {}, {}, {}
     for name, col in zip(table.column_names, table.columns):
         nulls[name] = col.null_count
@@ -156,6 +174,13 @@ def _stats(table: pa.Table) -> str:
             if lo is not None:
                 mins[name] = lo if not pa.types.is_date(t) else lo.isoformat()
                 maxs[name] = hi if not pa.types.is_date(t) else hi.isoformat()
+        elif pa.types.is_string(t) or pa.types.is_large_string(t):
+            mm = pc.min_max(col)
+            lo, hi = mm["min"].as_py(), mm["max"].as_py()
+            if lo is not None:
+                mins[name] = lo[:STATS_STRING_CHARS]
+                if len(hi) <= STATS_STRING_CHARS:
+                    maxs[name] = hi
     stats = {"numRecords": table.num_rows, "minValues": mins, "maxValues": maxs, "nullCount": nulls}
     return json.dumps(stats, default=str)
 
@@ -257,6 +282,7 @@ class DeltaSink(Sink):
             raise SinkError(f"Delta sink of '{self.name}' needs a scratch area and Spark")
         self.scratch = scratch
         self.staged_schema = staged_schema
+        self._delta_columns: list[tuple[str, Any]] | None = None
 
     @classmethod
     def for_pipeline(cls, ctx: SinkContext) -> DeltaSink:
@@ -345,6 +371,8 @@ class DeltaSink(Sink):
             done = dt.transaction_version(batch.app_id)
             if done is not None and done >= batch.batch_id:
                 return False  # committed before (a crash, a retry, another writer)
+            if staged:
+                self._check_columns(dt)
             if isinstance(self.strategy, Upsert) and staged:
                 self._merge(dt, staged, self.strategy, props)
             else:
@@ -393,33 +421,58 @@ class DeltaSink(Sink):
         props = CommitProperties(
             custom_metadata={"sparkpipes.op": operation}, max_commit_retries=DELTA_RS_RETRIES
         )
-        self._retrying_conflicts(lambda dt: self._add(dt, files, props, "commit to"))
+
+        def once(dt) -> None:
+            self._check_columns(dt)
+            self._add(dt, files, props, "commit to")
+
+        self._retrying_conflicts(once)
 
     def replace_all(
-        self, files: Sequence[AddFile], *, operation: str, version: int | None = None
+        self, files: Sequence[AddFile], *, operation: str, snapshot: Any = None
     ) -> None:
         """Make ``files`` the table's only data, under this sink's schema, in one commit
-        (``ALTER TABLE``). The log, and with it every app transaction, stays. With
-        ``version`` (the one ``files`` were made from), refused with a SinkError if the
-        table has moved on since: the overwrite would drop what was committed meanwhile."""
+        (``ALTER TABLE``). The log, and with it every app transaction, stays.
+
+        With ``snapshot`` (the ``DeltaTable`` that ``files`` were made from) the commit is
+        made on top of it or not at all: if anything committed since, it raises
+        :class:`CommitConflict` and nothing changes (delta-rs would otherwise rebase the
+        overwrite, keeping what was committed meanwhile in its old shape)."""
         from deltalake import CommitProperties
         from deltalake.transaction import AddAction
 
-        props = CommitProperties(custom_metadata={"sparkpipes.op": operation})
+        props = CommitProperties(
+            custom_metadata={"sparkpipes.op": operation},
+            max_commit_retries=0 if snapshot is not None else None,
+        )
         actions = [AddAction(f.path, f.size, {}, f.modification_time, True, f.stats) for f in files]
-        dt = self._table()
-        if version is not None and dt.version() != version:
-            raise SinkError(
-                f"Delta table '{self.name}' changed (version {version} to {dt.version()}) "
-                "while being rewritten; nothing was changed, try again"
-            )
+        dt = snapshot if snapshot is not None else self._table()
         try:
             dt.create_write_transaction(actions, "overwrite", self.schema, commit_properties=props)
         except Exception as e:  # delta-rs raises its own and Rust panics; keep the message
             what = f"rewriting Delta table '{self.name}' failed"
-            raise _write_error(what, self._log_dir(), e) from None
+            err = _write_error(what, self._log_dir(), e)
+            if _conflict(e):
+                raise CommitConflict(
+                    f"Delta table '{self.name}' changed (version {dt.version()} was read) "
+                    "while being rewritten"
+                ) from None
+            raise err from None
 
     # -- internals ------------------------------------------------------------------------
+    def _check_columns(self, dt) -> None:
+        """Files are added only under the table's current columns (:class:`TableChanged`)."""
+        from deltalake import Schema
+
+        if self._delta_columns is None:
+            self._delta_columns = _columns(Schema.from_arrow(self.schema))
+        now = _columns(dt.schema())
+        if now != self._delta_columns:
+            raise TableChanged(
+                f"Delta table '{self.name}' changed since its writer was set up (its columns "
+                f"are now {', '.join(n for n, _ in now)}); nothing was committed"
+            )
+
     def _retrying_conflicts(self, commit: Callable[[Any], Any]) -> Any:
         """``commit(snapshot)``, started again from a fresh snapshot while it raises a
         :class:`CommitConflict` (at most ``COMMIT_ATTEMPTS`` times in all)."""

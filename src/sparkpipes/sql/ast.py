@@ -705,6 +705,17 @@ class CreateIndex(Statement):
         return f"CREATE INDEX {quote_ident(self.name)} ON {quote_ident(self.table)} ({cols})"
 
 
+@dataclass(frozen=True)
+class DropIndex(Statement):
+    """``DROP INDEX name ON table``."""
+
+    name: str
+    table: str
+
+    def to_sql(self) -> str:
+        return f"DROP INDEX {quote_ident(self.name)} ON {quote_ident(self.table)}"
+
+
 # ---------------------------------------------------------------------------- DML, queries
 
 

@@ -61,7 +61,9 @@ class SqlSession:
     ) -> None:
         self.engine = engine
         self.background = background  # START PIPELINE also runs it in this process
-        self.progress = progress  # told of each batch of START PIPELINE … FOREGROUND
+        #: told of each batch of START PIPELINE … FOREGROUND (a BatchResult) and of each
+        #: step of an ALTER TABLE that rewrites the rows (a RewriteProgress)
+        self.progress = progress
 
     # -- entry points -----------------------------------------------------------------
     def execute(self, text: str) -> list[Result]:
@@ -221,7 +223,11 @@ class SqlSession:
             {"kind": k.kind, "name": k.name, "columns": list(k.columns), "using": k.using}
             for k in s.keys
         ]
-        keys += [{"kind": "PRIMARY", "columns": [c.name]} for c in s.columns if c.primary_key]
+        keys += [
+            {"kind": "PRIMARY", "name": None, "columns": [c.name], "using": None}
+            for c in s.columns
+            if c.primary_key
+        ]
         names = {c.name for c in s.columns}
         for k in keys:
             missing = [c for c in k["columns"] if c not in names]
@@ -308,11 +314,12 @@ class SqlSession:
             spark_type(c.type),
             c.computed.text if c.computed else None,
             declared=c.type.to_sql(),
+            progress=self.progress,
         )
         return _ok(0)
 
     def _AlterTableDropColumn(self, s: A.AlterTableDropColumn) -> Result:
-        self.engine.drop_column(s.table, s.column)
+        self.engine.drop_column(s.table, s.column, progress=self.progress)
         return _ok(0)
 
     def _AlterTableModifyColumn(self, s: A.AlterTableModifyColumn) -> Result:
@@ -328,12 +335,17 @@ class SqlSession:
             spark_type(c.type),
             declared=c.type.to_sql(),
             not_null=c.nullable is False,
+            progress=self.progress,
         )
         return _ok(0)
 
     def _CreateIndex(self, s: A.CreateIndex) -> Result:
         key = {"kind": "KEY", "name": s.name, "columns": list(s.columns), "using": None}
         self.engine.add_key(s.table, key)
+        return _ok(0)
+
+    def _DropIndex(self, s: A.DropIndex) -> Result:
+        self.engine.drop_key(s.table, s.name)
         return _ok(0)
 
     def _Insert(self, s: A.Insert) -> Result:

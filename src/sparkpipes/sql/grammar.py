@@ -120,6 +120,7 @@ _statement: create_pipeline
           | describe_table
           | alter_table
           | create_index
+          | drop_index
           | insert
           | query
           | create_procedure
@@ -263,6 +264,7 @@ alter_table: ALTER TABLE name ADD COLUMN? (column_def | computed_column)
            | ALTER TABLE name DROP COLUMN? name                  -> alter_table_drop
            | ALTER TABLE name MODIFY COLUMN? (column_def | computed_column) -> alter_table_modify
 create_index: CREATE INDEX name ON name key_columns
+drop_index: DROP INDEX name ON name
 
 // ---------------------------------------------------------------- DML, queries, procedures
 insert: _insert_verb INTO name insert_columns? VALUES insert_row ("," insert_row)*

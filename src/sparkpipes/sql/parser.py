@@ -832,6 +832,10 @@ class _Builder:
             self.fail("an index needs at least one column", key_columns)
         return a.CreateIndex(index, table, columns)
 
+    def _drop_index(self, tree: Tree) -> a.DropIndex:
+        index, table = (self.name(n) for n in _subs(tree, "name"))
+        return a.DropIndex(index, table)
+
     # -------------------------------------------------------------- DML, queries, procedures
 
     def _insert(self, tree: Tree) -> a.Insert:

@@ -8,6 +8,7 @@ from deltalake import DeltaTable
 
 from sparkpipes.errors import SchemaMismatchError
 from sparkpipes.sinks import BatchCommit, Committed, DeltaSink
+from sparkpipes.sinks.delta import STATS_STRING_CHARS, CommitConflict, TableChanged
 
 SCHEMA = pa.schema([("id", pa.int64()), ("s", pa.string())])
 
@@ -28,7 +29,7 @@ def test_files_are_invisible_until_the_one_commit(sink):
     f2 = sink.write_file(pa.table({"id": [3], "s": ["c"]}), "part-b1-p1")
     assert DeltaTable(sink.uri).to_pyarrow_table().num_rows == 0
     assert json.loads(f1.stats)["numRecords"] == 2
-    assert json.loads(f1.stats)["minValues"] == {"id": 1}
+    assert json.loads(f1.stats)["minValues"] == {"id": 1, "s": "a"}
     assert sink.commit([f1, f2], batch("a", 1, {"0": 2, "1": 1}))
     dt = DeltaTable(sink.uri)
     assert sorted(dt.to_pyarrow_table().column("id").to_pylist()) == [1, 2, 3]
@@ -58,3 +59,37 @@ def test_the_table_wins_over_a_stale_catalog_hint(sink):
 def test_data_that_does_not_fit_the_table_is_refused(sink):
     with pytest.raises(SchemaMismatchError, match="does not fit table 't'"):
         sink.write_file(pa.table({"id": ["x"], "s": ["a"]}), "p")
+
+
+def test_string_statistics_are_bounds_even_when_cut(sink):
+    long = "x" * (STATS_STRING_CHARS + 5)
+    f = sink.write_file(pa.table({"id": [1, 2], "s": ["b" + long, "a" + long]}), "p")
+    stats = json.loads(f.stats)
+    assert stats["minValues"]["s"] == ("a" + long)[:STATS_STRING_CHARS]  # a prefix: still <=
+    assert "s" not in stats["maxValues"]  # a cut maximum would not be an upper bound
+    g = sink.write_file(pa.table({"id": [3], "s": [None]}, schema=SCHEMA), "q")
+    assert "s" not in json.loads(g.stats)["minValues"] and json.loads(g.stats)["nullCount"]["s"]
+
+
+def test_files_of_a_table_whose_columns_changed_are_not_committed(sink):
+    """A writer set up before ALTER TABLE (in another process) must not add files of the
+    old shape: a transient error, so that the pipeline is assembled again."""
+    stale = DeltaSink(sink.uri, SCHEMA, "t")
+    wider = pa.schema([*SCHEMA, ("c", pa.string())])
+    f = sink.write_file(pa.table({"id": [1], "s": ["a"]}), "p")
+    DeltaSink(sink.uri, wider, "t").replace_all([], operation="ADD COLUMN c")
+    with pytest.raises(TableChanged, match="columns are now id, s, c") as err:
+        stale.commit([f], batch("a", 1, {"0": 1}))
+    assert err.value.transient
+    assert DeltaTable(sink.uri).transaction_version("a") is None
+    stale.commit([], batch("a", 1, {"0": 1}))  # no files: offsets alone are fine
+
+
+def test_replacing_on_a_snapshot_that_moved_on_is_refused(sink):
+    snapshot = DeltaTable(sink.uri)
+    sink.commit([sink.write_file(pa.table({"id": [1], "s": ["a"]}), "p")], batch("a", 1, {}))
+    with pytest.raises(CommitConflict, match=r"changed .*while being rewritten"):
+        sink.replace_all([], operation="REWRITE", snapshot=snapshot)
+    assert DeltaTable(sink.uri).to_pyarrow_table().num_rows == 1
+    sink.replace_all([], operation="REWRITE", snapshot=DeltaTable(sink.uri))
+    assert DeltaTable(sink.uri).to_pyarrow_table().num_rows == 0

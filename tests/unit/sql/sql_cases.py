@@ -32,6 +32,10 @@ SEED = [
 ]
 
 MORE = [
+    "ALTER TABLE t ADD COLUMN customer_id AS (JSON_EXTRACT_STRING(record, 'customer_id')) "
+    "PERSISTED INT",
+    "CREATE INDEX idx_customer_id ON t(customer_id)",
+    "CREATE INDEX idx_status ON kinesis_pipeline(status);",
     "ALTER TABLE t DROP COLUMN status",
     "ALTER TABLE `my t` MODIFY COLUMN n BIGINT NOT NULL",
     "ALTER TABLE t MODIFY amount DECIMAL(10, 2) NULL",
@@ -62,6 +66,7 @@ MORE = [
     "DESC t",
     "DESCRIBE `my t`",
     "CREATE INDEX i ON t (a, b)",
+    "DROP INDEX `idx status` ON `my t`",
     "START ALL PIPELINES",
     "STOP ALL PIPELINES",
     "STOP PIPELINE IF RUNNING p",
