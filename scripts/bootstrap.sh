@@ -66,6 +66,34 @@ if [ "$want_services" = 1 ]; then
   fi
   pg_isready -q -h 127.0.0.1 -p 5432 || { say "PostgreSQL is not answering on 127.0.0.1:5432"; exit 1; }
 
+  # MariaDB on 127.0.0.1:3306 for the JDBC source tests, with a user the tests log in as
+  if ! command -v mariadbd >/dev/null && ! command -v mysqld >/dev/null; then
+    say "installing MariaDB"
+    apt_install mariadb-server mariadb-client
+  fi
+  if ! mariadb-admin -h 127.0.0.1 -u root ping >/dev/null 2>&1 \
+      && ! mariadb-admin -h 127.0.0.1 -u sparkpipes -psparkpipes ping >/dev/null 2>&1; then
+    say "starting MariaDB"
+    if [ -x /etc/init.d/mariadb ]; then /etc/init.d/mariadb start >/dev/null || true
+    else service mariadb start >/dev/null 2>&1 || true; fi
+    for _ in $(seq 30); do
+      mariadb-admin -h 127.0.0.1 -u sparkpipes -psparkpipes ping >/dev/null 2>&1 && break
+      mariadb-admin -u root ping >/dev/null 2>&1 && break
+      sleep 1
+    done
+  fi
+  if ! mariadb -h 127.0.0.1 -u sparkpipes -psparkpipes -e 'SELECT 1' >/dev/null 2>&1; then
+    for who in "-u root" "-h 127.0.0.1 -u root"; do
+      # shellcheck disable=SC2086
+      mariadb $who -e "CREATE USER IF NOT EXISTS 'sparkpipes'@'127.0.0.1' IDENTIFIED BY 'sparkpipes';
+        CREATE USER IF NOT EXISTS 'sparkpipes'@'localhost' IDENTIFIED BY 'sparkpipes';
+        GRANT ALL ON *.* TO 'sparkpipes'@'127.0.0.1'; GRANT ALL ON *.* TO 'sparkpipes'@'localhost';" \
+        >/dev/null 2>&1 && break
+    done
+  fi
+  mariadb -h 127.0.0.1 -u sparkpipes -psparkpipes -e 'SELECT 1' >/dev/null 2>&1 \
+    || { say "MariaDB is not answering on 127.0.0.1:3306 for user sparkpipes"; exit 1; }
+
   # Azurite (Azure Blob) from npm, into .tools/, for the object-store tests (moto, for S3,
   # comes with the Python test extras)
   if [ ! -x .tools/node_modules/.bin/azurite-blob ]; then

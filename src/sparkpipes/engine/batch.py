@@ -201,8 +201,10 @@ class BatchRunner:
 
     def _still_idle(self, partition: str, watermark: Any) -> bool:
         """Skip a drained partition while its latest offset stays put, for a while only:
-        a watermark can repeat (a recreated topic, a broker that under-reports it)."""
-        if partition not in self._idle:
+        a watermark can repeat (a recreated topic, a broker that under-reports it). A
+        source that cannot tell (a connector: watermark None) is read every batch, as
+        whatever was added since the last one can only be found by reading."""
+        if watermark is None or partition not in self._idle:
             return False
         token, since = self._idle[partition]
         if time.time() - since > IDLE_RECHECK_S:

@@ -25,6 +25,7 @@ Without keys the AWS default chain (environment, profile, instance role) applies
 from __future__ import annotations
 
 import base64
+import importlib.util
 import json
 import time
 from collections.abc import Mapping, Sequence
@@ -32,7 +33,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from sparkpipes.errors import SourceAuthError, SourceError, SourceUnavailableError
+from sparkpipes.errors import ConfigError, SourceAuthError, SourceError, SourceUnavailableError
 from sparkpipes.sources.connect.base import (
     PartitionReader,
     Polled,
@@ -158,6 +159,10 @@ class KinesisConnector(SourceConnector):
 
     def __init__(self, config: Any) -> None:
         super().__init__(config)
+        if importlib.util.find_spec("boto3") is None:
+            raise ConfigError(
+                "reading Kinesis needs Python package 'boto3': pip install 'sparkpipes[kinesis]'"
+            )
         self.stream = config.require("kinesis.stream")
         self.topic = config.text("kafka.topic") or self.stream
         self.client = _Client(self)
