@@ -7,67 +7,25 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import threading
 import time
-import uuid
 
 import pytest
-import sqlalchemy as sa
 
 from sparkpipes.engine import Engine
 from sparkpipes.errors import SparkpipesError
 from sparkpipes.sql.executor import SqlSession
+from tests.integration.databases import ScratchDb
 
 GATE = 'SET GLOBAL experimental_features_config = "kafka_connect_enabled=true"'
-SERVERS = {
-    "postgresql": (
-        os.environ.get("SPARKPIPES_TEST_JDBC_PG", "jdbc:postgresql://127.0.0.1:5432/postgres"),
-        "postgres",
-        "postgres",
-    ),
-    "mariadb": (
-        os.environ.get("SPARKPIPES_TEST_JDBC_MARIADB", "jdbc:mariadb://127.0.0.1:3306/sptest"),
-        "sparkpipes",
-        "sparkpipes",
-    ),
-}
 
 
-class Db:
-    """A scratch schema (PostgreSQL) or database (MariaDB) on a real server."""
-
-    def __init__(self, kind: str) -> None:
-        url, self.user, self.password = SERVERS[kind]
-        self.kind = kind
-        rest = url.removeprefix("jdbc:").split("://", 1)[1]
-        hostport, base = rest.split("/", 1)
-        self.schema = f"sp_{uuid.uuid4().hex[:8]}"
-        driver = "postgresql+psycopg2" if kind == "postgresql" else "mysql+pymysql"
-        if kind == "postgresql":
-            self.url = url
-            target = base
-        else:
-            self.url = url.rsplit("/", 1)[0] + f"/{self.schema}"
-            target = ""
-        self.engine = sa.create_engine(
-            f"{driver}://{self.user}:{self.password}@{hostport}/{target}",
-            isolation_level="AUTOCOMMIT",
-        )
-        self.run(f"CREATE {'SCHEMA' if kind == 'postgresql' else 'DATABASE'} {self.schema}")
-        if kind == "mariadb":
-            self.engine = sa.create_engine(
-                f"{driver}://{self.user}:{self.password}@{hostport}/{self.schema}",
-                isolation_level="AUTOCOMMIT",
-            )
-
-    def run(self, sql: str, rows: list[dict] | None = None) -> None:
-        with self.engine.connect() as c:
-            c.execute(sa.text(sql), rows or {})
+class Db(ScratchDb):
+    """A scratch space with the JDBC source's test tables and pipelines."""
 
     def table(self, name: str, ts: bool = False) -> str:
         """A table ``(id, name, amount, updated)``; its qualified name."""
-        q = f"{self.schema}.{name}" if self.kind == "postgresql" else name
+        q = self.name(name)
         stamp = "DATETIME(6)" if self.kind == "mariadb" else "TIMESTAMP"
         self.run(
             f"CREATE TABLE {q} (id BIGINT NOT NULL PRIMARY KEY, name VARCHAR(40), "
@@ -109,11 +67,6 @@ class Db:
             f"CREATE INFERRED PIPELINE {name} AS LOAD DATA KAFKACONNECT 'jdbc' "
             f"CONFIG '{self.config(**extra)}' CREDENTIALS '{creds}' FORMAT AVRO"
         )
-
-    def drop(self) -> None:
-        what = "SCHEMA" if self.kind == "postgresql" else "DATABASE"
-        self.run(f"DROP {what} {self.schema}{' CASCADE' if self.kind == 'postgresql' else ''}")
-        self.engine.dispose()
 
 
 @pytest.fixture(params=["postgresql", "mariadb"])

@@ -110,6 +110,14 @@ procedures_t = sa.Table(
     sa.Column("created_at", sa.DateTime, nullable=False),
 )
 
+connectors_t = sa.Table(
+    "sp_connectors",
+    meta,
+    sa.Column("name", sa.String(255), primary_key=True),
+    sa.Column("definition", sa.Text, nullable=False),
+    sa.Column("created_at", sa.DateTime, nullable=False),
+)
+
 variables_t = sa.Table(
     "sp_variables",
     meta,
@@ -302,42 +310,67 @@ class Catalog:
     def put_procedure(self, name: str, definition: dict[str, Any], *, replace: bool) -> None:
         """Store a procedure (``ProcedureSpec.to_json``); AlreadyExistsError unless
         ``replace``."""
+        self._put_definition(procedures_t, "procedure", name, definition, replace)
+
+    def procedure(self, name: str) -> dict[str, Any]:
+        return self._definition(procedures_t, "procedure", name)
+
+    def procedures(self) -> list[str]:
+        return self._names(procedures_t)
+
+    def drop_procedure(self, name: str) -> None:
+        self._drop_definition(procedures_t, "procedure", name)
+
+    # -- sink connectors ---------------------------------------------------------------
+    def put_connector(self, name: str, definition: dict[str, Any], *, replace: bool) -> None:
+        """Store a sink connector (its config without secrets, and its pipelines)."""
+        self._put_definition(connectors_t, "connector", name, definition, replace)
+
+    def connector(self, name: str) -> dict[str, Any]:
+        return self._definition(connectors_t, "connector", name)
+
+    def connectors(self) -> list[str]:
+        return self._names(connectors_t)
+
+    def drop_connector(self, name: str) -> None:
+        self._drop_definition(connectors_t, "connector", name)
+
+    # -- named JSON definitions (procedures, connectors) ---------------------------------
+    def _put_definition(
+        self, table: sa.Table, what: str, name: str, definition: dict[str, Any], replace: bool
+    ) -> None:
         with self._tx() as c:
-            exists = c.execute(
-                sa.select(procedures_t.c.name).where(procedures_t.c.name == name)
-            ).first()
+            exists = c.execute(sa.select(table.c.name).where(table.c.name == name)).first()
             if exists and not replace:
-                raise AlreadyExistsError(f"procedure '{name}' already exists")
+                raise AlreadyExistsError(f"{what} '{name}' already exists")
             if exists:
                 c.execute(
-                    procedures_t.update()
-                    .where(procedures_t.c.name == name)
+                    table.update()
+                    .where(table.c.name == name)
                     .values(definition=json.dumps(definition))
                 )
             else:
                 c.execute(
-                    procedures_t.insert().values(
+                    table.insert().values(
                         name=name, definition=json.dumps(definition), created_at=_now()
                     )
                 )
 
-    def procedure(self, name: str) -> dict[str, Any]:
+    def _definition(self, table: sa.Table, what: str, name: str) -> dict[str, Any]:
         with self._tx() as c:
-            row = c.execute(
-                sa.select(procedures_t.c.definition).where(procedures_t.c.name == name)
-            ).first()
+            row = c.execute(sa.select(table.c.definition).where(table.c.name == name)).first()
         if row is None:
-            raise NotFoundError(f"procedure '{name}' does not exist")
+            raise NotFoundError(f"{what} '{name}' does not exist")
         return json.loads(row.definition)
 
-    def procedures(self) -> list[str]:
+    def _names(self, table: sa.Table) -> list[str]:
         with self._tx() as c:
-            return [r.name for r in c.execute(sa.select(procedures_t.c.name).order_by("name"))]
+            return [r.name for r in c.execute(sa.select(table.c.name).order_by("name"))]
 
-    def drop_procedure(self, name: str) -> None:
+    def _drop_definition(self, table: sa.Table, what: str, name: str) -> None:
         with self._tx() as c:
-            if c.execute(procedures_t.delete().where(procedures_t.c.name == name)).rowcount == 0:
-                raise NotFoundError(f"procedure '{name}' does not exist")
+            if c.execute(table.delete().where(table.c.name == name)).rowcount == 0:
+                raise NotFoundError(f"{what} '{name}' does not exist")
 
     # -- pipelines --------------------------------------------------------------------
     def create_pipeline(

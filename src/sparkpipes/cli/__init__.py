@@ -77,6 +77,19 @@ def _parser() -> argparse.ArgumentParser:
         help="pipelines at a glance",
         description="Each pipeline's state, table, rows/s of recent batches, lag and last error.",
     )
+    sv = sub.add_parser(
+        "serve",
+        parents=[common],
+        help="the HTTP server: Kafka Connect's REST API, and run every Running pipeline",
+        description="Serve Kafka Connect's REST API for sink connectors (GET/POST /connectors, "
+        "…/config, …/status, …/pause, …/resume, DELETE, /connector-plugins) on 127.0.0.1, "
+        "and run the batches of every Running pipeline as `sparkpipes run` does.",
+    )
+    sv.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
+    sv.add_argument("--port", type=int, default=8083, help="port (8083, Kafka Connect's)")
+    from sparkpipes.cli import connect
+
+    connect.add_parser(sub, common)
     q = sub.add_parser(
         "quickstart",
         parents=[common],
@@ -115,6 +128,13 @@ def main(argv: list[str] | None = None) -> int:
             return _run(args)
         if args.command == "status":
             return _status(args)
+        if args.command == "serve":
+            return _serve(args)
+        if args.command == "connect":
+            from sparkpipes.cli import connect
+
+            with _engine(args) as engine:
+                return connect.run(engine, args)
     except SparkpipesError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
@@ -168,6 +188,30 @@ def _run(args) -> int:
         )
         eng.warm_up()  # start Spark and its workers before the first batch is due
         eng.run_forever(halt)
+    print("stopped", file=sys.stderr)
+    return 0
+
+
+def _serve(args) -> int:
+    import uvicorn
+
+    from sparkpipes.server import create_app
+
+    halt = threading.Event()
+    logging.getLogger("sparkpipes").setLevel(logging.INFO)
+    with _engine(args) as eng:
+        runner = threading.Thread(target=eng.run_forever, args=(halt,), daemon=True)
+        runner.start()
+        print(
+            f"sparkpipes serve: http://{args.host}:{args.port} (warehouse {eng.warehouse})",
+            file=sys.stderr,
+            flush=True,
+        )
+        try:
+            uvicorn.run(create_app(eng), host=args.host, port=args.port, log_level="warning")
+        finally:
+            halt.set()
+            runner.join()
     print("stopped", file=sys.stderr)
     return 0
 

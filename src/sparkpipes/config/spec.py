@@ -132,16 +132,30 @@ class SinkSpec:
     """Where rows go: a sink plugin (``delta``) and its table. ``write`` is the write
     strategy: ``append``, or an upsert by primary key that ``replace``s the row with the
     same key or ``ignore``s the new one. ``provenance`` fills ``__source_partition`` and
-    ``__source_offset``."""
+    ``__source_offset``. ``config`` and ``credentials`` are the options of a sink outside
+    the warehouse (a database's address and user; its password), checked by that plugin;
+    the catalog keeps the credentials with the source's, under ``sink.``-prefixed keys."""
 
     table: str
     kind: str = "delta"
     write: str = "append"
     provenance: bool = False
+    config: Mapping[str, Any] = field(default_factory=dict)
+    credentials: Mapping[str, Secret] = field(default_factory=dict)
 
     def check(self, pipeline: str | None = None) -> None:
-        check_name(self.table, "table name")
+        if self.kind != "database":  # a database's own names may hold any character
+            check_name(self.table, "table name")
+        elif not isinstance(self.table, str) or not self.table or len(self.table) > 64:
+            raise ConfigError(f"table name must be 1 to 64 characters, got {self.table!r}")
         check_choice(self.write, "write mode", WRITE_MODES, pipeline=pipeline)
+        for k, v in self.credentials.items():
+            if not isinstance(v, Secret):
+                raise ConfigError(f"sink credential '{k}' must be a Secret", pipeline=pipeline)
+
+
+#: prefix of the sink's keys among a pipeline's stored credentials
+SINK_SECRET = "sink."
 
 
 @dataclass(frozen=True)
@@ -237,12 +251,16 @@ class PipelineSpec:
             {"column": m.column, "path": list(m.path)} for m in self.format.mapping
         ]
         d["transform"]["assignments"] = [list(a) for a in self.transform.assignments]
-        d["source"]["config"] = dict(self.source.config)
-        d["source"]["credentials"] = (
-            {k: v.reveal() for k, v in self.source.credentials.items()}
-            if with_credentials
-            else {k: REDACTED for k in self.source.credentials}
-        )
+        for part in ("source", "sink"):
+            creds = getattr(self, part).credentials
+            d[part]["config"] = dict(getattr(self, part).config)
+            d[part]["credentials"] = (
+                {k: v.reveal() for k, v in creds.items()}
+                if with_credentials
+                else {k: REDACTED for k in creds}
+            )
+        if not self.sink.config and not self.sink.credentials:
+            del d["sink"]["config"], d["sink"]["credentials"]  # as stored before they existed
         return d
 
     @classmethod
@@ -262,8 +280,14 @@ class PipelineSpec:
             given = dict(d.get(part) or {})
             reject_unknown(given, [f.name for f in dataclasses.fields(kind)], what=f"{part} option")
             parts[part] = given
-        src = parts["source"]
-        src["credentials"] = {k: Secret(v) for k, v in dict(credentials or {}).items()}
+        src, sink = parts["source"], parts["sink"]
+        given = dict(credentials or {})
+        src["credentials"] = {
+            k: Secret(v) for k, v in given.items() if not k.startswith(SINK_SECRET)
+        }
+        sink["credentials"] = {
+            k[len(SINK_SECRET) :]: Secret(v) for k, v in given.items() if k.startswith(SINK_SECRET)
+        }
         fmt = parts["format"]
         fmt["mapping"] = tuple(
             FieldMapping(str(m["column"]), tuple(m["path"])) for m in fmt.get("mapping", ())
@@ -285,7 +309,10 @@ class PipelineSpec:
 
     @property
     def credentials(self) -> Mapping[str, Secret]:
-        return self.source.credentials
+        """Every secret of the pipeline, as the catalog stores them: the source's, and the
+        sink's under ``sink.``-prefixed keys."""
+        sink = {SINK_SECRET + k: v for k, v in self.sink.credentials.items()}
+        return {**self.source.credentials, **sink} if sink else self.source.credentials
 
     @property
     def mapping(self) -> tuple[FieldMapping, ...]:

@@ -211,6 +211,8 @@ def assemble(
         scratch=scratch,
         spark=spark,
         procedure=procedure,
+        sink_config=spec.sink.config,
+        sink_credentials=spec.sink.credentials,
     )
     sink = SINKS.get(spec.sink.kind).for_pipeline(ctx)
     not_null = tuple(c for c in table.not_null if c in task_schema.names and c not in filled)

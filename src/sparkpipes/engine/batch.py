@@ -102,6 +102,7 @@ class Written:
     rows: int
     nbytes: int
     t0: float
+    part_rows: dict[str, int] = field(default_factory=dict)
 
 
 class BatchRunner:
@@ -253,11 +254,13 @@ class BatchRunner:
         errors: list[ErrorRecord] = []
         reached: dict[str, list[Any]] = {}
         drained: dict[str, bool] = {}
+        part_rows: dict[str, int] = {}
         for r in results:
             staged.extend(r.staged)
             errors.extend(r.errors)
             for piece in r.pieces:
                 reached.setdefault(piece.partition, []).append(piece.end)
+                part_rows[piece.partition] = part_rows.get(piece.partition, 0) + piece.rows
                 drained[piece.partition] = drained.get(piece.partition, True) and piece.drained
         for partition, piece_ends in reached.items():
             ends[partition] = self.source.merge(partition, piece_ends)
@@ -280,7 +283,7 @@ class BatchRunner:
             errors.extend(refiner.drain())
         parts = [line for r in results for line in r.report()]
         nbytes = sum(r.bytes for r in results)
-        return Written(plan, staged, errors, ends, parts, rows, nbytes, t0)
+        return Written(plan, staged, errors, ends, parts, rows, nbytes, t0, part_rows)
 
     # -- steps 3 and 4 ----------------------------------------------------------------
     def commit(
@@ -314,6 +317,8 @@ class BatchRunner:
             plan.batch_id,
             w.ends,
             {"sparkpipes.pipeline_name": self.spec.name},
+            starts=plan.offsets,
+            rows=w.part_rows,
         )
         try:
             fresh = self.sink.commit(w.staged, batch)

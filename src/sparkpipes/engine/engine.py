@@ -30,6 +30,7 @@ from sparkpipes.catalog.views import PartitionOffsets
 from sparkpipes.config import PipelineSpec
 from sparkpipes.config.procedure import ProcedureSpec
 from sparkpipes.engine.batch import BatchResult
+from sparkpipes.engine.connectors import Connectors
 from sparkpipes.engine.information_schema import InformationSchema
 from sparkpipes.engine.offsets import Offsets
 from sparkpipes.engine.pipelines import Pipelines
@@ -73,6 +74,7 @@ class Engine:
         self._offsets = Offsets(self.rt)
         self._scheduler = Scheduler(self.rt, self.warm_up)
         self._info = InformationSchema(self.rt, self._offsets)
+        self.connectors = Connectors(self)
 
     @property
     def catalog(self) -> Catalog:

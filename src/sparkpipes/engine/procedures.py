@@ -94,6 +94,8 @@ class Procedures:
 
     def target(self, spec: PipelineSpec) -> TableRecord:
         """Where a pipeline's decoded rows go: its table, or its procedure's batch."""
+        if spec.sink.kind == "database":
+            return self.database_table(spec)
         if spec.sink.kind != "procedure":
             return self.rt.catalog.table(spec.table)
         try:
@@ -105,6 +107,22 @@ class Procedures:
                 pipeline=spec.name,
             ) from None
         return self.batch_table(proc)
+
+    def database_table(self, spec: PipelineSpec) -> TableRecord:
+        """A pipeline into a database: its table as the database has it now (no catalog
+        record), staged under the warehouse's ``connectors/<pipeline>``."""
+        from sparkpipes.sinks.database import Destination, reflect
+
+        dest = Destination.of(spec.sink.config, spec.sink.credentials)
+        schema, not_null, key = reflect(dest, spec.table)
+        return TableRecord(
+            spec.table,
+            os.path.join(self.rt.warehouse, "connectors", spec.name),
+            "",
+            schema,
+            {"not_null": list(not_null), "keys": [{"kind": "PRIMARY", "columns": list(key)}]},
+            dt.datetime.now(dt.UTC),
+        )
 
 
 class ProcedureError(SinkError):

@@ -9,8 +9,7 @@ from sparkpipes.util.registry import Registry
 SINKS = Registry("sink", entry_point_group="sparkpipes.sinks")
 SINKS.register("delta", "sparkpipes.sinks.delta:DeltaSink")
 SINKS.register("procedure", "sparkpipes.sinks.procedure:ProcedureSink")
-for _name in ("postgresql", "mysql"):
-    SINKS.plan(_name, "database sinks come with sink-connector mode, roadmap item 6")
+SINKS.register("database", "sparkpipes.sinks.database:DatabaseSink")
 
 __all__ = [
     "SINKS",

@@ -52,13 +52,17 @@ class Committed:
 @dataclass(frozen=True)
 class BatchCommit:
     """The batch a commit publishes: whose (``app_id``, one per pipeline), which, and the
-    end offset of every partition the pipeline knows (not only those this batch read)."""
+    end offset of every partition the pipeline knows (not only those this batch read);
+    for the partitions it read, where it started (``starts``) and the rows it decoded
+    from each (``rows``), which a database sink's metadata rows record."""
 
     app_id: str
     pipeline: str
     batch_id: int
     offsets: Mapping[str, Any]
     extra: Mapping[str, str] = field(default_factory=dict)
+    starts: Mapping[str, Any] = field(default_factory=dict)
+    rows: Mapping[str, int] = field(default_factory=dict)
 
 
 class SinkWriter(abc.ABC):
@@ -89,6 +93,8 @@ class SinkContext:
     scratch: str | None = None
     spark: Any = None  # () -> SparkSession, called only when the sink needs Spark
     procedure: Any = None  # the engine's ProcedureBody, for INTO PROCEDURE
+    sink_config: Mapping[str, Any] = field(default_factory=dict)  # SinkSpec.config
+    sink_credentials: Mapping[str, Any] = field(default_factory=dict)  # SinkSpec.credentials
 
 
 class Sink(abc.ABC):

@@ -45,6 +45,8 @@ _FIELDS: dict[str, tuple[str, str]] = {
     "sink": ("sink", "kind"),
     "on_duplicate_key": ("sink", "write"),
     "provenance": ("sink", "provenance"),
+    "sink_config": ("sink", "config"),
+    "sink_credentials": ("sink", "credentials"),
     **{flat: ("batch", f) for f, flat in BATCH_OPTION_NAMES.items()},
 }
 OPTIONS = ("name", *_FIELDS)
@@ -88,6 +90,8 @@ def from_kwargs(
     if "table" not in sink:
         raise ConfigError("a pipeline needs a table (table=…)", pipeline=name)
     sink["kind"] = str(sink.get("kind") or "delta").lower()
+    sink["config"] = dict(sink.get("config") or {})
+    sink["credentials"] = _secrets(sink.get("credentials"))
     write = sink.get("write")
     sink["write"] = "append" if write is None else str(write).lower()
     if sink["write"] == "append" and write is not None:
@@ -116,6 +120,8 @@ def to_kwargs(spec: PipelineSpec) -> dict[str, Any]:
     out["on_duplicate_key"] = None if spec.sink.write == "append" else spec.sink.write
     out["config"] = dict(spec.source.config)
     out["credentials"] = dict(spec.source.credentials)
+    out["sink_config"] = dict(spec.sink.config)
+    out["sink_credentials"] = dict(spec.sink.credentials)
     out["mapping"] = [(m.column, m.path) for m in spec.format.mapping]
     out["csv"] = dataclasses.asdict(spec.format.csv)
     out["assignments"] = [tuple(a) for a in spec.transform.assignments]

@@ -1,0 +1,386 @@
+"""Kafka Connect sink-connector configs (seed 001), as users write them: a JSON object
+(``{"name": …, "config": {…}}`` or the flat config) or a ``.properties`` file, checked once
+into a frozen :class:`SinkConnectorConfig`.
+
+The destination follows from the keys given: ``connection.ddlEndpoint`` (with
+``connection.database``) is a MySQL-protocol database (SingleStore's own keys; MariaDB
+and MySQL answer them), ``connection.url`` (``jdbc:postgresql://host:5432/db``) is
+PostgreSQL, and neither is the warehouse (Delta tables). ``connection.password`` is a
+secret wherever it is given.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+from sparkpipes.config.core import Secret, reject_unknown
+from sparkpipes.errors import ConfigError
+
+#: the connector classes users write for a sink into tables
+CLASS_NAMES = (
+    "com.singlestore.kafka.SingleStoreSinkConnector",
+    "com.memsql.kafka.MemSQLSinkConnector",
+    "sparkpipes.connect.SinkConnector",
+)
+JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
+STRING_CONVERTER = "org.apache.kafka.connect.storage.StringConverter"
+AVRO_CONVERTERS = ("io.confluent.connect.avro.AvroConverter",)
+KEY_KINDS = ("PRIMARY", "UNIQUE", "SHARD", "COLUMNSTORE", "KEY")
+DEFAULT_METADATA_TABLE = "kafka_connect_transaction_metadata"
+DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
+KEYS = frozenset(
+    {
+        "name",
+        "connector.class",
+        "topics",
+        "topics.regex",
+        "tasks.max",
+        "key.converter",
+        "key.converter.schemas.enable",
+        "value.converter",
+        "value.converter.schemas.enable",
+        "connection.ddlEndpoint",
+        "connection.dmlEndpoints",
+        "connection.database",
+        "connection.url",
+        "connection.user",
+        "connection.password",
+        "singlestore.metadata.allow",
+        "singlestore.metadata.table",
+        "singlestore.upsert",
+        "singlestore.loadDataCompression",
+        "max.retries",
+        "retry.backoff.ms",
+        "fields.whitelist",
+        "errors.tolerance",
+        "errors.log.enable",
+        "errors.log.include.messages",
+        "errors.deadletterqueue.table.name",
+        "bootstrap.servers",
+        "consumer.override.auto.offset.reset",
+        "batch.interval.ms",
+    }
+)
+#: keys with a variable part: tableKey.<KIND>[.<name>], singlestore.tableName.<topic>,
+#: params.<name>
+PREFIXES = ("tableKey.", "singlestore.tableName.", "params.")
+SECRET_KEYS = frozenset({"connection.password"})
+#: MySQL connection parameters understood (``params.<name>``)
+PARAMS = ("connectTimeout", "ssl", "useSSL")
+
+
+@dataclass(frozen=True)
+class Key:
+    """``tableKey.<KIND>[.<name>]=col,col``: a key of a table the connector creates."""
+
+    kind: str
+    columns: tuple[str, ...]
+    name: str | None = None
+
+
+@dataclass(frozen=True)
+class SinkConnectorConfig:
+    """One sink connector, checked. ``raw`` is the config as given (secrets removed),
+    which ``GET /connectors/{name}/config`` shows back."""
+
+    name: str
+    connector_class: str
+    topics: tuple[str, ...]
+    topics_regex: str | None
+    tasks_max: int
+    value_converter: str
+    schemas_enable: bool
+    destination: str  # delta, postgresql, mysql
+    host: str | None
+    port: int | None
+    database: str | None
+    schema: str | None
+    user: str | None
+    password: Secret | None
+    keys: tuple[Key, ...]
+    metadata_table: str | None
+    upsert: bool
+    table_names: Mapping[str, str]
+    fields: tuple[str, ...]
+    tolerate_errors: bool
+    dead_letter_table: str | None
+    bootstrap_servers: str
+    start: str
+    max_retries: int | None
+    batch_interval_ms: int | None
+    connect_timeout_s: int | None
+    raw: Mapping[str, str] = field(default_factory=dict)
+
+    def table_of(self, topic: str) -> str:
+        return self.table_names.get(topic, topic)
+
+    def where(self) -> str:
+        if self.destination == "delta":
+            return "the warehouse"
+        kind = "PostgreSQL" if self.destination == "postgresql" else "MySQL"
+        return f"{kind} database '{self.database}' at {self.host}:{self.port}"
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """A Java ``.properties`` file: ``key=value`` or ``key: value`` lines, ``#``/``!``
+    comments, a trailing backslash continuing a line."""
+    out: dict[str, str] = {}
+    pending = ""
+    for number, line in enumerate(text.splitlines(), 1):
+        line = pending + line.strip()
+        pending = ""
+        if not line or line[0] in "#!":
+            continue
+        if line.endswith("\\") and not line.endswith("\\\\"):
+            pending = line[:-1]
+            continue
+        m = re.match(r"([^=:\s]+)\s*[=:\s]\s*(.*)$", line)
+        if not m:
+            raise ConfigError(f"line {number} of the properties is not key=value: {line!r}")
+        out[m.group(1)] = m.group(2)
+    return out
+
+
+def load(text_or_obj: str | Mapping[str, Any], *, name: str | None = None) -> SinkConnectorConfig:
+    """From a JSON object (Kafka Connect's ``{"name", "config"}`` or a flat config), JSON
+    text, or ``.properties`` text; ``name`` for a config without one (``PUT …/config``)."""
+    obj: Any = text_or_obj
+    if isinstance(obj, str):
+        text = obj.strip()
+        if text.startswith("{"):
+            try:
+                obj = json.loads(text)
+            except json.JSONDecodeError as e:
+                raise ConfigError(f"connector config is not valid JSON: {e}") from None
+        else:
+            obj = parse_properties(text)
+    if not isinstance(obj, Mapping):
+        raise ConfigError("a connector config is a JSON object")
+    if "config" in obj and isinstance(obj["config"], Mapping):
+        reject_unknown(obj, ("name", "config"), what="connector request key")
+        cfg = {**obj["config"]}
+        cfg.setdefault("name", obj.get("name"))
+        if obj.get("name") and cfg["name"] != obj["name"]:
+            raise ConfigError(
+                f"connector name '{obj['name']}' and config name '{cfg['name']}' differ"
+            )
+    else:
+        cfg = dict(obj)
+    if name is not None:
+        if cfg.get("name") not in (None, name):
+            raise ConfigError(f"connector name '{name}' and config name '{cfg['name']}' differ")
+        cfg["name"] = name
+    return build({k: _text(k, v) for k, v in cfg.items() if v is not None})
+
+
+def _text(key: str, value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float, str)):
+        return str(value)
+    if isinstance(value, Secret):
+        return value.reveal()
+    raise ConfigError(f"connector config key '{key}' must be a string, got {json.dumps(value)}")
+
+
+def build(cfg: Mapping[str, str]) -> SinkConnectorConfig:
+    """Check a flat config (string values) into a :class:`SinkConnectorConfig`."""
+    plain = [k for k in cfg if not k.startswith(PREFIXES)]
+    reject_unknown(plain, KEYS, what="connector config key")
+    name = cfg.get("name", "").strip()
+    if not name:
+        raise ConfigError("a connector config needs 'name'")
+    cls = cfg.get("connector.class", "").strip()
+    if cls not in CLASS_NAMES:
+        raise ConfigError(
+            f"connector.class must be one of {', '.join(CLASS_NAMES)}, got '{cls}'"
+            if cls
+            else f"a connector config needs 'connector.class' ({CLASS_NAMES[0]})"
+        )
+    topics = tuple(t.strip() for t in cfg.get("topics", "").split(",") if t.strip())
+    regex = cfg.get("topics.regex", "").strip() or None
+    if bool(topics) == bool(regex):
+        raise ConfigError("give 'topics' (a comma-separated list) or 'topics.regex', one of them")
+    if regex:
+        try:
+            re.compile(regex)
+        except re.error as e:
+            raise ConfigError(f"topics.regex '{regex}' is not a regular expression: {e}") from None
+    value_conv = cfg.get("value.converter", JSON_CONVERTER).strip()
+    if value_conv in AVRO_CONVERTERS:
+        raise ConfigError(
+            f"value.converter {value_conv} (Avro with a schema registry) is not supported yet; "
+            f"use {JSON_CONVERTER} or {STRING_CONVERTER}"
+        )
+    if value_conv not in (JSON_CONVERTER, STRING_CONVERTER):
+        raise ConfigError(
+            f"value.converter must be {JSON_CONVERTER} or {STRING_CONVERTER}, got '{value_conv}'"
+        )
+    keys = _keys(cfg)
+    dest, host, port, database, schema = _destination(cfg)
+    meta_allowed = _bool(cfg, "singlestore.metadata.allow", True)
+    if cfg.get("errors.deadletterqueue.table.name"):
+        raise ConfigError(
+            "errors.deadletterqueue.table.name is not supported yet: with errors.tolerance=all "
+            "skipped records are kept in information_schema.PIPELINES_ERRORS (topic, "
+            "partition, offset and the reason)"
+        )
+    tolerance = cfg.get("errors.tolerance", "none").strip().lower()
+    if tolerance not in ("none", "all"):
+        raise ConfigError(f"errors.tolerance must be none or all, got '{tolerance}'")
+    start = cfg.get("consumer.override.auto.offset.reset", "earliest").strip().lower()
+    if start not in ("earliest", "latest"):
+        raise ConfigError(
+            f"consumer.override.auto.offset.reset must be earliest or latest, got '{start}'"
+        )
+    compression = cfg.get("singlestore.loadDataCompression", "GZip")
+    if compression.lower() not in ("gzip", "lz4", "skip"):
+        raise ConfigError(
+            f"singlestore.loadDataCompression must be GZip, LZ4 or Skip, got '{compression}'"
+        )
+    timeout = None
+    for k in (k for k in cfg if k.startswith("params.")):
+        param = k[len("params.") :]
+        if param not in PARAMS:
+            raise ConfigError(
+                f"connector config key '{k}': parameter '{param}' is not understood "
+                f"(params.{', params.'.join(PARAMS)})"
+            )
+        if param == "connectTimeout":
+            timeout = max(1, _int(cfg, k, 1) // 1000)
+    password = cfg.get("connection.password")
+    return SinkConnectorConfig(
+        name=name,
+        connector_class=cls,
+        topics=topics,
+        topics_regex=regex,
+        tasks_max=_int(cfg, "tasks.max", 1, default=1),
+        value_converter=value_conv,
+        schemas_enable=_bool(cfg, "value.converter.schemas.enable", True),
+        destination=dest,
+        host=host,
+        port=port,
+        database=database,
+        schema=schema,
+        user=cfg.get("connection.user") or ("root" if dest == "mysql" else None),
+        password=Secret(password) if password else None,
+        keys=keys,
+        metadata_table=(
+            cfg.get("singlestore.metadata.table", DEFAULT_METADATA_TABLE) if meta_allowed else None
+        ),
+        upsert=_bool(cfg, "singlestore.upsert", False),
+        table_names={
+            k[len("singlestore.tableName.") :]: v.strip()
+            for k, v in cfg.items()
+            if k.startswith("singlestore.tableName.")
+        },
+        fields=tuple(f.strip() for f in cfg.get("fields.whitelist", "").split(",") if f.strip()),
+        tolerate_errors=tolerance == "all",
+        dead_letter_table=cfg.get("errors.deadletterqueue.table.name") or None,
+        bootstrap_servers=cfg.get("bootstrap.servers", DEFAULT_BOOTSTRAP).strip(),
+        start=start,
+        max_retries=_int(cfg, "max.retries", 0) if "max.retries" in cfg else None,
+        batch_interval_ms=(
+            _int(cfg, "batch.interval.ms", 1) if "batch.interval.ms" in cfg else None
+        ),
+        connect_timeout_s=timeout,
+        raw={k: v for k, v in cfg.items() if k not in SECRET_KEYS},
+    )
+
+
+def _keys(cfg: Mapping[str, str]) -> tuple[Key, ...]:
+    out = []
+    for k, v in cfg.items():
+        if not k.startswith("tableKey."):
+            continue
+        kind, _, name = k[len("tableKey.") :].partition(".")
+        if kind.upper() not in KEY_KINDS:
+            raise ConfigError(
+                f"connector config key '{k}': the key kind must be one of {', '.join(KEY_KINDS)}"
+            )
+        cols = tuple(c.strip().strip("`").strip() for c in v.split(",") if c.strip())
+        if not cols:
+            raise ConfigError(f"connector config key '{k}' names no column")
+        out.append(Key(kind.upper(), cols, name or None))
+    return tuple(out)
+
+
+def _destination(
+    cfg: Mapping[str, str],
+) -> tuple[str, str | None, int | None, str | None, str | None]:
+    endpoint, url = cfg.get("connection.ddlEndpoint"), cfg.get("connection.url")
+    if endpoint and url:
+        raise ConfigError(
+            "give connection.ddlEndpoint (MySQL protocol) or connection.url, not both"
+        )
+    if endpoint:
+        host, _, port = endpoint.strip().partition(":")
+        database = cfg.get("connection.database", "").strip()
+        if not database:
+            raise ConfigError("connection.ddlEndpoint needs connection.database")
+        return "mysql", host, _port(port, 3306, "connection.ddlEndpoint"), database, None
+    if url:
+        parts = urlsplit(url.strip().removeprefix("jdbc:"))
+        if parts.scheme not in ("postgresql", "postgres") or not parts.hostname:
+            raise ConfigError(
+                f"connection.url must be jdbc:postgresql://host:5432/database, got '{url}'"
+            )
+        params = dict(parse_qsl(parts.query))
+        if parts.password or "password" in params:
+            raise ConfigError("connection.url holds a password: give it as connection.password")
+        unknown = [p for p in params if p != "currentSchema"]
+        if unknown:
+            raise ConfigError(
+                f"connection.url parameter '{unknown[0]}' is not understood (currentSchema)"
+            )
+        database = parts.path.lstrip("/") or cfg.get("connection.database", "")
+        if not database:
+            raise ConfigError(f"connection.url '{url}' names no database")
+        try:
+            port = parts.port or 5432
+        except ValueError:
+            raise ConfigError(f"connection.url '{url}' has an invalid port") from None
+        return "postgresql", parts.hostname, port, database, params.get("currentSchema")
+    if cfg.get("connection.database"):
+        raise ConfigError(
+            "connection.database needs connection.ddlEndpoint (a MySQL-protocol database); "
+            "without either the connector loads Delta tables of the warehouse"
+        )
+    return "delta", None, None, None, None
+
+
+def _port(text: str, default: int, key: str) -> int:
+    if not text:
+        return default
+    if not text.isdigit():
+        raise ConfigError(f"{key} has an invalid port '{text}'")
+    return int(text)
+
+
+def _bool(cfg: Mapping[str, str], key: str, default: bool) -> bool:
+    value = cfg.get(key)
+    if value is None:
+        return default
+    if value.strip().lower() not in ("true", "false"):
+        raise ConfigError(f"connector config key '{key}' must be true or false, got '{value}'")
+    return value.strip().lower() == "true"
+
+
+def _int(cfg: Mapping[str, str], key: str, low: int, *, default: int | None = None) -> int:
+    value = cfg.get(key)
+    if value is None and default is not None:
+        return default
+    try:
+        out = int(str(value).strip())
+    except ValueError:
+        out = low - 1
+    if out < low:
+        raise ConfigError(
+            f"connector config key '{key}' must be an integer of at least {low}, got '{value}'"
+        )
+    return out

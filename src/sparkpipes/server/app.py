@@ -1,0 +1,56 @@
+"""The FastAPI app of ``sparkpipes serve``; :func:`create_app` mounts every part on one
+engine. Errors are JSON shaped as Kafka Connect shapes them, ``{"error_code", "message"}``,
+with the sparkpipes message and never a stack trace."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+
+from sparkpipes.errors import AlreadyExistsError, ConfigError, NotFoundError, SparkpipesError
+
+log = logging.getLogger("sparkpipes.server")
+
+
+def status_of(e: SparkpipesError) -> int:
+    if isinstance(e, NotFoundError):
+        return 404
+    if isinstance(e, AlreadyExistsError):
+        return 409
+    if isinstance(e, ConfigError):
+        return 400
+    return 400 if not e.transient else 500
+
+
+def create_app(engine: Any, *, run: bool = True) -> FastAPI:
+    """The app over ``engine``; with ``run``, connectors it creates or resumes are run
+    by this engine's scheduler (``sparkpipes serve``)."""
+    from sparkpipes.server import connect
+
+    app = FastAPI(
+        title="sparkpipes",
+        description="Sink connectors through Kafka Connect's REST API.",
+        version="0.1.0",
+    )
+
+    @app.exception_handler(SparkpipesError)
+    async def _sparkpipes_error(request: Request, e: SparkpipesError) -> JSONResponse:
+        code = status_of(e)
+        if code >= 500:
+            log.warning("%s %s: %s", request.method, request.url.path, e)
+        return JSONResponse({"error_code": code, "message": e.message}, status_code=code)
+
+    @app.exception_handler(RequestValidationError)
+    async def _bad_request(request: Request, e: RequestValidationError) -> JSONResponse:
+        first = e.errors()[0] if e.errors() else {}
+        where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
+        text = first.get("msg", "invalid request")
+        message = f"{text} ({where})" if where else text
+        return JSONResponse({"error_code": 400, "message": message}, status_code=400)
+
+    app.include_router(connect.router(engine, run=run))
+    return app

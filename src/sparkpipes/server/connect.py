@@ -1,0 +1,117 @@
+"""Kafka Connect's REST API for sink connectors, over :class:`sparkpipes.engine.connectors
+.Connectors`: the paths, verbs, status codes and JSON of Kafka Connect, so its clients
+and habits work unchanged."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fastapi import APIRouter, Body, Request, Response
+
+from sparkpipes.config.connect import CLASS_NAMES, load
+from sparkpipes.errors import ConfigError
+
+
+def _body(raw: bytes) -> Any:
+    try:
+        return json.loads(raw or b"null")
+    except ValueError as e:
+        raise ConfigError(f"the request body is not valid JSON: {e}") from None
+
+
+def router(engine: Any, *, run: bool) -> APIRouter:
+    r = APIRouter()
+    conns = engine.connectors
+
+    @r.get("/connectors")
+    def list_connectors(expand: str | None = None) -> Any:
+        names = conns.names()
+        if expand == "status":
+            return {n: {"status": conns.status(n)} for n in names}
+        if expand == "info":
+            return {n: {"info": conns.info(n)} for n in names}
+        return names
+
+    @r.post("/connectors", status_code=201)
+    async def create(request: Request) -> Any:
+        body = _body(await request.body())
+        if not isinstance(body, dict) or "config" not in body:
+            raise ConfigError('POST /connectors takes {"name": …, "config": {…}}')
+        info = conns.create(body)
+        _run(info["name"])
+        return info
+
+    @r.get("/connectors/{name}")
+    def info(name: str) -> Any:
+        return conns.info(name)
+
+    @r.get("/connectors/{name}/config")
+    def config(name: str) -> Any:
+        return conns.config(name)
+
+    @r.put("/connectors/{name}/config")
+    async def put_config(name: str, request: Request, response: Response) -> Any:
+        body = _body(await request.body())
+        if not isinstance(body, dict):
+            raise ConfigError("PUT /connectors/{name}/config takes the config as a JSON object")
+        exists = name in conns.names()
+        info = conns.create(load(body, name=name), replace=exists)
+        _run(name)
+        response.status_code = 200 if exists else 201
+        return info
+
+    @r.get("/connectors/{name}/status")
+    def status(name: str) -> Any:
+        return conns.status(name)
+
+    @r.get("/connectors/{name}/tasks")
+    def tasks(name: str) -> Any:
+        d = conns.get(name)
+        cfg = conns.config(name)
+        return [
+            {"id": {"connector": name, "task": i}, "config": {**cfg, "pipeline": p}}
+            for i, p in enumerate(d["pipelines"])
+        ]
+
+    @r.put("/connectors/{name}/pause", status_code=202)
+    def pause(name: str) -> Response:
+        conns.pause(name)
+        return Response(status_code=202)
+
+    @r.put("/connectors/{name}/resume", status_code=202)
+    def resume(name: str) -> Response:
+        conns.resume(name, run=run)
+        return Response(status_code=202)
+
+    @r.post("/connectors/{name}/restart", status_code=204)
+    def restart(name: str) -> Response:
+        conns.resume(name, run=run)
+        return Response(status_code=204)
+
+    @r.delete("/connectors/{name}", status_code=204)
+    def delete(name: str) -> Response:
+        conns.delete(name)
+        return Response(status_code=204)
+
+    @r.get("/connector-plugins")
+    def plugins() -> Any:
+        from sparkpipes.sources.connect import known
+
+        sinks = [{"class": c, "type": "sink", "version": "sparkpipes"} for c in CLASS_NAMES]
+        sources = [{"class": c, "type": "source", "version": "sparkpipes"} for c in known()]
+        return sinks + sources
+
+    @r.put("/connector-plugins/{plugin}/config/validate")
+    def validate(plugin: str, body: dict = Body(...)) -> Any:  # noqa: B008 - FastAPI's idiom
+        try:
+            load({**body, "connector.class": plugin, "name": body.get("name", "validate")})
+        except ConfigError as e:
+            return {"name": plugin, "error_count": 1, "configs": [], "message": e.message}
+        return {"name": plugin, "error_count": 0, "configs": []}
+
+    def _run(name: str) -> None:
+        if run:
+            conns.resume(name, run=True)
+
+    return r
