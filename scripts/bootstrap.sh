@@ -74,7 +74,9 @@ if [ "$want_services" = 1 ]; then
   if ! mariadb-admin -h 127.0.0.1 -u root ping >/dev/null 2>&1 \
       && ! mariadb-admin -h 127.0.0.1 -u sparkpipes -psparkpipes ping >/dev/null 2>&1; then
     say "starting MariaDB"
-    if [ -x /etc/init.d/mariadb ]; then /etc/init.d/mariadb start >/dev/null || true
+    # mysqld_safe as Debian's init script runs it (whose own check needs a maintenance
+    # user that a fresh install may not give it)
+    if [ -x /usr/bin/mysqld_safe ]; then (setsid /usr/bin/mysqld_safe >/dev/null 2>&1 &)
     else service mariadb start >/dev/null 2>&1 || true; fi
     for _ in $(seq 30); do
       mariadb-admin -h 127.0.0.1 -u sparkpipes -psparkpipes ping >/dev/null 2>&1 && break

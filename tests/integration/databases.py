@@ -4,7 +4,10 @@ moved with ``SPARKPIPES_TEST_JDBC_PG`` / ``SPARKPIPES_TEST_JDBC_MARIADB``."""
 
 from __future__ import annotations
 
+import glob
 import os
+import subprocess
+import time
 import uuid
 
 import sqlalchemy as sa
@@ -39,7 +42,7 @@ class ScratchDb:
         if kind == "postgresql":
             self.database, self.url = base, url
             self.engine = sa.create_engine(
-                f"{driver}://{creds}/{base}", isolation_level="AUTOCOMMIT"
+                f"{driver}://{creds}/{base}", isolation_level="AUTOCOMMIT", pool_pre_ping=True
             )
             self.run(f"CREATE SCHEMA {self.schema}")
         else:
@@ -49,7 +52,9 @@ class ScratchDb:
                 c.execute(sa.text(f"CREATE DATABASE {self.schema}"))
             admin.dispose()
             self.engine = sa.create_engine(
-                f"{driver}://{creds}/{self.schema}", isolation_level="AUTOCOMMIT"
+                f"{driver}://{creds}/{self.schema}",
+                isolation_level="AUTOCOMMIT",
+                pool_pre_ping=True,
             )
 
     def name(self, table: str) -> str:
@@ -70,3 +75,33 @@ class ScratchDb:
         else:
             self.run(f"DROP DATABASE {self.schema}")
         self.engine.dispose()
+
+
+def restart_server(kind: str) -> None:
+    """Restart the local server (as root, the way this machine kind runs it) and wait
+    until it answers again."""
+    if kind == "postgresql":
+        version = sorted(glob.glob("/etc/postgresql/*"))[-1].rsplit("/", 1)[-1]
+        restart = ["pg_ctlcluster", "--skip-systemctl-redirect", version, "main", "restart"]
+        subprocess.run([*restart, "-m", "fast"], check=True, capture_output=True, timeout=120)
+        ready = ["pg_isready", "-q", "-h", "127.0.0.1", "-p", "5432"]
+    else:
+        # Debian's init script checks with a maintenance user this machine may not have:
+        # shut down as the test user, then start mysqld_safe as the init script would.
+        admin = ["mariadb-admin", "-h", "127.0.0.1", "-u", "sparkpipes", "-psparkpipes"]
+        subprocess.run([*admin, "shutdown"], check=True, capture_output=True, timeout=120)
+        deadline = time.time() + 60
+        while subprocess.run(["pgrep", "-x", "mariadbd"], capture_output=True).returncode == 0:
+            assert time.time() < deadline, "MariaDB did not stop"
+            time.sleep(0.2)
+        subprocess.Popen(
+            ["/usr/bin/mysqld_safe"],
+            start_new_session=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        ready = [*admin, "ping"]
+    deadline = time.time() + 60
+    while subprocess.run(ready, capture_output=True).returncode != 0:
+        assert time.time() < deadline, f"{kind} did not come back after a restart"
+        time.sleep(0.5)

@@ -286,7 +286,7 @@ def build(cfg: Mapping[str, str]) -> SinkConnectorConfig:
         start=start,
         max_retries=_int(cfg, "max.retries", 0) if "max.retries" in cfg else None,
         batch_interval_ms=(
-            _int(cfg, "batch.interval.ms", 1) if "batch.interval.ms" in cfg else None
+            _int(cfg, "batch.interval.ms", 0) if "batch.interval.ms" in cfg else None
         ),
         connect_timeout_s=timeout,
         raw={k: v for k, v in cfg.items() if k not in SECRET_KEYS},

@@ -137,7 +137,11 @@ class Connectors:
             )
         defaults = self.engine.pipeline_defaults()
         batch = BatchSpec(
-            interval_ms=cfg.batch_interval_ms or defaults.get("batch_interval_ms") or 2500,
+            interval_ms=(
+                cfg.batch_interval_ms
+                if cfg.batch_interval_ms is not None
+                else defaults.get("batch_interval_ms") or BatchSpec.interval_ms
+            ),
             max_partitions=cfg.tasks_max,
             max_retries=cfg.max_retries if cfg.max_retries is not None else BatchSpec.max_retries,
         )

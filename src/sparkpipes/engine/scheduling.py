@@ -113,7 +113,7 @@ class Scheduler:
         the batch was admitted with) and ``pause(seconds)``, the wait before a retry,
         which returns the room the retry is admitted with (0: give up, the pipeline
         stopped or the scheduler halts; the error is raised, the state stays)."""
-        max_retries = self.rt.runner(name).spec.batch.max_retries
+        max_retries = self._max_retries(name)
         with self._warm_lock:  # once, even when the first batches start together
             self._warm_up()
         attempt = 0
@@ -153,6 +153,14 @@ class Scheduler:
                 result.seconds,
             )
         return result
+
+    def _max_retries(self, name: str) -> int:
+        """From the stored definition: assembling the pipeline is the first attempt's
+        work, retried like the rest (a sink that reads its table's columns from a
+        database that is restarting)."""
+        from sparkpipes.config import PipelineSpec
+
+        return PipelineSpec.from_json(self.rt.catalog.pipeline(name).definition).batch.max_retries
 
     def _note(self, name: str, **values: object) -> None:
         """Best effort: a catalog that cannot take the update (its disk is full too) must

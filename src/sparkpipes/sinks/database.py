@@ -44,6 +44,7 @@ from sparkpipes.config import Secret
 from sparkpipes.errors import ConfigError, SchemaMismatchError, SinkError
 from sparkpipes.sinks.base import BatchCommit, Committed, Sink, SinkContext, Staged
 from sparkpipes.sinks.delta import AddFile, ParquetWriter
+from sparkpipes.util.faults import crash_point
 
 log = logging.getLogger("sparkpipes.sinks.database")
 
@@ -260,6 +261,7 @@ class DatabaseSink(Sink):
                         raise _AlreadyThere
                     if rows.num_rows:
                         self._load(conn, rows)
+                    crash_point("in_database_transaction")
             except _AlreadyThere:
                 return False
             except SinkError:

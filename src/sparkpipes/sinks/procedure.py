@@ -164,7 +164,7 @@ class ProcedureSink(Sink):
         os.replace(tmp, path)
 
     def _commit_tables(self, batch: BatchCommit, parts: dict[str, TableFiles]) -> bool:
-        from sparkpipes.engine.faults import crash_point
+        from sparkpipes.util.faults import crash_point
 
         fresh = False
         for i, t in enumerate(sorted(parts)):
