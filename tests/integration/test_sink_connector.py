@@ -192,7 +192,7 @@ def pg():
     d.drop()
 
 
-def test_bad_records_fail_the_connector_or_are_skipped_when_tolerated(broker, topic, pg, engine):
+def test_bad_records_fail_the_connector_or_go_to_the_dead_letter_table(broker, topic, pg, engine):
     good = [envelope(i) for i in range(20)]
     broker.produce(topic, [*good[:10], "{not json", *good[10:]], partition=0)
     strict = config(broker, "strict", topic, **destination(pg), **{"max.retries": "0"})
@@ -210,7 +210,11 @@ def test_bad_records_fail_the_connector_or_are_skipped_when_tolerated(broker, to
         "tolerant",
         topic,
         **destination(pg),
-        **{"errors.tolerance": "all", f"singlestore.tableName.{topic}": "kept"},
+        **{
+            "errors.tolerance": "all",
+            "errors.deadletterqueue.table.name": "dead_letters",
+            f"singlestore.tableName.{topic}": "kept",
+        },
     )
     pg.run(f"CREATE TABLE {pg.name('kept')} AS SELECT * FROM {pg.name(topic)} WITH NO DATA")
     engine.connectors.create(tolerant)
@@ -219,3 +223,7 @@ def test_bad_records_fail_the_connector_or_are_skipped_when_tolerated(broker, to
     errors = engine.information_schema("PIPELINES_ERRORS").to_pylist()
     mine = [e for e in errors if e["PIPELINE_NAME"] == "tolerant"]
     assert len(mine) == 1 and mine[0]["BATCH_SOURCE_PARTITION_ID"] == "0"
+    dead = pg.rows(
+        f"SELECT topic, partition_key, record_offset, excerpt FROM {pg.name('dead_letters')}"
+    )
+    assert dead == [(topic, "0", "10", "{not json")]  # committed with the batch

@@ -211,6 +211,7 @@ def build(cfg: Mapping[str, str]) -> SinkConnectorConfig:
             re.compile(regex)
         except re.error as e:
             raise ConfigError(f"topics.regex '{regex}' is not a regular expression: {e}") from None
+    dest, host, port, database, schema = _destination(cfg)
     value_conv = cfg.get("value.converter", JSON_CONVERTER).strip()
     if value_conv in AVRO_CONVERTERS:
         raise ConfigError(
@@ -222,17 +223,21 @@ def build(cfg: Mapping[str, str]) -> SinkConnectorConfig:
             f"value.converter must be {JSON_CONVERTER} or {STRING_CONVERTER}, got '{value_conv}'"
         )
     keys = _keys(cfg)
-    dest, host, port, database, schema = _destination(cfg)
     meta_allowed = _bool(cfg, "singlestore.metadata.allow", True)
-    if cfg.get("errors.deadletterqueue.table.name"):
-        raise ConfigError(
-            "errors.deadletterqueue.table.name is not supported yet: with errors.tolerance=all "
-            "skipped records are kept in information_schema.PIPELINES_ERRORS (topic, "
-            "partition, offset and the reason)"
-        )
     tolerance = cfg.get("errors.tolerance", "none").strip().lower()
     if tolerance not in ("none", "all"):
         raise ConfigError(f"errors.tolerance must be none or all, got '{tolerance}'")
+    if cfg.get("errors.deadletterqueue.table.name"):
+        if tolerance != "all":
+            raise ConfigError(
+                "errors.deadletterqueue.table.name needs errors.tolerance=all (without it a "
+                "bad record fails the connector)"
+            )
+        if dest == "delta":
+            raise ConfigError(
+                "errors.deadletterqueue.table.name is for database destinations; in the "
+                "warehouse skipped records are in information_schema.PIPELINES_ERRORS"
+            )
     start = cfg.get("consumer.override.auto.offset.reset", "earliest").strip().lower()
     if start not in ("earliest", "latest"):
         raise ConfigError(

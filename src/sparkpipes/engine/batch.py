@@ -319,6 +319,7 @@ class BatchRunner:
             {"sparkpipes.pipeline_name": self.spec.name},
             starts=plan.offsets,
             rows=w.part_rows,
+            errors=tuple(e.to_dict() for e in w.errors),
         )
         try:
             fresh = self.sink.commit(w.staged, batch)

@@ -168,6 +168,7 @@ class Connectors:
             "user": cfg.user,
             "topic": topic,
             "metadata_table": cfg.metadata_table,
+            "dead_letter_table": cfg.dead_letter_table,
         }
         creds = {"password": cfg.password} if cfg.password else {}
         return SinkSpec(table=table, kind="database", write=write, config=config, credentials=creds)

@@ -54,7 +54,8 @@ class BatchCommit:
     """The batch a commit publishes: whose (``app_id``, one per pipeline), which, and the
     end offset of every partition the pipeline knows (not only those this batch read);
     for the partitions it read, where it started (``starts``) and the rows it decoded
-    from each (``rows``), which a database sink's metadata rows record."""
+    from each (``rows``), which a database sink's metadata rows record; and the records
+    it skipped (``errors``, rows of PIPELINES_ERRORS), for a dead-letter table."""
 
     app_id: str
     pipeline: str
@@ -63,6 +64,7 @@ class BatchCommit:
     extra: Mapping[str, str] = field(default_factory=dict)
     starts: Mapping[str, Any] = field(default_factory=dict)
     rows: Mapping[str, int] = field(default_factory=dict)
+    errors: Sequence[Mapping[str, Any]] = ()
 
 
 class SinkWriter(abc.ABC):

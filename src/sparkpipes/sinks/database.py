@@ -155,6 +155,26 @@ def metadata_table(name: str, schema: str | None = None) -> Any:
     )
 
 
+def dead_letter_table(name: str, schema: str | None = None) -> Any:
+    """Records a batch skipped (``errors.tolerance=all``), committed with the batch."""
+    import sqlalchemy as sa
+
+    return sa.Table(
+        name,
+        sa.MetaData(),
+        sa.Column("topic", sa.String(255), nullable=False),
+        sa.Column("partition_key", sa.String(255), nullable=False),
+        sa.Column("record_offset", sa.String(255), nullable=False),
+        sa.Column("error_code", sa.String(16), nullable=False),
+        sa.Column("reason", sa.Text, nullable=False),
+        sa.Column("excerpt", sa.Text),
+        sa.Column("failed_at", sa.DateTime, nullable=False),
+        sa.Column("app_id", sa.String(64), nullable=False),
+        sa.Column("batch_id", sa.BigInteger, nullable=False),
+        schema=schema,
+    )
+
+
 class _AlreadyThere(Exception):
     """The batch's metadata rows are in the table already."""
 
@@ -183,6 +203,8 @@ class DatabaseSink(Sink):
         self.topic = str(cfg.get("topic") or ctx.table)
         meta = cfg.get("metadata_table")
         self.metadata = str(meta) if meta else None
+        dead = cfg.get("dead_letter_table")
+        self.dead_letters = str(dead) if dead else None
         self.write = ctx.write
         self.keys = tuple(ctx.primary_key)
         if ctx.refine is not None:
@@ -218,15 +240,21 @@ class DatabaseSink(Sink):
         return f"{q(self.dest.schema)}.{q(name)}" if self.dest.schema else q(name)
 
     def ensure_metadata(self) -> None:
-        """Create the metadata table if it is missing (at most once per sink)."""
-        if self.metadata is None or "ensured" in self._held.reported:
+        """Create the metadata and dead-letter tables if missing (once per sink)."""
+        if "ensured" in self._held.reported:
             return
+        tables = []
+        if self.metadata is not None:
+            tables.append(metadata_table(self.metadata, self.dest.schema))
+        if self.dead_letters is not None:
+            tables.append(dead_letter_table(self.dead_letters, self.dest.schema))
         with self._connect("creating the metadata table") as conn:
-            try:
-                metadata_table(self.metadata, self.dest.schema).create(conn, checkfirst=True)
-                conn.commit()
-            except Exception as e:
-                raise self.dest.error(e, f"creating table {self.metadata}") from None
+            for t in tables:
+                try:
+                    t.create(conn, checkfirst=True)
+                    conn.commit()
+                except Exception as e:
+                    raise self.dest.error(e, f"creating table {t.name}") from None
         self._held.reported.add("ensured")
 
     def committed(self, app_id: str, hint: Committed | None = None) -> Committed | None:
@@ -261,6 +289,8 @@ class DatabaseSink(Sink):
                         raise _AlreadyThere
                     if rows.num_rows:
                         self._load(conn, rows)
+                    if self.dead_letters is not None and batch.errors:
+                        self._dead_letters(conn, batch)
                     crash_point("in_database_transaction")
             except _AlreadyThere:
                 return False
@@ -321,6 +351,27 @@ class DatabaseSink(Sink):
         except IntegrityError:
             return False
         return True
+
+    def _dead_letters(self, conn: Any, batch: BatchCommit) -> None:
+        import sqlalchemy as sa
+
+        self.ensure_metadata()
+        now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+        rows = [
+            {
+                "topic": self.topic,
+                "partition_key": str(e.get("partition", "")),
+                "record_offset": _text(e.get("offset")),
+                "error_code": str(e.get("code", "")),
+                "reason": str(e.get("reason", "")),
+                "excerpt": e.get("excerpt"),
+                "failed_at": now,
+                "app_id": batch.app_id,
+                "batch_id": batch.batch_id,
+            }
+            for e in batch.errors
+        ]
+        conn.execute(sa.insert(dead_letter_table(self.dead_letters or "", self.dest.schema)), rows)
 
     def _read(self, staged: Sequence[Staged]) -> pa.Table:
         paths = [os.path.join(self.scratch, s.path) for s in staged if isinstance(s, AddFile)]

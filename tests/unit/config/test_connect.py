@@ -91,7 +91,11 @@ def test_the_rest_api_shape_and_the_three_destinations():
         ({"params.allowLoadLocalInfile": "true"}, r"parameter 'allowLoadLocalInfile'"),
         ({"singlestore.metadata.allow": "yes"}, r"must be true or false"),
         ({"errors.tolerance": "some"}, r"errors.tolerance must be none or all"),
-        ({"errors.deadletterqueue.table.name": "dlq"}, r"not supported yet"),
+        ({"errors.deadletterqueue.table.name": "dlq"}, r"needs errors.tolerance=all"),
+        (
+            {"errors.deadletterqueue.table.name": "dlq", "errors.tolerance": "all"},
+            r"for database destinations",
+        ),
     ],
 )
 def test_mistakes_are_named(cfg, message):
