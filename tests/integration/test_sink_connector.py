@@ -227,3 +227,23 @@ def test_bad_records_fail_the_connector_or_go_to_the_dead_letter_table(broker, t
         f"SELECT topic, partition_key, record_offset, excerpt FROM {pg.name('dead_letters')}"
     )
     assert dead == [(topic, "0", "10", "{not json")]  # committed with the batch
+
+
+def test_a_destination_gone_fails_the_connector_and_resume_continues(broker, topic, pg, engine):
+    broker.produce(topic, [envelope(i) for i in range(40)], partitions=4)
+    engine.connectors.create(
+        config(broker, "gone", topic, **destination(pg), **{"max.retries": "1"})
+    )
+    drain(engine, "gone")
+    broker.produce(topic, [envelope(i) for i in range(40, 90)], partitions=4)
+    pg.run(f"ALTER TABLE {pg.name(topic)} RENAME TO away")
+    with pytest.raises(SparkpipesError, match=r"does not exist|has no table"):
+        drain(engine, "gone")
+    status = engine.connectors.status("gone")
+    assert status["connector"]["state"] == "FAILED"
+    assert topic in status["tasks"][0]["trace"]
+    pg.run(f'ALTER TABLE {pg.name("away")} RENAME TO "{topic}"')
+    engine.connectors.resume("gone")
+    drain(engine, "gone")
+    assert pg.rows(f"SELECT COUNT(*), COUNT(DISTINCT id) FROM {pg.name(topic)}") == [(90, 90)]
+    assert engine.connectors.status("gone")["connector"]["state"] == "RUNNING"
