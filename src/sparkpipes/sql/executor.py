@@ -197,7 +197,15 @@ class SqlSession:
 
     def _ShowCreatePipeline(self, s: A.ShowCreatePipeline) -> Result:
         spec = self.engine.spec(s.name)
-        return Result(["Pipeline", "Create Pipeline"], [(s.name, create_pipeline_sql(spec))])
+        text = create_pipeline_sql(spec)
+        if spec.sink.kind == "database":  # made by a sink connector: SQL cannot say where to
+            cfg = spec.sink.config
+            text = (
+                f"-- loads table {spec.table} of the {cfg.get('dialect')} "
+                f"database '{cfg.get('database')}' at {cfg.get('host')}:{cfg.get('port')}, made "
+                "by a sink connector (sparkpipes connect config)\n" + text
+            )
+        return Result(["Pipeline", "Create Pipeline"], [(s.name, text)])
 
     # -- variables --------------------------------------------------------------------
     def _SetVariable(self, s: A.SetVariable) -> Result:
