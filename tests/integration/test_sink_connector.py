@@ -253,3 +253,21 @@ def test_a_destination_gone_fails_the_connector_and_resume_continues(broker, top
     drain(engine, "gone")
     assert pg.rows(f"SELECT COUNT(*), COUNT(DISTINCT id) FROM {pg.name(topic)}") == [(90, 90)]
     assert engine.connectors.status("gone")["connector"]["state"] == "RUNNING"
+
+
+def test_a_topics_regex_connector_picks_up_topics_that_come_to_match(broker, engine):
+    prefix = f"rx{id(engine) % 100000}"
+    broker.create_topic(f"{prefix}_a", 1)
+    broker.create_topic(f"other{prefix}", 1)
+    broker.produce(f"{prefix}_a", [envelope(i) for i in range(5)])
+    cfg = config(broker, "rx", "", **{"topics.regex": f"{prefix}_.*"})
+    cfg["config"].pop("topics")
+    engine.connectors.create(cfg)
+    assert engine.connectors.get("rx")["topics"] == [f"{prefix}_a"]
+    assert engine.connectors.refresh() == []
+    broker.create_topic(f"{prefix}_b", 1)
+    broker.produce(f"{prefix}_b", [envelope(i) for i in range(5, 8)])
+    assert engine.connectors.refresh() == [f"rx__{prefix}_b"]
+    drain(engine, "rx")
+    assert engine.sql(f"SELECT count(*) FROM {prefix}_b").collect()[0][0] == 3
+    assert [t["state"] for t in engine.connectors.status("rx")["tasks"]] == ["RUNNING"] * 2

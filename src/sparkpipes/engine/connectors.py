@@ -279,6 +279,37 @@ class Connectors:
                 cfg.where(),
             )
 
+    def refresh(self) -> list[str]:
+        """Give every ``topics.regex`` connector a pipeline for each topic that matches now
+        and has none yet, set running (as Kafka Connect picks up new matching topics);
+        the pipelines made."""
+        made = []
+        for name in self.names():
+            d = self.get(name)
+            if not d["config"].get("topics.regex"):
+                continue
+            cfg = load(d["config"] | {"connection.password": self._password(d)}, name=name)
+            new = [t for t in self._matching(cfg) if t not in d["topics"]]
+            for topic in new:
+                spec = self._spec(cfg, topic, pipeline_name(cfg.name, topic, True))
+                self.engine.create_pipeline_spec(spec)
+                self.engine.start(spec.name, run=False)
+                d["topics"].append(topic)
+                d["pipelines"].append(spec.name)
+                made.append(spec.name)
+            if new:
+                self.engine.catalog.put_connector(name, d, replace=True)
+                log.info("connector %s: new topics %s", name, ", ".join(new))
+        return made
+
+    def _password(self, d: Mapping[str, Any]) -> str | None:
+        """The destination password, from the sealed credentials of a pipeline of it."""
+        for p in d["pipelines"]:
+            secret = self.engine.spec(p).sink.credentials.get("password")
+            if secret is not None:
+                return secret.reveal()
+        return None
+
     # -- the rest of the REST API -------------------------------------------------------
     def names(self) -> list[str]:
         return self.engine.catalog.connectors()

@@ -17,6 +17,7 @@ background thread) and ``information_schema``. Pipelines are ``Stopped`` when cr
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -38,6 +39,10 @@ from sparkpipes.engine.procedures import Procedures
 from sparkpipes.engine.runtime import Runtime
 from sparkpipes.engine.scheduling import Scheduler
 from sparkpipes.engine.tables import RewriteProgress, Tables
+
+#: how often a running engine looks for new topics of ``topics.regex`` connectors
+CONNECTOR_REFRESH_S = 10.0
+log = logging.getLogger("sparkpipes.engine")
 
 
 class Engine:
@@ -327,8 +332,25 @@ class Engine:
         self._scheduler.stop(name)
 
     def run_forever(self, halt: threading.Event | None = None) -> None:
-        """Run batches of every ``Running`` pipeline until ``halt`` (or ``close``) is set."""
-        self._scheduler.run_forever(halt)
+        """Run batches of every ``Running`` pipeline until ``halt`` (or ``close``) is set;
+        meanwhile, every ``CONNECTOR_REFRESH_S``, ``topics.regex`` connectors get pipelines
+        for topics that came to match."""
+        done = threading.Event()
+
+        def refresh() -> None:
+            while not done.wait(CONNECTOR_REFRESH_S):
+                try:
+                    self.connectors.refresh()
+                except Exception as e:  # the next round tries again
+                    log.warning("refreshing the topics of connectors: %s", e)
+
+        refresher = threading.Thread(target=refresh, name="sparkpipes-connectors", daemon=True)
+        refresher.start()
+        try:
+            self._scheduler.run_forever(halt)
+        finally:
+            done.set()
+            refresher.join()
 
     def _runner(self, name: str):
         """The assembled pipeline's batch runner (tests step through the protocol)."""
