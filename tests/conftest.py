@@ -54,3 +54,12 @@ def azurite():
 
     with Azurite() as a:
         yield a
+
+
+@pytest.fixture(scope="session")
+def registry():
+    """A stand-in schema registry on 127.0.0.1 (see tests/integration/registry.py)."""
+    from tests.integration.registry import Registry
+
+    with Registry() as r:
+        yield r

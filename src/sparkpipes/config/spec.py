@@ -42,6 +42,7 @@ SPEC_VERSION = 2
 START_POLICIES = ("earliest", "latest")
 OUT_OF_RANGE_POLICIES = ("fail", "earliest")
 WRITE_MODES = ("append", "replace", "ignore")
+FORMAT_OPTIONS = ("schema.registry.url", "schema")
 
 
 @dataclass(frozen=True)
@@ -111,9 +112,12 @@ class FormatSpec:
     csv: CsvOptions = CsvOptions()
     skip_lines: int = 0
     skip_parser_errors: bool = False
+    #: the decoder's own options: ``schema.registry.url`` or ``schema`` (Avro messages)
+    options: Mapping[str, str] = field(default_factory=dict)
 
     def check(self, pipeline: str | None = None) -> None:
         check_int(self.skip_lines, "skip_lines", 0, pipeline=pipeline)
+        reject_unknown(self.options, FORMAT_OPTIONS, what="format option", pipeline=pipeline)
 
 
 @dataclass(frozen=True)
@@ -250,6 +254,10 @@ class PipelineSpec:
         d["format"]["mapping"] = [
             {"column": m.column, "path": list(m.path)} for m in self.format.mapping
         ]
+        if self.format.options:
+            d["format"]["options"] = dict(self.format.options)
+        else:
+            del d["format"]["options"]  # as stored before it existed
         d["transform"]["assignments"] = [list(a) for a in self.transform.assignments]
         for part in ("source", "sink"):
             creds = getattr(self, part).credentials

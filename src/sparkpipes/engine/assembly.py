@@ -91,7 +91,11 @@ def validate(spec: PipelineSpec, table: TableRecord) -> None:
         )
     SINKS.get(spec.sink.kind)
     decoder = build_decoder(
-        spec.format.kind, load_schema(spec, table), spec.format.mapping, spec.format.csv
+        spec.format.kind,
+        load_schema(spec, table),
+        spec.format.mapping,
+        spec.format.csv,
+        spec.format.options,
     )
     framed(spec, source, decoder)
 
@@ -106,9 +110,14 @@ def framed(spec: PipelineSpec, source: Source, decoder: Decoder) -> Source:
             pipeline=spec.name,
         )
     if decoder.columnar and not (source.lists_files or source.structured):
+        avro = (
+            "; for Avro messages give FORMAT AVRO SCHEMA REGISTRY 'url' or SCHEMA '<schema>'"
+            if fmt == "AVRO"
+            else ""
+        )
         raise ConfigError(
             f"FORMAT {fmt} reads whole objects (LOAD DATA FS, S3, AZURE or HDFS), not "
-            f"records of a {spec.source.kind} stream",
+            f"records of a {spec.source.kind} stream{avro}",
             pipeline=spec.name,
         )
     if decoder.columnar and spec.format.skip_lines:
@@ -163,7 +172,9 @@ def assemble(
     ``procedure`` is the ``ProcedureBody`` of an ``INTO PROCEDURE`` pipeline."""
     source = build_source_of(spec)
     load = load_schema(spec, table)
-    decoder = build_decoder(spec.format.kind, load, spec.format.mapping, spec.format.csv)
+    decoder = build_decoder(
+        spec.format.kind, load, spec.format.mapping, spec.format.csv, spec.format.options
+    )
     source = framed(spec, source, decoder)
     transform = Transform(
         spec.transform.assignments, spec.transform.where, tuple(table.computed.items())

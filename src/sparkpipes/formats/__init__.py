@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import pyarrow as pa
 
@@ -25,7 +25,15 @@ def build_decoder(
     schema: pa.Schema,
     mapping: Sequence[FieldMapping] = (),
     csv: CsvOptions | None = None,
+    options: Mapping[str, str] | None = None,
 ) -> Decoder:
+    """The decoder of ``FORMAT name``; ``FORMAT AVRO`` with a schema (``SCHEMA REGISTRY
+    'url'`` or ``SCHEMA '<json>'``) decodes Avro messages of a stream, without one Avro
+    objects (container files)."""
+    if name == "avro" and options:
+        from sparkpipes.formats.avro import AvroMessageDecoder
+
+        return AvroMessageDecoder(schema, mapping, csv, options=options)
     return FORMATS.get(name)(schema, mapping, csv)
 
 

@@ -59,13 +59,15 @@ def coerce(value: Any, t: pa.DataType) -> Any:
             raise ValueError("")
         return float(value)
     if pa.types.is_decimal(t):
+        if isinstance(value, decimal.Decimal):
+            return value
         if isinstance(value, bool) or not isinstance(value, int | float | str):
             raise ValueError("")
         return decimal.Decimal(str(value))
     if pa.types.is_string(t) or pa.types.is_large_string(t):
         if isinstance(value, str):
             return value
-        return json.dumps(value, separators=(",", ":"))
+        return json.dumps(value, separators=(",", ":"), default=str)
     if pa.types.is_binary(t) or pa.types.is_large_binary(t):
         if isinstance(value, bytes):
             return value
@@ -81,6 +83,8 @@ def coerce(value: Any, t: pa.DataType) -> Any:
             return value.lower() in ("true", "1")
         raise ValueError("")
     if pa.types.is_timestamp(t):
+        if isinstance(value, dt.datetime):  # decoded as such (Avro's timestamp types)
+            return value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
         if isinstance(value, bool):
             raise ValueError("")
         if isinstance(value, int | float):
@@ -92,6 +96,8 @@ def coerce(value: Any, t: pa.DataType) -> Any:
             return parsed
         raise ValueError("")
     if pa.types.is_date(t):
+        if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
+            return value
         if isinstance(value, str):
             return dt.date.fromisoformat(value.strip()[:10])
         raise ValueError("")

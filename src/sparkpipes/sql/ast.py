@@ -287,6 +287,8 @@ class CreatePipeline(Statement):
     skip_errors: SkipErrors | None = None
     on_conflict: Lit["REPLACE", "IGNORE"] | None = None
     format: str | None = None
+    schema_registry: str | None = None  # FORMAT AVRO SCHEMA REGISTRY 'url'
+    schema: str | None = None  # FORMAT AVRO SCHEMA '<Avro schema JSON>'
     mappings: tuple[FieldMapping, ...] = ()
     fields: FieldsFormat | None = None
     lines: LinesFormat | None = None
@@ -342,6 +344,10 @@ class CreatePipeline(Statement):
         out.append(self.target.to_sql())
         if self.format is not None:
             out.append(f"FORMAT {self.format}")
+            if self.schema_registry is not None:
+                out.append(f"SCHEMA REGISTRY {quote_string(self.schema_registry)}")
+            elif self.schema is not None:
+                out.append(f"SCHEMA {quote_string(self.schema)}")
         if self.mappings:
             out.append("(" + ", ".join(m.to_sql() for m in self.mappings) + ")")
         if self.fields is not None:

@@ -454,6 +454,12 @@ class _Builder:
             assert node is not None
             self.fail(f"unknown format '{value}' (expected {', '.join(sorted(FORMATS))})", node)
         fields["format"] = value
+        text = _tok(tree, "STRING")
+        if text is not None:
+            if value != "AVRO":
+                self.fail(f"FORMAT {value} takes no SCHEMA (FORMAT AVRO does)", text)
+            key = "schema_registry" if _tok(tree, "REGISTRY") is not None else "schema"
+            fields[key] = self.string(text)
 
     def load_tail(self, tail: Tree, seen: dict[str, Any], fields: dict[str, Any]) -> None:
         for item in tail.children:

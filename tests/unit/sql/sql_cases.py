@@ -32,6 +32,10 @@ SEED = [
 ]
 
 MORE = [
+    "CREATE PIPELINE a AS LOAD DATA KAFKA 'h:9092/t' INTO TABLE t FORMAT AVRO SCHEMA REGISTRY "
+    "'http://registry:8081' (id <- id, city <- address::city)",
+    "CREATE PIPELINE b AS LOAD DATA KAFKA 'h:9092/t' INTO TABLE t FORMAT AVRO SCHEMA "
+    '\'{"type": "record", "name": "r", "fields": []}\'',
     "ALTER TABLE t ADD COLUMN customer_id AS (JSON_EXTRACT_STRING(record, 'customer_id')) "
     "PERSISTED INT",
     "CREATE INDEX idx_customer_id ON t(customer_id)",

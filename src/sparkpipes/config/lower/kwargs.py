@@ -39,6 +39,7 @@ _FIELDS: dict[str, tuple[str, str]] = {
     "csv": ("format", "csv"),
     "skip_lines": ("format", "skip_lines"),
     "skip_parser_errors": ("format", "skip_parser_errors"),
+    "format_options": ("format", "options"),
     "assignments": ("transform", "assignments"),
     "where": ("transform", "where"),
     "table": ("sink", "table"),
@@ -78,6 +79,7 @@ def from_kwargs(
     fmt = parts["format"]
     fmt["kind"] = str(fmt.get("kind") or "json").lower()
     fmt["mapping"] = tuple(_mapping(m) for m in fmt.get("mapping") or ())
+    fmt["options"] = {str(k): str(v) for k, v in (fmt.get("options") or {}).items()}
     csv = fmt.get("csv")
     if isinstance(csv, Mapping):
         reject_unknown(csv, [f.name for f in dataclasses.fields(CsvOptions)], what="csv option")
@@ -124,6 +126,7 @@ def to_kwargs(spec: PipelineSpec) -> dict[str, Any]:
     out["sink_credentials"] = dict(spec.sink.credentials)
     out["mapping"] = [(m.column, m.path) for m in spec.format.mapping]
     out["csv"] = dataclasses.asdict(spec.format.csv)
+    out["format_options"] = dict(spec.format.options)
     out["assignments"] = [tuple(a) for a in spec.transform.assignments]
     return out
 

@@ -63,6 +63,13 @@ def to_spec(stmt: A.CreatePipeline, defaults: Mapping[str, Any]) -> PipelineSpec
         "where": s.where.text if s.where else None,
         "skip_lines": s.ignore_lines or 0,
         "on_duplicate_key": s.on_conflict.lower() if s.on_conflict else None,
+        "format_options": (
+            {"schema.registry.url": s.schema_registry}
+            if s.schema_registry
+            else {"schema": s.schema}
+            if s.schema
+            else {}
+        ),
     }
     mapping = []
     for m in s.mappings:
@@ -127,6 +134,8 @@ def to_create_pipeline(spec: PipelineSpec) -> A.CreatePipeline:
         skip_errors="PARSER" if fmt.skip_parser_errors else None,
         on_conflict=spec.sink.write.upper() if spec.sink.write != "append" else None,
         format=fmt.kind.upper(),
+        schema_registry=fmt.options.get("schema.registry.url"),
+        schema=fmt.options.get("schema"),
         mappings=tuple(mappings),
         fields=fields,
         ignore_lines=fmt.skip_lines or None,
