@@ -271,3 +271,64 @@ def test_a_topics_regex_connector_picks_up_topics_that_come_to_match(broker, eng
     drain(engine, "rx")
     assert engine.sql(f"SELECT count(*) FROM {prefix}_b").collect()[0][0] == 3
     assert [t["state"] for t in engine.connectors.status("rx")["tasks"]] == ["RUNNING"] * 2
+
+
+def test_avro_records_through_the_schema_registry(broker, topic, pg, registry, engine):
+    from tests.integration.registry import encode
+
+    schema = {
+        "type": "record",
+        "name": "event",
+        "fields": [
+            {"name": "id", "type": "long"},
+            {"name": "name", "type": ["null", "string"], "default": None},
+            {"name": "at", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+            {
+                "name": "where",
+                "type": {
+                    "type": "record",
+                    "name": "w",
+                    "fields": [{"name": "city", "type": "string"}],
+                },
+            },
+        ],
+    }
+    sid = registry.register(schema)
+    import datetime as dt
+
+    at = dt.datetime(2026, 3, 1, tzinfo=dt.UTC)
+    broker.produce(
+        topic,
+        [
+            encode(
+                sid,
+                schema,
+                {
+                    "id": i,
+                    "name": None if i % 5 == 0 else f"n{i}",
+                    "at": at + dt.timedelta(seconds=i),
+                    "where": {"city": "x"},
+                },
+            )
+            for i in range(60)
+        ],
+        partitions=4,
+    )
+    cfg = config(
+        broker,
+        "avro-sink",
+        topic,
+        **destination(pg),
+        **{
+            "value.converter": "io.confluent.connect.avro.AvroConverter",
+            "value.converter.schema.registry.url": registry.url,
+            "tableKey.PRIMARY": "id",
+        },
+    )
+    engine.connectors.create(cfg)
+    drain(engine, "avro-sink")
+    t = pg.name(topic)
+    assert pg.rows(f"SELECT COUNT(*), COUNT(DISTINCT id), COUNT(name) FROM {t}") == [(60, 60, 48)]
+    when, where = pg.rows(f'SELECT at, "where" FROM {t} WHERE id = 7')[0]
+    assert when == dt.datetime(2026, 3, 1, 0, 0, 7)
+    assert where == {"city": "x"}

@@ -44,6 +44,8 @@ KEYS = frozenset(
         "key.converter.schemas.enable",
         "value.converter",
         "value.converter.schemas.enable",
+        "value.converter.schema.registry.url",
+        "key.converter.schema.registry.url",
         "connection.ddlEndpoint",
         "connection.dmlEndpoints",
         "connection.database",
@@ -95,6 +97,7 @@ class SinkConnectorConfig:
     tasks_max: int
     value_converter: str
     schemas_enable: bool
+    schema_registry: str | None
     destination: str  # delta, postgresql, mysql
     host: str | None
     port: int | None
@@ -213,14 +216,13 @@ def build(cfg: Mapping[str, str]) -> SinkConnectorConfig:
             raise ConfigError(f"topics.regex '{regex}' is not a regular expression: {e}") from None
     dest, host, port, database, schema = _destination(cfg)
     value_conv = cfg.get("value.converter", JSON_CONVERTER).strip()
-    if value_conv in AVRO_CONVERTERS:
+    registry = cfg.get("value.converter.schema.registry.url", "").strip() or None
+    if value_conv in AVRO_CONVERTERS and not registry:
+        raise ConfigError(f"value.converter {value_conv} needs value.converter.schema.registry.url")
+    if value_conv not in (JSON_CONVERTER, STRING_CONVERTER, *AVRO_CONVERTERS):
         raise ConfigError(
-            f"value.converter {value_conv} (Avro with a schema registry) is not supported yet; "
-            f"use {JSON_CONVERTER} or {STRING_CONVERTER}"
-        )
-    if value_conv not in (JSON_CONVERTER, STRING_CONVERTER):
-        raise ConfigError(
-            f"value.converter must be {JSON_CONVERTER} or {STRING_CONVERTER}, got '{value_conv}'"
+            f"value.converter must be {JSON_CONVERTER}, {AVRO_CONVERTERS[0]} or "
+            f"{STRING_CONVERTER}, got '{value_conv}'"
         )
     keys = _keys(cfg)
     meta_allowed = _bool(cfg, "singlestore.metadata.allow", True)
@@ -267,6 +269,7 @@ def build(cfg: Mapping[str, str]) -> SinkConnectorConfig:
         tasks_max=_int(cfg, "tasks.max", 1, default=1),
         value_converter=value_conv,
         schemas_enable=_bool(cfg, "value.converter.schemas.enable", True),
+        schema_registry=registry,
         destination=dest,
         host=host,
         port=port,

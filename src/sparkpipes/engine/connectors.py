@@ -128,6 +128,13 @@ class Connectors:
         wanted = [c for c in columns if not cfg.fields or c in cfg.fields]
         if cfg.value_converter == STRING_CONVERTER:
             fmt = FormatSpec(kind="raw", skip_parser_errors=cfg.tolerate_errors)
+        elif cfg.schema_registry:
+            fmt = FormatSpec(
+                kind="avro",
+                mapping=tuple(FieldMapping(c, (c,)) for c in wanted),
+                skip_parser_errors=cfg.tolerate_errors,
+                options={"schema.registry.url": cfg.schema_registry},
+            )
         else:
             root = ("payload",) if cfg.schemas_enable else ()
             fmt = FormatSpec(
@@ -183,6 +190,8 @@ class Connectors:
             return existing
         if cfg.value_converter == STRING_CONVERTER:
             fields = [("data", ("Text", "STRING"), True)]
+        elif cfg.schema_registry:
+            fields = _avro_fields(self._peek_avro(cfg, topic, table), topic)
         elif not cfg.schemas_enable:
             raise ConfigError(
                 f"table '{table}' does not exist in {cfg.where()} and the records of topic "
@@ -211,8 +220,39 @@ class Connectors:
             raise
         return list(schema.names)
 
+    def _peek_avro(self, cfg: SinkConnectorConfig, topic: str, table: str) -> dict[str, Any]:
+        """The registry's schema of the first record of ``topic``."""
+        from sparkpipes.formats.avro import registry_client
+
+        raw = self._first(cfg, topic, table)
+        if len(raw) < 5 or raw[0] != 0:
+            raise ConfigError(
+                f"the first record of topic '{topic}' is not an Avro message of a schema "
+                "registry (no magic byte and schema id)"
+            )
+        sid = int.from_bytes(raw[1:5], "big")
+        try:
+            text = registry_client(cfg.schema_registry or "").get_schema(sid).schema_str
+        except Exception as e:
+            raise SourceUnavailableError(
+                f"cannot get schema id {sid} of topic '{topic}' from the schema registry at "
+                f"{cfg.schema_registry}: {e}"
+            ) from None
+        return json.loads(text)
+
     def _peek(self, cfg: SinkConnectorConfig, topic: str, table: str) -> Any:
         """The first record's value of ``topic`` (any partition), as JSON."""
+        raw = self._first(cfg, topic, table)
+        try:
+            return json.loads(raw)
+        except ValueError:
+            raise ConfigError(
+                f"the first record of topic '{topic}' is not JSON, so table '{table}' "
+                "cannot be created from its schema"
+            ) from None
+
+    def _first(self, cfg: SinkConnectorConfig, topic: str, table: str) -> bytes:
+        """The first record's value of ``topic`` (any partition)."""
         from sparkpipes.sources import build_source
 
         src = build_source("kafka", f"{cfg.bootstrap_servers}/{topic}", {}, {})
@@ -225,14 +265,7 @@ class Connectors:
             finally:
                 consumer.close()
             if len(fetched.values):
-                raw = fetched.values[0].as_py()
-                try:
-                    return json.loads(raw)
-                except ValueError:
-                    raise ConfigError(
-                        f"the first record of topic '{topic}' (partition {p}) is not JSON, so "
-                        f"table '{table}' cannot be created from its schema"
-                    ) from None
+                return fetched.values[0].as_py()
         raise ConfigError(
             f"table '{table}' does not exist in {cfg.where()} and topic '{topic}' has no "
             "record yet: the connector creates the table from the first record's schema; "
@@ -402,3 +435,50 @@ def _type_of(field: Mapping[str, Any], topic: str, name: str) -> tuple[str, str]
             f"{logical or kind}, which the connector cannot make a column of"
         )
     return _TYPES[kind]
+
+
+#: Avro types → (SQLAlchemy type name, Spark DDL type)
+_AVRO = {
+    "int": ("Integer", "INT"),
+    "long": ("BigInteger", "BIGINT"),
+    "float": ("REAL", "FLOAT"),
+    "double": ("Double", "DOUBLE"),
+    "boolean": ("Boolean", "BOOLEAN"),
+    "string": ("Text", "STRING"),
+    "bytes": ("LargeBinary", "BINARY"),
+    "enum": ("Text", "STRING"),
+    "record": ("JSON", "STRING"),
+    "map": ("JSON", "STRING"),
+    "array": ("JSON", "STRING"),
+}
+_AVRO_LOGICAL = {
+    "timestamp-millis": ("DateTime", "TIMESTAMP"),
+    "timestamp-micros": ("DateTime", "TIMESTAMP"),
+    "date": ("Date", "DATE"),
+}
+
+
+def _avro_fields(schema: Any, topic: str) -> list[tuple[str, tuple[str, str], bool]]:
+    """Columns from an Avro record schema (a ``["null", T]`` union is a nullable T)."""
+    if not isinstance(schema, dict) or schema.get("type") != "record":
+        raise ConfigError(f"the Avro schema of topic '{topic}' is not a record")
+    out = []
+    for f in schema.get("fields", []):
+        t, nullable = f["type"], False
+        if isinstance(t, list):
+            rest = [x for x in t if x != "null"]
+            nullable = len(rest) < len(t)
+            t = rest[0] if len(rest) == 1 else "string"
+        kind = t.get("type") if isinstance(t, dict) else t
+        logical = t.get("logicalType") if isinstance(t, dict) else None
+        if logical in _AVRO_LOGICAL:
+            out.append((f["name"], _AVRO_LOGICAL[logical], nullable))
+        elif kind in _AVRO and logical != "decimal":
+            out.append((f["name"], _AVRO[kind], nullable))
+        else:
+            raise ConfigError(
+                f"field '{f['name']}' of the Avro schema of topic '{topic}' has type "
+                f"{logical or kind}, which the connector cannot make a column of; create the "
+                "table first"
+            )
+    return out

@@ -84,7 +84,10 @@ def test_the_rest_api_shape_and_the_three_destinations():
         ({"tasks.max": "0"}, r"'tasks.max' must be an integer of at least 1"),
         ({"tableKey.FOREIGN": "id"}, r"key kind must be one of PRIMARY, UNIQUE"),
         ({"tableKey.PRIMARY": " "}, r"names no column"),
-        ({"value.converter": "io.confluent.connect.avro.AvroConverter"}, r"not supported yet"),
+        (
+            {"value.converter": "io.confluent.connect.avro.AvroConverter"},
+            r"needs value.converter.schema.registry.url",
+        ),
         ({"connection.ddlEndpoint": "h"}, r"needs connection.database"),
         ({"connection.url": "jdbc:postgresql://h/db?password=x"}, r"holds a password"),
         ({"connection.url": "jdbc:mysql://h/db"}, r"must be jdbc:postgresql"),
