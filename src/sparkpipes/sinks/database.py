@@ -44,6 +44,7 @@ from sparkpipes.config import Secret
 from sparkpipes.errors import ConfigError, SchemaMismatchError, SinkError
 from sparkpipes.sinks.base import BatchCommit, Committed, Sink, SinkContext, Staged
 from sparkpipes.sinks.delta import AddFile, ParquetWriter
+from sparkpipes.util.dberrors import classify
 from sparkpipes.util.faults import crash_point
 
 log = logging.getLogger("sparkpipes.sinks.database")
@@ -56,7 +57,6 @@ DEFAULT_METADATA_TABLE = "kafka_connect_transaction_metadata"
 CONNECT_TIMEOUT_S = 10
 #: rows per multi-row INSERT statement (MySQL)
 INSERT_ROWS = 2_000
-_DOWN_CODES = {2002, 2003, 2006, 2013, "08000", "08001", "08006", "57P01", "57P03"}
 
 
 @dataclass(frozen=True)
@@ -108,23 +108,12 @@ class Destination:
 
     def error(self, e: BaseException, doing: str) -> SinkError:
         """A driver error as a sink error that names the database (never the password).
-        Transient unless the database refused the rows or the user."""
-        orig = getattr(e, "orig", None) or e
-        args = getattr(orig, "args", ())
-        code = getattr(orig, "pgcode", None) or (
-            args[0] if args and isinstance(args[0], int) else None
-        )
-        text = str(orig).strip().splitlines()[0] if str(orig).strip() else type(orig).__name__
-        down = code in _DOWN_CODES or (
-            code is None and type(orig).__name__ in ("OperationalError", "InterfaceError")
-        )
-        refused = "authentication failed" in text or "Access denied" in text
+        Transient only when the server could not be reached or went away."""
+        d = classify(e)
         err = SinkError(
-            f"{'cannot reach ' if down and not refused else ''}{self.where()}: {text} "
-            f"(while {doing})"
+            f"{'cannot reach ' if d.down else ''}{self.where()}: {d.text} (while {doing})"
         )
-        if not down or refused:
-            err.transient = False
+        err.transient = d.down
         return err
 
 

@@ -56,6 +56,7 @@ from sparkpipes.sources.connect.base import (
     SourceConnector,
     compact,
 )
+from sparkpipes.util.dberrors import classify
 
 MODES = ("incrementing", "timestamp", "timestamp+incrementing")
 #: URL scheme → (SQLAlchemy driver, Python module, pip extra, name in messages, port)
@@ -67,10 +68,6 @@ DRIVERS = {
 #: JDBC URL parameters understood (others are an error naming them)
 URL_PARAMS = frozenset({"user", "currentSchema", "sslmode"})
 CONNECT_TIMEOUT_S = 5
-#: driver error codes: refused credentials, and a server that cannot be reached
-_AUTH = {"28P01", "28000", 1044, 1045, 1698}
-_DOWN = {2002, 2003, 2006, 2013}
-_MISSING = {"3D000", "42P01", "42703", 1049, 1146, 1054}
 
 
 @dataclass(frozen=True)
@@ -116,22 +113,14 @@ class Database:
 
     def error(self, e: BaseException, doing: str) -> SourceError:
         """A driver error as the sparkpipes error a user can act on (never the password)."""
-        orig = getattr(e, "orig", None) or e
-        args = getattr(orig, "args", ())
-        code = getattr(orig, "pgcode", None) or (
-            args[0] if args and isinstance(args[0], int) else None
-        )
-        text = str(orig).strip().splitlines()[0] if str(orig).strip() else type(orig).__name__
-        refused = ("authentication failed", "Access denied", 'role "')
-        if code in _AUTH or any(r in text for r in refused):
+        d = classify(e)
+        if d.refused:
             return SourceAuthError(
-                f"{self.where()} refused user '{self.user}' while {doing}: {text}"
+                f"{self.where()} refused user '{self.user}' while {doing}: {d.text}"
             )
-        if "does not exist" in text or code in _MISSING:
-            return SourceError(f"{self.where()}: {text} (while {doing})")
-        if code in _DOWN or (code is None and type(orig).__name__ == "OperationalError"):
-            return SourceUnavailableError(f"cannot reach {self.where()} while {doing}: {text}")
-        return SourceError(f"{self.where()}: {text} (while {doing})")
+        if d.down:
+            return SourceUnavailableError(f"cannot reach {self.where()} while {doing}: {d.text}")
+        return SourceError(f"{self.where()}: {d.text} (while {doing})")
 
 
 def parse_url(url: str, user: str | None, password: Secret | None, schema: str | None) -> Database:
