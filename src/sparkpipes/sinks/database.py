@@ -264,7 +264,7 @@ class DatabaseSink(Sink):
                 rows = conn.execute(query).all()
             except Exception as e:
                 raise self.dest.error(e, f"reading table {self.metadata}") from None
-        offsets = {r.partition_key: json.loads(r.end_offset) for r in rows}
+        offsets = {r.partition_key: json.loads(r.end_offset) for r in rows if r.partition_key}
         batch = max((r.batch_id for r in rows), default=0)
         self._held.offsets, self._held.batch_id = offsets, batch
         return Committed(batch, offsets) if rows else None
