@@ -1,6 +1,6 @@
 """Crash test of a sink connector into each database destination (PostgreSQL and MariaDB on
-127.0.0.1): a child engine loading a 4-partition topic is SIGKILLed once while its
-database transaction is open and 20 times at random moments of its batches, the database
+127.0.0.1): one child engine loading a 4-partition topic into both is SIGKILLed inside each
+database's open transaction and 20 times at random moments of its batches, each database
 server is restarted once under it, and records keep arriving throughout. After every kill
 no record is in the table twice; at the end every record is there exactly once and the
 metadata table's offset ranges are contiguous per partition and add up to the rows."""
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import random
 import signal
 import textwrap
@@ -36,16 +35,18 @@ CHILD = textwrap.dedent(
     """
     import json, os, sys
     from sparkpipes import Engine
-    warehouse, config = sys.argv[1:]
+    warehouse, configs = sys.argv[1:]
     eng = Engine(warehouse, spark_master="local[2]")
-    if "crash" not in eng.connectors.names():
-        eng.connectors.create(json.loads(config))
+    for config in json.loads(configs):
+        if config["name"] not in eng.connectors.names():
+            eng.connectors.create(config)
     eng.warm_up()  # so that the kills land in batches, not in Spark's start
     open(os.path.join(warehouse, "ready"), "w").close()
+    names = [c["name"] for c in json.loads(configs)]
     while True:
         finishing = os.path.exists(os.path.join(warehouse, "done"))
-        (r,) = eng.run_batches("crash", 1)
-        if finishing and r.state == "NoData":
+        states = [eng.run_batches(n, 1)[0].state for n in names]
+        if finishing and all(s == "NoData" for s in states):
             break
     eng.close()
     """
@@ -56,20 +57,16 @@ def _record(i: int) -> str:
     return json.dumps({"schema": SCHEMA, "payload": {"id": i, "body": "x" * (i % 50)}})
 
 
-@pytest.mark.parametrize("kind", ["postgresql", "mariadb"])
-def test_a_sink_connector_survives_kills_and_a_server_restart(kind, broker, topic, tmp_path):
-    db = ScratchDb(kind)
-    warehouse = tmp_path / "wh"
-    warehouse.mkdir()
-    if kind == "postgresql":
+def _config(db: ScratchDb, broker, topic: str) -> dict:
+    if db.kind == "postgresql":
         dest = {
             "connection.url": f"jdbc:postgresql://{db.hostport}/{db.database}"
             f"?currentSchema={db.schema}"
         }
     else:
         dest = {"connection.ddlEndpoint": db.hostport, "connection.database": db.database}
-    config = {
-        "name": "crash",
+    return {
+        "name": f"crash_{db.kind}",
         "connector.class": "com.singlestore.kafka.SingleStoreSinkConnector",
         "topics": topic,
         "tasks.max": "4",
@@ -79,8 +76,16 @@ def test_a_sink_connector_survives_kills_and_a_server_restart(kind, broker, topi
         "tableKey.PRIMARY": "id",
         "max.retries": "12",
         "batch.interval.ms": "0",
+        **dest,
     }
-    config.update(dest)
+
+
+def test_sink_connectors_survive_kills_and_server_restarts(broker, topic, tmp_path):
+    """One child engine runs a connector into each database, so every kill hits both."""
+    dbs = [ScratchDb("postgresql"), ScratchDb("mariadb")]
+    warehouse = tmp_path / "wh"
+    warehouse.mkdir()
+    configs = json.dumps([_config(db, broker, topic) for db in dbs])
     sent = 0
 
     def produce() -> None:
@@ -88,14 +93,13 @@ def test_a_sink_connector_survives_kills_and_a_server_restart(kind, broker, topi
         broker.produce(topic, [_record(i) for i in range(sent, sent + PER_ROUND)], partitions=4)
         sent += PER_ROUND
 
-    table = db.name(topic)
-
     def check(after: str) -> None:
-        try:
-            twice = db.rows(f"SELECT id FROM {table} GROUP BY id HAVING COUNT(*) > 1")
-        except Exception:  # the table is made by the first child; it may not be there yet
-            return
-        assert not twice, f"after {after}: {len(twice)} ids twice, e.g. {twice[:5]}"
+        for db in dbs:
+            try:
+                twice = db.rows(f"SELECT id FROM {db.name(topic)} GROUP BY id HAVING COUNT(*) > 1")
+            except Exception:  # the table is made by the first child; it may not be there yet
+                continue
+            assert not twice, f"{db.kind}, after {after}: ids twice, e.g. {twice[:5]}"
 
     def ready(proc, timeout_s: float = 180) -> None:
         marker = warehouse / "ready"
@@ -107,43 +111,51 @@ def test_a_sink_connector_survives_kills_and_a_server_restart(kind, broker, topi
         marker.unlink()
 
     try:
-        produce()  # the first record's schema makes the table
-        proc = spawn(CHILD, warehouse, json.dumps(config), crash_at="in_database_transaction:1")
-        assert finish(proc) == -signal.SIGKILL, "the child did not crash in its transaction"
-        check("a kill in the open transaction")
+        produce()  # the first record's schema makes the tables
+        for hit in (1, 2):  # a kill inside each database's open transaction
+            proc = spawn(CHILD, warehouse, configs, crash_at=f"in_database_transaction:{hit}")
+            assert finish(proc) == -signal.SIGKILL, "the child did not crash in a transaction"
+            check(f"a kill in an open transaction ({hit})")
+            (warehouse / "ready").unlink(missing_ok=True)
+            produce()
         rng = random.Random(11)
+        restarts = {KILLS // 3: "postgresql", 2 * KILLS // 3: "mariadb"}
         for n in range(KILLS):
             produce()
-            proc = spawn(CHILD, warehouse, json.dumps(config))
+            proc = spawn(CHILD, warehouse, configs)
             ready(proc)
-            if n == KILLS // 2:
-                time.sleep(rng.uniform(0.5, 1.5))
-                restart_server(kind)  # the child retries through it
+            if n in restarts:
+                time.sleep(rng.uniform(0.3, 1.0))
+                restart_server(restarts[n])  # the child retries through it
             finish(proc, kill_after=rng.uniform(0.2, 2.5))
             check(f"kill {n + 1}")
         produce()
         (warehouse / "done").touch()
-        assert finish(spawn(CHILD, warehouse, json.dumps(config)), timeout=600) == 0
-        ids = db.rows(f"SELECT id, COUNT(*) FROM {table} GROUP BY id")
-        assert sorted(i for i, _ in ids) == list(range(sent))
-        assert max(c for _, c in ids) == 1
-
-        meta = db.rows(
-            "SELECT id, count, batch_id, partition_key, end_offset FROM "
-            f"{db.name('kafka_connect_transaction_metadata')}"
-        )
-        assert sum(m[1] for m in meta) == sent
-        ranges = defaultdict(list)
-        for ident, _, batch, part, end in meta:
-            start, stop = ident.rsplit("-", 2)[1:]
-            assert stop == end
-            ranges[part].append((batch, int(start), int(stop)))
-        assert sorted(ranges) == ["0", "1", "2", "3"]
-        for part, rs in ranges.items():
-            rs.sort()
-            assert rs[0][1] == 0, f"partition {part} does not start at offset 0"
-            for (_, _, stop), (_, start, _) in itertools.pairwise(rs):
-                assert start == stop, f"partition {part}: a gap or overlap at offset {stop}"
+        assert finish(spawn(CHILD, warehouse, configs), timeout=600) == 0
+        for db in dbs:
+            _exactly_once(db, topic, sent)
     finally:
-        os.environ.pop("SPARKPIPES_CRASH_AT", None)
-        db.drop()
+        for db in dbs:
+            db.drop()
+
+
+def _exactly_once(db: ScratchDb, topic: str, sent: int) -> None:
+    ids = db.rows(f"SELECT id, COUNT(*) FROM {db.name(topic)} GROUP BY id")
+    assert sorted(i for i, _ in ids) == list(range(sent)), db.kind
+    assert max(c for _, c in ids) == 1, db.kind
+    meta = db.rows(
+        "SELECT id, count, batch_id, partition_key, end_offset FROM "
+        f"{db.name('kafka_connect_transaction_metadata')}"
+    )
+    assert sum(m[1] for m in meta) == sent, db.kind
+    ranges = defaultdict(list)
+    for ident, _, batch, part, end in meta:
+        start, stop = ident.rsplit("-", 2)[1:]
+        assert stop == end
+        ranges[part].append((batch, int(start), int(stop)))
+    assert sorted(ranges) == ["0", "1", "2", "3"], db.kind
+    for part, rs in ranges.items():
+        rs.sort()
+        assert rs[0][1] == 0, f"{db.kind} partition {part} does not start at offset 0"
+        for (_, _, stop), (_, start, _) in itertools.pairwise(rs):
+            assert start == stop, f"{db.kind} partition {part}: a gap or overlap at {stop}"
