@@ -31,20 +31,10 @@ import time
 import uuid
 
 import psutil
+from bench_kafka_delta import tree_cpu  # this folder is on sys.path when run as a script
 
 PG = "postgresql+psycopg2://postgres:postgres@127.0.0.1:5432/postgres"
 DDL = "CREATE TABLE {t} (ts BIGINT, uuid TEXT, count INT)"
-
-
-def tree_cpu(proc: psutil.Process) -> float:
-    total = 0.0
-    for p in [proc, *proc.children(recursive=True)]:
-        try:
-            t = p.cpu_times()
-        except psutil.Error:
-            continue
-        total += t.user + t.system + t.children_user + t.children_system
-    return total
 
 
 def emit(result: dict) -> None:

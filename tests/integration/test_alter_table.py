@@ -144,6 +144,9 @@ def test_each_refusal_names_what_is_in_the_way_and_changes_nothing(sql, engine):
 
 
 def test_a_commit_made_while_the_rows_are_rewritten_is_taken_in(sql, engine, monkeypatch):
+    """Nothing is mocked: the real write_frame is wrapped only to make the other writer's
+    commit land at the one moment that matters, between the rewrite's read and its commit
+    (a race no timing could hit reliably); the rows, the Delta log and the commit are real."""
     import sparkpipes.engine.tables as tables
 
     sql("CREATE TABLE t (a INT, b TEXT)")
@@ -364,6 +367,8 @@ def test_the_seed_base64_column_is_computed_for_rows_already_there(sql, engine):
 
 
 def test_a_rewrite_goes_in_steps_and_tells_its_progress(engine, monkeypatch):
+    """The step size is shrunk to 2 rows (a setting, not a mock) so that a few rows show
+    several steps."""
     import sparkpipes.engine.tables as tables
 
     told = []

@@ -44,7 +44,8 @@ from sparkpipes.config import Secret
 from sparkpipes.errors import ConfigError, SchemaMismatchError, SinkError
 from sparkpipes.sinks.base import BatchCommit, Committed, Sink, SinkContext, Staged
 from sparkpipes.sinks.delta import AddFile, ParquetWriter
-from sparkpipes.util.dberrors import classify
+from sparkpipes.util import db as dbutil
+from sparkpipes.util.db import classify
 from sparkpipes.util.faults import crash_point
 
 log = logging.getLogger("sparkpipes.sinks.database")
@@ -54,7 +55,6 @@ DIALECTS = {
     "mysql": ("mysql+pymysql", "pymysql", 3306, "MySQL"),
 }
 DEFAULT_METADATA_TABLE = "kafka_connect_transaction_metadata"
-CONNECT_TIMEOUT_S = 10
 #: rows per multi-row INSERT statement (MySQL)
 INSERT_ROWS = 2_000
 
@@ -90,21 +90,14 @@ class Destination:
         return f"{DIALECTS[self.dialect][3]} database '{self.database}' at {self.host}:{self.port}"
 
     def engine(self) -> Any:
-        from sqlalchemy import URL, create_engine
-        from sqlalchemy.pool import NullPool
-
-        url = URL.create(
+        return dbutil.engine(
             DIALECTS[self.dialect][0],
-            username=self.user,
-            password=self.password.reveal() if self.password else None,
             host=self.host,
             port=self.port,
-            database=self.database or None,
+            database=self.database,
+            user=self.user,
+            password=self.password,
         )
-        args: dict[str, Any] = {"connect_timeout": CONNECT_TIMEOUT_S}
-        if self.dialect == "mysql":
-            args["charset"] = "utf8mb4"
-        return create_engine(url, poolclass=NullPool, connect_args=args)
 
     def error(self, e: BaseException, doing: str) -> SinkError:
         """A driver error as a sink error that names the database (never the password).

@@ -56,7 +56,8 @@ from sparkpipes.sources.connect.base import (
     SourceConnector,
     compact,
 )
-from sparkpipes.util.dberrors import classify
+from sparkpipes.util import db as dbutil
+from sparkpipes.util.db import classify
 
 MODES = ("incrementing", "timestamp", "timestamp+incrementing")
 #: URL scheme → (SQLAlchemy driver, Python module, pip extra, name in messages, port)
@@ -91,20 +92,16 @@ class Database:
         return f"{self.kind} database '{self.database}' at {self.host}:{self.port}"
 
     def engine(self) -> Any:
-        from sqlalchemy import URL, create_engine
-        from sqlalchemy.pool import NullPool
-
-        url = URL.create(
+        return dbutil.engine(
             DRIVERS[self.scheme][0],
-            username=self.user,
-            password=self.password.reveal() if self.password else None,
             host=self.host,
             port=self.port,
             database=self.database,
-            query={"sslmode": self.sslmode} if self.sslmode else {},
+            user=self.user,
+            password=self.password,
+            query={"sslmode": self.sslmode} if self.sslmode else None,
+            connect_timeout_s=CONNECT_TIMEOUT_S,
         )
-        args = {"connect_timeout": CONNECT_TIMEOUT_S}
-        return create_engine(url, poolclass=NullPool, connect_args=args)
 
     def default_schema(self) -> str:
         if self.scheme == "postgresql":

@@ -1,5 +1,5 @@
-"""What a database driver's error means, for the connectors and sinks that talk to
-PostgreSQL (psycopg2) and MySQL-protocol servers (PyMySQL) through SQLAlchemy."""
+"""For the connectors and sinks that talk to PostgreSQL (psycopg2) and MySQL-protocol
+servers (PyMySQL) through SQLAlchemy: a pool-less engine, and what a driver's error means."""
 
 from __future__ import annotations
 
@@ -16,6 +16,41 @@ DOWN_CODES = frozenset(
 AUTH_CODES = frozenset({"28P01", "28000", 1044, 1045, 1698})
 #: a database, table or column that is not there
 MISSING_CODES = frozenset({"3D000", "42P01", "42703", 1049, 1146, 1054})
+
+
+#: seconds a connection attempt may take
+CONNECT_TIMEOUT_S = 10
+
+
+def engine(
+    driver: str,
+    *,
+    host: str,
+    port: int,
+    database: str | None,
+    user: str | None,
+    password: Any = None,
+    query: dict[str, str] | None = None,
+    connect_timeout_s: int = CONNECT_TIMEOUT_S,
+) -> Any:
+    """A SQLAlchemy engine without a pool (connections are held by one reader or one
+    commit at a time); ``password`` a Secret, revealed only into the URL object."""
+    from sqlalchemy import URL, create_engine
+    from sqlalchemy.pool import NullPool
+
+    url = URL.create(
+        driver,
+        username=user,
+        password=password.reveal() if password is not None else None,
+        host=host,
+        port=port,
+        database=database or None,
+        query=query or {},
+    )
+    args: dict[str, Any] = {"connect_timeout": connect_timeout_s}
+    if driver.startswith("mysql"):
+        args["charset"] = "utf8mb4"
+    return create_engine(url, poolclass=NullPool, connect_args=args)
 
 
 @dataclass(frozen=True)
