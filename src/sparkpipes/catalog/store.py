@@ -118,6 +118,23 @@ connectors_t = sa.Table(
     sa.Column("created_at", sa.DateTime, nullable=False),
 )
 
+pinot_schemas_t = sa.Table(
+    "sp_pinot_schemas",
+    meta,
+    sa.Column("name", sa.String(255), primary_key=True),
+    sa.Column("definition", sa.Text, nullable=False),
+    sa.Column("created_at", sa.DateTime, nullable=False),
+)
+
+pinot_tables_t = sa.Table(
+    "sp_pinot_tables",
+    meta,
+    sa.Column("name", sa.String(255), primary_key=True),
+    sa.Column("definition", sa.Text, nullable=False),
+    sa.Column("created_at", sa.DateTime, nullable=False),
+)
+_PINOT = {"schema": pinot_schemas_t, "table": pinot_tables_t}
+
 variables_t = sa.Table(
     "sp_variables",
     meta,
@@ -334,6 +351,20 @@ class Catalog:
 
     def drop_connector(self, name: str) -> None:
         self._drop_definition(connectors_t, "connector", name)
+
+    # -- Pinot schemas and table configs ----------------------------------------------
+    def put_pinot(self, kind: str, name: str, doc: dict[str, Any], *, replace: bool) -> None:
+        """Store a Pinot ``schema`` or ``table`` config (secrets already redacted)."""
+        self._put_definition(_PINOT[kind], f"Pinot {kind}", name, doc, replace)
+
+    def pinot(self, kind: str, name: str) -> dict[str, Any]:
+        return self._definition(_PINOT[kind], f"Pinot {kind}", name)
+
+    def pinot_names(self, kind: str) -> list[str]:
+        return self._names(_PINOT[kind])
+
+    def drop_pinot(self, kind: str, name: str) -> None:
+        self._drop_definition(_PINOT[kind], f"Pinot {kind}", name)
 
     # -- named JSON definitions (procedures, connectors) ---------------------------------
     def _put_definition(

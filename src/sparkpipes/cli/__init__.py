@@ -5,6 +5,11 @@
     sparkpipes status                   pipelines, state, rows/s, lag, share of the cluster,
                                         last error
     sparkpipes quickstart               the guided demo
+    sparkpipes serve                    HTTP: Kafka Connect's and Pinot's controller APIs
+    sparkpipes connect …                sink connectors (Kafka Connect configs)
+    sparkpipes AddTable -schemaFile S -tableConfigFile T [-exec]
+                                        a Pinot realtime table (pinot-admin's spelling)
+    sparkpipes pinot …                  Pinot schemas and tables: list, show, add, delete
 
 ``--warehouse`` ($SPARKPIPES_WAREHOUSE) and ``--catalog-url`` ($SPARKPIPES_CATALOG_URL)
 choose the warehouse everywhere.
@@ -80,16 +85,19 @@ def _parser() -> argparse.ArgumentParser:
     sv = sub.add_parser(
         "serve",
         parents=[common],
-        help="the HTTP server: Kafka Connect's REST API, and run every Running pipeline",
+        help="the HTTP server: Kafka Connect's and Pinot's controller REST APIs, and run "
+        "every Running pipeline",
         description="Serve Kafka Connect's REST API for sink connectors (GET/POST /connectors, "
-        "…/config, …/status, …/pause, …/resume, DELETE, /connector-plugins) on 127.0.0.1, "
+        "…/config, …/status, …/pause, …/resume, DELETE, /connector-plugins) and Pinot's "
+        "controller endpoints (POST/GET /schemas, POST/GET/DELETE /tables) on 127.0.0.1, "
         "and run the batches of every Running pipeline as `sparkpipes run` does.",
     )
     sv.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
     sv.add_argument("--port", type=int, default=8083, help="port (8083, Kafka Connect's)")
-    from sparkpipes.cli import connect
+    from sparkpipes.cli import connect, pinot
 
     connect.add_parser(sub, common)
+    pinot.add_parsers(sub, common)
     q = sub.add_parser(
         "quickstart",
         parents=[common],
@@ -135,6 +143,15 @@ def main(argv: list[str] | None = None) -> int:
 
             with _engine(args) as engine:
                 return connect.run(engine, args)
+        if args.command == "AddTable":
+            from sparkpipes.cli import pinot
+
+            return pinot.add_table(_engine, args)
+        if args.command == "pinot":
+            from sparkpipes.cli import pinot
+
+            with _engine(args) as engine:
+                return pinot.run(engine, args)
     except SparkpipesError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

@@ -42,7 +42,15 @@ SPEC_VERSION = 2
 START_POLICIES = ("earliest", "latest")
 OUT_OF_RANGE_POLICIES = ("fail", "earliest")
 WRITE_MODES = ("append", "replace", "ignore")
-FORMAT_OPTIONS = ("schema.registry.url", "schema")
+FORMAT_OPTIONS = (
+    "schema.registry.url",
+    "schema",
+    "schema.registry.ssl.ca.location",
+    "schema.registry.ssl.certificate.location",
+    "schema.registry.ssl.key.location",
+)
+#: the decoder's secrets (``FormatSpec.credentials``)
+FORMAT_SECRETS = ("schema.registry.basic.auth.user.info",)
 
 
 @dataclass(frozen=True)
@@ -114,10 +122,21 @@ class FormatSpec:
     skip_parser_errors: bool = False
     #: the decoder's own options: ``schema.registry.url`` or ``schema`` (Avro messages)
     options: Mapping[str, str] = field(default_factory=dict)
+    #: its secrets (a schema registry's user and password), kept with the pipeline's
+    #: under ``format.``-prefixed keys
+    credentials: Mapping[str, Secret] = field(default_factory=dict)
 
     def check(self, pipeline: str | None = None) -> None:
         check_int(self.skip_lines, "skip_lines", 0, pipeline=pipeline)
         reject_unknown(self.options, FORMAT_OPTIONS, what="format option", pipeline=pipeline)
+        reject_unknown(self.credentials, FORMAT_SECRETS, what="format secret", pipeline=pipeline)
+        for k, v in self.credentials.items():
+            if not isinstance(v, Secret):
+                raise ConfigError(f"format credential '{k}' must be a Secret", pipeline=pipeline)
+
+    def decoder_options(self) -> dict[str, str]:
+        """The options the decoder is built with: its options and, revealed, its secrets."""
+        return {**self.options, **{k: v.reveal() for k, v in self.credentials.items()}}
 
 
 @dataclass(frozen=True)
@@ -158,8 +177,10 @@ class SinkSpec:
                 raise ConfigError(f"sink credential '{k}' must be a Secret", pipeline=pipeline)
 
 
-#: prefix of the sink's keys among a pipeline's stored credentials
+#: prefixes of the sink's and the decoder's keys among a pipeline's stored credentials
 SINK_SECRET = "sink."
+FORMAT_SECRET = "format."
+_OWNED = {"sink": SINK_SECRET, "format": FORMAT_SECRET}
 
 
 @dataclass(frozen=True)
@@ -259,6 +280,13 @@ class PipelineSpec:
         else:
             del d["format"]["options"]  # as stored before it existed
         d["transform"]["assignments"] = [list(a) for a in self.transform.assignments]
+        d["format"]["credentials"] = (
+            {k: v.reveal() for k, v in self.format.credentials.items()}
+            if with_credentials
+            else {k: REDACTED for k in self.format.credentials}
+        )
+        if not self.format.credentials:
+            del d["format"]["credentials"]  # as stored before they existed
         for part in ("source", "sink"):
             creds = getattr(self, part).credentials
             d[part]["config"] = dict(getattr(self, part).config)
@@ -288,15 +316,18 @@ class PipelineSpec:
             given = dict(d.get(part) or {})
             reject_unknown(given, [f.name for f in dataclasses.fields(kind)], what=f"{part} option")
             parts[part] = given
-        src, sink = parts["source"], parts["sink"]
+        src = parts["source"]
         given = dict(credentials or {})
-        src["credentials"] = {
-            k: Secret(v) for k, v in given.items() if not k.startswith(SINK_SECRET)
-        }
-        sink["credentials"] = {
-            k[len(SINK_SECRET) :]: Secret(v) for k, v in given.items() if k.startswith(SINK_SECRET)
-        }
         fmt = parts["format"]
+        src["credentials"] = {
+            k: Secret(v)
+            for k, v in given.items()
+            if not any(k.startswith(p) for p in _OWNED.values())
+        }
+        for part, prefix in _OWNED.items():
+            parts[part]["credentials"] = {
+                k[len(prefix) :]: Secret(v) for k, v in given.items() if k.startswith(prefix)
+            }
         fmt["mapping"] = tuple(
             FieldMapping(str(m["column"]), tuple(m["path"])) for m in fmt.get("mapping", ())
         )
@@ -317,10 +348,14 @@ class PipelineSpec:
 
     @property
     def credentials(self) -> Mapping[str, Secret]:
-        """Every secret of the pipeline, as the catalog stores them: the source's, and the
-        sink's under ``sink.``-prefixed keys."""
-        sink = {SINK_SECRET + k: v for k, v in self.sink.credentials.items()}
-        return {**self.source.credentials, **sink} if sink else self.source.credentials
+        """Every secret of the pipeline, as the catalog stores them: the source's, the
+        sink's under ``sink.``-prefixed keys and the decoder's under ``format.``."""
+        owned = {
+            prefix + k: v
+            for part, prefix in _OWNED.items()
+            for k, v in getattr(self, part).credentials.items()
+        }
+        return {**self.source.credentials, **owned} if owned else self.source.credentials
 
     @property
     def mapping(self) -> tuple[FieldMapping, ...]:

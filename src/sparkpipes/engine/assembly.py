@@ -49,6 +49,8 @@ class Assembled:
     upserts: bool
     #: the ingest-time SQL handed to the sink, whose rejected rows the runner records
     refiner: Refiner | None = None
+    #: table columns the tasks fill from record metadata (see ``metadata_columns``)
+    metadata_columns: tuple[str, ...] = ()
 
     @property
     def stages(self) -> bool:
@@ -95,7 +97,7 @@ def validate(spec: PipelineSpec, table: TableRecord) -> None:
         load_schema(spec, table),
         spec.format.mapping,
         spec.format.csv,
-        spec.format.options,
+        spec.format.decoder_options(),
     )
     framed(spec, source, decoder)
 
@@ -128,6 +130,16 @@ def framed(spec: PipelineSpec, source: Source, decoder: Decoder) -> Source:
     if source.lists_files:
         return source.framed(decoder.framing(spec.format.skip_lines))
     return source
+
+
+def metadata_columns(source: Source, table: TableRecord) -> tuple[str, ...]:
+    """The table's ``__key``, ``__header$…`` and ``__metadata$…`` columns, when the source
+    hands over record metadata (Pinot's ``metadata.populate``)."""
+    if not getattr(source, "record_metadata", False):
+        return ()
+    from sparkpipes.config.pinot import is_metadata_column
+
+    return tuple(c for c in table.schema.names if is_metadata_column(c))
 
 
 def load_schema(spec: PipelineSpec, table: TableRecord) -> pa.Schema:
@@ -173,7 +185,7 @@ def assemble(
     source = build_source_of(spec)
     load = load_schema(spec, table)
     decoder = build_decoder(
-        spec.format.kind, load, spec.format.mapping, spec.format.csv, spec.format.options
+        spec.format.kind, load, spec.format.mapping, spec.format.csv, spec.format.decoder_options()
     )
     source = framed(spec, source, decoder)
     transform = Transform(
@@ -190,7 +202,8 @@ def assemble(
                 pa.field(OFFSET_COLUMN, source.position_type),
             ]
         )
-        task_schema = pa.schema([*load, *where])
+        meta = [table.schema.field(c) for c in metadata_columns(source, table)]
+        task_schema = pa.schema([*load, *meta, *where])
     else:
         task_schema = pa.schema(
             [f for f in table.schema if not (spec.sink.provenance and f.name in PROVENANCE)]
@@ -239,4 +252,5 @@ def assemble(
         refines=refines,
         upserts=upserts,
         refiner=refiner,
+        metadata_columns=metadata_columns(source, table),
     )

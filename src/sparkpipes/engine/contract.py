@@ -127,6 +127,9 @@ class TaskSpec:
     not_null: tuple[str, ...] = ()  # columns of the task's rows that must have a value
     chunk_records: int = 20_000
     file_rows: int = 1_000_000
+    #: columns filled from each record's key, headers, offset, partition and timestamp
+    #: (``__key``, ``__header$<name>``, ``__metadata$…``) instead of its payload
+    metadata_columns: tuple[str, ...] = ()
 
     @property
     def partition(self) -> str:

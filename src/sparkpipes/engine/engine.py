@@ -34,6 +34,7 @@ from sparkpipes.engine.batch import BatchResult
 from sparkpipes.engine.connectors import Connectors
 from sparkpipes.engine.information_schema import InformationSchema
 from sparkpipes.engine.offsets import Offsets
+from sparkpipes.engine.pinot import PinotTables
 from sparkpipes.engine.pipelines import Pipelines
 from sparkpipes.engine.procedures import Procedures
 from sparkpipes.engine.runtime import Runtime
@@ -80,6 +81,8 @@ class Engine:
         self._scheduler = Scheduler(self.rt, self.warm_up)
         self._info = InformationSchema(self.rt, self._offsets)
         self.connectors = Connectors(self)
+        #: Pinot schemas and realtime tables (seed 002)
+        self.pinot = PinotTables(self)
 
     @property
     def catalog(self) -> Catalog:

@@ -214,6 +214,8 @@ def _decode(
         want = pa.schema([f for f in want if f.name not in (PARTITION_COLUMN, OFFSET_COLUMN)])
     if want is not None and table.schema != want:
         table = conform(table, want)
+    if spec.metadata_columns:
+        table = _with_metadata(table, spec.metadata_columns, partition, fetched, kept)
     if spec.not_null:
         table, kept = _not_null(spec, partition, fetched, table, kept, errors)
     if spec.provenance:
@@ -221,6 +223,50 @@ def _decode(
             PARTITION_COLUMN, pa.array([partition] * table.num_rows, pa.string())
         ).append_column(OFFSET_COLUMN, fetched.positions.take(kept))
     return table
+
+
+def _with_metadata(
+    table: pa.Table, columns: tuple[str, ...], partition: str, fetched: Fetched, kept: pa.Array
+) -> pa.Table:
+    """``table`` with its record-metadata columns filled (Pinot's ``metadata.populate``):
+    each is text unless the table gives the column another type."""
+    n = table.num_rows
+    headers = None
+    for name in columns:
+        if name not in table.column_names:
+            continue
+        if name == "__key":
+            values = _text(fetched.keys.take(kept)) if fetched.keys is not None else None
+        elif name == "__metadata$offset":
+            values = fetched.positions.take(kept).cast(pa.string())
+        elif name == "__metadata$partition":
+            values = pa.array([partition] * n, pa.string())
+        elif name == "__metadata$recordTimestamp":
+            ts = fetched.timestamps
+            values = ts.take(kept).cast(pa.string()) if ts is not None else None
+        else:  # __header$<name>: the last header of that name, as text
+            if headers is None:
+                rows = fetched.headers.take(kept).to_pylist() if fetched.headers else [[]] * n
+                headers = [{h["key"]: h["value"] for h in row or ()} for row in rows]
+            key = name[len("__header$") :]
+            values = _text(pa.array([h.get(key) for h in headers], pa.binary()))
+        if values is None:
+            values = pa.nulls(n, pa.string())
+        idx = table.schema.get_field_index(name)
+        target = table.schema.field(idx)
+        table = table.set_column(idx, target, values.cast(target.type))
+    return table
+
+
+def _text(values: pa.Array) -> pa.Array:
+    """Bytes as UTF-8 text (invalid sequences replaced, never an error)."""
+    try:
+        return values.cast(pa.string())
+    except pa.ArrowInvalid:
+        return pa.array(
+            [None if v is None else v.decode("utf-8", "replace") for v in values.to_pylist()],
+            pa.string(),
+        )
 
 
 def _reject(

@@ -1,6 +1,7 @@
 """The FastAPI app of ``sparkpipes serve``; :func:`create_app` mounts every part on one
-engine. Errors are JSON shaped as Kafka Connect shapes them, ``{"error_code", "message"}``,
-with the sparkpipes message and never a stack trace."""
+engine. Errors are JSON with the sparkpipes message and never a stack trace, shaped as
+each API's own clients expect: Kafka Connect's ``{"error_code", "message"}``, Pinot's
+``{"code", "error"}`` under ``/schemas`` and ``/tables``."""
 
 from __future__ import annotations
 
@@ -29,11 +30,12 @@ def status_of(e: SparkpipesError) -> int:
 def create_app(engine: Any, *, run: bool = True) -> FastAPI:
     """The app over ``engine``; with ``run``, connectors it creates or resumes are run
     by this engine's scheduler (``sparkpipes serve``)."""
-    from sparkpipes.server import connect
+    from sparkpipes.server import connect, pinot
 
     app = FastAPI(
         title="sparkpipes",
-        description="Sink connectors through Kafka Connect's REST API.",
+        description="Sink connectors through Kafka Connect's REST API; Pinot schemas and "
+        "realtime tables through Pinot's controller endpoints.",
         version="0.1.0",
     )
 
@@ -42,7 +44,7 @@ def create_app(engine: Any, *, run: bool = True) -> FastAPI:
         code = status_of(e)
         if code >= 500:
             log.warning("%s %s: %s", request.method, request.url.path, e)
-        return JSONResponse({"error_code": code, "message": e.message}, status_code=code)
+        return _error(request, code, e.message)
 
     @app.exception_handler(RequestValidationError)
     async def _bad_request(request: Request, e: RequestValidationError) -> JSONResponse:
@@ -50,7 +52,16 @@ def create_app(engine: Any, *, run: bool = True) -> FastAPI:
         where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
         text = first.get("msg", "invalid request")
         message = f"{text} ({where})" if where else text
-        return JSONResponse({"error_code": 400, "message": message}, status_code=400)
+        return _error(request, 400, message)
 
     app.include_router(connect.router(engine, run=run))
+    app.include_router(pinot.router(engine, run=run))
     return app
+
+
+def _error(request: Request, code: int, message: str) -> JSONResponse:
+    from sparkpipes.server.pinot import PATHS
+
+    if request.url.path.startswith(PATHS):
+        return JSONResponse({"code": code, "error": message}, status_code=code)
+    return JSONResponse({"error_code": code, "message": message}, status_code=code)

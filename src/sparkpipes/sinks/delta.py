@@ -62,6 +62,7 @@ from sparkpipes.sinks.base import (
     SinkWriter,
     Staged,
 )
+from sparkpipes.sinks.upsert import Upsert
 
 log = logging.getLogger("sparkpipes.sinks")
 
@@ -100,14 +101,6 @@ class AddFile(Staged):
 @dataclass(frozen=True)
 class Append:
     """Rows are added to the table."""
-
-
-@dataclass(frozen=True)
-class Upsert:
-    """Rows replace (``replace``) or yield to (``ignore``) the row with the same key."""
-
-    keys: tuple[str, ...]
-    mode: str = "replace"
 
 
 WriteStrategy = Append | Upsert
@@ -287,7 +280,9 @@ class DeltaSink(Sink):
     @classmethod
     def for_pipeline(cls, ctx: SinkContext) -> DeltaSink:
         strategy: WriteStrategy = (
-            Append() if ctx.write == "append" else Upsert(tuple(ctx.primary_key), ctx.write)
+            Append()
+            if ctx.write == "append"
+            else Upsert.of(ctx.primary_key, ctx.write, ctx.sink_config or {}, ctx.schema.names)
         )
         return cls(
             ctx.location,
@@ -522,20 +517,11 @@ class DeltaSink(Sink):
         return df.withColumn(SEQ, seq)
 
     def _merge(self, dt, staged: Sequence[Staged], upsert: Upsert, props) -> None:
-        """One MERGE by key from a stream of the refined, deduplicated staged rows."""
-        from pyspark.sql import Window
-        from pyspark.sql import functions as F
-
+        """One MERGE by key from a stream of the refined staged rows, one per key."""
         df = self._staged_frame(staged)
         if self.refine is not None:
             df = self.refine(df, (SEQ,))
-        order = F.col(SEQ).desc() if upsert.mode == "replace" else F.col(SEQ).asc()
-        win = Window.partitionBy(*[F.col(k) for k in upsert.keys]).orderBy(order)
-        rows = (
-            df.withColumn("__sp_rank", F.row_number().over(win))
-            .where(F.col("__sp_rank") == 1)
-            .select(*self.schema.names)
-        )
+        rows = upsert.reduce(df, SEQ, self.schema.names)
         failed: list[SinkError] = []
 
         def batches() -> Iterator[pa.RecordBatch]:
@@ -546,14 +532,15 @@ class DeltaSink(Sink):
                 raise
 
         source = pa.RecordBatchReader.from_batches(self.schema, batches())
-        predicate = " AND ".join(f"t.`{k}` = s.`{k}`" for k in upsert.keys)
         try:
             merger = dt.merge(
-                source, predicate, source_alias="s", target_alias="t", commit_properties=props
+                source,
+                upsert.predicate(),
+                source_alias="s",
+                target_alias="t",
+                commit_properties=props,
             )
-            if upsert.mode == "replace":
-                merger = merger.when_matched_update_all()
-            merger.when_not_matched_insert_all().execute()
+            upsert.clauses(merger, self.schema.names).execute()
         except Exception as e:  # delta-rs raises its own and Rust panics; keep the message
             if failed:
                 raise failed[0] from None

@@ -37,7 +37,9 @@ class Fetched:
 
     ``values`` holds the raw record payloads; ``positions`` each record's own position
     (Kafka offset, line number …) in ``position_type``, used for error reports and the
-    provenance column; ``keys``/``timestamps`` may be None when the source has none.
+    provenance column; ``keys``/``timestamps`` (epoch milliseconds) and ``headers`` (a
+    list of ``{key, value}`` per record) may be None when the source has none or was not
+    asked for them.
     ``at_end`` is the source's own word that the partition had nothing after these
     records when they were read, so the batch need not wait for an empty fetch; a
     consumer sets it only where it can be trusted (never for a premature end report).
@@ -51,6 +53,7 @@ class Fetched:
     timestamps: pa.Array | None = None
     at_end: bool = False
     table: pa.Table | None = None
+    headers: pa.Array | None = None
 
     def __len__(self) -> int:
         return len(self.positions)

@@ -77,6 +77,10 @@ FORBIDDEN = {
     "auto.offset.reset": "use the pipeline's offsets / on_offset_out_of_range settings",
 }
 ISOLATION_LEVELS = {"read_committed", "read_uncommitted"}
+#: the source's own option (no client key): hand over each record's key, headers and
+#: timestamp with its payload (Pinot's ``metadata.populate``)
+RECORD_METADATA = "record.metadata"
+HEADERS_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
 
 _ERROR, _VALUE = methodcaller("error"), methodcaller("value")
 
@@ -119,6 +123,12 @@ class KafkaSource(Source):
         self, location: str, config: Mapping[str, Any], credentials: Mapping[str, Secret]
     ) -> None:
         self.servers, self.topic = parse_location(location)
+        config = dict(config)
+        metadata = config.pop(RECORD_METADATA, False)
+        if not isinstance(metadata, bool):
+            raise ConfigError(f"Kafka option '{RECORD_METADATA}' must be true or false")
+        #: keys, headers and timestamps are fetched with the payloads
+        self.record_metadata = metadata
         for key in config:
             if key in FORBIDDEN:
                 raise ConfigError(f"Kafka option '{key}' is not allowed: {FORBIDDEN[key]}")
@@ -538,7 +548,16 @@ class KafkaPartitionConsumer(PartitionConsumer):
         else:
             positions = pa.array([m.offset() for m in msgs], pa.int64())
         self._next = last + 1
-        return Fetched(values=values, positions=positions, at_end=at_end)
+        if not self.source.record_metadata:
+            return Fetched(values=values, positions=positions, at_end=at_end)
+        return Fetched(
+            values=values,
+            positions=positions,
+            at_end=at_end,
+            keys=pa.array([m.key() for m in msgs], pa.binary()),
+            timestamps=pa.array([m.timestamp()[1] for m in msgs], pa.int64()),
+            headers=pa.array([m.headers() or [] for m in msgs], HEADERS_TYPE),
+        )
 
     def _raise(self, err) -> None:
         code = err.code()

@@ -1,0 +1,176 @@
+"""Pinot realtime tables (seed 002): a schema and a REALTIME table config become a Delta
+table and the pipeline that loads it from the stream, as ``pinot-admin AddTable`` and the
+controller's ``POST /schemas`` / ``POST /tables`` make a Pinot table.
+
+The catalog keeps the schema and the table config (secrets redacted) beside the table and
+the pipeline (``<table>_REALTIME``, an ordinary pipeline: ``SHOW PIPELINES``, ``sparkpipes
+status`` and information_schema show it). Adding a table sets its pipeline Running, so
+``sparkpipes run`` / ``serve`` load it; deleting a table drops the pipeline and the table
+with its rows, as Pinot deletes a table's segments.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from sparkpipes.config.lower.pinot import lower, pipeline_name, table_plan
+from sparkpipes.config.pinot import PinotSchema, PinotTableConfig, load_schema, load_table
+from sparkpipes.errors import AlreadyExistsError, ConfigError, NotFoundError
+
+log = logging.getLogger("sparkpipes.pinot")
+
+Doc = str | Mapping[str, Any]
+
+
+class PinotTables:
+    """Add, list, show and delete Pinot schemas and realtime tables."""
+
+    def __init__(self, engine: Any) -> None:
+        self.engine = engine
+
+    # -- schemas ------------------------------------------------------------------------
+    def add_schema(self, doc: Doc | PinotSchema, *, override: bool = False) -> PinotSchema:
+        schema = doc if isinstance(doc, PinotSchema) else load_schema(doc)
+        catalog = self.engine.catalog
+        exists = schema.name in catalog.pinot_names("schema")
+        if exists and not override:
+            if catalog.pinot("schema", schema.name) == dict(schema.raw):
+                return schema
+            raise AlreadyExistsError(
+                f"schema '{schema.name}' already exists (override it to change it)"
+            )
+        if exists:
+            users = self._users(schema.name)
+            if users:
+                raise ConfigError(
+                    f"schema '{schema.name}' is used by table(s) {', '.join(users)}; change "
+                    "their columns with ALTER TABLE, or delete them first"
+                )
+        catalog.put_pinot("schema", schema.name, dict(schema.raw), replace=exists)
+        return schema
+
+    def schema(self, name: str) -> PinotSchema:
+        try:
+            return load_schema(self.engine.catalog.pinot("schema", name))
+        except NotFoundError:
+            raise NotFoundError(f"schema '{name}' does not exist") from None
+
+    def schema_names(self) -> list[str]:
+        return self.engine.catalog.pinot_names("schema")
+
+    def delete_schema(self, name: str) -> None:
+        users = self._users(name)
+        if users:
+            raise ConfigError(
+                f"schema '{name}' is used by table(s) {', '.join(users)}; delete them first"
+            )
+        self.schema(name)
+        self.engine.catalog.drop_pinot("schema", name)
+
+    # -- tables -------------------------------------------------------------------------
+    def plan(self, table: Doc, schema: Doc | None = None) -> dict[str, Any]:
+        """What adding ``table`` (with ``schema``, or the stored schema it names) would do,
+        checked as far as can be without touching the stream: the columns, the pipeline and
+        its source, and notes on keys that change nothing here."""
+        s, cfg = self._load(table, schema)
+        return self._describe(s, cfg, lower(s, cfg, self.engine.pipeline_defaults()))
+
+    def _describe(self, s: PinotSchema, cfg: PinotTableConfig, spec: Any) -> dict[str, Any]:
+        plan = table_plan(s, cfg.name)
+        return {
+            "table": cfg.name,
+            "schema": s.name,
+            "columns": plan.ddl,
+            "primaryKey": list(s.primary_key),
+            "pipeline": spec.name,
+            "source": f"kafka {spec.source.location}",
+            "decoder": spec.format.kind,
+            "write": spec.sink.write,
+            "start": spec.source.start,
+            "retentionMs": cfg.retention_ms,
+            "notes": list(cfg.notes),
+        }
+
+    def add(self, table: Doc, schema: Doc | None = None, *, run: bool = False) -> dict[str, Any]:
+        """Add the table: store the schema (when given), create the Delta table and the
+        pipeline, set it Running (``run``: and run it in this engine)."""
+        s, cfg = self._load(table, schema)
+        catalog = self.engine.catalog
+        if cfg.name in self.names():
+            raise AlreadyExistsError(f"table '{cfg.name}' already exists")
+        spec = lower(s, cfg, self.engine.pipeline_defaults())
+        if schema is not None:
+            self.add_schema(s)
+        plan = table_plan(s, cfg.name)
+        if cfg.name in self.engine.tables():
+            raise AlreadyExistsError(
+                f"table '{cfg.name}' already exists in the warehouse (not as a Pinot table); "
+                "drop it or name the Pinot table otherwise"
+            )
+        self.engine.create_table(
+            cfg.name, plan.ddl, keys=plan.keys, declared=plan.declared, not_null=plan.not_null
+        )
+        try:
+            self.engine.create_pipeline_spec(spec)
+            catalog.put_pinot("table", cfg.name, cfg.shown(), replace=False)
+        except BaseException:
+            self.engine.drop_pipeline(spec.name, if_exists=True)
+            self.engine.drop_table(cfg.name, if_exists=True)
+            raise
+        for note in cfg.notes:
+            log.info("table %s: %s", cfg.name, note)
+        self.engine.start(spec.name, run=run)
+        return self._describe(s, cfg, spec) | {"status": f"Table {spec.name} successfully added"}
+
+    def _load(self, table: Doc, schema: Doc | None) -> tuple[PinotSchema, PinotTableConfig]:
+        if schema is not None:
+            s = load_schema(schema)
+            return s, load_table(table, s)
+        cfg = load_table(table)
+        try:
+            s = self.schema(cfg.schema_name)
+        except NotFoundError:
+            raise ConfigError(
+                f"table '{cfg.name}' names schema '{cfg.schema_name}', which does not exist: "
+                "add the schema first (POST /schemas, or AddTable -schemaFile)"
+            ) from None
+        return s, load_table(table, s)
+
+    def _users(self, schema: str) -> list[str]:
+        """The tables whose config names ``schema``."""
+        out = []
+        for t in self.names():
+            seg = self.engine.catalog.pinot("table", t).get("segmentsConfig") or {}
+            if (seg.get("schemaName") or t) == schema:
+                out.append(t)
+        return out
+
+    def names(self) -> list[str]:
+        return self.engine.catalog.pinot_names("table")
+
+    def config(self, name: str) -> dict[str, Any]:
+        """The table config as given, secrets redacted."""
+        try:
+            return self.engine.catalog.pinot("table", _base(name))
+        except NotFoundError:
+            raise NotFoundError(f"table '{name}' does not exist") from None
+
+    def delete(self, name: str) -> str:
+        """Drop the table's pipeline, the table and its rows, and its config; the
+        pipeline's name."""
+        base = _base(name)
+        self.config(base)
+        pipeline = pipeline_name(base)
+        self.engine.drop_pipeline(pipeline, if_exists=True)
+        self.engine.drop_table(base, if_exists=True)
+        self.engine.catalog.drop_pinot("table", base)
+        return pipeline
+
+
+def _base(name: str) -> str:
+    for suffix in ("_REALTIME", "_OFFLINE"):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name

@@ -1,0 +1,75 @@
+"""Pinot controller endpoints for schemas and realtime tables, over
+:class:`sparkpipes.engine.pinot.PinotTables`: Pinot's paths, verbs and answers
+(``{"status": …}``; errors ``{"code", "error"}``), so ``pinot-admin``-style scripts and
+``curl -X POST -d @schema.json localhost:9000/schemas`` work unchanged."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fastapi import APIRouter, Request
+
+from sparkpipes.errors import ConfigError
+
+#: path prefixes whose errors are shaped as Pinot's controller shapes them
+PATHS = ("/schemas", "/tables")
+
+
+async def _body(request: Request) -> Any:
+    raw = await request.body()
+    try:
+        return json.loads(raw or b"null")
+    except ValueError as e:
+        raise ConfigError(f"the request body is not valid JSON: {e}") from None
+
+
+def router(engine: Any, *, run: bool) -> APIRouter:
+    r = APIRouter()
+    pinot = engine.pinot
+
+    @r.post("/schemas")
+    async def add_schema(request: Request, override: bool = False) -> Any:
+        s = pinot.add_schema(await _body(request), override=override)
+        return {"unrecognizedProperties": {}, "status": f"{s.name} successfully added"}
+
+    @r.get("/schemas")
+    def schemas() -> Any:
+        return pinot.schema_names()
+
+    @r.get("/schemas/{name}")
+    def schema(name: str) -> Any:
+        return dict(pinot.schema(name).raw)
+
+    @r.delete("/schemas/{name}")
+    def delete_schema(name: str) -> Any:
+        pinot.delete_schema(name)
+        return {"status": f"Schema {name} deleted"}
+
+    @r.post("/tables")
+    async def add_table(request: Request) -> Any:
+        out = pinot.add(await _body(request), run=run)
+        return {"unrecognizedProperties": {}, "status": out["status"]}
+
+    @r.post("/tables/validate")
+    async def validate(request: Request) -> Any:
+        """``{"schema": …, "table": …}`` (or a bare table config naming a stored schema):
+        what adding it would do, nothing created."""
+        body = await _body(request)
+        if isinstance(body, dict) and "table" in body:
+            return pinot.plan(body["table"], body.get("schema"))
+        return pinot.plan(body)
+
+    @r.get("/tables")
+    def tables() -> Any:
+        return {"tables": pinot.names()}
+
+    @r.get("/tables/{name}")
+    def table(name: str) -> Any:
+        return {"REALTIME": pinot.config(name)}
+
+    @r.delete("/tables/{name}")
+    def delete_table(name: str) -> Any:
+        return {"status": f"Tables: [{pinot.delete(name)}] deleted"}
+
+    return r

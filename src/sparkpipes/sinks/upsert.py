@@ -1,0 +1,179 @@
+"""Upserts by primary key into a Delta table: how a batch's rows are reduced to one per key
+(a Spark job) and how that row meets the stored one (the clauses of a delta-rs MERGE).
+
+Modes, as the front ends name them:
+
+* ``replace`` (``REPLACE INTO TABLE``, Pinot FULL upsert): the batch's last row of a key
+  replaces the stored one. With ``comparison`` columns (Pinot's ``comparisonColumns``; by
+  default its time column) the row with the greatest comparison value wins instead, in
+  the batch and against the stored row — a late record never overwrites a newer one; ties
+  go to the later record.
+* ``replace`` with ``partial`` strategies (Pinot PARTIAL upsert): column by column, per
+  strategy (OVERWRITE, IGNORE, INCREMENT, MAX, MIN, APPEND, UNION), folding the batch's
+  rows in arrival order and then the stored row; a NULL never replaces a value.
+* ``ignore`` (``IGNORE INTO TABLE``, Pinot dedup): the first row of a key is kept, later
+  ones are dropped.
+
+``delete`` names a boolean column (Pinot's ``deleteRecordColumn``): a winning row with it
+true deletes the key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sparkpipes.errors import ConfigError
+
+STRATEGIES = ("OVERWRITE", "IGNORE", "INCREMENT", "MAX", "MIN", "APPEND", "UNION")
+CONFIG_KEYS = ("comparison", "partial", "delete")
+
+
+def _q(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+@dataclass(frozen=True)
+class Upsert:
+    """Rows replace (``replace``) or yield to (``ignore``) the row with the same key."""
+
+    keys: tuple[str, ...]
+    mode: str = "replace"
+    comparison: tuple[str, ...] = ()
+    partial: Mapping[str, str] = field(default_factory=dict)
+    delete: str | None = None
+
+    @classmethod
+    def of(cls, keys: Sequence[str], mode: str, config: Mapping[str, Any], columns: Sequence[str]):
+        """From a pipeline's write mode and its sink config (``SinkSpec.config``)."""
+        unknown = [k for k in config if k not in CONFIG_KEYS]
+        if unknown:
+            raise ConfigError(
+                f"unknown Delta sink option '{unknown[0]}' (accepted: {', '.join(CONFIG_KEYS)})"
+            )
+        if config and mode != "replace":
+            raise ConfigError("comparison, partial and delete apply to replacing upserts only")
+        comparison = tuple(config.get("comparison") or ())
+        partial = dict(config.get("partial") or {})
+        delete = config.get("delete")
+        for c in [*comparison, *partial, *([delete] if delete else [])]:
+            if c not in columns:
+                raise ConfigError(f"upsert option names column '{c}', which the table lacks")
+        bad = {c: s for c, s in partial.items() if s not in STRATEGIES}
+        if bad:
+            c, s = next(iter(bad.items()))
+            raise ConfigError(
+                f"partial upsert strategy '{s}' of column '{c}' is not one of "
+                f"{', '.join(STRATEGIES)}"
+            )
+        return cls(tuple(keys), mode, comparison, partial, delete)
+
+    # -- the batch: one row per key ---------------------------------------------------
+    def reduce(self, df, seq: str, columns: Sequence[str]):
+        """``df`` (with ``seq`` ordering rows by arrival) reduced to one row per key."""
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        if self.partial:
+            return self._fold(df, seq, columns)
+        if self.mode == "ignore":
+            order = [F.col(seq).asc()]
+        else:
+            order = [F.col(_q(c)).desc_nulls_last() for c in self.comparison]
+            order.append(F.col(seq).desc())
+        win = Window.partitionBy(*[F.col(_q(k)) for k in self.keys]).orderBy(*order)
+        return (
+            df.withColumn("__sp_rank", F.row_number().over(win))
+            .where(F.col("__sp_rank") == 1)
+            .select(*[F.col(_q(c)) for c in columns])
+        )
+
+    def _fold(self, df, seq: str, columns: Sequence[str]):
+        s = _q(seq)
+        aggs = []
+        for c in columns:
+            if c in self.keys:
+                continue
+            col, how = _q(c), self.partial.get(c, "OVERWRITE")
+            nonnull = f"CASE WHEN {col} IS NOT NULL THEN {s} END"
+            expr = {
+                "OVERWRITE": f"max_by({col}, {nonnull})",
+                "IGNORE": f"min_by({col}, {nonnull})",
+                "INCREMENT": f"sum({col})",
+                "MAX": f"max({col})",
+                "MIN": f"min({col})",
+            }.get(how)
+            if expr is None:  # APPEND, UNION: the arrays in arrival order, concatenated
+                parts = (
+                    f"transform(array_sort(collect_list(CASE WHEN {col} IS NOT NULL THEN "
+                    f"named_struct('s', {s}, 'v', {col}) END)), x -> x.v)"
+                )
+                expr = f"CASE WHEN count({col}) > 0 THEN flatten({parts}) END"
+                if how == "UNION":
+                    expr = f"array_distinct({expr})"
+            aggs.append(f"CAST({expr} AS {_spark_type(df, c)}) AS {col}")
+        grouped = (
+            df.groupBy(*[_q(k) for k in self.keys]).agg(*[_expr(a) for a in aggs])
+            if aggs
+            else df.select(*[_q(k) for k in self.keys]).distinct()
+        )
+        return grouped.select(*[_q(c) for c in columns])
+
+    # -- the MERGE -----------------------------------------------------------------------
+    def predicate(self) -> str:
+        return " AND ".join(f"t.{_q(k)} = s.{_q(k)}" for k in self.keys)
+
+    def clauses(self, merger, columns: Sequence[str]):
+        """``merger`` (a delta-rs ``TableMerger``, target ``t``, source ``s``) with the
+        clauses of this upsert."""
+        newer = None
+        if self.comparison and not self.partial:
+            newer = " AND ".join(
+                f"(s.{_q(c)} IS NULL OR t.{_q(c)} IS NULL OR s.{_q(c)} >= t.{_q(c)})"
+                for c in self.comparison
+            )
+        if self.delete:
+            gone = f"s.{_q(self.delete)} = true"
+            merger = merger.when_matched_delete(
+                predicate=f"({newer}) AND {gone}" if newer else gone
+            )
+        if self.mode == "replace":
+            if self.partial:
+                merger = merger.when_matched_update(
+                    updates={
+                        _q(c): _merged(c, self.partial.get(c, "OVERWRITE"))
+                        for c in columns
+                        if c not in self.keys
+                    }
+                )
+            else:
+                merger = merger.when_matched_update_all(predicate=newer)
+        keep = f"s.{_q(self.delete)} IS NOT TRUE" if self.delete else None
+        return merger.when_not_matched_insert_all(predicate=keep)
+
+
+def _merged(column: str, how: str) -> str:
+    """The SQL (delta-rs) of a column after a PARTIAL upsert of the new row ``s`` onto the
+    stored ``t``."""
+    s, t = f"s.{_q(column)}", f"t.{_q(column)}"
+    both = {
+        "OVERWRITE": s,
+        "IGNORE": t,
+        "INCREMENT": f"{t} + {s}",
+        "MAX": f"CASE WHEN {s} > {t} THEN {s} ELSE {t} END",
+        "MIN": f"CASE WHEN {s} < {t} THEN {s} ELSE {t} END",
+        "APPEND": f"array_concat({t}, {s})",
+        "UNION": f"array_distinct(array_concat({t}, {s}))",
+    }[how]
+    return f"CASE WHEN {s} IS NULL THEN {t} WHEN {t} IS NULL THEN {s} ELSE {both} END"
+
+
+def _spark_type(df, column: str) -> str:
+    return df.schema[column].dataType.simpleString()
+
+
+def _expr(text: str):
+    from pyspark.sql import functions as F
+
+    return F.expr(text)
