@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 
 import pytest
 from confluent_kafka import Producer
@@ -42,7 +43,12 @@ def schema(dims, metrics=(), pk=(), time_type="LONG"):
         "dimensionFieldSpecs": list(dims),
         "metricFieldSpecs": list(metrics),
         "dateTimeFieldSpecs": [
-            {"name": "ts", "dataType": time_type, "format": "1:MILLISECONDS:EPOCH", "granularity": "1:MILLISECONDS"}
+            {
+                "name": "ts",
+                "dataType": time_type,
+                "format": "1:MILLISECONDS:EPOCH",
+                "granularity": "1:MILLISECONDS",
+            }
         ],
     }
     if pk:
@@ -70,18 +76,44 @@ def rows(engine, key="id"):
 def test_full_upsert_keeps_the_newest_by_the_time_column(engine, broker, topic):
     s = schema([{"name": "id", "dataType": "INT"}, {"name": "v", "dataType": "STRING"}], pk=["id"])
     t = table_config(broker, topic, upsertConfig={"mode": "FULL"})
-    produce(broker, topic, [(None, {"id": 1, "v": "a", "ts": 10}, None), (None, {"id": 1, "v": "b", "ts": 30}, None), (None, {"id": 1, "v": "late", "ts": 20}, None), (None, {"id": 2, "v": "x", "ts": 5}, None)])
+    produce(
+        broker,
+        topic,
+        [
+            (None, {"id": 1, "v": "a", "ts": 10}, None),
+            (None, {"id": 1, "v": "b", "ts": 30}, None),
+            (None, {"id": 1, "v": "late", "ts": 20}, None),
+            (None, {"id": 2, "v": "x", "ts": 5}, None),
+        ],
+    )
     load(engine, t, s)
     assert {k: (r["v"], r["ts"]) for k, r in rows(engine).items()} == {1: ("b", 30), 2: ("x", 5)}
     # a later batch: an older record loses to the stored row, a newer one wins, ties go to the later
-    produce(broker, topic, [(None, {"id": 1, "v": "older", "ts": 25}, None), (None, {"id": 2, "v": "y", "ts": 5}, None), (None, {"id": 3, "v": "new", "ts": 1}, None)])
+    produce(
+        broker,
+        topic,
+        [
+            (None, {"id": 1, "v": "older", "ts": 25}, None),
+            (None, {"id": 2, "v": "y", "ts": 5}, None),
+            (None, {"id": 3, "v": "new", "ts": 1}, None),
+        ],
+    )
     engine.run_batches("t_REALTIME", 10, until_idle=True)
-    assert {k: (r["v"], r["ts"]) for k, r in rows(engine).items()} == {1: ("b", 30), 2: ("y", 5), 3: ("new", 1)}
+    assert {k: (r["v"], r["ts"]) for k, r in rows(engine).items()} == {
+        1: ("b", 30),
+        2: ("y", 5),
+        3: ("new", 1),
+    }
 
 
 def test_partial_upsert_merges_column_by_column(engine, broker, topic):
     s = schema(
-        [{"name": "id", "dataType": "INT"}, {"name": "name", "dataType": "STRING"}, {"name": "first", "dataType": "STRING"}, {"name": "tags", "dataType": "STRING", "singleValueField": False}],
+        [
+            {"name": "id", "dataType": "INT"},
+            {"name": "name", "dataType": "STRING"},
+            {"name": "first", "dataType": "STRING"},
+            {"name": "tags", "dataType": "STRING", "singleValueField": False},
+        ],
         metrics=[{"name": "clicks", "dataType": "LONG"}, {"name": "best", "dataType": "DOUBLE"}],
         pk=["id"],
     )
@@ -90,21 +122,85 @@ def test_partial_upsert_merges_column_by_column(engine, broker, topic):
         topic,
         upsertConfig={
             "mode": "PARTIAL",
-            "partialUpsertStrategies": {"clicks": "INCREMENT", "best": "MAX", "tags": "UNION", "first": "IGNORE"},
+            "partialUpsertStrategies": {
+                "clicks": "INCREMENT",
+                "best": "MAX",
+                "tags": "UNION",
+                "first": "IGNORE",
+            },
             "defaultPartialUpsertStrategy": "OVERWRITE",
         },
     )
-    produce(broker, topic, [
-        (None, {"id": 1, "name": "ann", "first": "f1", "tags": ["a"], "clicks": 2, "best": 1.5, "ts": 1}, None),
-        (None, {"id": 1, "name": None, "first": "f2", "tags": ["b", "a"], "clicks": 3, "best": 0.5, "ts": 2}, None),
-    ])
+    produce(
+        broker,
+        topic,
+        [
+            (
+                None,
+                {
+                    "id": 1,
+                    "name": "ann",
+                    "first": "f1",
+                    "tags": ["a"],
+                    "clicks": 2,
+                    "best": 1.5,
+                    "ts": 1,
+                },
+                None,
+            ),
+            (
+                None,
+                {
+                    "id": 1,
+                    "name": None,
+                    "first": "f2",
+                    "tags": ["b", "a"],
+                    "clicks": 3,
+                    "best": 0.5,
+                    "ts": 2,
+                },
+                None,
+            ),
+        ],
+    )
     load(engine, t, s)
     r = rows(engine)[1]
-    assert (r["name"], r["first"], sorted(r["tags"]), r["clicks"], r["best"], r["ts"]) == ("ann", "f1", ["a", "b"], 5, 1.5, 2)
-    produce(broker, topic, [(None, {"id": 1, "name": "bob", "first": "f3", "tags": ["c"], "clicks": 10, "best": 9.0, "ts": 3}, None)])
+    assert (r["name"], r["first"], sorted(r["tags"]), r["clicks"], r["best"], r["ts"]) == (
+        "ann",
+        "f1",
+        ["a", "b"],
+        5,
+        1.5,
+        2,
+    )
+    produce(
+        broker,
+        topic,
+        [
+            (
+                None,
+                {
+                    "id": 1,
+                    "name": "bob",
+                    "first": "f3",
+                    "tags": ["c"],
+                    "clicks": 10,
+                    "best": 9.0,
+                    "ts": 3,
+                },
+                None,
+            )
+        ],
+    )
     engine.run_batches("t_REALTIME", 10, until_idle=True)
     r = rows(engine)[1]
-    assert (r["name"], r["first"], sorted(r["tags"]), r["clicks"], r["best"]) == ("bob", "f1", ["a", "b", "c"], 15, 9.0)
+    assert (r["name"], r["first"], sorted(r["tags"]), r["clicks"], r["best"]) == (
+        "bob",
+        "f1",
+        ["a", "b", "c"],
+        15,
+        9.0,
+    )
 
 
 def test_dedup_keeps_the_first_record_of_a_key(engine, broker, topic):
@@ -120,10 +216,24 @@ def test_dedup_keeps_the_first_record_of_a_key(engine, broker, topic):
 def test_metadata_populate_fills_key_headers_offset_partition_timestamp(engine, broker, topic):
     dims = [{"name": "id", "dataType": "INT"}] + [
         {"name": n, "dataType": "STRING"}
-        for n in ("__key", "__header$source", "__metadata$offset", "__metadata$partition", "__metadata$recordTimestamp")
+        for n in (
+            "__key",
+            "__header$source",
+            "__metadata$offset",
+            "__metadata$partition",
+            "__metadata$recordTimestamp",
+        )
     ]
     t = table_config(broker, topic, stream={"metadata.populate": "true"})
-    produce(broker, topic, [(f"k{i}".encode(), {"id": i, "ts": i}, [("source", f"app{i}".encode())] if i else None) for i in range(3)], partition=2)
+    produce(
+        broker,
+        topic,
+        [
+            (f"k{i}".encode(), {"id": i, "ts": i}, [("source", f"app{i}".encode())] if i else None)
+            for i in range(3)
+        ],
+        partition=2,
+    )
     load(engine, t, schema(dims))
     got = rows(engine)
     assert [got[i]["__key"] for i in range(3)] == ["k0", "k1", "k2"]
@@ -140,3 +250,108 @@ def test_metadata_columns_need_metadata_populate(engine, broker, topic):
     with pytest.raises(ConfigError, match=r"metadata.populate"):
         engine.pinot.add(table_config(broker, topic), schema(dims))
     assert "t" not in engine.tables()
+
+
+def test_retention_deletes_rows_older_than_the_retention(engine, broker, topic):
+    now = 1_790_000_000_000
+    day = 86_400_000
+    s = schema([{"name": "id", "dataType": "INT"}])
+    t = table_config(broker, topic)
+    t["segmentsConfig"].update(retentionTimeUnit="DAYS", retentionTimeValue="3")
+    produce(broker, topic, [(None, {"id": i, "ts": now - i * day}, None) for i in range(6)])
+    load(engine, t, s)
+    done = engine.pinot.maintain("t", now_ms=now + 1)
+    assert done["t"]["expired"] == 3  # 3, 4 and 5 days old
+    assert sorted(rows(engine)) == [0, 1, 2]
+
+
+def test_retention_by_timestamp_and_date_pattern_columns(engine, broker, topic):
+    from sparkpipes.engine.pinot import retention_predicate
+
+    ts = {
+        "ms": 86_400_000,
+        "column": "ts",
+        "type": "TIMESTAMP",
+        "format": {"kind": "EPOCH", "unit": "MILLISECONDS", "size": 1, "pattern": None},
+    }
+    assert retention_predicate(ts, 1_790_000_000_000) == "`ts` < '2026-09-20T14:13:20.000000Z'"
+    day = {
+        "ms": 86_400_000,
+        "column": "d",
+        "type": "STRING",
+        "format": {
+            "kind": "SIMPLE_DATE_FORMAT",
+            "unit": "DAYS",
+            "size": 1,
+            "pattern": "yyyy-MM-dd",
+        },
+    }
+    assert retention_predicate(day, 1_790_000_000_000) == "`d` < '2026-09-20'"
+    hours = {
+        "ms": 7_200_000,
+        "column": "h",
+        "type": "LONG",
+        "format": {"kind": "EPOCH", "unit": "HOURS", "size": 1, "pattern": None},
+    }
+    assert retention_predicate(hours, 36_000_000) == "`h` < 8"
+    s = schema([{"name": "id", "dataType": "INT"}], time_type="TIMESTAMP")
+    t = table_config(broker, topic)
+    t["segmentsConfig"].update(retentionTimeUnit="HOURS", retentionTimeValue="1")
+    produce(
+        broker,
+        topic,
+        [(None, {"id": i, "ts": 1_790_000_000_000 - i * 1_000_000}, None) for i in range(8)],
+    )
+    load(engine, t, s)
+    engine.pinot.maintain(now_ms=1_790_000_000_000)
+    assert sorted(rows(engine)) == [0, 1, 2, 3]  # 3,600 s: 0 to 3,000 s old stay
+
+
+def test_compaction_bounds_the_files_of_many_small_batches(engine, broker, topic):
+    """Small batches, each its own commit and files; the flush threshold (rows) compacts
+    them while a reader counts: every snapshot holds each row once, none goes missing,
+    and the file count stays bounded."""
+    import threading
+    import time
+
+    from deltalake import DeltaTable
+
+    batches, per_batch = int(os.environ.get("SP_PINOT_BATCHES", "1000")), 8
+    total = batches * per_batch
+    s = schema([{"name": "id", "dataType": "INT"}])
+    t = table_config(broker, topic, stream={"realtime.segment.flush.threshold.rows": "200"})
+    broker.produce(topic, [json.dumps({"id": i, "ts": i}) for i in range(total)], partitions=4)
+    engine.pinot.add(t, s)
+    engine.alter_pipeline("t_REALTIME", max_offsets_per_batch_partition=per_batch // 4)
+    location = engine.catalog.table("t").location
+    seen, stop = [], threading.Event()
+
+    def reader():
+        while not stop.is_set():
+            ids = DeltaTable(location).to_pyarrow_table(columns=["id"]).column("id").to_pylist()
+            seen.append((len(ids), len(set(ids)), max(ids, default=-1)))
+            time.sleep(0.05)
+
+    r = threading.Thread(target=reader)
+    r.start()
+    most_files = 0
+    started = time.time()
+    try:
+        for _ in range(batches // 25):
+            engine.run_batches("t_REALTIME", 25)
+            most_files = max(most_files, len(DeltaTable(location).file_uris()))
+            engine.pinot.maintain("t")
+    finally:
+        stop.set()
+        r.join()
+    elapsed = time.time() - started
+    ids = engine.table_arrow("t").column("id").to_pylist()
+    assert len(ids) == total and len(set(ids)) == total
+    assert all(n == distinct for n, distinct, _ in seen)  # no snapshot holds a row twice
+    assert [n for n, _, _ in seen] == sorted(n for n, _, _ in seen)  # none loses rows
+    # 4 files (one per partition) of 2 rows a batch; compacted at 200 rows: at most 100
+    # small files before, 25 batches' (100) until maintenance runs, one per 200 rows after
+    bound = 100 + 100 + total // 200 + 10
+    assert most_files <= bound, most_files
+    assert len(DeltaTable(location).file_uris()) <= bound
+    print(f"{batches} batches in {elapsed:.0f}s, at most {most_files} files")

@@ -29,7 +29,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from sparkpipes.config.core import REDACTED, Secret, parse_json_object, reject_unknown
+from sparkpipes.config.core import REDACTED, parse_json_object, reject_unknown
+from sparkpipes.config.pinot_stream import StreamConfig, load_stream
 from sparkpipes.errors import ConfigError
 
 #: Pinot data type → Spark DDL type of the table column
@@ -60,18 +61,20 @@ SCHEMA_KEYS = (
     "description",
     "tags",
 )
-FIELD_KEYS = (
-    "name",
-    "dataType",
-    "singleValueField",
-    "defaultNullValue",
-    "format",
-    "granularity",
-    "maxLength",
-    "notNull",
-    "transformFunction",
-    "fieldType",
-    "description",
+FIELD_KEYS = tuple(
+    [
+        "name",
+        "dataType",
+        "singleValueField",
+        "defaultNullValue",
+        "format",
+        "granularity",
+        "maxLength",
+        "notNull",
+        "transformFunction",
+        "fieldType",
+        "description",
+    ]
 )
 TIME_UNITS_MS = {
     "NANOSECONDS": 1e-6,
@@ -271,592 +274,87 @@ def _field(spec: Any, role: str, where: str) -> FieldSpec:
     )
 
 
-# -- stream configs -----------------------------------------------------------------------
-#: what ``stream.<type>.decoder.class.name`` may name (``shaded.`` and version variants
-#: are the same class) and the decoder each is
-DECODERS = {
-    "KafkaJSONMessageDecoder": "json",
-    "JSONMessageDecoder": "json",
-    "SimpleAvroMessageDecoder": "avro",
-    "KafkaAvroMessageDecoder": "avro-registry",
-    "KafkaConfluentSchemaRegistryAvroMessageDecoder": "avro-registry",
-}
-_PINOT_CLASS = re.compile(
-    r"(?:shaded\.)?org\.apache\.pinot\.(?:plugin\.[a-z.]+|core\.realtime\.impl\.[a-z0-9.]+)"
-    r"\.(?P<name>[A-Za-z0-9]+)"
-)
-_KAFKA_FACTORY = re.compile(
-    r"(?:shaded\.)?org\.apache\.pinot\.(?:plugin\.stream|core\.realtime\.impl)"
-    r"\.kafka(?:\d\d?)?\.KafkaConsumerFactory"
-)
-#: Kafka client keys a streamConfigs may give at its top level (seed 002's SSL / SASL
-#: examples) and what each becomes in the client
-CLIENT_KEYS = {
-    "security.protocol": "security.protocol",
-    "sasl.mechanism": "sasl.mechanism",
-    "ssl.truststore.location": "ssl.ca.location",
-    "ssl.keystore.location": "ssl.keystore.location",
-    "ssl.ca.location": "ssl.ca.location",
-    "ssl.certificate.location": "ssl.certificate.location",
-    "ssl.key.location": "ssl.key.location",
-    "ssl.endpoint.identification.algorithm": "ssl.endpoint.identification.algorithm",
-}
-#: secrets among them, and the client key each becomes
-CLIENT_SECRETS = {
-    "ssl.keystore.password": "ssl.keystore.password",
-    "ssl.key.password": "ssl.key.password",
-}
-#: accepted, not used by the Kafka client (Java keystore formats, JVM TLS protocol)
-CLIENT_IGNORED = (
-    "ssl.truststore.password",
-    "ssl.truststore.type",
-    "ssl.keystore.type",
-    "ssl.protocol",
-    "ssl.enabled.protocols",
-)
-SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
-#: keys after ``stream.<type>.`` (besides consumer.prop.* and decoder.prop.*)
-STREAM_KEYS = (
-    "consumer.type",
-    "topic.name",
-    "broker.list",
-    "decoder.class.name",
-    "consumer.factory.class.name",
-    "schema.registry.url",
-    "isolation.level",
-    "zk.broker.url",
-    "connection.timeout.millis",
-    "fetch.timeout.millis",
-    "metadata.populate",
-)
-TOP_KEYS = (
-    "streamType",
-    "schema.registry.url",
-    "sasl.jaas.config",
-    "metadata.populate",
-    "realtime.segment.flush.threshold.rows",
-    "realtime.segment.flush.threshold.time",
-    "realtime.segment.flush.threshold.segment.size",
-    "realtime.segment.flush.threshold.size",
-    "realtime.segment.flush.autotune.initialRows",
-    "realtime.segment.flush.desired.size",
-    "realtime.segment.flush.threshold.segment.rows",
-    *CLIENT_KEYS,
-    *CLIENT_SECRETS,
-    *CLIENT_IGNORED,
-)
-#: decoder props (after ``stream.<type>.decoder.prop.``)
-DECODER_PROPS = (
-    "schema",
-    "schema.registry.rest.url",
-    "basic.auth.credentials.source",
-    "schema.registry.basic.auth.credentials.source",
-    "schema.registry.basic.auth.user.info",
-    "schema.registry.ssl.truststore.location",
-    "schema.registry.ssl.keystore.location",
-    "schema.registry.ssl.truststore.password",
-    "schema.registry.ssl.keystore.password",
-    "schema.registry.ssl.keystore.type",
-    "schema.registry.ssl.truststore.type",
-    "schema.registry.ssl.key.password",
-    "schema.registry.ssl.protocol",
-)
-#: ``stream.<type>.consumer.prop.*`` keys and what each becomes in the client (offset
-#: reset is the pipeline's start, not a client key)
-CONSUMER_PROPS = {
-    "auto.offset.reset": None,
-    "isolation.level": "isolation.level",
-    "fetch.min.bytes": "fetch.min.bytes",
-    "fetch.max.bytes": "fetch.max.bytes",
-    "max.partition.fetch.bytes": "max.partition.fetch.bytes",
-    "fetch.max.wait.ms": "fetch.wait.max.ms",
-    "client.id": "client.id",
-    "socket.timeout.ms": "socket.timeout.ms",
-}
-OFFSET_RESETS = {
-    "smallest": "earliest",
-    "earliest": "earliest",
-    "largest": "latest",
-    "latest": "latest",
-}
-_JAAS = re.compile(r"""(\w+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)'|([^\s;]+))""")
-_DURATION = re.compile(r"(?i)^\s*(\d+)\s*(ms|s|m|h|d)?\s*$")
-_SIZE = re.compile(r"(?i)^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)B?\s*$")
-
-
-@dataclass(frozen=True)
-class FlushThresholds:
-    """``realtime.segment.flush.threshold.*``: when a partition's small files are
-    compacted into segment-sized ones. ``rows`` 0 (or absent) means size-driven."""
-
-    rows: int = 0
-    time_ms: int = 6 * 3_600_000
-    segment_bytes: int = 200 * 1024 * 1024
-    initial_rows: int = 100_000
-
-
-@dataclass(frozen=True)
-class StreamConfig:
-    """One ``streamConfigs`` map, checked.
-
-    ``client`` holds Kafka client keys (librdkafka spelling) and ``secrets`` the client's
-    secret keys (``sasl.username``, ``sasl.password``, keystore passwords); ``registry``
-    and ``registry_secrets`` the schema registry client's. ``start`` is where a new
-    table's partitions begin (``earliest`` for ``smallest``)."""
-
-    stream_type: str
-    topic: str
-    brokers: str | None
-    decoder: str  # json, avro, avro-registry
-    avro_schema: str | None = None
-    registry_url: str | None = None
-    registry: Mapping[str, str] = field(default_factory=dict)
-    registry_secrets: Mapping[str, Secret] = field(default_factory=dict)
-    start: str = "latest"
-    client: Mapping[str, str] = field(default_factory=dict)
-    secrets: Mapping[str, Secret] = field(default_factory=dict)
-    metadata_populate: bool = False
-    connection_timeout_ms: int | None = None
-    fetch_timeout_ms: int | None = None
-    flush: FlushThresholds = FlushThresholds()
-    notes: tuple[str, ...] = ()
-
-
-def load_stream(d: Mapping[str, Any], where: str, *, table: str) -> StreamConfig:
-    """One ``streamConfigs`` map (all values strings, as in Pinot)."""
-    given = {k: _text(v, f"{where}.{k}") for k, v in d.items()}
-    given = {k: v for k, v in given.items() if v != ""}
-    stype = given.get("streamType")
-    if not stype:
-        raise ConfigError(f'{where} needs streamType (e.g. "streamType": "kafka")')
-    if stype != "kafka":
-        raise ConfigError(
-            f"{where}: streamType '{stype}' has no stream plugin here (streamType kafka is "
-            "built in)"
-        )
-    p = f"stream.{stype}."
-    known = [
-        *TOP_KEYS,
-        *(p + k for k in STREAM_KEYS),
-        *(p + "decoder.prop." + k for k in DECODER_PROPS),
-        *(p + "consumer.prop." + k for k in CONSUMER_PROPS),
-        "kafka.isolation.level",
-    ]
-    reject_unknown(given, known, what=f"key of {where}")
-    notes: list[str] = []
-
-    ctype = given.get(p + "consumer.type", "lowlevel")
-    if ctype.lower() in ("highlevel", "high_level"):
-        raise ConfigError(
-            f"{where}: {p}consumer.type highlevel is not supported (nor by Pinot since "
-            "0.10): use lowlevel, which reads each partition with its own offsets"
-        )
-    if ctype.lower() not in ("lowlevel", "low_level", "simple"):
-        raise ConfigError(f"{where}: {p}consumer.type must be lowlevel, got '{ctype}'")
-    topic = given.get(p + "topic.name")
-    if not topic:
-        raise ConfigError(f"{where} needs {p}topic.name")
-    brokers = given.get(p + "broker.list")
-    if not brokers:
-        raise ConfigError(f"{where} needs {p}broker.list (host:port of the Kafka brokers)")
-    factory = given.get(p + "consumer.factory.class.name")
-    if factory and not _KAFKA_FACTORY.fullmatch(factory):
-        raise ConfigError(
-            f"{where}: {p}consumer.factory.class.name '{factory}' is not a Kafka consumer "
-            "factory (e.g. org.apache.pinot.plugin.stream.kafka20.KafkaConsumerFactory)"
-        )
-    if p + "zk.broker.url" in given:
-        notes.append(f"{p}zk.broker.url is not used: brokers come from {p}broker.list")
-
-    decoder, avro_schema = _decoder(given, p, where)
-    registry_url = (
-        given.get(p + "schema.registry.url")
-        or given.get(p + "decoder.prop.schema.registry.rest.url")
-        or given.get("schema.registry.url")
-    )
-    if decoder == "avro-registry" and not registry_url:
-        raise ConfigError(
-            f"{where}: the schema registry decoder needs {p}schema.registry.url (or "
-            f"{p}decoder.prop.schema.registry.rest.url)"
-        )
-    registry, registry_secrets = _registry(given, p + "decoder.prop.", where)
-
-    start = "latest"
-    reset = given.get(p + "consumer.prop.auto.offset.reset")
-    if reset is not None:
-        if reset.lower() not in OFFSET_RESETS:
-            raise ConfigError(
-                f"{where}: {p}consumer.prop.auto.offset.reset must be smallest or largest, "
-                f"got '{reset}'"
-            )
-        start = OFFSET_RESETS[reset.lower()]
-    client: dict[str, str] = {}
-    secrets: dict[str, Secret] = {}
-    for k, v in given.items():
-        if k.startswith(p + "consumer.prop."):
-            target = CONSUMER_PROPS[k[len(p + "consumer.prop.") :]]
-            if target:
-                client[target] = v
-    level = given.get(p + "isolation.level") or given.get("kafka.isolation.level")
-    if level is not None:
-        if level not in ("read_committed", "read_uncommitted"):
-            raise ConfigError(
-                f"{where}: {p}isolation.level must be read_committed or read_uncommitted, "
-                f"got '{level}'"
-            )
-        client["isolation.level"] = level
-    else:
-        client.setdefault("isolation.level", "read_uncommitted")  # Pinot's default
-    _security(given, where, client, secrets, notes)
-    timeouts = {}
-    for key in ("connection.timeout.millis", "fetch.timeout.millis"):
-        if p + key in given:
-            timeouts[key] = _millis(given[p + key], f"{where}: {p}{key}")
-    if "connection.timeout.millis" in timeouts:
-        client["socket.connection.setup.timeout.ms"] = str(
-            max(1000, timeouts["connection.timeout.millis"])
-        )
-    populate = given.get("metadata.populate", given.get(p + "metadata.populate", "false"))
-    if populate.lower() not in ("true", "false"):
-        raise ConfigError(f"{where}: metadata.populate must be true or false, got '{populate}'")
-    return StreamConfig(
-        stream_type=stype,
-        topic=topic,
-        brokers=brokers,
-        decoder=decoder,
-        avro_schema=avro_schema,
-        registry_url=registry_url if decoder == "avro-registry" else None,
-        registry=registry,
-        registry_secrets=registry_secrets,
-        start=start,
-        client=client,
-        secrets=secrets,
-        metadata_populate=populate.lower() == "true",
-        connection_timeout_ms=timeouts.get("connection.timeout.millis"),
-        fetch_timeout_ms=timeouts.get("fetch.timeout.millis"),
-        flush=_flush(given, where),
-        notes=tuple(notes),
-    )
-
-
-def _text(v: Any, where: str) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float, str)):
-        return str(v)
-    raise ConfigError(f"{where} must be a string (streamConfigs values are strings)")
-
-
-def _decoder(given: Mapping[str, str], p: str, where: str) -> tuple[str, str | None]:
-    name = given.get(p + "decoder.class.name")
-    if not name:
-        raise ConfigError(
-            f"{where} needs {p}decoder.class.name (e.g. "
-            "org.apache.pinot.plugin.stream.kafka.KafkaJSONMessageDecoder)"
-        )
-    m = _PINOT_CLASS.fullmatch(name)
-    kind = DECODERS.get(m.group("name")) if m else None
-    if kind is None:
-        raise ConfigError(
-            f"{where}: decoder '{name}' is not one sparkpipes has (JSON: "
-            "org.apache.pinot.plugin.stream.kafka.KafkaJSONMessageDecoder; Avro: "
-            "org.apache.pinot.plugin.inputformat.avro.SimpleAvroMessageDecoder; Avro with a "
-            "schema registry: org.apache.pinot.plugin.inputformat.avro.confluent."
-            "KafkaConfluentSchemaRegistryAvroMessageDecoder)"
-        )
-    schema = given.get(p + "decoder.prop.schema")
-    if kind == "avro":
-        if not schema:
-            raise ConfigError(
-                f"{where}: The Avro schema must be provided: SimpleAvroMessageDecoder needs "
-                f"{p}decoder.prop.schema (the schema JSON, or the path of an .avsc file)"
-            )
-        if not schema.lstrip().startswith("{"):
-            try:
-                with open(schema, encoding="utf-8") as f:
-                    schema = f.read()
-            except OSError as e:
-                raise ConfigError(
-                    f"{where}: cannot read the Avro schema file '{schema}' named by "
-                    f"{p}decoder.prop.schema: {e.strerror}"
-                ) from None
-        from sparkpipes.formats.avro import parsed
-
-        try:
-            parsed(schema)
-        except ConfigError as e:
-            raise ConfigError(f"{where}: {p}decoder.prop.schema: {e.message}") from None
-    return kind, schema if kind == "avro" else None
-
-
-def _registry(
-    given: Mapping[str, str], prefix: str, where: str
-) -> tuple[dict[str, str], dict[str, Secret]]:
-    """The registry client's options (``schema.registry.``-prefixed keys of
-    ``formats.avro.registry_client``) from Pinot's decoder props."""
-    opts: dict[str, str] = {}
-    secrets: dict[str, Secret] = {}
-    pr = prefix + "schema.registry."
-    for kind in ("truststore", "keystore"):
-        t = given.get(f"{pr}ssl.{kind}.type")
-        if t and t.upper() != "PEM":
-            raise ConfigError(
-                f"{where}: {pr}ssl.{kind}.type {t} is a Java keystore format; the registry "
-                "client here reads PEM files: give a PEM file and type PEM"
-            )
-    trust = given.get(pr + "ssl.truststore.location")
-    if trust:
-        opts["schema.registry.ssl.ca.location"] = _pem(trust, pr + "ssl.truststore.location", where)
-    keystore = given.get(pr + "ssl.keystore.location")
-    if keystore:
-        path = _pem(keystore, pr + "ssl.keystore.location", where, need_key=True)
-        opts["schema.registry.ssl.certificate.location"] = path
-        opts["schema.registry.ssl.key.location"] = path
-    source = given.get(prefix + "basic.auth.credentials.source") or given.get(
-        pr + "basic.auth.credentials.source"
-    )
-    info = given.get(pr + "basic.auth.user.info")
-    if source and source.upper() != "USER_INFO":
-        raise ConfigError(
-            f"{where}: basic.auth.credentials.source {source} is not supported; use USER_INFO "
-            f"with {pr}basic.auth.user.info"
-        )
-    if info:
-        if ":" not in info:
-            raise ConfigError(f"{where}: {pr}basic.auth.user.info must be 'user:password'")
-        secrets["schema.registry.basic.auth.user.info"] = Secret(info)
-    return opts, secrets
-
-
-def _pem(path: str, key: str, where: str, *, need_key: bool = False) -> str:
-    try:
-        with open(path, "rb") as f:
-            head = f.read(1 << 20)
-    except OSError as e:
-        raise ConfigError(f"{where}: cannot read {key} '{path}': {e.strerror}") from None
-    if b"-----BEGIN" not in head:
-        raise ConfigError(
-            f"{where}: {key} '{path}' is not a PEM file (a Java keystore cannot be read here; "
-            "convert it with keytool -exportcert -rfc / openssl pkcs12)"
-        )
-    if need_key and b"PRIVATE KEY-----" not in head:
-        raise ConfigError(f"{where}: {key} '{path}' holds no private key")
-    return path
-
-
-def _security(
-    given: Mapping[str, str],
-    where: str,
-    client: dict[str, str],
-    secrets: dict[str, Secret],
-    notes: list[str],
-) -> None:
-    proto = given.get("security.protocol")
-    if proto is not None and proto.upper() not in SECURITY_PROTOCOLS:
-        raise ConfigError(
-            f"{where}: security.protocol must be one of {', '.join(SECURITY_PROTOCOLS)}, "
-            f"got '{proto}'"
-        )
-    for k, target in CLIENT_KEYS.items():
-        if k in given:
-            client[target] = given[k].upper() if k == "security.protocol" else given[k]
-    for k, target in CLIENT_SECRETS.items():
-        if k in given:
-            secrets[target] = Secret(given[k])
-    trust = given.get("ssl.truststore.location")
-    if trust:
-        _pem(trust, "ssl.truststore.location", where)
-    keystore = given.get("ssl.keystore.location")
-    if keystore and keystore.lower().endswith(".jks"):
-        raise ConfigError(
-            f"{where}: ssl.keystore.location '{keystore}' is a Java keystore; the Kafka "
-            "client reads PKCS#12 (.p12) keystores or PEM files (ssl.certificate.location, "
-            "ssl.key.location)"
-        )
-    ignored = [k for k in CLIENT_IGNORED if k in given]
-    if ignored:
-        notes.append(f"{', '.join(ignored)}: not used by the Kafka client (PEM and PKCS#12 files)")
-    sasl = proto is not None and proto.upper().startswith("SASL")
-    mech = given.get("sasl.mechanism")
-    if mech is not None and mech.upper() not in SASL_MECHANISMS:
-        raise ConfigError(
-            f"{where}: sasl.mechanism must be one of {', '.join(SASL_MECHANISMS)}, got '{mech}'"
-        )
-    if mech is not None:
-        client["sasl.mechanism"] = mech.upper()
-    jaas = given.get("sasl.jaas.config")
-    if jaas is not None:
-        user, password = parse_jaas(jaas, where)
-        secrets["sasl.username"], secrets["sasl.password"] = Secret(user), Secret(password)
-    if sasl and jaas is None:
-        raise ConfigError(
-            f"{where}: security.protocol {proto} needs sasl.jaas.config with the user name "
-            "and password"
-        )
-    if sasl and mech is None:
-        client["sasl.mechanism"] = "PLAIN"  # Kafka's default
-
-
-def parse_jaas(text: str, where: str) -> tuple[str, str]:
-    """``<LoginModule> required username="u" password="p";`` → (user, password). The
-    string is never echoed: it holds the password."""
-    head = text.strip().split(None, 2)
-    if len(head) < 2 or head[1] not in ("required", "requisite", "sufficient", "optional"):
-        raise ConfigError(
-            f"{where}: sasl.jaas.config must look like '<LoginModule> required "
-            'username="…" password="…";\''
-        )
-    module = head[0].rsplit(".", 1)[-1]
-    if module not in ("PlainLoginModule", "ScramLoginModule"):
-        raise ConfigError(
-            f"{where}: sasl.jaas.config login module {module} is not supported (PLAIN and "
-            "SCRAM: PlainLoginModule, ScramLoginModule)"
-        )
-    values = {}
-    for m in _JAAS.finditer(head[2] if len(head) > 2 else ""):
-        values[m.group(1)] = next(g for g in m.groups()[1:] if g is not None)
-    missing = [k for k in ("username", "password") if not values.get(k)]
-    if missing:
-        raise ConfigError(f"{where}: sasl.jaas.config has no {missing[0]}")
-    return values["username"], values["password"]
-
-
-def _millis(text: str, where: str) -> int:
-    if not text.isdigit():
-        raise ConfigError(f"{where} must be a whole number of milliseconds, got '{text}'")
-    return int(text)
-
-
-def parse_duration_ms(text: str, where: str) -> int:
-    """``24h``, ``6h``, ``90m``, ``30s``, ``500ms``, ``2d`` (no unit: milliseconds)."""
-    m = _DURATION.match(text)
-    if not m:
-        raise ConfigError(f"{where} must be a duration such as 6h, 30m or 24h, got '{text}'")
-    unit = (m.group(2) or "ms").lower()
-    scale = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}[unit]
-    return int(m.group(1)) * scale
-
-
-def parse_size(text: str, where: str) -> int:
-    """``50M``, ``500M``, ``1G``, ``200MB`` (no unit: bytes)."""
-    m = _SIZE.match(text)
-    if not m:
-        raise ConfigError(f"{where} must be a size such as 50M or 1G, got '{text}'")
-    scale = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}[m.group(2).upper()]
-    return int(float(m.group(1)) * scale)
-
-
-def _flush(given: Mapping[str, str], where: str) -> FlushThresholds:
-    pre = "realtime.segment.flush."
-    rows_text = given.get(pre + "threshold.rows") or given.get(pre + "threshold.segment.rows")
-    rows = 0
-    if rows_text is not None:
-        if not rows_text.isdigit():
-            raise ConfigError(f"{where}: {pre}threshold.rows must be a whole number of rows")
-        rows = int(rows_text)
-    f = FlushThresholds(rows=rows)
-    if pre + "threshold.time" in given:
-        f = _replace(
-            f,
-            time_ms=parse_duration_ms(
-                given[pre + "threshold.time"], where + ": " + pre + "threshold.time"
-            ),
-        )
-    size = (
-        given.get(pre + "threshold.segment.size")
-        or given.get(pre + "threshold.size")
-        or given.get(pre + "desired.size")
-    )
-    if size is not None:
-        f = _replace(
-            f, segment_bytes=parse_size(size, where + ": " + pre + "threshold.segment.size")
-        )
-    initial = given.get(pre + "autotune.initialRows")
-    if initial is not None:
-        if not initial.isdigit():
-            raise ConfigError(f"{where}: {pre}autotune.initialRows must be a whole number")
-        f = _replace(f, initial_rows=int(initial))
-    return f
-
-
-def _replace(obj: Any, **changes: Any) -> Any:
-    import dataclasses
-
-    return dataclasses.replace(obj, **changes)
-
-
 # -- table config -------------------------------------------------------------------------
-TABLE_KEYS = (
-    "tableName",
-    "tableType",
-    "segmentsConfig",
-    "tenants",
-    "tableIndexConfig",
-    "ingestionConfig",
-    "upsertConfig",
-    "dedupConfig",
-    "metadata",
-    "routing",
-    "query",
-    "fieldConfigList",
-    "quota",
-    "task",
-    "instanceAssignmentConfigMap",
-    "isDimTable",
+TABLE_KEYS = tuple(
+    [
+        "tableName",
+        "tableType",
+        "segmentsConfig",
+        "tenants",
+        "tableIndexConfig",
+        "ingestionConfig",
+        "upsertConfig",
+        "dedupConfig",
+        "metadata",
+        "routing",
+        "query",
+        "fieldConfigList",
+        "quota",
+        "task",
+        "instanceAssignmentConfigMap",
+        "isDimTable",
+    ]
 )
-SEGMENTS_KEYS = (
-    "timeColumnName",
-    "timeType",
-    "schemaName",
-    "replicasPerPartition",
-    "replication",
-    "retentionTimeUnit",
-    "retentionTimeValue",
-    "segmentPushType",
-    "segmentAssignmentStrategy",
-    "minimizeDataMovement",
-    "deletedSegmentsRetentionPeriod",
+SEGMENTS_KEYS = tuple(
+    [
+        "timeColumnName",
+        "timeType",
+        "schemaName",
+        "replicasPerPartition",
+        "replication",
+        "retentionTimeUnit",
+        "retentionTimeValue",
+        "segmentPushType",
+        "segmentAssignmentStrategy",
+        "minimizeDataMovement",
+        "deletedSegmentsRetentionPeriod",
+    ]
 )
-INDEX_KEYS = (
-    "loadMode",
-    "streamConfigs",
-    "invertedIndexColumns",
-    "rangeIndexColumns",
-    "sortedColumn",
-    "bloomFilterColumns",
-    "noDictionaryColumns",
-    "onHeapDictionaryColumns",
-    "varLengthDictionaryColumns",
-    "jsonIndexColumns",
-    "createInvertedIndexDuringSegmentGeneration",
-    "enableDefaultStarTree",
-    "starTreeIndexConfigs",
-    "aggregateMetrics",
-    "nullHandlingEnabled",
-    "segmentPartitionConfig",
-    "optimizeDictionary",
+INDEX_KEYS = tuple(
+    [
+        "loadMode",
+        "streamConfigs",
+        "invertedIndexColumns",
+        "rangeIndexColumns",
+        "sortedColumn",
+        "bloomFilterColumns",
+        "noDictionaryColumns",
+        "onHeapDictionaryColumns",
+        "varLengthDictionaryColumns",
+        "jsonIndexColumns",
+        "createInvertedIndexDuringSegmentGeneration",
+        "enableDefaultStarTree",
+        "starTreeIndexConfigs",
+        "aggregateMetrics",
+        "nullHandlingEnabled",
+        "segmentPartitionConfig",
+        "optimizeDictionary",
+    ]
 )
-INGESTION_KEYS = (
-    "streamIngestionConfig",
-    "transformConfigs",
-    "filterConfig",
-    "complexTypeConfig",
-    "continueOnError",
-    "rowTimeValueCheck",
-    "segmentTimeValueCheck",
+INGESTION_KEYS = tuple(
+    [
+        "streamIngestionConfig",
+        "transformConfigs",
+        "filterConfig",
+        "complexTypeConfig",
+        "continueOnError",
+        "rowTimeValueCheck",
+        "segmentTimeValueCheck",
+    ]
 )
-UPSERT_KEYS = (
-    "mode",
-    "comparisonColumn",
-    "comparisonColumns",
-    "partialUpsertStrategies",
-    "defaultPartialUpsertStrategy",
-    "hashFunction",
-    "enableSnapshot",
-    "enablePreload",
-    "metadataTTL",
-    "deleteRecordColumn",
+UPSERT_KEYS = tuple(
+    [
+        "mode",
+        "comparisonColumn",
+        "comparisonColumns",
+        "partialUpsertStrategies",
+        "defaultPartialUpsertStrategy",
+        "hashFunction",
+        "enableSnapshot",
+        "enablePreload",
+        "metadataTTL",
+        "deleteRecordColumn",
+    ]
 )
 PARTIAL_STRATEGIES = ("OVERWRITE", "IGNORE", "INCREMENT", "APPEND", "UNION", "MAX", "MIN")
 RETENTION_UNITS = ("MILLISECONDS", "SECONDS", "MINUTES", "HOURS", "DAYS")

@@ -337,15 +337,19 @@ class Engine:
     def run_forever(self, halt: threading.Event | None = None) -> None:
         """Run batches of every ``Running`` pipeline until ``halt`` (or ``close``) is set;
         meanwhile, every ``CONNECTOR_REFRESH_S``, ``topics.regex`` connectors get pipelines
-        for topics that came to match."""
+        for topics that came to match, and Pinot tables their retention and compaction."""
         done = threading.Event()
 
         def refresh() -> None:
             while not done.wait(CONNECTOR_REFRESH_S):
-                try:
-                    self.connectors.refresh()
-                except Exception as e:  # the next round tries again
-                    log.warning("refreshing the topics of connectors: %s", e)
+                for what, step in (
+                    ("refreshing the topics of connectors", self.connectors.refresh),
+                    ("maintaining Pinot tables", self.pinot.maintain),
+                ):
+                    try:
+                        step()
+                    except Exception as e:  # the next round tries again
+                        log.warning("%s: %s", what, e)
 
         refresher = threading.Thread(target=refresh, name="sparkpipes-connectors", daemon=True)
         refresher.start()

@@ -7,11 +7,22 @@ the pipeline (``<table>_REALTIME``, an ordinary pipeline: ``SHOW PIPELINES``, ``
 status`` and information_schema show it). Adding a table sets its pipeline Running, so
 ``sparkpipes run`` / ``serve`` load it; deleting a table drops the pipeline and the table
 with its rows, as Pinot deletes a table's segments.
+
+Maintenance (:meth:`PinotTables.maintain`, run by a running engine every few seconds):
+rows older than ``retentionTimeValue`` ``retentionTimeUnit`` by the time column are
+deleted, and a table's small files — every batch commits its own, so fresh rows are
+queryable within the batch interval — are compacted into segment-sized files when the
+``realtime.segment.flush.threshold.*`` say a Pinot segment would be flushed (rows, or
+size when rows is 0, or time). See ``sparkpipes.engine.maintenance``.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import datetime as dt
 import logging
+import re
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -112,9 +123,10 @@ class PinotTables:
         self.engine.create_table(
             cfg.name, plan.ddl, keys=plan.keys, declared=plan.declared, not_null=plan.not_null
         )
+        stored = {"config": cfg.shown(), "maintenance": _maintenance(s, cfg)}
         try:
             self.engine.create_pipeline_spec(spec)
-            catalog.put_pinot("table", cfg.name, cfg.shown(), replace=False)
+            catalog.put_pinot("table", cfg.name, stored, replace=False)
         except BaseException:
             self.engine.drop_pipeline(spec.name, if_exists=True)
             self.engine.drop_table(cfg.name, if_exists=True)
@@ -142,7 +154,7 @@ class PinotTables:
         """The tables whose config names ``schema``."""
         out = []
         for t in self.names():
-            seg = self.engine.catalog.pinot("table", t).get("segmentsConfig") or {}
+            seg = self.config(t).get("segmentsConfig") or {}
             if (seg.get("schemaName") or t) == schema:
                 out.append(t)
         return out
@@ -152,10 +164,40 @@ class PinotTables:
 
     def config(self, name: str) -> dict[str, Any]:
         """The table config as given, secrets redacted."""
+        return self._stored(name)["config"]
+
+    def _stored(self, name: str) -> dict[str, Any]:
         try:
             return self.engine.catalog.pinot("table", _base(name))
         except NotFoundError:
             raise NotFoundError(f"table '{name}' does not exist") from None
+
+    # -- maintenance ----------------------------------------------------------------------
+    def maintain(
+        self, name: str | None = None, *, now_ms: int | None = None, force: bool = False
+    ) -> dict[str, dict[str, Any]]:
+        """Retention, then compaction when due (``force``: compact now), for one table or
+        all; per table, the rows deleted and the files compacted."""
+        from sparkpipes.engine.maintenance import CompactionPolicy, compact, expire
+
+        now_ms = now_ms if now_ms is not None else int(time.time() * 1000)
+        out = {}
+        for table in [_base(name)] if name else self.names():
+            m = self._stored(table)["maintenance"]
+            location = self.engine.catalog.table(table).location
+            done: dict[str, Any] = {"expired": 0, "compacted": 0}
+            predicate = retention_predicate(m.get("retention"), now_ms)
+            if predicate:
+                done["expired"] = expire(location, table, predicate)
+            f = m["flush"]
+            policy = CompactionPolicy(
+                target_bytes=f["segment_bytes"], rows=f["rows"], max_age_ms=f["time_ms"]
+            )
+            metrics = compact(location, table, policy, force=force)
+            if metrics:
+                done["compacted"] = metrics.get("numFilesRemoved", 0)
+            out[table] = done
+        return out
 
     def delete(self, name: str) -> str:
         """Drop the table's pipeline, the table and its rows, and its config; the
@@ -167,6 +209,74 @@ class PinotTables:
         self.engine.drop_table(base, if_exists=True)
         self.engine.catalog.drop_pinot("table", base)
         return pipeline
+
+
+def _maintenance(s: PinotSchema, cfg: PinotTableConfig) -> dict[str, Any]:
+    """What maintenance needs of a table, kept with its (redacted) config."""
+    out: dict[str, Any] = {"flush": dataclasses.asdict(cfg.stream.flush)}
+    if cfg.retention_ms:
+        if not cfg.time_column:
+            raise ConfigError(
+                f"table '{cfg.name}': retention needs segmentsConfig.timeColumnName, the "
+                "column whose age it measures"
+            )
+        f = s.field(cfg.time_column)
+        fmt = f.format
+        if fmt is None:
+            raise AssertionError("a time column is a dateTime field")
+        if fmt.kind == "SIMPLE_DATE_FORMAT" and not _sortable(fmt.pattern or ""):
+            raise ConfigError(
+                f"table '{cfg.name}': retention over time column '{f.name}' needs a pattern "
+                f"whose text sorts as time does (yyyy first, numbers only), not "
+                f"'{fmt.pattern}'"
+            )
+        out["retention"] = {
+            "ms": cfg.retention_ms,
+            "column": f.name,
+            "type": f.data_type,
+            "format": dataclasses.asdict(fmt),
+        }
+    return out
+
+
+_PATTERN = {"yyyy": "%Y", "MM": "%m", "dd": "%d", "HH": "%H", "mm": "%M", "ss": "%S"}
+_TOKEN = re.compile(r"yyyy|MM|dd|HH|mm|ss|SSS|'[^']*'|[^A-Za-z']")
+
+
+def _sortable(pattern: str) -> bool:
+    tokens = _TOKEN.findall(pattern)
+    return "".join(tokens) == pattern and bool(tokens) and tokens[0] == "yyyy"
+
+
+def _strftime(pattern: str, when: dt.datetime) -> str:
+    out = []
+    for tok in _TOKEN.findall(pattern):
+        if tok == "SSS":
+            out.append(f"{when.microsecond // 1000:03d}")
+        elif tok in _PATTERN:
+            out.append(when.strftime(_PATTERN[tok]))
+        else:
+            out.append(tok.strip("'"))
+    return "".join(out)
+
+
+def retention_predicate(r: Mapping[str, Any] | None, now_ms: int) -> str | None:
+    """The delta-rs predicate of a table's rows past retention, or None."""
+    if not r:
+        return None
+    from sparkpipes.config.pinot import TIME_UNITS_MS
+
+    cutoff_ms = now_ms - int(r["ms"])
+    col = "`" + r["column"].replace("`", "``") + "`"
+    fmt = r["format"]
+    if r["type"] == "TIMESTAMP" or fmt["kind"] == "TIMESTAMP":
+        when = dt.datetime.fromtimestamp(cutoff_ms / 1000, dt.UTC)
+        return f"{col} < '{when.strftime('%Y-%m-%dT%H:%M:%S.%fZ')}'"
+    if fmt["kind"] == "EPOCH":
+        unit = TIME_UNITS_MS[fmt["unit"]] * fmt["size"]
+        return f"{col} < {int(cutoff_ms // unit)}"
+    when = dt.datetime.fromtimestamp(cutoff_ms / 1000, dt.UTC)
+    return f"{col} < '{_strftime(fmt['pattern'], when)}'"
 
 
 def _base(name: str) -> str:
