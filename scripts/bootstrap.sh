@@ -96,6 +96,20 @@ if [ "$want_services" = 1 ]; then
   mariadb -h 127.0.0.1 -u sparkpipes -psparkpipes -e 'SELECT 1' >/dev/null 2>&1 \
     || { say "MariaDB is not answering on 127.0.0.1:3306 for user sparkpipes"; exit 1; }
 
+  # Redis on 127.0.0.1:6379 for the Redis Streams stream plugin tests
+  if ! command -v redis-server >/dev/null; then
+    say "installing Redis"
+    apt_install redis-server
+  fi
+  if ! redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1; then
+    say "starting Redis"
+    redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no \
+      --dir /tmp >/dev/null
+    for _ in $(seq 30); do redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1 && break; sleep 1; done
+  fi
+  redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1 \
+    || { say "Redis is not answering on 127.0.0.1:6379"; exit 1; }
+
   # Azurite (Azure Blob) from npm, into .tools/, for the object-store tests (moto, for S3,
   # comes with the Python test extras)
   if [ ! -x .tools/node_modules/.bin/azurite-blob ]; then

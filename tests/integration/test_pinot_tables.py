@@ -355,3 +355,107 @@ def test_compaction_bounds_the_files_of_many_small_batches(engine, broker, topic
     assert most_files <= bound, most_files
     assert len(DeltaTable(location).file_uris()) <= bound
     print(f"{batches} batches in {elapsed:.0f}s, at most {most_files} files")
+
+
+def test_transforms_filters_and_default_null_values(engine, broker, topic):
+    """ingestionConfig.transformConfigs over fields the schema does not have, a field's own
+    transformFunction, a filterConfig (a record the filter is true for is dropped) and
+    defaultNullValue, as a Pinot user writes them."""
+    s = schema(
+        [
+            {"name": "id", "dataType": "INT"},
+            {"name": "city", "dataType": "STRING", "defaultNullValue": "unknown"},
+            {"name": "day", "dataType": "STRING"},
+            {"name": "secs", "dataType": "LONG"},
+            {"name": "seen", "dataType": "TIMESTAMP"},
+            {"name": "upper_name", "dataType": "STRING", "transformFunction": "upper(name)"},
+        ]
+    )
+    t = table_config(
+        broker,
+        topic,
+        ingestionConfig={
+            "transformConfigs": [
+                {
+                    "columnName": "city",
+                    "transformFunction": "jsonPathString(payload, '$.address.city')",
+                },
+                {"columnName": "day", "transformFunction": "toDateTime(ts, 'yyyy-MM-dd')"},
+                {"columnName": "secs", "transformFunction": "toEpochSeconds(ts)"},
+                {
+                    "columnName": "seen",
+                    "transformFunction": "fromDateTime(seenAt, 'yyyy-MM-dd HH:mm:ss')",
+                },
+            ],
+            "filterConfig": {"filterFunction": "strcmp(kind, 'test') = 0 OR id > 100"},
+        },
+    )
+    produce(
+        broker,
+        topic,
+        [
+            (
+                None,
+                {
+                    "id": 1,
+                    "name": "ann",
+                    "kind": "real",
+                    "ts": 1_790_000_000_123,
+                    "seenAt": "2026-09-21 14:13:20",
+                    "payload": {"address": {"city": "Oslo"}},
+                },
+                None,
+            ),
+            (
+                None,
+                {"id": 2, "name": "bob", "kind": "test", "ts": 1_790_000_000_000, "payload": {}},
+                None,
+            ),
+            (
+                None,
+                {
+                    "id": 3,
+                    "name": "cy",
+                    "kind": "real",
+                    "ts": 86_400_000,
+                    "payload": {"address": {}},
+                },
+                None,
+            ),
+            (None, {"id": 101, "name": "big", "kind": "real", "ts": 0, "payload": {}}, None),
+        ],
+    )
+    load(engine, t, s)
+    got = rows(engine)
+    assert sorted(got) == [1, 3]  # 2 is a test record, 101 has id > 100
+    one = got[1]
+    assert (one["city"], one["day"], one["secs"], one["upper_name"]) == (
+        "Oslo",
+        "2026-09-21",
+        1_790_000_000,
+        "ANN",
+    )
+    assert one["seen"].isoformat() == "2026-09-21T14:13:20+00:00"
+    assert (got[3]["city"], got[3]["day"], got[3]["seen"]) == ("unknown", "1970-01-02", None)
+
+
+def test_an_unsupported_transform_function_is_named(engine, broker, topic):
+    from sparkpipes.errors import ConfigError
+
+    s = schema([{"name": "id", "dataType": "INT"}, {"name": "x", "dataType": "STRING"}])
+    t = table_config(
+        broker,
+        topic,
+        ingestionConfig={
+            "transformConfigs": [{"columnName": "x", "transformFunction": "toEpochSecond(ts)"}]
+        },
+    )
+    with pytest.raises(
+        ConfigError,
+        match=r"transform of column 'x'.*unknown transform function 'toEpochSecond'.*did you mean 'toEpochSeconds'",
+    ):
+        engine.pinot.add(t, s)
+    t["ingestionConfig"]["transformConfigs"][0]["transformFunction"] = "Groovy({ts / 1000}, ts)"
+    with pytest.raises(ConfigError, match="Groovy"):
+        engine.pinot.add(t, s)
+    assert "t" not in engine.tables()

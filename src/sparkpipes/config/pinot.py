@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sparkpipes.config.core import REDACTED, parse_json_object, reject_unknown
-from sparkpipes.config.pinot_stream import StreamConfig, load_stream
+from sparkpipes.config.pinot_stream import StreamConfig, is_secret_key, load_stream
 from sparkpipes.errors import ConfigError
 
 #: Pinot data type → Spark DDL type of the table column
@@ -397,12 +397,6 @@ class PinotTableConfig:
     def shown(self) -> dict[str, Any]:
         """The table config as given, secrets redacted: all any surface shows or keeps."""
         return dict(self.raw)
-
-
-#: streamConfigs keys whose value is (or holds) a secret
-def is_secret_key(key: str) -> bool:
-    k = key.lower()
-    return k.endswith("password") or k.endswith("user.info") or k == "sasl.jaas.config"
 
 
 def redacted(doc: Any) -> Any:

@@ -172,6 +172,12 @@ class StreamConfig:
     fetch_timeout_ms: int | None = None
     flush: FlushThresholds = FlushThresholds()
     notes: tuple[str, ...] = ()
+    #: a plugin stream's ``stream.<type>.*`` keys as given (its secrets apart)
+    plugin: Mapping[str, str] = field(default_factory=dict)
+    plugin_secrets: Mapping[str, Secret] = field(default_factory=dict)
+    #: a decoder of the plugin SPI (``decoder == "stream"``): its Python path and props
+    decoder_class: str | None = None
+    decoder_props: Mapping[str, str] = field(default_factory=dict)
 
 
 def load_stream(d: Mapping[str, Any], where: str, *, table: str) -> StreamConfig:
@@ -181,11 +187,10 @@ def load_stream(d: Mapping[str, Any], where: str, *, table: str) -> StreamConfig
     stype = given.get("streamType")
     if not stype:
         raise ConfigError(f'{where} needs streamType (e.g. "streamType": "kafka")')
+    if not re.fullmatch(r"[a-z][a-z0-9]*", stype):
+        raise ConfigError(f"{where}: streamType must be a lower-case name, got '{stype}'")
     if stype != "kafka":
-        raise ConfigError(
-            f"{where}: streamType '{stype}' has no stream plugin here (streamType kafka is "
-            "built in)"
-        )
+        return _plugin_stream(given, stype, where)
     p = f"stream.{stype}."
     known = [
         *TOP_KEYS,
@@ -194,20 +199,15 @@ def load_stream(d: Mapping[str, Any], where: str, *, table: str) -> StreamConfig
         *(p + "consumer.prop." + k for k in CONSUMER_PROPS),
         "kafka.isolation.level",
     ]
-    reject_unknown(given, known, what=f"key of {where}")
+    own = given.get(p + "decoder.class.name", "").startswith(("org.apache.", "shaded."))
+    reject_unknown(
+        [k for k in given if own or not k.startswith(p + "decoder.prop.")],
+        known,
+        what=f"key of {where}",
+    )
     notes: list[str] = []
 
-    ctype = given.get(p + "consumer.type", "lowlevel")
-    if ctype.lower() in ("highlevel", "high_level"):
-        raise ConfigError(
-            f"{where}: {p}consumer.type highlevel is not supported (nor by Pinot since "
-            "0.10): use lowlevel, which reads each partition with its own offsets"
-        )
-    if ctype.lower() not in ("lowlevel", "low_level", "simple"):
-        raise ConfigError(f"{where}: {p}consumer.type must be lowlevel, got '{ctype}'")
-    topic = given.get(p + "topic.name")
-    if not topic:
-        raise ConfigError(f"{where} needs {p}topic.name")
+    topic = _topic(given, p, where)
     brokers = given.get(p + "broker.list")
     if not brokers:
         raise ConfigError(f"{where} needs {p}broker.list (host:port of the Kafka brokers)")
@@ -221,6 +221,7 @@ def load_stream(d: Mapping[str, Any], where: str, *, table: str) -> StreamConfig
         notes.append(f"{p}zk.broker.url is not used: brokers come from {p}broker.list")
 
     decoder, avro_schema = _decoder(given, p, where)
+    decoder_props = _decoder_props(given, p, decoder)
     registry_url = (
         given.get(p + "schema.registry.url")
         or given.get(p + "decoder.prop.schema.registry.rest.url")
@@ -233,15 +234,7 @@ def load_stream(d: Mapping[str, Any], where: str, *, table: str) -> StreamConfig
         )
     registry, registry_secrets = _registry(given, p + "decoder.prop.", where)
 
-    start = "latest"
-    reset = given.get(p + "consumer.prop.auto.offset.reset")
-    if reset is not None:
-        if reset.lower() not in OFFSET_RESETS:
-            raise ConfigError(
-                f"{where}: {p}consumer.prop.auto.offset.reset must be smallest or largest, "
-                f"got '{reset}'"
-            )
-        start = OFFSET_RESETS[reset.lower()]
+    start = _start(given, p, where)
     client: dict[str, str] = {}
     secrets: dict[str, Secret] = {}
     for k, v in given.items():
@@ -268,9 +261,6 @@ def load_stream(d: Mapping[str, Any], where: str, *, table: str) -> StreamConfig
         client["socket.connection.setup.timeout.ms"] = str(
             max(1000, timeouts["connection.timeout.millis"])
         )
-    populate = given.get("metadata.populate", given.get(p + "metadata.populate", "false"))
-    if populate.lower() not in ("true", "false"):
-        raise ConfigError(f"{where}: metadata.populate must be true or false, got '{populate}'")
     return StreamConfig(
         stream_type=stype,
         topic=topic,
@@ -283,12 +273,109 @@ def load_stream(d: Mapping[str, Any], where: str, *, table: str) -> StreamConfig
         start=start,
         client=client,
         secrets=secrets,
-        metadata_populate=populate.lower() == "true",
+        metadata_populate=_populate(given, p, where),
         connection_timeout_ms=timeouts.get("connection.timeout.millis"),
         fetch_timeout_ms=timeouts.get("fetch.timeout.millis"),
         flush=_flush(given, where),
         notes=tuple(notes),
+        decoder_class=given.get(p + "decoder.class.name") if decoder == "stream" else None,
+        decoder_props=decoder_props,
     )
+
+
+#: keys outside ``stream.<type>.`` a plugin stream's config may give
+PLUGIN_TOP_KEYS = tuple(k for k in TOP_KEYS if k.startswith(("realtime.", "metadata.", "stream")))
+
+
+def _plugin_stream(given: Mapping[str, str], stype: str, where: str) -> StreamConfig:
+    """A stream of a plugin (seed 003): its own ``stream.<type>.*`` keys are the plugin's
+    to check; the common ones are checked here."""
+    p = f"stream.{stype}."
+    reject_unknown(
+        [k for k in given if not k.startswith(p)], PLUGIN_TOP_KEYS, what=f"key of {where}"
+    )
+    topic = _topic(given, p, where)
+    decoder, avro_schema = _decoder(given, p, where)
+    registry, registry_secrets = _registry(given, p + "decoder.prop.", where)
+    plugin = {
+        k: v
+        for k, v in given.items()
+        if k.startswith(p) and not k.startswith(p + "decoder.prop.") and not is_secret_key(k)
+    }
+    secrets = {k: Secret(v) for k, v in given.items() if k.startswith(p) and is_secret_key(k)}
+    fetch = given.get(p + "fetch.timeout.millis")
+    return StreamConfig(
+        stream_type=stype,
+        topic=topic,
+        brokers=None,
+        decoder=decoder,
+        avro_schema=avro_schema,
+        registry_url=(
+            (
+                given.get(p + "schema.registry.url")
+                or given.get(p + "decoder.prop.schema.registry.rest.url")
+            )
+            if decoder == "avro-registry"
+            else None
+        ),
+        registry=registry,
+        registry_secrets=registry_secrets,
+        start=_start(given, p, where),
+        metadata_populate=_populate(given, p, where),
+        fetch_timeout_ms=_millis(fetch, f"{where}: {p}fetch.timeout.millis") if fetch else None,
+        flush=_flush(given, where),
+        plugin=plugin,
+        plugin_secrets=secrets,
+        decoder_class=given.get(p + "decoder.class.name") if decoder == "stream" else None,
+        decoder_props=_decoder_props(given, p, decoder),
+    )
+
+
+def _topic(given: Mapping[str, str], p: str, where: str) -> str:
+    ctype = given.get(p + "consumer.type", "lowlevel")
+    if ctype.lower() in ("highlevel", "high_level"):
+        raise ConfigError(
+            f"{where}: {p}consumer.type highlevel is not supported (nor by Pinot since "
+            "0.10): use lowlevel, which reads each partition with its own offsets"
+        )
+    if ctype.lower() not in ("lowlevel", "low_level", "simple"):
+        raise ConfigError(f"{where}: {p}consumer.type must be lowlevel, got '{ctype}'")
+    topic = given.get(p + "topic.name")
+    if not topic:
+        raise ConfigError(f"{where} needs {p}topic.name")
+    return topic
+
+
+def _start(given: Mapping[str, str], p: str, where: str) -> str:
+    reset = given.get(p + "consumer.prop.auto.offset.reset")
+    if reset is None:
+        return "latest"  # Pinot's default
+    if reset.lower() not in OFFSET_RESETS:
+        raise ConfigError(
+            f"{where}: {p}consumer.prop.auto.offset.reset must be smallest or largest, "
+            f"got '{reset}'"
+        )
+    return OFFSET_RESETS[reset.lower()]
+
+
+def _populate(given: Mapping[str, str], p: str, where: str) -> bool:
+    populate = given.get("metadata.populate", given.get(p + "metadata.populate", "false"))
+    if populate.lower() not in ("true", "false"):
+        raise ConfigError(f"{where}: metadata.populate must be true or false, got '{populate}'")
+    return populate.lower() == "true"
+
+
+def _decoder_props(given: Mapping[str, str], p: str, decoder: str) -> dict[str, str]:
+    if decoder != "stream":
+        return {}
+    pre = p + "decoder.prop."
+    return {k[len(pre) :]: v for k, v in given.items() if k.startswith(pre)}
+
+
+def is_secret_key(key: str) -> bool:
+    """Whether a config key's value is (or holds) a secret."""
+    k = key.lower()
+    return k.endswith("password") or k.endswith("user.info") or k == "sasl.jaas.config"
 
 
 def _text(v: Any, where: str) -> str:
@@ -308,6 +395,10 @@ def _decoder(given: Mapping[str, str], p: str, where: str) -> tuple[str, str | N
         )
     m = _PINOT_CLASS.fullmatch(name)
     kind = DECODERS.get(m.group("name")) if m else None
+    if kind is None and not name.startswith(("org.apache.", "shaded.org.apache.")):
+        if not re.fullmatch(r"[A-Za-z_][\w.]*[.:][A-Za-z_]\w*", name):
+            raise ConfigError(f"{where}: {p}decoder.class.name '{name}' is not a class name")
+        return "stream", None  # a StreamMessageDecoder of the plugin SPI, by Python path
     if kind is None:
         raise ConfigError(
             f"{where}: decoder '{name}' is not one sparkpipes has (JSON: "

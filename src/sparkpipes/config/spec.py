@@ -48,7 +48,11 @@ FORMAT_OPTIONS = (
     "schema.registry.ssl.ca.location",
     "schema.registry.ssl.certificate.location",
     "schema.registry.ssl.key.location",
+    "decoder.class",
+    "decoder.topic",
 )
+#: the props of a stream plugin's decoder (``FORMAT`` kind ``stream``)
+FORMAT_PROP_PREFIX = "decoder.prop."
 #: the decoder's secrets (``FormatSpec.credentials``)
 FORMAT_SECRETS = ("schema.registry.basic.auth.user.info",)
 
@@ -128,7 +132,12 @@ class FormatSpec:
 
     def check(self, pipeline: str | None = None) -> None:
         check_int(self.skip_lines, "skip_lines", 0, pipeline=pipeline)
-        reject_unknown(self.options, FORMAT_OPTIONS, what="format option", pipeline=pipeline)
+        reject_unknown(
+            [k for k in self.options if not k.startswith(FORMAT_PROP_PREFIX)],
+            FORMAT_OPTIONS,
+            what="format option",
+            pipeline=pipeline,
+        )
         reject_unknown(self.credentials, FORMAT_SECRETS, what="format secret", pipeline=pipeline)
         for k, v in self.credentials.items():
             if not isinstance(v, Secret):

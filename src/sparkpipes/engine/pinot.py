@@ -86,7 +86,9 @@ class PinotTables:
         checked as far as can be without touching the stream: the columns, the pipeline and
         its source, and notes on keys that change nothing here."""
         s, cfg = self._load(table, schema)
-        return self._describe(s, cfg, lower(s, cfg, self.engine.pipeline_defaults()))
+        spec = lower(s, cfg, self.engine.pipeline_defaults())
+        _check_plugins(spec)
+        return self._describe(s, cfg, spec)
 
     def _describe(self, s: PinotSchema, cfg: PinotTableConfig, spec: Any) -> dict[str, Any]:
         plan = table_plan(s, cfg.name)
@@ -209,6 +211,18 @@ class PinotTables:
         self.engine.drop_table(base, if_exists=True)
         self.engine.catalog.drop_pinot("table", base)
         return pipeline
+
+
+def _check_plugins(spec: Any) -> None:
+    """Build the pipeline's source and decoder once, so a stream type, consumer factory
+    or decoder class that does not load is an error now (no I/O)."""
+    import pyarrow as pa
+
+    from sparkpipes.engine.assembly import build_source_of
+    from sparkpipes.formats import build_decoder
+
+    build_source_of(spec)
+    build_decoder(spec.format.kind, pa.schema([]), (), None, spec.format.decoder_options())
 
 
 def _maintenance(s: PinotSchema, cfg: PinotTableConfig) -> dict[str, Any]:

@@ -34,6 +34,10 @@ def build_decoder(
         from sparkpipes.formats.avro import AvroMessageDecoder
 
         return AvroMessageDecoder(schema, mapping, csv, options=options)
+    if name == "stream":
+        from sparkpipes.formats.stream import StreamDecoder
+
+        return StreamDecoder(schema, mapping, csv, options=options or {})
     return FORMATS.get(name)(schema, mapping, csv)
 
 

@@ -25,6 +25,7 @@ SOURCES.register("s3", "sparkpipes.sources.stores:S3Source", install_hint="pip i
 SOURCES.register("azure", "sparkpipes.sources.stores:AzureSource", install_hint="pip install adlfs")
 SOURCES.register("hdfs", "sparkpipes.sources.stores:HdfsSource")
 SOURCES.plan("gcs", "object stores supported: FS, S3, AZURE and HDFS; GCS is not yet")
+SOURCES.register("stream", "sparkpipes.sources.plugin:PluginSource")
 SOURCES.register("kafkaconnect", "sparkpipes.sources.connect.source:KafkaConnectSource")
 SOURCES.plan(
     "kinesis",

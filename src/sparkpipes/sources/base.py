@@ -29,6 +29,8 @@ from typing import Any, ClassVar
 import pyarrow as pa
 
 Offset = Any  # a JSON value; see the module docstring
+#: the Arrow type of ``Fetched.headers``: per record, its headers in order
+HEADERS_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
 
 
 @dataclass(frozen=True)

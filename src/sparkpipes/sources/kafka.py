@@ -38,7 +38,14 @@ from sparkpipes.errors import (
     SourceError,
     SourceUnavailableError,
 )
-from sparkpipes.sources.base import Fetched, Gap, MetadataProvider, PartitionConsumer, Source
+from sparkpipes.sources.base import (
+    HEADERS_TYPE,
+    Fetched,
+    Gap,
+    MetadataProvider,
+    PartitionConsumer,
+    Source,
+)
 
 ALLOWED_CONFIG = {
     "bootstrap.servers",
@@ -80,7 +87,6 @@ ISOLATION_LEVELS = {"read_committed", "read_uncommitted"}
 #: the source's own option (no client key): hand over each record's key, headers and
 #: timestamp with its payload (Pinot's ``metadata.populate``)
 RECORD_METADATA = "record.metadata"
-HEADERS_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
 
 _ERROR, _VALUE = methodcaller("error"), methodcaller("value")
 

@@ -64,3 +64,57 @@ class Registry:
             return
         for ep in entry_points(group=self.group):
             self._targets.setdefault(ep.name.lower(), (ep.value, None))
+
+
+def resolve_class(
+    name: str,
+    *,
+    builtin: dict[str, str],
+    group: str,
+    base: type,
+    what: str,
+    hint: str,
+) -> Any:
+    """The class a user names by a well-known (often Java) class name: first ``builtin``
+    (name → ``"module:Class"``), then the entry-point ``group``, then a Python path
+    (``package.module:Class`` or ``package.module.Class``) of a ``base`` subclass.
+    ConfigError naming ``what`` otherwise; ``hint`` says what a Python path must be."""
+    target = builtin.get(name)
+    if target is None:
+        for ep in entry_points(group=group):
+            if ep.name == name:
+                target = ep.value
+                break
+    if target is None:
+        target = name if ":" in name else _as_python_path(name)
+    if target is None:
+        known = sorted({*builtin, *(ep.name for ep in entry_points(group=group))})
+        raise ConfigError(
+            f"unknown {what} '{name}': sparkpipes has {', '.join(known) or 'none built in'}; "
+            f"or give the Python path of {hint} (package.module:Class)"
+        )
+    module_name, _, attr = target.partition(":")
+    try:
+        obj = getattr(importlib.import_module(module_name), attr)
+    except ImportError as e:
+        raise ConfigError(
+            f"{what} '{name}' needs Python module '{e.name}', which is missing"
+        ) from None
+    except AttributeError:
+        raise ConfigError(f"{what} '{name}': module '{module_name}' has no '{attr}'") from None
+    if not (isinstance(obj, type) and issubclass(obj, base)):
+        raise ConfigError(f"{what} '{name}' is not {hint}")
+    return obj
+
+
+def _as_python_path(name: str) -> str | None:
+    """``pkg.mod.Class`` as ``pkg.mod:Class`` if ``pkg.mod`` imports (a Java name of a
+    class sparkpipes does not have fails to import and is reported as unknown)."""
+    module_name, _, attr = name.rpartition(".")
+    if not module_name or not attr:
+        return None
+    try:
+        importlib.import_module(module_name)
+    except ImportError:
+        return None
+    return f"{module_name}:{attr}"

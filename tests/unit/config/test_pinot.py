@@ -183,9 +183,12 @@ def test_simple_avro_schema_inline_or_file(tmp_path):
         ({"stream.kafka.consumer.type": "highlevel"}, "highlevel is not supported"),
         ({"stream.kafka.topic.name": ""}, "needs stream.kafka.topic.name"),
         (
-            {"stream.kafka.decoder.class.name": "com.acme.Decoder"},
-            "decoder 'com.acme.Decoder' is not one",
+            {
+                "stream.kafka.decoder.class.name": "org.apache.pinot.plugin.inputformat.protobuf.ProtoBufMessageDecoder"
+            },
+            "decoder 'org.apache.pinot.plugin.inputformat.protobuf.ProtoBufMessageDecoder' is not one",
         ),
+        ({"stream.kafka.decoder.class.name": "not a class"}, "is not a class name"),
         (
             {"stream.kafka.consumer.factory.class.name": "com.acme.Factory"},
             "not a Kafka consumer factory",
@@ -195,7 +198,7 @@ def test_simple_avro_schema_inline_or_file(tmp_path):
         ({"security.protocol": "SASL_SSL"}, "needs sasl.jaas.config"),
         ({"sasl.mechanism": "GSSAPI"}, "sasl.mechanism must be one of"),
         ({"realtime.segment.flush.threshold.time": "soon"}, "must be a duration"),
-        ({"streamType": "pulsar"}, "streamType 'pulsar' has no stream plugin"),
+        ({"streamType": "Kafka!"}, "streamType must be a lower-case name"),
         ({"metadata.populate": "yes"}, "metadata.populate must be true or false"),
     ],
 )

@@ -86,6 +86,8 @@ def lower(
         expr = translate(text, where=f"transform of column '{col}'")
         reads += expr.fields
         sql = expr.sql
+        if schema.field(col).ddl_type == "TIMESTAMP" and expr.type in _NUMBERS:
+            sql = f"timestamp_millis(CAST({sql} AS BIGINT))"  # Pinot's times are epoch millis
         default = _default(schema.field(col))
         assignments.append((col, f"coalesce(({sql}), {default})" if default else sql))
     where = None
@@ -120,24 +122,40 @@ def lower(
         kind = "avro"
         fmt_opts = {"schema.registry.url": stream.registry_url or "", **stream.registry}
         fmt_creds = dict(stream.registry_secrets)
+    elif stream.decoder == "stream":
+        kind = "stream"
+        fmt_opts = {
+            "decoder.class": stream.decoder_class or "",
+            "decoder.topic": stream.topic,
+            **{f"decoder.prop.{k}": v for k, v in stream.decoder_props.items()},
+        }
     else:
         kind = "json"
-    source_config: dict[str, Any] = dict(stream.client)
-    if stream.metadata_populate:
-        source_config[RECORD_METADATA] = True
+    if stream.stream_type == "kafka":
+        source = SourceSpec(
+            kind="kafka",
+            location=f"{stream.brokers}/{stream.topic}",
+            config={**stream.client, RECORD_METADATA: True}
+            if stream.metadata_populate
+            else dict(stream.client),
+            credentials=dict(stream.secrets),
+            start=stream.start,
+        )
+    else:  # a stream plugin (seed 003)
+        source = SourceSpec(
+            kind="stream",
+            location=f"{stream.stream_type}/{stream.topic}",
+            config={"streamType": stream.stream_type, **stream.plugin},
+            credentials=dict(stream.plugin_secrets),
+            start=stream.start,
+        )
     batch = BatchSpec(
         interval_ms=defaults.get("batch_interval_ms") or BatchSpec.interval_ms,
         fetch_timeout_ms=stream.fetch_timeout_ms or BatchSpec.fetch_timeout_ms,
     )
     return PipelineSpec(
         name=pipeline_name(cfg.name),
-        source=SourceSpec(
-            kind="kafka",
-            location=f"{stream.brokers}/{stream.topic}",
-            config=source_config,
-            credentials=dict(stream.secrets),
-            start=stream.start,
-        ),
+        source=source,
         format=FormatSpec(
             kind=kind,
             mapping=tuple(mapping),
@@ -149,6 +167,9 @@ def lower(
         sink=_sink(schema, cfg),
         batch=batch,
     )
+
+
+_NUMBERS = ("BIGINT", "INT", "DOUBLE", "FLOAT", "SMALLINT", "TINYINT")
 
 
 def _sink(schema: PinotSchema, cfg: PinotTableConfig) -> SinkSpec:

@@ -14,10 +14,8 @@ Anything else is an error that lists the class names understood.
 
 from __future__ import annotations
 
-import importlib
 from importlib.metadata import entry_points
 
-from sparkpipes.errors import ConfigError
 from sparkpipes.sources.connect.base import (
     ConnectorConfig,
     PartitionReader,
@@ -26,6 +24,7 @@ from sparkpipes.sources.connect.base import (
     SourceRecord,
     compact,
 )
+from sparkpipes.util.registry import resolve_class
 
 #: Java class name → built-in connector ("module:Class", imported when first used)
 BUILTIN = {
@@ -48,49 +47,14 @@ def known() -> list[str]:
 
 def resolve(class_name: str) -> type[SourceConnector]:
     """The connector class for ``connector.class``; ConfigError naming it otherwise."""
-    target = BUILTIN.get(class_name)
-    if target is None:
-        for ep in entry_points(group=ENTRY_POINT_GROUP):
-            if ep.name == class_name:
-                target = ep.value
-                break
-    if target is None:
-        target = class_name if ":" in class_name else _as_python_path(class_name)
-    if target is None:
-        raise ConfigError(
-            f"unknown connector.class '{class_name}': sparkpipes runs these connectors: "
-            f"{', '.join(known())}; or give the Python path of a SourceConnector subclass "
-            "(package.module:Class)"
-        )
-    module_name, _, attr = target.partition(":")
-    try:
-        obj = getattr(importlib.import_module(module_name), attr)
-    except ImportError as e:
-        raise ConfigError(
-            f"connector.class '{class_name}' needs Python module '{e.name}', which is missing"
-        ) from None
-    except AttributeError:
-        raise ConfigError(
-            f"connector.class '{class_name}': module '{module_name}' has no '{attr}'"
-        ) from None
-    if not (isinstance(obj, type) and issubclass(obj, SourceConnector)):
-        raise ConfigError(
-            f"connector.class '{class_name}' is not a sparkpipes SourceConnector subclass"
-        )
-    return obj
-
-
-def _as_python_path(name: str) -> str | None:
-    """``pkg.mod.Class`` as ``pkg.mod:Class`` if ``pkg.mod`` imports (a Java name of a
-    connector sparkpipes does not have fails to import and is reported as unknown)."""
-    module_name, _, attr = name.rpartition(".")
-    if not module_name or not attr:
-        return None
-    try:
-        importlib.import_module(module_name)
-    except ImportError:
-        return None
-    return f"{module_name}:{attr}"
+    return resolve_class(
+        class_name,
+        builtin=BUILTIN,
+        group=ENTRY_POINT_GROUP,
+        base=SourceConnector,
+        what="connector.class",
+        hint="a sparkpipes SourceConnector subclass",
+    )
 
 
 __all__ = [
