@@ -7,6 +7,7 @@ the client, the wire format and the decoding are the real ones."""
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 import socket
@@ -20,10 +21,26 @@ from fastapi.responses import JSONResponse
 
 
 class Registry:
-    def __init__(self) -> None:
+    """``user_info`` (``user:password``): the registry asks for HTTP basic auth, as a
+    Confluent registry with ``authentication.method=BASIC`` does (401 otherwise)."""
+
+    def __init__(self, user_info: str | None = None) -> None:
         self.schemas: dict[int, str] = {}
         self.by_text: dict[str, int] = {}
+        self.refused = 0
         app = FastAPI()
+
+        if user_info is not None:
+            want = "Basic " + base64.b64encode(user_info.encode()).decode()
+
+            @app.middleware("http")
+            async def basic_auth(request: Request, call_next: Any) -> Any:
+                if request.headers.get("authorization") != want:
+                    self.refused += 1
+                    return JSONResponse(
+                        {"error_code": 401, "message": "Unauthorized"}, status_code=401
+                    )
+                return await call_next(request)
 
         @app.post("/subjects/{subject}/versions")
         async def register(subject: str, request: Request) -> Any:

@@ -459,3 +459,34 @@ def test_an_unsupported_transform_function_is_named(engine, broker, topic):
     with pytest.raises(ConfigError, match="Groovy"):
         engine.pinot.add(t, s)
     assert "t" not in engine.tables()
+
+
+def test_sasl_settings_reach_the_kafka_client_and_the_password_never_shows(engine, broker, topic):
+    """seed 002's SASL keys: the user and password come out of sasl.jaas.config and go to
+    the client, which offers them to the broker. The embedded broker (Tansu) has no SASL
+    (README, Security), so it refuses the handshake: the batch fails saying so, naming no
+    password, and SHOW CREATE PIPELINE / information_schema / the stored config redact it."""
+    from sparkpipes.errors import SparkpipesError
+    from sparkpipes.sql.executor import SqlSession
+
+    secret = "kafka-pw-91c2"
+    stream = {
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "SCRAM-SHA-256",
+        "sasl.jaas.config": f'org.apache.kafka.common.security.scram.ScramLoginModule required username="alice" password="{secret}";',
+    }
+    engine.pinot.add(
+        table_config(broker, topic, stream=stream), schema([{"name": "id", "dataType": "INT"}])
+    )
+    spec = engine.spec("t_REALTIME")
+    assert spec.source.config["sasl.mechanism"] == "SCRAM-SHA-256"
+    assert spec.source.credentials["sasl.password"].reveal() == secret
+    engine.alter_pipeline("t_REALTIME", max_retries=0)
+    with pytest.raises(SparkpipesError) as e:
+        engine.run_batches("t_REALTIME", 1)
+    assert "SASL" in e.value.message and secret not in e.value.message
+    sess = SqlSession(engine)
+    shown = str(sess.execute("SHOW CREATE PIPELINE t_REALTIME")[0].rows)
+    shown += str(sess.execute("SELECT * FROM information_schema.PIPELINES")[0].rows)
+    shown += json.dumps(engine.pinot.config("t"))
+    assert secret not in shown and "Pinot realtime table t" in shown

@@ -48,6 +48,9 @@ def coerce(value: Any, t: pa.DataType) -> Any:
             value = int(value)
         elif isinstance(value, str):
             value = int(value.strip())
+        elif isinstance(value, dt.datetime):  # Avro's timestamp types: epoch milliseconds
+            aware = value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
+            value = (aware - _EPOCH) // dt.timedelta(milliseconds=1)
         elif not isinstance(value, int):
             raise ValueError("")
         low, high = _INT_RANGES[t.bit_width]

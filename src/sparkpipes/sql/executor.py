@@ -205,6 +205,11 @@ class SqlSession:
                 f"database '{cfg.get('database')}' at {cfg.get('host')}:{cfg.get('port')}, made "
                 "by a sink connector (sparkpipes connect config)\n" + text
             )
+        elif spec.name.endswith("_REALTIME") and spec.table in self.engine.pinot.names():
+            text = (
+                f"-- loads Pinot realtime table {spec.table}, made from its table config "
+                f"(sparkpipes pinot table {spec.table}; GET /tables/{spec.table})\n" + text
+            )
         return Result(["Pipeline", "Create Pipeline"], [(s.name, text)])
 
     # -- variables --------------------------------------------------------------------

@@ -116,3 +116,17 @@ def test_the_arrow_fast_paths_take_whole_chunks():
     assert (
         c._fast(values(*[f"{i},n{i},1.5,2026-01-01T00:00:00Z" for i in range(100)])).num_rows == 100
     )
+
+
+def test_an_avro_timestamp_into_an_integer_column_is_epoch_milliseconds():
+    """Pinot keeps times as LONG epoch millis; an Avro timestamp-millis field (fastavro
+    gives a datetime) lands in such a column as its milliseconds."""
+    import datetime as dt
+
+    from sparkpipes.formats.coerce import coerce
+
+    when = dt.datetime(2026, 9, 21, 14, 13, 20, 7000, tzinfo=dt.UTC)
+    assert coerce(when, pa.int64()) == 1_790_000_000_007
+    assert coerce(when.replace(tzinfo=None), pa.int64()) == 1_790_000_000_007
+    with pytest.raises(ValueError, match="out of range"):
+        coerce(when, pa.int32())

@@ -1,0 +1,224 @@
+"""Pinot's controller endpoints on ``sparkpipes serve``, driven over HTTP as Pinot users
+drive them (``curl -X POST -d @schema.json …/schemas``, then ``…/tables``): seed 002's
+schema-registry Avro config (``KafkaConfluentSchemaRegistryAvroMessageDecoder`` with the
+registry's basic auth), rows arriving while the server runs, the config shown back with its
+secrets redacted, errors in Pinot's shape, and ``AddTable -controllerHost`` sending the
+files to the server. The registry is the stand-in of tests/integration/registry.py (no
+Confluent-compatible registry server can be installed here), asking for basic auth."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import requests
+
+from sparkpipes import Engine
+from tests.integration.registry import Registry, encode
+
+AVRO = {
+    "type": "record",
+    "name": "transcript",
+    "fields": [
+        {"name": "studentID", "type": "int"},
+        {"name": "firstName", "type": "string"},
+        {"name": "score", "type": ["null", "float"], "default": None},
+        {"name": "timestamp", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+    ],
+}
+SCHEMA = {
+    "schemaName": "transcript",
+    "dimensionFieldSpecs": [
+        {"name": "studentID", "dataType": "INT"},
+        {"name": "firstName", "dataType": "STRING"},
+    ],
+    "metricFieldSpecs": [{"name": "score", "dataType": "FLOAT"}],
+    "dateTimeFieldSpecs": [
+        {
+            "name": "timestamp",
+            "dataType": "LONG",
+            "format": "1:MILLISECONDS:EPOCH",
+            "granularity": "1:MILLISECONDS",
+        }
+    ],
+}
+PASSWORD = "reg-secret-7f3a"
+
+
+def table(broker, topic, registry_url):
+    """Seed 002's SASL_SSL example, the security keys left out (the broker here has no
+    SASL or TLS; see README) and the registry's basic auth kept."""
+    return {
+        "tableName": "transcript",
+        "tableType": "REALTIME",
+        "segmentsConfig": {
+            "timeColumnName": "timestamp",
+            "timeType": "MILLISECONDS",
+            "schemaName": "transcript",
+            "replicasPerPartition": "1",
+        },
+        "tenants": {},
+        "tableIndexConfig": {
+            "loadMode": "MMAP",
+            "streamConfigs": {
+                "streamType": "kafka",
+                "stream.kafka.consumer.type": "lowlevel",
+                "stream.kafka.topic.name": topic,
+                "stream.kafka.consumer.prop.auto.offset.reset": "smallest",
+                "stream.kafka.consumer.factory.class.name": "org.apache.pinot.plugin.stream.kafka20.KafkaConsumerFactory",
+                "stream.kafka.broker.list": broker.bootstrap,
+                "stream.kafka.schema.registry.url": registry_url,
+                "stream.kafka.decoder.class.name": "org.apache.pinot.plugin.inputformat.avro.confluent.KafkaConfluentSchemaRegistryAvroMessageDecoder",
+                "stream.kafka.decoder.prop.schema.registry.rest.url": registry_url,
+                "stream.kafka.decoder.prop.basic.auth.credentials.source": "USER_INFO",
+                "stream.kafka.decoder.prop.schema.registry.basic.auth.user.info": f"pinot:{PASSWORD}",
+                "realtime.segment.flush.threshold.rows": "0",
+                "realtime.segment.flush.threshold.time": "24h",
+                "realtime.segment.flush.autotune.initialRows": "3000000",
+                "realtime.segment.flush.threshold.segment.size": "500M",
+            },
+        },
+        "metadata": {"customConfigs": {}},
+    }
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait(check, timeout_s=120.0, what="condition"):
+    deadline = time.time() + timeout_s
+    while True:
+        value = check()
+        if value:
+            return value
+        assert time.time() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.5)
+
+
+def _up(url):
+    try:
+        return requests.get(f"{url}/tables", timeout=2).status_code == 200
+    except requests.ConnectionError:
+        return False
+
+
+def test_pinot_endpoints_add_a_registry_avro_table_and_load_it(broker, topic, tmp_path):
+    wh, port = tmp_path / "wh", _free_port()
+    url = f"http://127.0.0.1:{port}"
+    with Registry(user_info=f"pinot:{PASSWORD}") as reg:
+        sid = reg.register(AVRO)
+        records = [
+            encode(
+                sid,
+                AVRO,
+                {
+                    "studentID": i,
+                    "firstName": f"s{i}",
+                    "score": i / 2 if i % 5 else None,
+                    "timestamp": 1_790_000_000_000 + i,
+                },
+            )
+            for i in range(200)
+        ]
+        broker.produce(topic, records, partitions=4)
+        server = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "sparkpipes",
+                "--warehouse",
+                str(wh),
+                "serve",
+                "--port",
+                str(port),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "SPARKPIPES_SPARK_MASTER": "local[2]"},
+        )
+        try:
+            _wait(lambda: _up(url), 120, "the server")
+            r = requests.post(f"{url}/schemas", data=json.dumps(SCHEMA), timeout=30)
+            assert r.status_code == 200 and r.json()["status"] == "transcript successfully added"
+            assert requests.get(f"{url}/schemas", timeout=5).json() == ["transcript"]
+
+            bad = table(broker, topic, reg.url)
+            bad["tableIndexConfig"]["streamConfigs"]["stream.kafka.topic.nam"] = "x"
+            r = requests.post(f"{url}/tables", json=bad, timeout=30)
+            assert r.status_code == 400
+            assert "did you mean 'stream.kafka.topic.name'" in r.json()["error"]
+            assert r.json()["code"] == 400 and PASSWORD not in r.text
+
+            r = requests.post(f"{url}/tables", json=table(broker, topic, reg.url), timeout=60)
+            assert r.status_code == 200, r.text
+            assert r.json()["status"] == "Table transcript_REALTIME successfully added"
+            assert requests.get(f"{url}/tables", timeout=5).json() == {"tables": ["transcript"]}
+            shown = requests.get(f"{url}/tables/transcript", timeout=5)
+            streams = shown.json()["REALTIME"]["tableIndexConfig"]["streamConfigs"]
+            assert (
+                streams["stream.kafka.decoder.prop.schema.registry.basic.auth.user.info"]
+                == "<redacted>"
+            )
+            assert PASSWORD not in shown.text
+
+            def loaded():
+                with Engine(wh) as eng:
+                    return eng.table_arrow("transcript").num_rows == 200 and eng
+
+            _wait(loaded, 180, "200 rows in transcript")
+            with Engine(wh) as eng:
+                rows = {x["studentID"]: x for x in eng.table_arrow("transcript").to_pylist()}
+            assert (
+                rows[7]["firstName"] == "s7"
+                and rows[7]["score"] == 3.5
+                and rows[5]["score"] is None
+            )
+            assert rows[7]["timestamp"] == 1_790_000_000_007
+            assert reg.refused == 0  # every schema lookup carried the user and password
+
+            assert requests.get(f"{url}/tables/nope", timeout=5).status_code == 404
+            assert requests.post(f"{url}/schemas", data="{nope", timeout=5).json()["code"] == 400
+            r = requests.delete(f"{url}/tables/transcript", timeout=60)
+            assert r.json() == {"status": "Tables: [transcript_REALTIME] deleted"}
+            assert requests.get(f"{url}/tables", timeout=5).json() == {"tables": []}
+
+            # pinot-admin's AddTable, sending the files to this server as to a controller
+            (tmp_path / "s.json").write_text(json.dumps(SCHEMA))
+            (tmp_path / "t.json").write_text(json.dumps(table(broker, topic, reg.url)))
+            sent = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "sparkpipes",
+                    "AddTable",
+                    "-schemaFile",
+                    str(tmp_path / "s.json"),
+                    "-tableConfigFile",
+                    str(tmp_path / "t.json"),
+                    "-controllerHost",
+                    "127.0.0.1",
+                    "-controllerPort",
+                    str(port),
+                    "-exec",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            assert sent.returncode == 0, sent.stderr
+            assert (
+                json.loads(sent.stdout)["status"] == "Table transcript_REALTIME successfully added"
+            )
+        finally:
+            server.send_signal(signal.SIGTERM)
+            out, _ = server.communicate(timeout=60)
+        text = out.decode()
+        assert PASSWORD not in text and "Traceback" not in text
