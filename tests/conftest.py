@@ -58,8 +58,8 @@ def azurite():
 
 @pytest.fixture(scope="session")
 def registry():
-    """A stand-in schema registry on 127.0.0.1 (see tests/integration/registry.py)."""
-    from tests.integration.registry import Registry
+    """A stand-in schema registry on 127.0.0.1 (see sparkpipes.testing.registry)."""
+    from sparkpipes.testing.registry import Registry
 
     with Registry() as r:
         yield r

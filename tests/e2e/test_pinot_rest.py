@@ -3,23 +3,20 @@ drive them (``curl -X POST -d @schema.json …/schemas``, then ``…/tables``): 
 schema-registry Avro config (``KafkaConfluentSchemaRegistryAvroMessageDecoder`` with the
 registry's basic auth), rows arriving while the server runs, the config shown back with its
 secrets redacted, errors in Pinot's shape, and ``AddTable -controllerHost`` sending the
-files to the server. The registry is the stand-in of tests/integration/registry.py (no
+files to the server. The registry is the stand-in of sparkpipes.testing.registry (no
 Confluent-compatible registry server can be installed here), asking for basic auth."""
 
 from __future__ import annotations
 
 import json
-import os
-import signal
-import socket
 import subprocess
 import sys
-import time
 
 import requests
 
 from sparkpipes import Engine
-from tests.integration.registry import Registry, encode
+from sparkpipes.testing.registry import Registry, encode
+from tests.e2e.serving import serve, wait
 
 AVRO = {
     "type": "record",
@@ -87,32 +84,8 @@ def table(broker, topic, registry_url):
     }
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait(check, timeout_s=120.0, what="condition"):
-    deadline = time.time() + timeout_s
-    while True:
-        value = check()
-        if value:
-            return value
-        assert time.time() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.5)
-
-
-def _up(url):
-    try:
-        return requests.get(f"{url}/tables", timeout=2).status_code == 200
-    except requests.ConnectionError:
-        return False
-
-
 def test_pinot_endpoints_add_a_registry_avro_table_and_load_it(broker, topic, tmp_path):
-    wh, port = tmp_path / "wh", _free_port()
-    url = f"http://127.0.0.1:{port}"
+    wh = tmp_path / "wh"
     with Registry(user_info=f"pinot:{PASSWORD}") as reg:
         sid = reg.register(AVRO)
         records = [
@@ -129,23 +102,8 @@ def test_pinot_endpoints_add_a_registry_avro_table_and_load_it(broker, topic, tm
             for i in range(200)
         ]
         broker.produce(topic, records, partitions=4)
-        server = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "sparkpipes",
-                "--warehouse",
-                str(wh),
-                "serve",
-                "--port",
-                str(port),
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, "SPARKPIPES_SPARK_MASTER": "local[2]"},
-        )
-        try:
-            _wait(lambda: _up(url), 120, "the server")
+        with serve(wh, "/tables") as server:
+            url, port = server.url, server.port
             r = requests.post(f"{url}/schemas", data=json.dumps(SCHEMA), timeout=30)
             assert r.status_code == 200 and r.json()["status"] == "transcript successfully added"
             assert requests.get(f"{url}/schemas", timeout=5).json() == ["transcript"]
@@ -173,7 +131,7 @@ def test_pinot_endpoints_add_a_registry_avro_table_and_load_it(broker, topic, tm
                 with Engine(wh) as eng:
                     return eng.table_arrow("transcript").num_rows == 200 and eng
 
-            _wait(loaded, 180, "200 rows in transcript")
+            wait(loaded, 180, "200 rows in transcript")
             with Engine(wh) as eng:
                 rows = {x["studentID"]: x for x in eng.table_arrow("transcript").to_pylist()}
             assert (
@@ -217,8 +175,4 @@ def test_pinot_endpoints_add_a_registry_avro_table_and_load_it(broker, topic, tm
             assert (
                 json.loads(sent.stdout)["status"] == "Table transcript_REALTIME successfully added"
             )
-        finally:
-            server.send_signal(signal.SIGTERM)
-            out, _ = server.communicate(timeout=60)
-        text = out.decode()
-        assert PASSWORD not in text and "Traceback" not in text
+    assert PASSWORD not in server.output and "Traceback" not in server.output

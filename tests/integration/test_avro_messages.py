@@ -1,5 +1,5 @@
 """FORMAT AVRO for Kafka messages: Confluent's wire format through a schema registry
-(the stand-in of tests/integration/registry.py over HTTP, with confluent-kafka's real
+(the stand-in of sparkpipes.testing.registry over HTTP, with confluent-kafka's real
 client) and a fixed schema, typed as SQL: two schema versions in one topic, nested
 records by path, logical types, and records that cannot decode skipped with partition
 and offset."""
@@ -14,7 +14,7 @@ import pytest
 
 from sparkpipes.errors import SparkpipesError
 from sparkpipes.sql.executor import SqlSession
-from tests.integration.registry import bare, encode
+from sparkpipes.testing.registry import bare, encode
 
 V1 = {
     "type": "record",

@@ -274,7 +274,7 @@ def test_a_topics_regex_connector_picks_up_topics_that_come_to_match(broker, eng
 
 
 def test_avro_records_through_the_schema_registry(broker, topic, pg, registry, engine):
-    from tests.integration.registry import encode
+    from sparkpipes.testing.registry import encode
 
     schema = {
         "type": "record",

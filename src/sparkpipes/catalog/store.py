@@ -102,37 +102,22 @@ meta_t = sa.Table(
     sa.Column("value", sa.Text, nullable=False),
 )
 
-procedures_t = sa.Table(
-    "sp_procedures",
-    meta,
-    sa.Column("name", sa.String(255), primary_key=True),
-    sa.Column("definition", sa.Text, nullable=False),
-    sa.Column("created_at", sa.DateTime, nullable=False),
-)
 
-connectors_t = sa.Table(
-    "sp_connectors",
-    meta,
-    sa.Column("name", sa.String(255), primary_key=True),
-    sa.Column("definition", sa.Text, nullable=False),
-    sa.Column("created_at", sa.DateTime, nullable=False),
-)
+def _definitions(name: str) -> sa.Table:
+    """A table of named JSON definitions (procedures, connectors, Pinot documents)."""
+    return sa.Table(
+        name,
+        meta,
+        sa.Column("name", sa.String(255), primary_key=True),
+        sa.Column("definition", sa.Text, nullable=False),
+        sa.Column("created_at", sa.DateTime, nullable=False),
+    )
 
-pinot_schemas_t = sa.Table(
-    "sp_pinot_schemas",
-    meta,
-    sa.Column("name", sa.String(255), primary_key=True),
-    sa.Column("definition", sa.Text, nullable=False),
-    sa.Column("created_at", sa.DateTime, nullable=False),
-)
 
-pinot_tables_t = sa.Table(
-    "sp_pinot_tables",
-    meta,
-    sa.Column("name", sa.String(255), primary_key=True),
-    sa.Column("definition", sa.Text, nullable=False),
-    sa.Column("created_at", sa.DateTime, nullable=False),
-)
+procedures_t = _definitions("sp_procedures")
+connectors_t = _definitions("sp_connectors")
+pinot_schemas_t = _definitions("sp_pinot_schemas")
+pinot_tables_t = _definitions("sp_pinot_tables")
 _PINOT = {"schema": pinot_schemas_t, "table": pinot_tables_t}
 
 variables_t = sa.Table(

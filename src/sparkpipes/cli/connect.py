@@ -26,9 +26,10 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     c.add_argument("file", nargs="?", help="update: the new config file")
 
 
-def _read(path: str | None) -> str:
+def read_text(path: str | None, what: str = "the connector config file") -> str:
+    """A file the user named ('-': standard input); a clear exit when it cannot be read."""
     if not path:
-        raise SystemExit("error: give the connector config file ('-' for standard input)")
+        raise SystemExit(f"error: give {what} ('-' for standard input)")
     if path == "-":
         return sys.stdin.read()
     try:
@@ -44,7 +45,7 @@ def run(engine: Any, args: argparse.Namespace) -> int:
     if action == "list":
         out: Any = conns.names()
     elif action == "create":
-        out = conns.create(_read(target))
+        out = conns.create(read_text(target))
     else:
         if not target:
             raise SystemExit(f"error: connect {action} needs the connector's name")
@@ -52,7 +53,7 @@ def run(engine: Any, args: argparse.Namespace) -> int:
             from sparkpipes.config.connect import load
 
             conns.get(target)
-            out = conns.create(load(_read(args.file), name=target), replace=True)
+            out = conns.create(load(read_text(args.file), name=target), replace=True)
         elif action == "status":
             out = conns.status(target)
         elif action == "config":

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import urllib.error
 import urllib.request
 from typing import Any
+
+from sparkpipes.cli.connect import read_text
 
 ACTIONS = (
     "tables",
@@ -58,18 +59,8 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--schema", metavar="FILE", help="add-table: the schema file too")
 
 
-def _read(path: str) -> str:
-    if path == "-":
-        return sys.stdin.read()
-    try:
-        with open(path, encoding="utf-8") as f:
-            return f.read()
-    except OSError as e:
-        raise SystemExit(f"error: cannot read {path}: {e.strerror}") from None
-
-
 def add_table(engine_of: Any, args: argparse.Namespace) -> int:
-    schema, table = _read(args.schemaFile), _read(args.tableConfigFile)
+    schema, table = read_text(args.schemaFile), read_text(args.tableConfigFile)
     if args.controllerHost or args.controllerPort:
         return _remote(args, schema, table)
     with engine_of(args) as eng:
@@ -127,10 +118,10 @@ def run(engine: Any, args: argparse.Namespace) -> int:
     elif action == "schema":
         out = dict(pinot.schema(target).raw)
     elif action == "add-schema":
-        s = pinot.add_schema(_read(target))
+        s = pinot.add_schema(read_text(target))
         out = {"status": f"{s.name} successfully added"}
     elif action == "add-table":
-        out = pinot.add(_read(target), _read(args.schema) if args.schema else None)
+        out = pinot.add(read_text(target), read_text(args.schema) if args.schema else None)
     elif action == "delete-table":
         out = {"status": f"Tables: [{pinot.delete(target)}] deleted"}
     else:

@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from sparkpipes.config import CsvOptions, FieldMapping
 from sparkpipes.errors import ConfigError, SourceUnavailableError
-from sparkpipes.formats.base import Decoder
+from sparkpipes.formats.base import Decoder, Mismatch
 
 MAGIC = 0
 #: registry client keys users give with the ``schema.registry.`` prefix (Pinot's decoder
@@ -80,11 +80,40 @@ class AvroMessageDecoder(Decoder):
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_client": None, "_schemas": {}, "_fixed": None}
 
-    def _fast_ok(self, values: pa.Array) -> bool:
-        return False
+    def _fast(self, values: pa.Array) -> pa.Table:
+        """Every record decoded, its fields gathered per column and each column built by
+        Arrow in one call (which checks the types); any record or value that will not
+        go (no schema id, bad bytes, a value of another type) sends the chunk to the
+        record-by-record path, which names the reason."""
+        import fastavro
 
-    def _fast(self, values: pa.Array) -> pa.Table:  # pragma: no cover - never taken
-        raise NotImplementedError
+        read = fastavro.schemaless_reader
+        columns: dict[str, list[Any]] = {name: [] for name in self.paths}
+        getters = [(columns[n], p[0] if len(p) == 1 else p) for n, p in self.paths.items()]
+        for raw in values.to_pylist():
+            try:
+                writer, start = self._writer(raw)  # a registry that is down still raises
+            except ValueError:
+                raise Mismatch from None
+            try:
+                rec = read(io.BytesIO(raw[start:]), writer, None)
+            except Exception:  # fastavro raises many kinds on bad bytes
+                raise Mismatch from None
+            for col, path in getters:
+                if isinstance(path, str):
+                    col.append(rec.get(path) if isinstance(rec, dict) else None)
+                    continue
+                v: Any = rec
+                for key in path:
+                    v = v.get(key) if isinstance(v, dict) else None
+                col.append(v)
+        arrays = []
+        for f in self.schema:
+            col = columns[f.name]
+            if pa.types.is_string(f.type) and any(isinstance(v, (dict, list)) for v in col):
+                raise Mismatch  # nested values as JSON text: the slow path writes them
+            arrays.append(pa.array(col, f.type))
+        return pa.Table.from_arrays(arrays, schema=self.schema)
 
     def _writer(self, raw: bytes) -> tuple[Any, int]:
         """The writer schema of ``raw`` and where its Avro body starts."""
@@ -122,12 +151,4 @@ class AvroMessageDecoder(Decoder):
             rec = fastavro.schemaless_reader(io.BytesIO(raw[start:]), writer, None)
         except Exception as e:  # fastavro raises many kinds on bad bytes
             raise ValueError(f"Avro bytes do not decode: {type(e).__name__}: {e}") from None
-        out = {}
-        for name, path in self.paths.items():
-            v: Any = rec
-            for key in path:
-                v = v.get(key) if isinstance(v, dict) else None
-            if isinstance(v, (dict, list)) and pa.types.is_string(self.schema.field(name).type):
-                v = json.dumps(v, default=str)
-            out[name] = v
-        return out
+        return self.pick(rec, nested_as_json=True)

@@ -17,6 +17,7 @@ Fast path and slow path
 from __future__ import annotations
 
 import abc
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -60,6 +61,21 @@ class Decoder(abc.ABC):
             f.name: by_column.get(f.name, (f.name,)) for f in schema
         }
         self.csv = csv or CsvOptions()
+
+    def pick(self, rec: Any, *, nested_as_json: bool = False) -> dict[str, Any]:
+        """Each column's value from a decoded record by its path (None where a key is
+        missing); with ``nested_as_json``, an object or array bound for a text column
+        as JSON text."""
+        out = {}
+        for name, path in self.paths.items():
+            v: Any = rec
+            for key in path:
+                v = v.get(key) if isinstance(v, dict) else None
+            nested = nested_as_json and isinstance(v, (dict, list))
+            if nested and pa.types.is_string(self.schema.field(name).type):
+                v = json.dumps(v, default=str)
+            out[name] = v
+        return out
 
     def framing(self, skip_lines: int = 0) -> Framing:
         """How objects of this format are cut into records (object-store sources)."""

@@ -112,10 +112,4 @@ class JsonDecoder(Decoder):
             raise ValueError(f"invalid JSON: not UTF-8 at byte {e.start}") from None
         if not isinstance(rec, dict):
             raise ValueError(f"expected a JSON object, got {type(rec).__name__}")
-        out = {}
-        for name, path in self.paths.items():
-            v: Any = rec
-            for key in path:
-                v = v.get(key) if isinstance(v, dict) else None
-            out[name] = v
-        return out
+        return self.pick(rec)

@@ -5,7 +5,6 @@ payload the decoder rejects (None, or an exception) is a bad record with its rea
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -60,12 +59,4 @@ class StreamDecoder(Decoder):
             raise ValueError(f"{self.class_name} failed: {type(e).__name__}: {e}") from None
         if row is None:
             raise ValueError(f"{self.class_name} decoded no row")
-        out = {}
-        for name, path in self.paths.items():
-            v: Any = row
-            for key in path:
-                v = v.get(key) if isinstance(v, Mapping) else None
-            if isinstance(v, (dict, list)) and pa.types.is_string(self.schema.field(name).type):
-                v = json.dumps(v, default=str)
-            out[name] = v
-        return out
+        return self.pick(dict(row), nested_as_json=True)

@@ -13,7 +13,8 @@ from sparkpipes.config.connect import CLASS_NAMES, load
 from sparkpipes.errors import ConfigError
 
 
-def _body(raw: bytes) -> Any:
+def json_body(raw: bytes) -> Any:
+    """A request's JSON body; ConfigError (400) when it is not JSON."""
     try:
         return json.loads(raw or b"null")
     except ValueError as e:
@@ -35,7 +36,7 @@ def router(engine: Any, *, run: bool) -> APIRouter:
 
     @r.post("/connectors", status_code=201)
     async def create(request: Request) -> Any:
-        body = _body(await request.body())
+        body = json_body(await request.body())
         if not isinstance(body, dict) or "config" not in body:
             raise ConfigError('POST /connectors takes {"name": …, "config": {…}}')
         info = conns.create(body)
@@ -52,7 +53,7 @@ def router(engine: Any, *, run: bool) -> APIRouter:
 
     @r.put("/connectors/{name}/config")
     async def put_config(name: str, request: Request, response: Response) -> Any:
-        body = _body(await request.body())
+        body = json_body(await request.body())
         if not isinstance(body, dict):
             raise ConfigError("PUT /connectors/{name}/config takes the config as a JSON object")
         exists = name in conns.names()

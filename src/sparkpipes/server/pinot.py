@@ -5,23 +5,18 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from fastapi import APIRouter, Request
 
-from sparkpipes.errors import ConfigError
+from sparkpipes.server.connect import json_body
 
 #: path prefixes whose errors are shaped as Pinot's controller shapes them
 PATHS = ("/schemas", "/tables")
 
 
 async def _body(request: Request) -> Any:
-    raw = await request.body()
-    try:
-        return json.loads(raw or b"null")
-    except ValueError as e:
-        raise ConfigError(f"the request body is not valid JSON: {e}") from None
+    return json_body(await request.body())
 
 
 def router(engine: Any, *, run: bool) -> APIRouter:

@@ -3,7 +3,8 @@ client and our tests use (register a schema under a subject, get a schema by id)
 
 No Confluent-compatible registry server is in the package registries this project can
 install from (PyPI, npm, Debian), so the tests run this one over real HTTP on 127.0.0.1;
-the client, the wire format and the decoding are the real ones."""
+the client, the wire format and the decoding are the real ones. The benchmarks use it
+too."""
 
 from __future__ import annotations
 

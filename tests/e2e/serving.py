@@ -1,0 +1,72 @@
+"""``sparkpipes serve`` as a user starts it, for the HTTP tests: a free port on 127.0.0.1,
+the server's own process, its output kept for the no-secret / no-traceback checks."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import requests
+
+
+def wait(check: Callable[[], Any], timeout_s: float = 120.0, what: str = "condition") -> Any:
+    deadline = time.time() + timeout_s
+    while True:
+        value = check()
+        if value:
+            return value
+        assert time.time() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.5)
+
+
+@dataclass
+class Served:
+    url: str
+    port: int
+    output: str = ""
+
+
+@contextmanager
+def serve(warehouse, ready_path: str) -> Iterator[Served]:
+    """The server, up once ``GET ready_path`` answers 200; stopped with SIGTERM after."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    served = Served(f"http://127.0.0.1:{port}", port)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "sparkpipes",
+            "--warehouse",
+            str(warehouse),
+            "serve",
+            "--port",
+            str(port),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "SPARKPIPES_SPARK_MASTER": "local[2]"},
+    )
+
+    def up() -> bool:
+        try:
+            return requests.get(served.url + ready_path, timeout=2).status_code == 200
+        except requests.ConnectionError:
+            return False
+
+    try:
+        wait(up, 120, "the server")
+        yield served
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        served.output = proc.communicate(timeout=120)[0]
