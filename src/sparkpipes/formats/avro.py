@@ -29,7 +29,12 @@ from sparkpipes.formats.base import Decoder, Mismatch
 MAGIC = 0
 #: registry client keys users give with the ``schema.registry.`` prefix (Pinot's decoder
 #: props and Kafka Connect's converter props use it)
-REGISTRY_KEYS = ("basic.auth.user.info", "ssl.ca.location")
+REGISTRY_KEYS = (
+    "basic.auth.user.info",
+    "ssl.ca.location",
+    "ssl.certificate.location",
+    "ssl.key.location",
+)
 
 
 def registry_client(url: str, options: Mapping[str, str] | None = None) -> Any:
