@@ -490,3 +490,25 @@ def test_sasl_settings_reach_the_kafka_client_and_the_password_never_shows(engin
     shown += str(sess.execute("SELECT * FROM information_schema.PIPELINES")[0].rows)
     shown += json.dumps(engine.pinot.config("t"))
     assert secret not in shown and "Pinot realtime table t" in shown
+
+
+def test_offset_criteria_by_time_start_at_the_first_record_after_it(engine, broker, topic):
+    """auto.offset.reset as a time: each partition starts at its first record whose Kafka
+    timestamp is at or after it (the metadata provider's offset for a timestamp)."""
+    p = Producer({"bootstrap.servers": broker.bootstrap})
+    base = 1_790_000_000_000
+    for i in range(20):
+        p.produce(
+            topic,
+            json.dumps({"id": i, "ts": i}).encode(),
+            partition=i % 4,
+            timestamp=base + i * 1000,
+        )
+    assert p.flush(30) == 0
+    t = table_config(
+        broker,
+        topic,
+        stream={"stream.kafka.consumer.prop.auto.offset.reset": "2026-09-21T14:13:30Z"},
+    )
+    load(engine, t, schema([{"name": "id", "dataType": "INT"}]))
+    assert sorted(rows(engine)) == list(range(10, 20))  # base + 10 s on

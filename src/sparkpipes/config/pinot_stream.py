@@ -9,7 +9,9 @@ Values are strings, as in Pinot; an empty string means "not given".
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import re
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -346,16 +348,31 @@ def _topic(given: Mapping[str, str], p: str, where: str) -> str:
     return topic
 
 
-def _start(given: Mapping[str, str], p: str, where: str) -> str:
+def _start(given: Mapping[str, str], p: str, where: str, now_ms: int | None = None) -> str:
+    """Pinot's offset criteria: ``smallest``, ``largest``, a period back from now (``2d``,
+    ``6h``, ``30m``: fixed when the table is added), or a time (ISO 8601, or epoch
+    milliseconds): each partition starts at its first record at or after that time."""
     reset = given.get(p + "consumer.prop.auto.offset.reset")
     if reset is None:
         return "latest"  # Pinot's default
-    if reset.lower() not in OFFSET_RESETS:
+    if reset.lower() in OFFSET_RESETS:
+        return OFFSET_RESETS[reset.lower()]
+    now_ms = now_ms if now_ms is not None else int(time.time() * 1000)
+    text = reset.strip()
+    if text.isdigit():
+        return f"at:{int(text)}"
+    if re.fullmatch(r"(?i)\d+\s*(ms|s|m|h|d)", text):
+        return f"at:{max(0, now_ms - parse_duration_ms(text, where))}"
+    try:
+        when = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
         raise ConfigError(
-            f"{where}: {p}consumer.prop.auto.offset.reset must be smallest or largest, "
-            f"got '{reset}'"
-        )
-    return OFFSET_RESETS[reset.lower()]
+            f"{where}: {p}consumer.prop.auto.offset.reset must be smallest, largest, a "
+            f"period (2d, 6h) or a time (2026-01-01T00:00:00Z), got '{reset}'"
+        ) from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.UTC)
+    return f"at:{int(when.timestamp() * 1000)}"
 
 
 def _populate(given: Mapping[str, str], p: str, where: str) -> bool:

@@ -40,6 +40,8 @@ from sparkpipes.errors import ConfigError
 SPEC_VERSION = 2
 
 START_POLICIES = ("earliest", "latest")
+#: a start policy ``at:<epoch ms>``: each partition's first record at or after that time
+START_AT = "at:"
 OUT_OF_RANGE_POLICIES = ("fail", "earliest")
 WRITE_MODES = ("append", "replace", "ignore")
 FORMAT_OPTIONS = (
@@ -98,13 +100,16 @@ class SourceSpec:
     location: str
     config: Mapping[str, Any] = field(default_factory=dict)
     credentials: Mapping[str, Secret] = field(default_factory=dict)
+    #: ``earliest``, ``latest`` or ``at:<epoch ms>`` (Pinot's offset criteria by time)
     start: str = "earliest"
     on_out_of_range: str = "fail"
 
     def check(self, pipeline: str | None = None) -> None:
         if not self.kind:
             raise ConfigError("a pipeline needs a source", pipeline=pipeline)
-        check_choice(self.start, "offsets", START_POLICIES, pipeline=pipeline)
+        at = isinstance(self.start, str) and self.start.startswith(START_AT)
+        if not (at and self.start[len(START_AT) :].isdigit()):
+            check_choice(self.start, "offsets", START_POLICIES, pipeline=pipeline)
         check_choice(
             self.on_out_of_range, "on_offset_out_of_range", OUT_OF_RANGE_POLICIES, pipeline=pipeline
         )

@@ -52,6 +52,7 @@ from sparkpipes.engine.task import run_task
 from sparkpipes.errors import CatalogError, EngineError, SparkpipesError
 from sparkpipes.sinks import BatchCommit, Committed, Staged
 from sparkpipes.sources import MetadataProvider
+from sparkpipes.sources.base import start_at
 
 log = logging.getLogger("sparkpipes.batch")
 
@@ -155,7 +156,7 @@ class BatchRunner:
         for p in partitions:
             if p not in offsets:
                 policy = self.spec.source.start if committed is None else "earliest"
-                offsets[p] = self.source.start_offset(self.meta, p, policy)
+                offsets[p] = start_at(self.source, self.meta, p, policy)
         marks = {p: self.meta.watermark(p) for p in partitions}
         limits = [n for n in (self.spec.batch.max_partitions, max_partitions) if n]
         width = min(limits) if limits else None

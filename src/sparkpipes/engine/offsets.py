@@ -20,6 +20,7 @@ from sparkpipes.catalog.views import PartitionOffsets
 from sparkpipes.engine.runtime import Runtime
 from sparkpipes.errors import ConfigError, DecodeError, NotFoundError, SparkpipesError
 from sparkpipes.sinks import BatchCommit
+from sparkpipes.sources.base import start_at
 
 SNAPSHOT_TIMEOUT_S = 3.0
 
@@ -117,7 +118,7 @@ class Offsets:
                     break
                 start = offsets.get(p)
                 if start is None:
-                    start = runner.source.start_offset(meta, p, spec.source.start)
+                    start = start_at(runner.source, meta, p, spec.source.start)
                 consumer = runner.source.consumer(p, out_of_range="fail", pipeline=name)
                 try:
                     consumer.open(start)
@@ -170,7 +171,7 @@ class Offsets:
                         latest = meta.end(p)
                         start = offs.get(p)
                         if start is None:  # not read yet: it starts where the policy says
-                            start = runner.source.start_offset(meta, p, runner.spec.source.start)
+                            start = start_at(runner.source, meta, p, runner.spec.source.start)
                         lag = meta.lag(p, start, latest)
                         size = meta.size(p)
                     except SparkpipesError:

@@ -268,6 +268,15 @@ class Source(abc.ABC):
         return None
 
 
+def start_at(source: Source, meta: MetadataProvider, partition: str, policy: str) -> Offset:
+    """Where a partition the pipeline has no offset for begins: the source's own answer
+    for ``earliest`` / ``latest``; for ``at:<epoch ms>`` the offset of its first record
+    at or after that time (the metadata provider's ``offset_for_timestamp``)."""
+    if policy.startswith("at:"):
+        return meta.offset_for_timestamp(partition, int(policy[3:]))
+    return source.start_offset(meta, partition, policy)
+
+
 @dataclass(frozen=True)
 class Frame:
     """Records cut from an object: ``values`` (payloads, for a record decoder) or ``table``

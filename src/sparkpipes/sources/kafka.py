@@ -451,7 +451,34 @@ class KafkaMetadata(MetadataProvider):
 
         want = [TopicPartition(self.source.topic, int(partition), ts_ms)]
         (tp,) = self._ask(lambda c, t: c.offsets_for_times(want, timeout=t), partition=partition)
-        return tp.offset if tp.offset >= 0 else self.end(partition)
+        if tp.offset < 0:
+            return self.end(partition)
+        return self._first_at_or_after(int(partition), tp.offset, ts_ms)
+
+    def _first_at_or_after(self, partition: int, offset: int, ts_ms: int) -> int:
+        """The offset of the first record at or after ``ts_ms`` from ``offset`` on. Kafka
+        answers a time lookup with that record; some brokers (Tansu) with the start of a
+        record batch before it, or with 0, so the records are read from there until one
+        is late enough (for Kafka: the first one read)."""
+        from confluent_kafka import TopicPartition
+
+        consumer, _ = _new_consumer(self.source, eof=True)
+        try:
+            consumer.assign([TopicPartition(self.source.topic, partition, offset)])
+            while True:
+                msgs = consumer.consume(1, timeout=self.timeout_s)  # waits for the first only
+                if not msgs:
+                    return self.end(str(partition))
+                msgs += consumer.consume(10_000, timeout=0)
+                for m in msgs:
+                    if m.error() is not None:
+                        if m.error().code() == _ERR_PARTITION_EOF:
+                            return self.end(str(partition))
+                        continue
+                    if m.timestamp()[1] >= ts_ms:
+                        return m.offset()
+        finally:
+            consumer.close()
 
     def lag(self, partition: str, committed: Any, end: Any = None) -> int | None:
         if not isinstance(committed, int):

@@ -193,7 +193,7 @@ def test_simple_avro_schema_inline_or_file(tmp_path):
             {"stream.kafka.consumer.factory.class.name": "com.acme.Factory"},
             "not a Kafka consumer factory",
         ),
-        ({"stream.kafka.consumer.prop.auto.offset.reset": "oldest"}, "must be smallest or largest"),
+        ({"stream.kafka.consumer.prop.auto.offset.reset": "oldest"}, "must be smallest, largest, a period"),
         ({"stream.kafka.isolation.level": "serializable"}, "read_committed or read_uncommitted"),
         ({"security.protocol": "SASL_SSL"}, "needs sasl.jaas.config"),
         ({"sasl.mechanism": "GSSAPI"}, "sasl.mechanism must be one of"),
@@ -385,3 +385,22 @@ def test_upsert_dedup_retention():
         )
     seg = {**TABLE["segmentsConfig"], "retentionTimeUnit": "DAYS", "retentionTimeValue": "3"}
     assert load_table({**TABLE, "segmentsConfig": seg}).retention_ms == 3 * 86_400_000
+
+
+def test_offset_criteria_by_period_or_time():
+    from sparkpipes.config.pinot_stream import _start
+
+    key = "stream.kafka.consumer.prop.auto.offset.reset"
+    now = 1_790_000_000_000
+    for given, want in [
+        ("smallest", "earliest"),
+        ("LARGEST", "latest"),
+        ("2d", f"at:{now - 2 * 86_400_000}"),
+        ("6h", f"at:{now - 6 * 3_600_000}"),
+        ("1790000000123", "at:1790000000123"),
+        ("2026-09-21T14:13:20Z", "at:1790000000000"),
+        ("2026-09-21T16:13:20+02:00", "at:1790000000000"),
+    ]:
+        assert _start({key: given}, "stream.kafka.", "here", now) == want
+    with pytest.raises(ConfigError, match="a period .2d, 6h. or a time"):
+        _start({key: "yesterday"}, "stream.kafka.", "here", now)
