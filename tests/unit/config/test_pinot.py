@@ -193,7 +193,10 @@ def test_simple_avro_schema_inline_or_file(tmp_path):
             {"stream.kafka.consumer.factory.class.name": "com.acme.Factory"},
             "not a Kafka consumer factory",
         ),
-        ({"stream.kafka.consumer.prop.auto.offset.reset": "oldest"}, "must be smallest, largest, a period"),
+        (
+            {"stream.kafka.consumer.prop.auto.offset.reset": "oldest"},
+            "must be smallest, largest, a period",
+        ),
         ({"stream.kafka.isolation.level": "serializable"}, "read_committed or read_uncommitted"),
         ({"security.protocol": "SASL_SSL"}, "needs sasl.jaas.config"),
         ({"sasl.mechanism": "GSSAPI"}, "sasl.mechanism must be one of"),
@@ -402,5 +405,38 @@ def test_offset_criteria_by_period_or_time():
         ("2026-09-21T16:13:20+02:00", "at:1790000000000"),
     ]:
         assert _start({key: given}, "stream.kafka.", "here", now) == want
-    with pytest.raises(ConfigError, match="a period .2d, 6h. or a time"):
+    with pytest.raises(ConfigError, match=r"a period \(2d, 6h\) or a time"):
         _start({key: "yesterday"}, "stream.kafka.", "here", now)
+
+
+def test_registry_tls_props_take_pem_files_and_refuse_java_keystores(tmp_path):
+    ca = tmp_path / "ca.pem"
+    ca.write_text("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
+    both = tmp_path / "client.pem"
+    both.write_text(
+        ca.read_text() + "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n"
+    )
+    jks = tmp_path / "trust.jks"
+    jks.write_bytes(b"\xfe\xed\xfe\xed\x00\x00")
+    pre = "stream.kafka.decoder.prop.schema.registry."
+    stream = {
+        **SSL["tableIndexConfig"]["streamConfigs"],
+        pre + "ssl.truststore.location": str(ca),
+        pre + "ssl.keystore.location": str(both),
+        pre + "ssl.keystore.type": "PEM",
+    }
+    st = load_table(with_stream(stream, SSL)).stream
+    assert st.registry == {
+        "schema.registry.ssl.ca.location": str(ca),
+        "schema.registry.ssl.certificate.location": str(both),
+        "schema.registry.ssl.key.location": str(both),
+    }
+    for change, message in [
+        ({pre + "ssl.truststore.location": str(jks)}, "is not a PEM file"),
+        ({pre + "ssl.truststore.type": "JKS"}, "Java keystore format"),
+        ({pre + "ssl.keystore.location": str(ca)}, "holds no private key"),
+        ({pre + "ssl.truststore.location": str(tmp_path / "none.pem")}, "cannot read"),
+        ({"ssl.keystore.location": "/x/client.jks"}, "is a Java keystore"),
+    ]:
+        with pytest.raises(ConfigError, match=message):
+            load_table(with_stream({**stream, **change}, SSL))
