@@ -18,15 +18,13 @@ choose the warehouse everywhere.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import signal
 import sys
 import threading
-import time
 
-from sparkpipes.catalog.states import BatchState, PipelineState
+from sparkpipes.catalog.states import PipelineState
 from sparkpipes.errors import SparkpipesError
 
 
@@ -241,60 +239,23 @@ def _status(args) -> int:
     return 0
 
 
-def total_lag(eng, rec) -> int | None:
-    """Records the pipeline has yet to load; None when the source cannot say (unreachable,
-    or a partition it cannot count), never a false 0."""
-    try:
-        snap = eng.offset_snapshot(rec)
-    except SparkpipesError:
-        return None
-    if not snap or any(o.lag is None for o in snap):
-        return None
-    return sum(o.lag for o in snap)
-
-
-def cluster_shares(eng) -> dict[str, str]:
-    """Per pipeline, its share of the cluster as the scheduler last noted it: ``4/10``
-    partitions while a batch runs, ``waiting (needs 8)`` while it waits for room."""
-    try:
-        note = eng.rt.catalog.note("scheduler")
-    except SparkpipesError:
-        return {}
-    if not note:
-        return {}
-    from sparkpipes.engine.scheduling import STALE_S
-
-    state = json.loads(note)
-    if time.time() - float(state.get("at", 0)) > STALE_S:
-        return {}  # its scheduler stopped renewing it: it died
-    cap = state.get("capacity")
-    shares = {n: f"{w}/{cap}" for n, w in state.get("running", {}).items()}
-    shares.update({n: f"waiting (needs {w})" for n, w in state.get("waiting", {}).items()})
-    return shares
-
-
 def status_rows(eng) -> tuple[list[str], list[tuple]]:
     """One row per pipeline: what `sparkpipes status` shows."""
-    rows = []
-    shares = cluster_shares(eng)
-    for p in eng.pipelines():
-        recent = [b for b in eng.batches(p.name) if b["state"] == BatchState.SUCCEEDED][-10:]
-        secs = sum((b["duration_ms"] or 0) for b in recent) / 1000
-        rate = sum(b["rows"] for b in recent) / secs if secs else 0.0
-        lag = total_lag(eng, p)
-        loaded = sum(b["rows"] for b in eng.batches(p.name) if b["state"] == BatchState.SUCCEEDED)
-        rows.append(
-            (
-                p.name,
-                p.state,
-                p.table,
-                loaded,
-                f"{rate:,.0f}",
-                "unknown" if lag is None else lag,
-                shares.get(p.name, "") if p.state == "Running" else "",
-                (p.last_error or "")[:80],
-            )
+    from sparkpipes.engine.status import pipeline_status
+
+    rows = [
+        (
+            p["name"],
+            p["state"],
+            p["table"],
+            p["rows_loaded"],
+            f"{p['rows_per_s']:,.0f}",
+            "unknown" if p["lag"] is None else p["lag"],
+            p["cluster"],
+            (p["last_error"] or "")[:80],
         )
+        for p in pipeline_status(eng)
+    ]
     cols = ["Pipeline", "State", "Table", "Rows loaded", "Rows/s", "Lag", "Cluster", "Last error"]
     return cols, rows
 

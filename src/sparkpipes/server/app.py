@@ -30,12 +30,13 @@ def status_of(e: SparkpipesError) -> int:
 def create_app(engine: Any, *, run: bool = True) -> FastAPI:
     """The app over ``engine``; with ``run``, connectors it creates or resumes are run
     by this engine's scheduler (``sparkpipes serve``)."""
-    from sparkpipes.server import connect, pinot
+    from sparkpipes.server import api, connect, pinot
 
     app = FastAPI(
         title="sparkpipes",
-        description="Sink connectors through Kafka Connect's REST API; Pinot schemas and "
-        "realtime tables through Pinot's controller endpoints.",
+        description="Pipelines, tables and SQL (/api); sink connectors through Kafka "
+        "Connect's REST API; Pinot schemas and realtime tables through Pinot's controller "
+        "endpoints, and its query endpoint (/query/sql).",
         version="0.1.0",
     )
 
@@ -44,7 +45,7 @@ def create_app(engine: Any, *, run: bool = True) -> FastAPI:
         code = status_of(e)
         if code >= 500:
             log.warning("%s %s: %s", request.method, request.url.path, e)
-        return _error(request, code, e.message)
+        return _error(request, code, e.message, e)
 
     @app.exception_handler(RequestValidationError)
     async def _bad_request(request: Request, e: RequestValidationError) -> JSONResponse:
@@ -56,12 +57,21 @@ def create_app(engine: Any, *, run: bool = True) -> FastAPI:
 
     app.include_router(connect.router(engine, run=run))
     app.include_router(pinot.router(engine, run=run))
+    app.include_router(api.router(engine, run=run))
+    app.include_router(api.pinot_router(engine))
     return app
 
 
-def _error(request: Request, code: int, message: str) -> JSONResponse:
+def _error(
+    request: Request, code: int, message: str, e: SparkpipesError | None = None
+) -> JSONResponse:
+    from sparkpipes.server.api import error_body
     from sparkpipes.server.pinot import PATHS
 
-    if request.url.path.startswith(PATHS):
+    path = request.url.path
+    if path.startswith("/api/"):
+        body = error_body(e) if e is not None else {"code": "SP100", "message": message}
+        return JSONResponse({"error": body}, status_code=code)
+    if path.startswith(PATHS):
         return JSONResponse({"code": code, "error": message}, status_code=code)
     return JSONResponse({"error_code": code, "message": message}, status_code=code)

@@ -1,0 +1,79 @@
+"""Pipelines at a glance, for every surface that shows them (``sparkpipes status``, the HTTP
+API): state, rows loaded, recent rows/s, lag, share of the cluster, last error and last
+batch. Reads the catalog and the sources' metadata only; never waits for a running batch."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from sparkpipes.catalog.states import BatchState
+from sparkpipes.errors import SparkpipesError
+
+#: how many recent succeeded batches the rate is taken over
+RECENT = 10
+
+
+def total_lag(eng: Any, rec: Any) -> int | None:
+    """Records the pipeline has yet to load; None when the source cannot say (unreachable,
+    or a partition it cannot count), never a false 0."""
+    try:
+        snap = eng.offset_snapshot(rec)
+    except SparkpipesError:
+        return None
+    if not snap or any(o.lag is None for o in snap):
+        return None
+    return sum(o.lag for o in snap)
+
+
+def cluster_shares(eng: Any) -> dict[str, str]:
+    """Per pipeline, its share of the cluster as the scheduler last noted it: ``4/10``
+    partitions while a batch runs, ``waiting (needs 8)`` while it waits for room."""
+    try:
+        note = eng.rt.catalog.note("scheduler")
+    except SparkpipesError:
+        return {}
+    if not note:
+        return {}
+    from sparkpipes.engine.scheduling import STALE_S
+
+    state = json.loads(note)
+    if time.time() - float(state.get("at", 0)) > STALE_S:
+        return {}  # its scheduler stopped renewing it: it died
+    cap = state.get("capacity")
+    shares = {n: f"{w}/{cap}" for n, w in state.get("running", {}).items()}
+    shares.update({n: f"waiting (needs {w})" for n, w in state.get("waiting", {}).items()})
+    return shares
+
+
+def pipeline_status(eng: Any, name: str | None = None, *, lag: bool = True) -> list[dict]:
+    """One entry per pipeline (or the one named): see the module docstring."""
+    shares = cluster_shares(eng)
+    out = []
+    for p in [eng.pipeline(name)] if name else eng.pipelines():
+        done = [b for b in eng.batches(p.name) if b["state"] == BatchState.SUCCEEDED]
+        recent = done[-RECENT:]
+        secs = sum((b["duration_ms"] or 0) for b in recent) / 1000
+        out.append(
+            {
+                "name": p.name,
+                "state": p.state,
+                "table": p.table,
+                "rows_loaded": sum(b["rows"] for b in done),
+                "rows_per_s": sum(b["rows"] for b in recent) / secs if secs else 0.0,
+                "lag": total_lag(eng, p) if lag else None,
+                "cluster": shares.get(p.name, "") if p.state == "Running" else "",
+                "last_error": p.last_error,
+                "last_batch_at": _at(done[-1]) if done else None,
+            }
+        )
+    return out
+
+
+def _at(batch: dict) -> str | None:
+    for key in ("finished_at", "started_at"):
+        if batch.get(key) is not None:
+            value = batch[key]
+            return value.isoformat() if hasattr(value, "isoformat") else str(value)
+    return None

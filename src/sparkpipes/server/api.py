@@ -1,0 +1,265 @@
+"""The HTTP API of ``sparkpipes serve`` (``/api/…``) and Pinot's query endpoint
+(``POST /query/sql``): pipelines (list, detail, create from SQL, start, stop, offsets),
+batches, errors, files, tables with their schema and row counts, variables, and SQL.
+
+Reads come from the catalog and the tables' snapshots and never wait for a running batch.
+A query answers at most ``max_rows`` rows (``truncated`` says when there were more); a
+statement that fails answers 400 with the sparkpipes message, and for SQL the line and
+column, never a stack trace. Credentials are redacted in everything this API returns.
+The OpenAPI document at ``/openapi.json`` is the contract (the tests run schemathesis
+against it).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import time
+from typing import Any
+
+from fastapi import APIRouter, Query
+from pydantic import BaseModel, Field
+
+from sparkpipes.errors import SparkpipesError
+
+MAX_ROWS = 100_000
+
+
+class Sql(BaseModel):
+    sql: str = Field(min_length=1, description="statements in the SingleStore dialect")
+    max_rows: int = Field(1000, ge=1, le=MAX_ROWS, description="rows answered at most")
+
+
+class ErrorDetail(BaseModel):
+    code: str = Field(description="sparkpipes error code, e.g. SP700")
+    message: str
+    line: int | None = None
+    column: int | None = None
+
+
+class ApiError(BaseModel):
+    """How the API answers a request it cannot serve (no stack trace, ever)."""
+
+    error: ErrorDetail
+
+
+#: the error answers every /api endpoint may give, for the OpenAPI document
+ERRORS: dict[int | str, dict[str, Any]] = {
+    400: {"model": ApiError, "description": "a bad request or statement"},
+    404: {"model": ApiError, "description": "no such pipeline or table"},
+    409: {"model": ApiError, "description": "the name is taken, or the state forbids it"},
+    500: {"model": ApiError, "description": "a transient failure (retry)"},
+}
+
+
+class PinotQuery(BaseModel):
+    sql: str = Field(min_length=1)
+
+
+class Offsets(BaseModel):
+    offsets: str | dict[str, Any] = Field(description="'earliest', 'latest' or {partition: offset}")
+
+
+def _json(value: Any) -> Any:
+    """A cell as JSON: times as ISO text, decimals as text, bytes as hex."""
+    if isinstance(value, (dt.datetime, dt.date)):
+        return value.isoformat()
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).hex()
+    if isinstance(value, (list, tuple)):
+        return [_json(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _json(v) for k, v in value.items()}
+    return value
+
+
+_PINOT_TYPES = ((bool, "BOOLEAN"), (int, "LONG"), (float, "DOUBLE"), (dt.datetime, "TIMESTAMP"))
+
+
+def _type_of(values: list[Any]) -> str:
+    for v in values:
+        if v is None:
+            continue
+        for kind, name in _PINOT_TYPES:
+            if isinstance(v, kind):
+                return name
+        return "STRING"
+    return "STRING"
+
+
+def run_sql(engine: Any, sql: str, max_rows: int) -> dict[str, Any]:
+    """Run ``sql`` (a script); the last statement's rows (at most ``max_rows``), every
+    statement's message, and the time taken."""
+    from sparkpipes.sql.executor import SqlSession
+
+    started = time.perf_counter()
+    results = SqlSession(engine).execute(sql)
+    last = next((r for r in reversed(results) if r.has_rows), None)
+    rows = list(last.rows) if last else []
+    return {
+        "columns": list(last.columns) if last else [],
+        "types": [_type_of([r[i] for r in rows[:100]]) for i in range(len(last.columns))]
+        if last
+        else [],
+        "rows": [[_json(v) for v in r] for r in rows[:max_rows]],
+        "truncated": len(rows) > max_rows,
+        "messages": [r.message for r in results if r.message],
+        "time_ms": round((time.perf_counter() - started) * 1000, 1),
+    }
+
+
+def error_body(e: SparkpipesError) -> dict[str, Any]:
+    """An error as the API answers it: the message, its code, and where in the SQL."""
+    d: dict[str, Any] = {"code": e.code, "message": e.message}
+    for key in ("line", "column"):
+        if getattr(e, key, None) is not None:
+            d[key] = getattr(e, key)
+    return d
+
+
+def router(engine: Any, *, run: bool) -> APIRouter:
+    from sparkpipes.engine.status import pipeline_status
+
+    r = APIRouter(prefix="/api", responses=ERRORS)
+
+    @r.get("/status")
+    def status() -> dict[str, Any]:
+        """The server is up: pipelines by state."""
+        states: dict[str, int] = {}
+        for p in engine.pipelines():
+            states[p.state] = states.get(p.state, 0) + 1
+        return {"status": "ok", "pipelines": states}
+
+    @r.get("/pipelines")
+    def pipelines(lag: bool = True) -> list[dict[str, Any]]:
+        """Every pipeline: state, rows loaded, rows/s, lag, last error, last batch."""
+        return pipeline_status(engine, lag=lag)
+
+    @r.post("/pipelines", status_code=201)
+    def create_pipeline(body: Sql) -> dict[str, Any]:
+        """``CREATE PIPELINE …`` (any statements; the pipelines they create are listed)."""
+        before = {p.name for p in engine.pipelines()}
+        out = run_sql(engine, body.sql, body.max_rows)
+        made = sorted({p.name for p in engine.pipelines()} - before)
+        return {"created": made, "messages": out["messages"]}
+
+    @r.get("/pipelines/{name}")
+    def pipeline(name: str) -> dict[str, Any]:
+        """One pipeline: its status, definition (credentials redacted) and offsets."""
+        (summary,) = pipeline_status(engine, name)
+        spec = engine.spec(name)
+        rec = engine.pipeline(name)
+        try:
+            snap = engine.offset_snapshot(rec)
+        except SparkpipesError:
+            snap = []
+        offsets = [
+            {
+                "partition": o.partition,
+                "committed": _json(o.committed),
+                "earliest": _json(o.earliest),
+                "latest": _json(o.latest),
+                "lag": o.lag,
+            }
+            for o in snap
+        ]
+        return {**summary, "definition": spec.to_json(), "offsets": offsets}
+
+    @r.post("/pipelines/{name}/start")
+    def start(name: str) -> dict[str, Any]:
+        engine.start(name, run=run)
+        return {"name": name, "state": engine.pipeline(name).state}
+
+    @r.post("/pipelines/{name}/stop")
+    def stop(name: str) -> dict[str, Any]:
+        engine.stop(name)
+        return {"name": name, "state": engine.pipeline(name).state}
+
+    @r.put("/pipelines/{name}/offsets")
+    def set_offsets(name: str, body: Offsets) -> dict[str, Any]:
+        return {"name": name, "offsets": _json(engine.set_offsets(name, body.offsets))}
+
+    @r.get("/pipelines/{name}/batches")
+    def batches(name: str, limit: int = Query(100, ge=1, le=10_000)) -> list[dict[str, Any]]:
+        engine.pipeline(name)
+        return [_json(b) for b in engine.batches(name)[-limit:]]
+
+    @r.get("/pipelines/{name}/errors")
+    def errors(name: str, limit: int = Query(100, ge=1, le=10_000)) -> list[dict[str, Any]]:
+        engine.pipeline(name)
+        return [_json(e) for e in engine.errors(name)[-limit:]]
+
+    @r.get("/pipelines/{name}/files")
+    def files(name: str) -> list[dict[str, Any]]:
+        engine.pipeline(name)
+        table = engine.information_schema("PIPELINES_FILES").to_pylist()
+        return [_json(f) for f in table if f.get("PIPELINE_NAME") == name]
+
+    @r.get("/tables")
+    def tables() -> list[dict[str, Any]]:
+        """Every table: columns and row count (from the table's log, no scan)."""
+        return [_table(engine, t) for t in engine.tables()]
+
+    @r.get("/tables/{name}")
+    def table(name: str) -> dict[str, Any]:
+        return _table(engine, name)
+
+    @r.get("/variables")
+    def variables() -> dict[str, Any]:
+        return {k: _json(v) for k, v in engine.variables().items()}
+
+    @r.post("/query")
+    def query(body: Sql) -> dict[str, Any]:
+        """Statements; the rows of the last one that answers rows."""
+        return run_sql(engine, body.sql, body.max_rows)
+
+    return r
+
+
+def _table(engine: Any, name: str) -> dict[str, Any]:
+    rec = engine.catalog.table(name)
+    from deltalake import DeltaTable
+
+    try:
+        actions = DeltaTable(rec.location).get_add_actions(flatten=True)
+        import pyarrow as pa
+
+        counts = pa.table(actions).column("num_records").to_pylist()
+        rows: int | None = sum(c or 0 for c in counts)
+    except Exception:  # a table whose log cannot be read says so by an unknown count
+        rows = None
+    return {
+        "name": name,
+        "columns": [{"name": f.name, "type": str(f.type)} for f in rec.schema],
+        "rows": rows,
+    }
+
+
+def pinot_router(engine: Any) -> APIRouter:
+    """``POST /query/sql``: Pinot's broker query endpoint and answer shape."""
+    r = APIRouter(responses={400: ERRORS[400]})
+
+    @r.post("/query/sql")
+    def pinot_query(body: PinotQuery) -> dict[str, Any]:
+        started = time.perf_counter()
+        try:
+            out = run_sql(engine, body.sql, MAX_ROWS)
+        except SparkpipesError as e:
+            return {
+                "exceptions": [{"errorCode": 150, "message": str(e)}],
+                "resultTable": None,
+                "timeUsedMs": round((time.perf_counter() - started) * 1000),
+            }
+        return {
+            "resultTable": {
+                "dataSchema": {"columnNames": out["columns"], "columnDataTypes": out["types"]},
+                "rows": out["rows"],
+            },
+            "exceptions": [],
+            "numRowsResultSet": len(out["rows"]),
+            "timeUsedMs": round(out["time_ms"]),
+        }
+
+    return r
