@@ -34,24 +34,21 @@ class Served:
     output: str = ""
 
 
-@contextmanager
-def serve(warehouse, ready_path: str) -> Iterator[Served]:
-    """The server, up once ``GET ready_path`` answers 200; stopped with SIGTERM after."""
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+        return s.getsockname()[1]
+
+
+@contextmanager
+def serve(warehouse, ready_path: str, *extra: str) -> Iterator[Served]:
+    """The server, up once ``GET ready_path`` answers 200; stopped with SIGTERM after.
+    ``extra``: more ``serve`` options."""
+    port = free_port()
     served = Served(f"http://127.0.0.1:{port}", port)
+    command = ["serve", "--port", str(port), *extra]
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "sparkpipes",
-            "--warehouse",
-            str(warehouse),
-            "serve",
-            "--port",
-            str(port),
-        ],
+        [sys.executable, "-m", "sparkpipes", "--warehouse", str(warehouse), *command],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

@@ -92,6 +92,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     sv.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
     sv.add_argument("--port", type=int, default=8083, help="port (8083, Kafka Connect's)")
+    sv.add_argument(
+        "--mysql-port",
+        type=int,
+        metavar="PORT",
+        help="also speak the MySQL protocol on this port (e.g. 3307): any MySQL client runs "
+        "sparkpipes statements",
+    )
     from sparkpipes.cli import connect, pinot
 
     connect.add_parser(sub, common)
@@ -207,21 +214,39 @@ def _run(args) -> int:
     return 0
 
 
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
 def _serve(args) -> int:
+    import asyncio
+
     import uvicorn
 
     from sparkpipes.server import create_app
 
+    if args.host not in LOOPBACK:
+        print(
+            f"error: sparkpipes serve listens on loopback only ({args.host} given): it has no "
+            "users to ask for a password yet",
+            file=sys.stderr,
+        )
+        return 1
     halt = threading.Event()
     logging.getLogger("sparkpipes").setLevel(logging.INFO)
     with _engine(args) as eng:
         runner = threading.Thread(target=eng.run_forever, args=(halt,), daemon=True)
         runner.start()
-        print(
-            f"sparkpipes serve: http://{args.host}:{args.port} (warehouse {eng.warehouse})",
-            file=sys.stderr,
-            flush=True,
-        )
+        where = f"http://{args.host}:{args.port}"
+        if args.mysql_port:
+            from sparkpipes.server.mysql import serve_mysql
+
+            async def mysql() -> None:
+                await serve_mysql(eng, args.host, args.mysql_port)
+                await asyncio.get_running_loop().create_future()  # until the process ends
+
+            threading.Thread(target=asyncio.run, args=(mysql(),), daemon=True).start()
+            where += f" and mysql://{args.host}:{args.mysql_port}"
+        print(f"sparkpipes serve: {where} (warehouse {eng.warehouse})", file=sys.stderr, flush=True)
         try:
             uvicorn.run(create_app(eng), host=args.host, port=args.port, log_level="warning")
         finally:

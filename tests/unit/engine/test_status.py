@@ -7,8 +7,8 @@ import time
 from types import SimpleNamespace
 
 from sparkpipes.catalog import Catalog
-from sparkpipes.cli import cluster_shares
 from sparkpipes.engine.scheduling import HEARTBEAT_S, STALE_S
+from sparkpipes.engine.status import cluster_shares
 
 
 def _engine(tmp_path, monkeypatch):
