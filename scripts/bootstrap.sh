@@ -120,5 +120,15 @@ if [ "$want_services" = 1 ]; then
     say "installing Azurite into .tools/"
     npm install --prefix .tools --no-audit --no-fund --loglevel=error azurite@3 >/dev/null
   fi
+
+  # Debian's Chromium for the web console's browser tests (driven by Playwright, which
+  # must not download a browser of its own), and wrk for the HTTP load benchmark
+  if ! command -v chromium >/dev/null; then
+    say "installing Chromium (browser tests)"
+    apt_install chromium
+  fi
+  if ! command -v wrk >/dev/null; then
+    apt_install wrk || say "wrk is missing (only bench/bench_http_status.py needs it)"
+  fi
 fi
 say "ready ($root/.venv)"

@@ -230,6 +230,15 @@ class PipelineStateError(SparkpipesError):
     code = "SP601"
 
 
+class LeaseLostError(SparkpipesError):
+    """This engine no longer holds the pipeline's lease (it expired while the engine was
+    paused, and another engine took it): the batch in hand must not commit. Neither
+    retried nor an error of the pipeline: the new holder runs it."""
+
+    code = "SP602"
+    kind = "lease"
+
+
 def _find(name: str) -> type[SparkpipesError]:
     """The error class called ``name``, looked up when asked, so that subclasses defined
     after this module (in plugins, in front ends) come back as themselves."""

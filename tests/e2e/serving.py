@@ -58,7 +58,7 @@ def serve(warehouse, ready_path: str, *extra: str) -> Iterator[Served]:
     def up() -> bool:
         try:
             return requests.get(served.url + ready_path, timeout=2).status_code == 200
-        except requests.ConnectionError:
+        except (requests.ConnectionError, requests.Timeout):
             return False
 
     try:
@@ -67,3 +67,27 @@ def serve(warehouse, ready_path: str, *extra: str) -> Iterator[Served]:
     finally:
         proc.send_signal(signal.SIGTERM)
         served.output = proc.communicate(timeout=120)[0]
+
+
+def mariadb(
+    port: int, sql: str, user: str = "anyone", password: str | None = None
+) -> subprocess.CompletedProcess:
+    """The real ``mariadb`` command-line client in batch mode against 127.0.0.1:``port``."""
+    login = ["-u", user, *([f"-p{password}"] if password is not None else [])]
+    return subprocess.run(
+        [
+            "mariadb",
+            "--protocol=TCP",
+            "-h",
+            "127.0.0.1",
+            "-P",
+            str(port),
+            *login,
+            "--batch",
+            "-e",
+            sql,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )

@@ -57,6 +57,19 @@ def test_pipelines_tables_and_sql_over_http(broker, topic, tmp_path):
         ).json()
         assert q["columns"] == ["id", "name"] and q["rows"][0] == [0, "n0"] and q["truncated"]
         assert q["types"] == ["LONG", "STRING"]
+        streamed = requests.post(
+            f"{url}/api/query/stream",
+            json={"sql": "SELECT id FROM people ORDER BY id"},
+            stream=True,
+        )
+        assert streamed.headers["content-type"] == "application/x-ndjson"
+        lines = [json.loads(line) for line in streamed.iter_lines()]
+        assert lines[0] == {"columns": ["id"]} and lines[-1]["rows"] == 300
+        assert [r[0] for r in lines[1:-1]] == list(range(300))
+        bad_stream = requests.post(
+            f"{url}/api/query/stream", json={"sql": "SELECT nope FROM people"}
+        )
+        assert bad_stream.status_code == 400 and "nope" in bad_stream.json()["error"]["message"]
         pinot = requests.post(
             f"{url}/query/sql", json={"sql": "SELECT count(*) FROM people"}
         ).json()

@@ -7,36 +7,14 @@ the sparkpipes message; 20 connections query at once while the pipeline loads.""
 from __future__ import annotations
 
 import json
-import subprocess
 import threading
 
 import pymysql
 import pytest
 
-from tests.e2e.serving import free_port, serve, wait
+from tests.e2e.serving import free_port, mariadb, serve, wait
 
 CANARY = "canary-Mysql-77aa"
-
-
-def mariadb(port: int, sql: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [
-            "mariadb",
-            "--protocol=TCP",
-            "-h",
-            "127.0.0.1",
-            "-P",
-            str(port),
-            "-u",
-            "anyone",
-            "--batch",
-            "-e",
-            sql,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 def test_mysql_clients_run_sparkpipes_statements(broker, topic, tmp_path):

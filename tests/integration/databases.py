@@ -4,11 +4,13 @@ moved with ``SPARKPIPES_TEST_JDBC_PG`` / ``SPARKPIPES_TEST_JDBC_MARIADB``."""
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import subprocess
 import time
 import uuid
+from collections.abc import Iterator
 
 import sqlalchemy as sa
 
@@ -105,3 +107,23 @@ def restart_server(kind: str) -> None:
     while subprocess.run(ready, capture_output=True).returncode != 0:
         assert time.time() < deadline, f"{kind} did not come back after a restart"
         time.sleep(0.5)
+
+
+PG_URL = os.environ.get(
+    "SPARKPIPES_TEST_PG_URL", "postgresql+psycopg2://postgres:postgres@127.0.0.1:5432/postgres"
+)
+
+
+@contextlib.contextmanager
+def pg_database() -> Iterator[str]:
+    """A new database on the PostgreSQL server (a catalog's, say): its SQLAlchemy URL."""
+    name = f"sp_test_{uuid.uuid4().hex[:8]}"
+    admin = sa.create_engine(PG_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as c:
+        c.execute(sa.text(f"CREATE DATABASE {name}"))
+    try:
+        yield sa.engine.make_url(PG_URL).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as c:
+            c.execute(sa.text(f"DROP DATABASE {name} WITH (FORCE)"))
+        admin.dispose()

@@ -6,18 +6,12 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import threading
-import uuid
 
 import pytest
-import sqlalchemy as sa
 
 from sparkpipes.catalog import Catalog
-
-PG = os.environ.get(
-    "SPARKPIPES_TEST_PG_URL", "postgresql+psycopg2://postgres:postgres@127.0.0.1:5432/postgres"
-)
+from tests.integration.databases import pg_database
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -25,14 +19,8 @@ def url(request, tmp_path):
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path / 'catalog.db'}"
         return
-    name = f"sp_test_{uuid.uuid4().hex[:8]}"
-    admin = sa.create_engine(PG, isolation_level="AUTOCOMMIT")
-    with admin.connect() as c:
-        c.execute(sa.text(f"CREATE DATABASE {name}"))
-    yield sa.engine.make_url(PG).set(database=name).render_as_string(hide_password=False)
-    with admin.connect() as c:
-        c.execute(sa.text(f"DROP DATABASE {name} WITH (FORCE)"))
-    admin.dispose()
+    with pg_database() as url:
+        yield url
 
 
 def test_batches_of_several_pipelines_recorded_at_once(url, monkeypatch):
@@ -114,3 +102,45 @@ def test_two_engines_setting_one_variable_at_once(url, monkeypatch):
     assert {values[f"v{i}"][1:] for i in range(3)} == {"39", "37", "38"}
     for c in engines:
         c.close()
+
+
+def test_leases_give_each_pipeline_one_holder_with_rising_tokens(url, monkeypatch):
+    import time
+
+    monkeypatch.setenv("SPARKPIPES_SECRET_KEY", "a passphrase for the test")
+    a, b = Catalog(url), Catalog(url)  # two engines on one catalog
+    a.create_pipeline("p", "id-p", "kafka", "t", {}, {}, "Running")
+    won: list[tuple[str, int | None]] = []
+    barrier = threading.Barrier(8)
+
+    def race(cat: Catalog, who: str) -> None:
+        barrier.wait()
+        won.append((who, cat.leases.acquire("id-p", who, 30.0)))
+
+    threads = [
+        threading.Thread(target=race, args=(cat, f"e{i}"))
+        for i, cat in enumerate([a, b, a, b, a, b, a, b])
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    holders = [(who, tok) for who, tok in won if tok is not None]
+    assert len(holders) == 1 and holders[0][1] == 1, won
+    first = holders[0][0]
+    assert a.leases.acquire("id-p", first, 30.0) == 1  # its own: extended, same token
+    assert b.leases.acquire("id-p", "other", 30.0) is None
+    assert a.leases.all()["id-p"].holder == first and a.leases.all()["id-p"].held
+
+    assert a.leases.acquire("id-p", first, 0.3) == 1  # now expiring soon
+    time.sleep(0.6)
+    assert b.leases.acquire("id-p", "other", 30.0) == 2  # taken over: a larger token
+    assert not a.leases.renew("id-p", first, 1, 30.0)  # the old holder learns it lost it
+    assert b.leases.renew("id-p", "other", 2, 30.0)
+    b.leases.release("id-p", "other", 2)
+    assert not a.leases.all()["id-p"].held
+    assert a.leases.acquire("id-p", first, 30.0) == 3  # never back to an old token
+    a.drop_pipeline("p")
+    assert "id-p" not in a.leases.all()
+    a.close()
+    b.close()

@@ -25,9 +25,11 @@ import pyarrow as pa
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError, OperationalError
 
+from sparkpipes.catalog.leases import Leases, leases_table
 from sparkpipes.catalog.migrations import migrate
 from sparkpipes.catalog.secrets import ENV, SecretBox, as_key, sealed
 from sparkpipes.catalog.states import BatchState
+from sparkpipes.catalog.users import Users, users_table
 from sparkpipes.errors import AlreadyExistsError, CatalogError, NotFoundError
 
 meta = sa.MetaData()
@@ -120,6 +122,9 @@ pinot_schemas_t = _definitions("sp_pinot_schemas")
 pinot_tables_t = _definitions("sp_pinot_tables")
 _PINOT = {"schema": pinot_schemas_t, "table": pinot_tables_t}
 
+users_t = users_table(meta)
+leases_t = leases_table(meta)
+
 variables_t = sa.Table(
     "sp_variables",
     meta,
@@ -205,6 +210,10 @@ class Catalog:
         except (OperationalError, sa.exc.ArgumentError) as e:
             raise CatalogError(f"cannot open catalog {self.safe_url}: {e.args[0]}") from None
         self._lock = threading.RLock()
+        #: users of ``sparkpipes serve`` (hashed passwords; ``catalog.users``)
+        self.users = Users(users_t, self._tx)
+        #: which engine runs each pipeline (by pipeline id; ``catalog.leases``)
+        self.leases = Leases(leases_t, self._tx, self.engine.dialect.name)
 
     def _box(self) -> SecretBox:
         if self.secrets is None:
@@ -472,6 +481,7 @@ class Catalog:
         rec = self.pipeline(name)
         with self._tx() as c:
             c.execute(pipelines_t.delete().where(pipelines_t.c.name == name))
+            c.execute(leases_t.delete().where(leases_t.c.pipeline == rec.id))
         return rec
 
     # -- batches ----------------------------------------------------------------------

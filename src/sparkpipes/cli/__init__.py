@@ -7,6 +7,10 @@
     sparkpipes quickstart               the guided demo
     sparkpipes serve                    HTTP: Kafka Connect's and Pinot's controller APIs
     sparkpipes connect …                sink connectors (Kafka Connect configs)
+    sparkpipes user add|passwd|drop|list  users who sign in to serve (HTTP, console, MySQL)
+    sparkpipes cluster start|stop|status  a Spark standalone cluster on 127.0.0.1
+
+``--master`` ($SPARKPIPES_SPARK_MASTER) runs the same pipelines on a Spark cluster.
     sparkpipes AddTable -schemaFile S -tableConfigFile T [-exec]
                                         a Pinot realtime table (pinot-admin's spelling)
     sparkpipes pinot …                  Pinot schemas and tables: list, show, add, delete
@@ -36,6 +40,12 @@ def _common(top: bool) -> argparse.ArgumentParser:
         default=os.environ.get("SPARKPIPES_WAREHOUSE", "./warehouse") if top else argparse.SUPPRESS,
         help="warehouse directory: Delta tables and the default SQLite catalog "
         "(env SPARKPIPES_WAREHOUSE; default ./warehouse)",
+    )
+    common.add_argument(
+        "--master",
+        default=os.environ.get("SPARKPIPES_SPARK_MASTER") if top else argparse.SUPPRESS,
+        help="Spark master, e.g. spark://127.0.0.1:7077 (env SPARKPIPES_SPARK_MASTER; "
+        "default local[*])",
     )
     common.add_argument(
         "--catalog-url",
@@ -99,9 +109,11 @@ def _parser() -> argparse.ArgumentParser:
         help="also speak the MySQL protocol on this port (e.g. 3307): any MySQL client runs "
         "sparkpipes statements",
     )
-    from sparkpipes.cli import connect, pinot
+    from sparkpipes.cli import cluster, connect, pinot, users
 
+    cluster.add_parser(sub)
     connect.add_parser(sub, common)
+    users.add_parser(sub, common)
     pinot.add_parsers(sub, common)
     q = sub.add_parser(
         "quickstart",
@@ -120,7 +132,7 @@ def _parser() -> argparse.ArgumentParser:
 def _engine(args):
     from sparkpipes import Engine
 
-    return Engine(args.warehouse, catalog_url=args.catalog_url)
+    return Engine(args.warehouse, catalog_url=args.catalog_url, spark_master=args.master)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -148,6 +160,15 @@ def main(argv: list[str] | None = None) -> int:
 
             with _engine(args) as engine:
                 return connect.run(engine, args)
+        if args.command == "cluster":
+            from sparkpipes.cli import cluster
+
+            return cluster.run(args)
+        if args.command == "user":
+            from sparkpipes.cli import users
+
+            with _engine(args) as engine:
+                return users.run(engine, args)
         if args.command == "AddTable":
             from sparkpipes.cli import pinot
 
@@ -209,12 +230,10 @@ def _run(args) -> int:
             flush=True,
         )
         eng.warm_up()  # start Spark and its workers before the first batch is due
+        print(f"sparkpipes run: engine {eng.engine_id} ready", file=sys.stderr, flush=True)
         eng.run_forever(halt)
     print("stopped", file=sys.stderr)
     return 0
-
-
-LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 def _serve(args) -> int:
@@ -223,17 +242,20 @@ def _serve(args) -> int:
     import uvicorn
 
     from sparkpipes.server import create_app
+    from sparkpipes.server.auth import is_loopback
 
-    if args.host not in LOOPBACK:
-        print(
-            f"error: sparkpipes serve listens on loopback only ({args.host} given): it has no "
-            "users to ask for a password yet",
-            file=sys.stderr,
-        )
-        return 1
+    loopback = is_loopback(args.host)
     halt = threading.Event()
     logging.getLogger("sparkpipes").setLevel(logging.INFO)
     with _engine(args) as eng:
+        if not loopback and eng.catalog.users.count() == 0:
+            print(
+                f"error: sparkpipes serve listens beyond loopback ({args.host}) only when the "
+                "catalog has a user to ask for: add one with `sparkpipes user add NAME` "
+                "(or CREATE USER), or serve on 127.0.0.1",
+                file=sys.stderr,
+            )
+            return 1
         runner = threading.Thread(target=eng.run_forever, args=(halt,), daemon=True)
         runner.start()
         where = f"http://{args.host}:{args.port}"
@@ -241,14 +263,15 @@ def _serve(args) -> int:
             from sparkpipes.server.mysql import serve_mysql
 
             async def mysql() -> None:
-                await serve_mysql(eng, args.host, args.mysql_port)
+                await serve_mysql(eng, args.host, args.mysql_port, loopback=loopback)
                 await asyncio.get_running_loop().create_future()  # until the process ends
 
             threading.Thread(target=asyncio.run, args=(mysql(),), daemon=True).start()
             where += f" and mysql://{args.host}:{args.mysql_port}"
         print(f"sparkpipes serve: {where} (warehouse {eng.warehouse})", file=sys.stderr, flush=True)
         try:
-            uvicorn.run(create_app(eng), host=args.host, port=args.port, log_level="warning")
+            app = create_app(eng, loopback=loopback)
+            uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
         finally:
             halt.set()
             runner.join()
@@ -277,11 +300,13 @@ def status_rows(eng) -> tuple[list[str], list[tuple]]:
             f"{p['rows_per_s']:,.0f}",
             "unknown" if p["lag"] is None else p["lag"],
             p["cluster"],
+            p["engine"] or "",
             (p["last_error"] or "")[:80],
         )
         for p in pipeline_status(eng)
     ]
-    cols = ["Pipeline", "State", "Table", "Rows loaded", "Rows/s", "Lag", "Cluster", "Last error"]
+    cols = ["Pipeline", "State", "Table", "Rows loaded", "Rows/s", "Lag", "Cluster", "Engine"]
+    cols.append("Last error")
     return cols, rows
 
 

@@ -82,7 +82,7 @@ def run(args) -> int:
     from sparkpipes.testing import EmbeddedBroker
 
     out = sys.stdout
-    eng = Engine(args.warehouse, catalog_url=args.catalog_url)
+    eng = Engine(args.warehouse, catalog_url=args.catalog_url, spark_master=args.master)
     print("1. Starting the embedded Kafka broker (Tansu) on 127.0.0.1 …", file=out, flush=True)
     with EmbeddedBroker() as broker, eng:
         broker.create_topic("events", 4)

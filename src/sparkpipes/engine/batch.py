@@ -39,7 +39,7 @@ import datetime as dt
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sparkpipes.catalog import BatchState, Catalog
@@ -57,6 +57,9 @@ from sparkpipes.sources.base import start_at
 log = logging.getLogger("sparkpipes.batch")
 
 IDLE_RECHECK_S = 2.0
+
+#: checked right before a commit: raises to stop it, or gives metadata for the commit
+Fence = Callable[[], dict[str, str]]
 
 
 def _now() -> dt.datetime:
@@ -215,19 +218,25 @@ class BatchRunner:
 
     # -- steps 1 to 4 -----------------------------------------------------------------
     def run(
-        self, attempt: int = 1, max_partitions: int | None = None, plan: Plan | None = None
+        self,
+        attempt: int = 1,
+        max_partitions: int | None = None,
+        plan: Plan | None = None,
+        fence: Fence | None = None,
     ) -> BatchResult:
         """Steps 1 to 4 of the protocol, with a crash point after each. ``plan``, made
         earlier by :meth:`plan` (the scheduler plans to learn a batch's width), is used only
         while the destination still holds the batch it was planned after; it is re-made
-        on a retry (``attempt`` > 1) and when another batch committed since."""
+        on a retry (``attempt`` > 1) and when another batch committed since. ``fence``
+        (the scheduler's lease check) runs right before the commit and either raises
+        (nothing is committed, the staged data is removed) or gives metadata for it."""
         started_at = _now()
         if plan is None or attempt > 1 or not self._current(plan):
             plan = self.plan(max_partitions)
         crash_point("after_plan")
         written = self.extract(plan, attempt, started_at)
         crash_point("after_write")
-        return self.commit(written, attempt, started_at)
+        return self.commit(written, attempt, started_at, fence)
 
     # -- step 2 -----------------------------------------------------------------------
     def extract(
@@ -288,7 +297,11 @@ class BatchRunner:
 
     # -- steps 3 and 4 ----------------------------------------------------------------
     def commit(
-        self, w: Written, attempt: int = 1, started_at: dt.datetime | None = None
+        self,
+        w: Written,
+        attempt: int = 1,
+        started_at: dt.datetime | None = None,
+        fence: Fence | None = None,
     ) -> BatchResult:
         """One commit through the sink (none for an idle batch), then the catalog record."""
         started_at = started_at or _now()
@@ -323,6 +336,8 @@ class BatchRunner:
             errors=tuple(e.to_dict() for e in w.errors),
         )
         try:
+            if fence is not None:
+                batch = replace(batch, extra={**batch.extra, **fence()})
             fresh = self.sink.commit(w.staged, batch)
         except SparkpipesError as e:
             e.with_context(batch=plan.batch_id, pipeline=self.spec.name)

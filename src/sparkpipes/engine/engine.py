@@ -40,6 +40,8 @@ from sparkpipes.engine.procedures import Procedures
 from sparkpipes.engine.runtime import Runtime
 from sparkpipes.engine.scheduling import Scheduler
 from sparkpipes.engine.tables import RewriteProgress, Tables
+from sparkpipes.errors import ConfigError
+from sparkpipes.util.sparkfiles import remote
 
 #: how often a running engine looks for new topics of ``topics.regex`` connectors
 CONNECTOR_REFRESH_S = 10.0
@@ -64,14 +66,22 @@ class Engine:
         spark_master: str | None = None,
         spark_conf: Mapping[str, str] | None = None,
     ) -> None:
-        self.warehouse = os.path.abspath(
-            os.fspath(warehouse or os.environ.get("SPARKPIPES_WAREHOUSE", "./warehouse"))
-        )
-        os.makedirs(os.path.join(self.warehouse, "tables"), mode=0o700, exist_ok=True)
+        where = os.fspath(warehouse or os.environ.get("SPARKPIPES_WAREHOUSE", "./warehouse"))
         url = catalog_url or os.environ.get("SPARKPIPES_CATALOG_URL")
+        if remote(where):
+            if not url or not os.environ.get(ENV):
+                raise ConfigError(
+                    f"a warehouse on an object store ({where}) needs a shared catalog "
+                    "(--catalog-url / $SPARKPIPES_CATALOG_URL, e.g. PostgreSQL) and "
+                    f"${ENV}: the catalog and its key cannot live in the bucket"
+                )
+            self.warehouse = where.rstrip("/")
+        else:
+            self.warehouse = os.path.abspath(where)
+            os.makedirs(os.path.join(self.warehouse, "tables"), mode=0o700, exist_ok=True)
         catalog = Catalog(
             url or f"sqlite:///{os.path.join(self.warehouse, 'catalog.db')}",
-            SecretBox.for_warehouse(self.warehouse) if not os.environ.get(ENV) else None,
+            None if os.environ.get(ENV) else SecretBox.for_warehouse(self.warehouse),
         )
         self.rt = Runtime(self.warehouse, catalog, spark_master, spark_conf)
         self._tables = Tables(self.rt)
@@ -92,6 +102,12 @@ class Engine:
     @property
     def spark(self):
         return self.rt.spark
+
+    @property
+    def engine_id(self) -> str:
+        """This engine among those sharing the catalog (``host:pid:random``): the holder
+        named by pipeline leases, ``sparkpipes status`` and each commit's metadata."""
+        return self._scheduler.leases.me
 
     def warm_up(self) -> None:
         """Prepare the session for batches (Python workers started and exercised, Spark's

@@ -30,6 +30,10 @@ with how many partitions, who waits) is noted in the catalog on every change, fo
 ``sparkpipes status`` in other processes, and again every ``HEARTBEAT_S`` while the
 scheduler serves: a note older than ``STALE_S`` is from a scheduler that died (SIGKILL),
 and ``status`` shows no share from it.
+
+Leases (``engine.leasing``): a worker runs its pipeline only while this engine holds the
+pipeline's lease, waits for it while another engine does, and releases it when it ends;
+the dispatcher renews held leases; each batch's commit is fenced by a last renewal.
 """
 
 from __future__ import annotations
@@ -43,9 +47,10 @@ from collections.abc import Callable
 from sparkpipes.catalog import BatchState, PipelineState
 from sparkpipes.engine import variables
 from sparkpipes.engine.admission import Admission
-from sparkpipes.engine.batch import BatchResult, Plan
+from sparkpipes.engine.batch import BatchResult, Fence, Plan
+from sparkpipes.engine.leasing import Keeper
 from sparkpipes.engine.runtime import Runtime
-from sparkpipes.errors import CatalogError, InternalError, SparkpipesError
+from sparkpipes.errors import CatalogError, InternalError, LeaseLostError, SparkpipesError
 
 #: how often a serving scheduler renews its note, and the age at which a note is stale
 HEARTBEAT_S = 5.0
@@ -85,6 +90,20 @@ class Scheduler:
         self._changes = 0  # the admission's state changes, counted under _cv
         self._noted: tuple[int, dict] = (0, {})  # the last change noted in the catalog
         self._noted_at = 0.0
+        self._ttl = (10.0, 0.0)  # (lease time-to-live, read at)
+        #: this engine's pipeline leases: only their holder's scheduler runs a pipeline
+        self.leases = Keeper(rt.catalog, self._lease_ttl_s)
+
+    def _lease_ttl_s(self) -> float:
+        ttl, at = self._ttl
+        if time.monotonic() - at > 5.0:
+            try:
+                values = variables.resolve(self.rt.catalog.variables())
+                ttl = max(0.5, values["pipelines_lease_ttl_ms"] / 1000)
+            except CatalogError:
+                pass
+            self._ttl = (ttl, time.monotonic())
+        return ttl
 
     def _limits(self) -> tuple[int, int]:
         """(partitions of all batches at once, pipelines at once; 0: no cap)."""
@@ -107,6 +126,7 @@ class Scheduler:
         plan: Plan | None = None,
         max_partitions: int | None = None,
         pause: Callable[[float], int] | None = None,
+        fence: Fence | None = None,
     ) -> BatchResult:
         """Run one batch with the retry policy; on final failure the pipeline is ``Error``.
         From the scheduler: ``plan`` (first attempt only), ``max_partitions`` (the room
@@ -123,8 +143,10 @@ class Scheduler:
                 attempt += 1
                 try:
                     result = self.rt.runner(name).run(
-                        attempt, cap, plan=plan if attempt == 1 else None
+                        attempt, cap, plan=plan if attempt == 1 else None, fence=fence
                     )
+                except LeaseLostError:
+                    raise  # not this engine's pipeline any more: no retry, no error state
                 except SparkpipesError as e:
                     e.with_context(pipeline=name)
                     if e.transient and attempt <= max_retries:
@@ -247,6 +269,7 @@ class Scheduler:
                             worker.start()
                 if mine:
                     self._publish(self._changes, beat=True)
+                self.leases.renew_due()
                 halt.wait(0.1)
         finally:
             with self._cv:
@@ -262,23 +285,34 @@ class Scheduler:
             self._publish(change)  # what still runs or waits (nothing, for one engine)
 
     def _serve(self, name: str, halt: threading.Event) -> None:
-        """One pipeline's turns, while it is ``Running``."""
+        """One pipeline's turns, while it is ``Running`` and this engine holds its lease
+        (waiting for the lease while another engine holds it); the lease is released
+        when the pipeline stops or the scheduler halts."""
         idle = 0
-        while not self._halted(halt):
-            try:
-                rec = self.rt.catalog.pipeline(name)
-            except SparkpipesError:
-                return  # dropped
-            if rec.state != PipelineState.RUNNING:
-                return
-            if self._turn(name, halt):
-                idle = 0
-                continue
-            idle += 1
-            interval = rec.definition.get("batch", {}).get("interval_ms", 2500) / 1000
-            halt.wait(idle_wait(interval, idle))
+        held: str | None = None
+        try:
+            while not self._halted(halt):
+                try:
+                    rec = self.rt.catalog.pipeline(name)
+                except SparkpipesError:
+                    return  # dropped
+                if rec.state != PipelineState.RUNNING:
+                    return
+                if not self.leases.hold(rec.id):
+                    halt.wait(self.leases.poll_s)
+                    continue
+                held = rec.id
+                if self._turn(name, halt, rec.id):
+                    idle = 0
+                    continue
+                idle += 1
+                interval = rec.definition.get("batch", {}).get("interval_ms", 2500) / 1000
+                halt.wait(idle_wait(interval, idle))
+        finally:
+            if held is not None:
+                self.leases.release(held)
 
-    def _turn(self, name: str, halt: threading.Event) -> bool:
+    def _turn(self, name: str, halt: threading.Event, pipeline_id: str) -> bool:
         """Plan, wait for room, run one batch; whether it loaded anything. Errors are
         recorded, not raised: the other pipelines go on."""
         try:
@@ -311,10 +345,13 @@ class Scheduler:
                         plan=plan,
                         max_partitions=width,
                         pause=lambda delay: self._pause(name, width, halt, delay),
+                        fence=lambda: self.leases.fence(pipeline_id, name),
                     )
                 return result.state != BatchState.NO_DATA
             finally:
                 self._free(name)
+        except LeaseLostError as e:
+            log.warning("%s", e)
         except SparkpipesError as e:
             log.error("%s", e)
         except Exception as e:  # a bug must not stop the other pipelines

@@ -27,7 +27,8 @@ DEFAULTS = {
 
 
 def build_session(master: str | None = None, conf: Mapping[str, str] | None = None):
-    """Get or create the session. ``master`` defaults to $SPARKPIPES_SPARK_MASTER or local[*]."""
+    """Get or create the session. ``master`` defaults to $SPARKPIPES_SPARK_MASTER or local[*];
+    on a cluster the sparkpipes package is shipped to the executors."""
     os.environ.setdefault("PYSPARK_PYTHON", os.environ.get("PYSPARK_PYTHON") or _python())
     from pyspark.sql import SparkSession
 
@@ -47,6 +48,10 @@ def build_session(master: str | None = None, conf: Mapping[str, str] | None = No
         session = builder.getOrCreate()
     _quiet_query_context_loggers()
     session.sparkContext.setLogLevel(os.environ.get("SPARKPIPES_SPARK_LOG_LEVEL", "ERROR"))
+    if not session.sparkContext.master.startswith("local"):
+        from sparkpipes.engine.cluster import ship_package
+
+        ship_package(session)  # executors import this sparkpipes, not one installed there
     return session
 
 

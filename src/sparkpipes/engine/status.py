@@ -1,6 +1,7 @@
 """Pipelines at a glance, for every surface that shows them (``sparkpipes status``, the HTTP
-API): state, rows loaded, recent rows/s, lag, share of the cluster, last error and last
-batch. Reads the catalog and the sources' metadata only; never waits for a running batch."""
+API): state, rows loaded, recent rows/s, lag, share of the cluster, the engine that holds
+the pipeline's lease (runs it), last error and last batch. Reads the catalog and the
+sources' metadata only; never waits for a running batch."""
 
 from __future__ import annotations
 
@@ -50,6 +51,10 @@ def cluster_shares(eng: Any) -> dict[str, str]:
 def pipeline_status(eng: Any, name: str | None = None, *, lag: bool = True) -> list[dict]:
     """One entry per pipeline (or the one named): see the module docstring."""
     shares = cluster_shares(eng)
+    try:
+        leases = eng.rt.catalog.leases.all()
+    except SparkpipesError:
+        leases = {}
     out = []
     for p in [eng.pipeline(name)] if name else eng.pipelines():
         done = [b for b in eng.batches(p.name) if b["state"] == BatchState.SUCCEEDED]
@@ -64,6 +69,7 @@ def pipeline_status(eng: Any, name: str | None = None, *, lag: bool = True) -> l
                 "rows_per_s": sum(b["rows"] for b in recent) / secs if secs else 0.0,
                 "lag": total_lag(eng, p) if lag else None,
                 "cluster": shares.get(p.name, "") if p.state == "Running" else "",
+                "engine": leases[p.id].holder if p.id in leases and leases[p.id].held else None,
                 "last_error": p.last_error,
                 "last_batch_at": _at(done[-1]) if done else None,
             }

@@ -40,6 +40,7 @@ from sparkpipes.sinks.delta import (
     CommitConflict,
     write_frame,
 )
+from sparkpipes.util.sparkfiles import read_parquet
 
 log = logging.getLogger("sparkpipes.tables")
 
@@ -509,7 +510,7 @@ class Tables:
         spark_schema = to_spark(before.schema)
         sink = DeltaSink(before.location, after.schema, before.name)
         for step in _steps(todo):
-            rows = self.rt.spark.read.schema(spark_schema).parquet(*[f.uri for f in step])
+            rows = read_parquet(self.rt.spark, spark_schema, [f.uri for f in step])
             if check is not None:
                 bad = check(rows).toDF("r").where("r IS NOT NULL")
                 n, first = bad.selectExpr("count(*)", "first(r)").collect()[0]
@@ -672,10 +673,7 @@ class Tables:
         """The table's current snapshot as a Spark DataFrame."""
         rec = self.rt.catalog.table(name)
         files = self.sink(rec).file_uris()
-        schema = to_spark(rec.schema)
-        if not files:
-            return self.rt.spark.createDataFrame([], schema)
-        return self.rt.spark.read.schema(schema).parquet(*files)
+        return read_parquet(self.rt.spark, to_spark(rec.schema), files)
 
     def arrow(self, name: str):
         """The table's current snapshot as an Arrow table (no Spark needed)."""

@@ -69,6 +69,12 @@ VARIABLES = {
             int,
             "ms a task waits for more records before it ends its batch",
         ),
+        Variable(
+            "pipelines_lease_ttl_ms",
+            10_000,
+            int,
+            "ms an engine's lease on a pipeline lasts unrenewed (failover after a crash)",
+        ),
         Variable("experimental_features_config", "", str, "comma-separated feature=true flags"),
     )
 }

@@ -3,7 +3,9 @@
 batches, errors, files, tables with their schema and row counts, variables, and SQL.
 
 Reads come from the catalog and the tables' snapshots and never wait for a running batch.
-A query answers at most ``max_rows`` rows (``truncated`` says when there were more); a
+A query answers at most ``max_rows`` rows (``truncated`` says when there were more, and
+Spark computes no more than that); ``/api/query/stream`` streams every row of a query of
+any size as NDJSON, a Spark partition at a time, never holding the result in memory; a
 statement that fails answers 400 with the sparkpipes message, and for SQL the line and
 column, never a stack trace. Credentials are redacted in everything this API returns.
 The OpenAPI document at ``/openapi.json`` is the contract (the tests run schemathesis
@@ -15,9 +17,11 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from fastapi import APIRouter, Query
+from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
 from sparkpipes.errors import SparkpipesError
@@ -28,6 +32,10 @@ MAX_ROWS = 100_000
 class Sql(BaseModel):
     sql: str = Field(min_length=1, description="statements in the SingleStore dialect")
     max_rows: int = Field(1000, ge=1, le=MAX_ROWS, description="rows answered at most")
+
+
+class Script(BaseModel):
+    sql: str = Field(min_length=1, description="statements in the SingleStore dialect")
 
 
 class ErrorDetail(BaseModel):
@@ -46,6 +54,7 @@ class ApiError(BaseModel):
 #: the error answers every /api endpoint may give, for the OpenAPI document
 ERRORS: dict[int | str, dict[str, Any]] = {
     400: {"model": ApiError, "description": "a bad request or statement"},
+    401: {"model": ApiError, "description": "sign in first (the server has users)"},
     404: {"model": ApiError, "description": "no such pipeline or table"},
     409: {"model": ApiError, "description": "the name is taken, or the state forbids it"},
     500: {"model": ApiError, "description": "a transient failure (retry)"},
@@ -95,7 +104,7 @@ def run_sql(engine: Any, sql: str, max_rows: int) -> dict[str, Any]:
     from sparkpipes.sql.executor import SqlSession
 
     started = time.perf_counter()
-    results = SqlSession(engine).execute(sql)
+    results = SqlSession(engine, max_rows=max_rows).execute(sql)
     last = next((r for r in reversed(results) if r.has_rows), None)
     rows = list(last.rows) if last else []
     return {
@@ -108,6 +117,40 @@ def run_sql(engine: Any, sql: str, max_rows: int) -> dict[str, Any]:
         "messages": [r.message for r in results if r.message],
         "time_ms": round((time.perf_counter() - started) * 1000, 1),
     }
+
+
+NDJSON = "application/x-ndjson"
+STREAM_DOC = (
+    'One JSON value per line: {"columns": [...]}, then each row as an array, then '
+    '{"rows": n, "time_ms": t}, or {"error": {...}} if the query fails midway.'
+)
+
+
+def stream_sql(engine: Any, sql: str) -> Iterator[bytes]:
+    """Run ``sql`` now (an error before the first row raises, for a 400) and stream the
+    rows of its last query as NDJSON, a Spark partition at a time."""
+    import json
+
+    from sparkpipes.sql.executor import SqlSession
+
+    started = time.perf_counter()
+    results = SqlSession(engine, stream=True).execute(sql)
+    last = next((r for r in reversed(results) if r.has_rows), None)
+
+    def lines() -> Iterator[bytes]:
+        yield json.dumps({"columns": last.columns if last else []}).encode() + b"\n"
+        n = 0
+        try:
+            for row in (last.stream or iter(last.rows)) if last else ():
+                yield json.dumps([_json(v) for v in row]).encode() + b"\n"
+                n += 1
+        except SparkpipesError as e:
+            yield json.dumps({"error": error_body(e)}).encode() + b"\n"
+            return
+        took = round((time.perf_counter() - started) * 1000, 1)
+        yield json.dumps({"rows": n, "time_ms": took}).encode() + b"\n"
+
+    return lines()
 
 
 def error_body(e: SparkpipesError) -> dict[str, Any]:
@@ -212,8 +255,18 @@ def router(engine: Any, *, run: bool) -> APIRouter:
 
     @r.post("/query")
     def query(body: Sql) -> dict[str, Any]:
-        """Statements; the rows of the last one that answers rows."""
+        """Statements; the rows of the last one that answers rows (at most ``max_rows``:
+        Spark computes no more; ``truncated`` says there were more)."""
         return run_sql(engine, body.sql, body.max_rows)
+
+    @r.post(
+        "/query/stream",
+        response_class=StreamingResponse,
+        responses={200: {"content": {NDJSON: {}}, "description": STREAM_DOC}},
+    )
+    def query_stream(body: Script) -> StreamingResponse:
+        """Statements; every row of the last query, streamed as it comes from Spark."""
+        return StreamingResponse(stream_sql(engine, body.sql), media_type=NDJSON)
 
     return r
 

@@ -27,10 +27,11 @@ def status_of(e: SparkpipesError) -> int:
     return 400 if not e.transient else 500
 
 
-def create_app(engine: Any, *, run: bool = True) -> FastAPI:
+def create_app(engine: Any, *, run: bool = True, loopback: bool = True) -> FastAPI:
     """The app over ``engine``; with ``run``, connectors it creates or resumes are run
-    by this engine's scheduler (``sparkpipes serve``)."""
-    from sparkpipes.server import api, connect, pinot
+    by this engine's scheduler (``sparkpipes serve``). ``loopback``: the server listens on
+    loopback only; otherwise every request must sign in (``server.auth``)."""
+    from sparkpipes.server import api, auth, connect, console, pinot
 
     app = FastAPI(
         title="sparkpipes",
@@ -55,10 +56,12 @@ def create_app(engine: Any, *, run: bool = True) -> FastAPI:
         message = f"{text} ({where})" if where else text
         return _error(request, 400, message)
 
+    auth.install(app, auth.Auth(engine.catalog.users, loopback=loopback), _error)
     app.include_router(connect.router(engine, run=run))
     app.include_router(pinot.router(engine, run=run))
     app.include_router(api.router(engine, run=run))
     app.include_router(api.pinot_router(engine))
+    app.include_router(console.router(engine, run=run))
     return app
 
 

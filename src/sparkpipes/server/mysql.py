@@ -10,13 +10,16 @@ DATABASE()``, ``SHOW DATABASES`` / ``COLUMNS`` / ``VARIABLES`` / ``COLLATION``, 
 from the warehouse's tables (database ``sparkpipes``).
 
 Statements run in a worker thread, one session per connection, so a long query never
-blocks other connections. Credentials stay redacted as on every surface.
+blocks other connections. Credentials stay redacted as on every surface. Clients sign in
+as a user of the catalog (``CREATE USER``) with ``mysql_native_password``; while there is
+no user, on loopback, anyone may connect without a password.
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
+import secrets
 from typing import Any
 
 from sparkpipes.errors import NotFoundError, SparkpipesError
@@ -117,10 +120,37 @@ def session_factory(engine: Any) -> Any:
     return SparkpipesSession
 
 
-async def serve_mysql(engine: Any, host: str, port: int) -> Any:
+def identity_provider(engine: Any, *, loopback: bool) -> Any:
+    """The catalog's users, by ``mysql_native_password`` (the password never crosses the
+    wire). With no user and on loopback, any user name signs in without a password, as
+    the HTTP API lets anyone in then (``server.auth``)."""
+    from mysql_mimic.auth import IdentityProvider, NativePasswordAuthPlugin, User
+
+    native = NativePasswordAuthPlugin.name
+
+    class CatalogUsers(IdentityProvider):
+        def get_plugins(self) -> list[Any]:
+            return [NativePasswordAuthPlugin()]
+
+        async def get_user(self, username: str) -> Any:
+            users = engine.catalog.users
+            if loopback and await asyncio.to_thread(users.count) == 0:
+                return User(name=username, auth_plugin=native)
+            rec = await asyncio.to_thread(users.get, username)
+            if rec is None:  # refused as a wrong password is: names are not disclosed
+                return User(name=username, auth_string=secrets.token_hex(20), auth_plugin=native)
+            return User(name=rec.name, auth_string=rec.mysql_native, auth_plugin=native)
+
+    return CatalogUsers()
+
+
+async def serve_mysql(engine: Any, host: str, port: int, *, loopback: bool = True) -> Any:
     """Start the endpoint on ``host:port`` (the running event loop); the server."""
     from mysql_mimic import MysqlServer
 
-    server = MysqlServer(session_factory=session_factory(engine))
+    server = MysqlServer(
+        session_factory=session_factory(engine),
+        identity_provider=identity_provider(engine, loopback=loopback),
+    )
     await server.start_server(host=host, port=port)
     return server

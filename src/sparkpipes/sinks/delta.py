@@ -53,7 +53,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from sparkpipes.errors import SchemaMismatchError, SinkError, SparkpipesError, StorageFullError
+from sparkpipes.errors import (
+    ConfigError,
+    SchemaMismatchError,
+    SinkError,
+    SparkpipesError,
+    StorageFullError,
+)
 from sparkpipes.sinks.base import (
     BatchCommit,
     Committed,
@@ -63,6 +69,7 @@ from sparkpipes.sinks.base import (
     Staged,
 )
 from sparkpipes.sinks.upsert import Upsert
+from sparkpipes.util.sparkfiles import remote
 
 log = logging.getLogger("sparkpipes.sinks")
 
@@ -273,6 +280,12 @@ class DeltaSink(Sink):
         self.stages = isinstance(strategy, Upsert) or refine is not None
         if self.stages and (scratch is None or staged_schema is None or spark is None):
             raise SinkError(f"Delta sink of '{self.name}' needs a scratch area and Spark")
+        if self.stages and remote(uri):
+            raise ConfigError(
+                f"table '{self.name}' is on an object store ({uri}): upserts and ingest-time "
+                "SQL (SET, WHERE) into it are not supported yet; load appended rows, or keep "
+                "the table in a local or shared-file warehouse"
+            )
         self.scratch = scratch
         self.staged_schema = staged_schema
         self._delta_columns: list[tuple[str, Any]] | None = None
@@ -299,7 +312,8 @@ class DeltaSink(Sink):
     def create(self) -> None:
         from deltalake import DeltaTable
 
-        os.makedirs(_local_path(self.uri), exist_ok=True)
+        if not remote(self.uri):
+            os.makedirs(_local_path(self.uri), exist_ok=True)
         DeltaTable.create(self.uri, schema=self.schema, name=self.name, mode="error")
 
     def exists(self) -> bool:

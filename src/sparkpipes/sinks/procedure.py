@@ -33,6 +33,7 @@ from typing import Any
 
 from sparkpipes.sinks.base import BatchCommit, Committed, Sink, SinkContext, Staged
 from sparkpipes.sinks.delta import AddFile, DeltaSink, ParquetWriter, Upsert, write_frame
+from sparkpipes.util.sparkfiles import read_parquet
 
 
 @dataclass(frozen=True)
@@ -99,7 +100,7 @@ class ProcedureSink(Sink):
         if not paths:  # nothing decoded: the commit (if offsets moved) writes no rows
             return []
         spark = self.spark()
-        frame = spark.read.schema(to_spark_schema(self.batch_schema)).parquet(*paths)
+        frame = read_parquet(spark, to_spark_schema(self.batch_schema), paths)
         view = f"__sp_batch_{uuid.uuid4().hex}"
         frame.createOrReplaceTempView(view)
         written: dict[str, list[AddFile]] = {t: [] for t in self.spec.targets()}

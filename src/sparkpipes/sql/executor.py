@@ -11,7 +11,7 @@ table, with ``information_schema`` views and the SingleStore JSON helpers transl
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,6 +41,9 @@ class Result:
     columns: list[str] = field(default_factory=list)
     rows: list[tuple[Any, ...]] = field(default_factory=list)
     message: str | None = None
+    #: a query's rows as they come from Spark, partition by partition, when the session
+    #: streams (``rows`` is then empty); iterating raises QueryError if the query fails
+    stream: Iterator[tuple[Any, ...]] | None = None
 
     @property
     def has_rows(self) -> bool:
@@ -58,8 +61,15 @@ class SqlSession:
         *,
         background: bool = False,
         progress: Callable[[Any], None] | None = None,
+        max_rows: int | None = None,
+        stream: bool = False,
     ) -> None:
+        """``max_rows``: a query answers at most this many rows plus one (so a caller can
+        tell there were more) and Spark computes no more. ``stream``: a query answers its
+        rows as ``Result.stream``, fetched a partition at a time, never all in memory."""
         self.engine = engine
+        self.max_rows = max_rows
+        self.stream = stream
         self.background = background  # START PIPELINE also runs it in this process
         #: told of each batch of START PIPELINE … FOREGROUND (a BatchResult) and of each
         #: step of an ALTER TABLE that rewrites the rows (a RewriteProgress)
@@ -394,6 +404,10 @@ class SqlSession:
     # -- everything else: Spark SQL ---------------------------------------------------
     def _Query(self, s: A.Query) -> Result:
         df = self._spark_sql(s.text)
+        if self.stream:
+            return Result(list(df.columns), stream=_iterate(df))
+        if self.max_rows is not None:
+            df = df.limit(self.max_rows + 1)
         rows = [tuple(r) for r in _collect(df)]
         return Result(list(df.columns), rows)
 
@@ -411,6 +425,28 @@ class SqlSession:
             (p, "sparkpipes") for p in self.engine.procedures() if s.like is None or like(s.like, p)
         ]
         return Result([f"Procedures_in_{DATABASE}", "Definer"], rows)
+
+    # -- users ------------------------------------------------------------------------
+    def _CreateUser(self, s: A.CreateUser) -> Result:
+        made = self.engine.catalog.users.create(
+            s.name, s.password.reveal(), if_not_exists=s.if_not_exists
+        )
+        return _ok(int(made))
+
+    def _AlterUser(self, s: A.AlterUser) -> Result:
+        self.engine.catalog.users.set_password(s.name, s.password.reveal())
+        return _ok(0)
+
+    def _DropUser(self, s: A.DropUser) -> Result:
+        return _ok(int(self.engine.catalog.users.drop(s.name, if_exists=s.if_exists)))
+
+    def _ShowUsers(self, s: A.ShowUsers) -> Result:
+        rows = [
+            (u.name, u.created_at)
+            for u in self.engine.catalog.users.all()
+            if s.like is None or like(s.like, u.name)
+        ]
+        return Result(["User", "Created"], rows)
 
     def _spark_sql(self, text: str):
         from pyspark.errors import PySparkException
@@ -450,6 +486,16 @@ def _collect(df) -> Iterable[Any]:
 
     try:
         return df.collect()
+    except PySparkException as e:
+        raise QueryError(_spark_message(e)) from None
+
+
+def _iterate(df) -> Iterator[tuple[Any, ...]]:
+    from pyspark.errors import PySparkException
+
+    try:
+        for row in df.toLocalIterator(prefetchPartitions=True):
+            yield tuple(row)
     except PySparkException as e:
         raise QueryError(_spark_message(e)) from None
 

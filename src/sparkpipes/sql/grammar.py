@@ -31,7 +31,7 @@ KEYWORDS: tuple[str, ...] = tuple(
     OPTIONALLY OR ORDER PARSER PERSISTED PIPELINE PIPELINES PRIMARY PROCEDURE PROCEDURES QUERY
     REFERENCE REGEXP REGISTRY REPLACE RETURNS RLIKE ROWSTORE RUNNING SELECT SESSION SET SHARD SHOW
     SCHEMA SKIP SORT SOURCE START STARTING STOP TABLE TABLES TERMINATED TEST THEN TRUE UNION UNIQUE
-    UNSIGNED USING VALUES VARIABLES WHEN WHERE WITH XOR
+    UNSIGNED USING VALUES VARIABLES WHEN WHERE WITH XOR USER USERS IDENTIFIED
     """.split()  # noqa: SIM905
 )
 
@@ -124,6 +124,10 @@ _statement: create_pipeline
           | insert
           | query
           | create_procedure
+          | create_user
+          | alter_user
+          | drop_user
+          | show_users
 
 name: IDENT | QUOTED_IDENT
 int_value: (PLUS | MINUS)? NUMBER
@@ -204,7 +208,8 @@ show_create_table: SHOW CREATE TABLE name
 show_variables: SHOW show_scope? VARIABLES (LIKE STRING)?
 show_tables: SHOW TABLES (LIKE STRING)?
 show_procedures: SHOW PROCEDURES (LIKE STRING)?
-show_other: SHOW (CREATE | PIPELINES | TABLES | VARIABLES | PROCEDURES)? REST
+show_users: SHOW USERS (LIKE STRING)?
+show_other: SHOW (CREATE | PIPELINES | TABLES | VARIABLES | PROCEDURES | USERS)? REST
           | SHOW show_scope VARIABLES? REST
 // Not shared with SET's scope: LALR would merge the two states and their lookaheads, and
 // the lexer would then read SHOW GLOBAL STATUS's STATUS as an identifier, not as REST.
@@ -278,6 +283,12 @@ query: (SELECT | WITH | EXPLAIN | LPAR) REST?
 
 create_procedure: CREATE or_replace? PROCEDURE name _proc_params (RETURNS data_type)? AS REST
 drop_procedure: DROP PROCEDURE if_exists? name
+
+// ---------------------------------------------------------------- users
+create_user: CREATE USER if_not_exists? user_name IDENTIFIED BY STRING
+alter_user: ALTER USER user_name IDENTIFIED BY STRING
+drop_user: DROP USER if_exists? user_name
+user_name: (name | STRING) (AT (name | STRING))?
 _proc_params: "(" (proc_param ("," proc_param)*)? ")"
 proc_param: name (data_type | query_type)
 

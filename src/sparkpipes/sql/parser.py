@@ -18,7 +18,7 @@ from typing import Any, NoReturn
 from lark import Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
-from sparkpipes.config.core import strict_json
+from sparkpipes.config.core import Secret, strict_json
 from sparkpipes.errors import SparkpipesError
 from sparkpipes.sql import ast as a
 from sparkpipes.sql import grammar, script
@@ -170,6 +170,9 @@ def _syntax_error(e: UnexpectedInput, text: str, span: script.Span) -> ParseErro
             offset = tok.start_pos or 0
             value = tok.value.split()[0] if tok.type == "REST" and tok.value.split() else tok.value
             token = _shown(value)
+            masked = script.mask_credentials(stmt_text)[offset : offset + 2]
+            if tok.type == "STRING" and "*" in masked:
+                token = "<redacted>"
             found = f"'{token}'"
             if tok.type == "RESERVED" and "IDENT" in expected:
                 hint = "; a reserved word must be backquoted to be used as a name"
@@ -869,6 +872,50 @@ class _Builder:
     def _show_procedures(self, tree: Tree) -> a.ShowProcedures:
         like = _tok(tree, "STRING")
         return a.ShowProcedures(None if like is None else self.string(like))
+
+    # -------------------------------------------------------------- users
+    def user_name(self, tree: Tree | None) -> str:
+        """``name`` or ``'name'``, with an optional ``@'%'`` (the only host accepted)."""
+        assert tree is not None
+        parts = [
+            self.string(c) if isinstance(c, Token) and c.type == "STRING" else self.name(c)
+            for c in tree.children
+            if not (isinstance(c, Token) and c.type == "AT")
+        ]
+        if len(parts) == 2 and parts[1] != "%":
+            self.fail(
+                f"users are not restricted by host: write '{parts[0]}'@'%' or '{parts[0]}'",
+                tree.children[-1],
+            )
+        if not parts[0]:
+            self.fail("empty user name", tree.children[0])
+        return parts[0]
+
+    def password(self, tree: Tree) -> Secret:
+        tok = _tok(tree, "STRING")
+        value = self.string(tok)
+        if not value:
+            self.fail("a user's password must not be empty", tok)
+        return Secret(value)
+
+    def _create_user(self, tree: Tree) -> a.CreateUser:
+        return a.CreateUser(
+            self.user_name(_sub(tree, "user_name")),
+            self.password(tree),
+            if_not_exists=_sub(tree, "if_not_exists") is not None,
+        )
+
+    def _alter_user(self, tree: Tree) -> a.AlterUser:
+        return a.AlterUser(self.user_name(_sub(tree, "user_name")), self.password(tree))
+
+    def _drop_user(self, tree: Tree) -> a.DropUser:
+        return a.DropUser(
+            self.user_name(_sub(tree, "user_name")), if_exists=_sub(tree, "if_exists") is not None
+        )
+
+    def _show_users(self, tree: Tree) -> a.ShowUsers:
+        like = _tok(tree, "STRING")
+        return a.ShowUsers(None if like is None else self.string(like))
 
     def _query(self, tree: Tree) -> a.Query:
         return a.Query(script.normalize(self.stmt))

@@ -165,14 +165,19 @@ def tokens(text: str) -> list[Token]:
 
 
 _SECRET_HINTS = ("password", "secret", "jaas", "token")
+#: a string after these words is a secret (``BY``: of ``IDENTIFIED BY``; ``IDENTIFIED``
+#: alone: a ``BY`` forgotten)
+_MASKED_AFTER = ("CREDENTIALS", "IDENTIFIED", "BY")
 
 
 def mask_credentials(text: str) -> str:
-    """``text`` with the string after every CREDENTIALS keyword masked by ``*`` (newlines
-    kept, so lines and columns stay where they were): for echoing statements in errors.
+    """``text`` with the string after every CREDENTIALS and IDENTIFIED BY masked by ``*``
+    (newlines kept, so lines and columns stay where they were): for echoing statements.
     A CONFIG string that holds a secret by mistake is masked as well."""
     upper = text.upper()
-    if "CREDENTIALS" not in upper and not any(h in text.lower() for h in _SECRET_HINTS):
+    if not any(k in upper for k in _MASKED_AFTER) and not any(
+        h in text.lower() for h in _SECRET_HINTS
+    ):
         return text
     chars = list(text)
 
@@ -182,20 +187,24 @@ def mask_credentials(text: str) -> str:
                 chars[i] = "*"
 
     try:
-        armed = None
+        armed = previous = None
         for tok in _tokens(text):
             if tok.type in ("WS", "LINE_COMMENT", "BLOCK_COMMENT"):
                 continue
             if armed is not None and tok.type == "STRING":
-                if armed.value.upper() == "CREDENTIALS" or any(
+                if armed.value.upper() in _MASKED_AFTER or any(
                     h in tok.value.lower() for h in _SECRET_HINTS
                 ):
                     mask(tok.start_pos + 1, tok.end_pos - 1)
             elif armed is not None and tok.type == "OTHER" and tok.value in "'\"":
                 mask(tok.start_pos + 1, len(text))  # unterminated: mask the rest
                 break
-            keyword = tok.type == "WORD" and tok.value.upper() in ("CREDENTIALS", "CONFIG")
+            word = tok.value.upper() if tok.type == "WORD" else None
+            keyword = word in ("CREDENTIALS", "CONFIG", "IDENTIFIED") or (
+                word == "BY" and previous is not None and previous.value.upper() == "IDENTIFIED"
+            )
             armed = tok if keyword else None
+            previous = tok
     except Exception:  # the lexer gave up: mask everything after the first keyword
         start = upper.find("CREDENTIALS")
         mask(start + len("CREDENTIALS") if start >= 0 else 0, len(text))

@@ -368,3 +368,21 @@ def test_found_by_fuzzing_a_huge_precision_in_a_default_call():
     assert type(err) is SemanticError
     assert err.message == "number is too large"
     assert err.column == sql.index("(9") + 2
+
+
+@pytest.mark.parametrize(
+    ("sql", "message"),
+    [
+        ("CREATE USER 'ana'@'localhost' IDENTIFIED BY 'pw-1x'", "users are not restricted by host"),
+        ("CREATE USER ana IDENTIFIED BY ''", "a user's password must not be empty"),
+        ("CREATE USER ana IDENTIFIED 'pw-1x'", "unexpected '<redacted>' (expected BY)"),
+        ("CREATE USER ana IDENTIFIED BY 'pw-1x' ADD", "unexpected 'ADD'"),
+        ("ALTER USER ana IDENTIFIED BY 'pw-1x' ,", "unexpected ','"),
+    ],
+)
+def test_user_statements_are_checked_and_never_echo_the_password(sql, message):
+    err = error_of(sql)
+    assert err.message.startswith(message), err.message
+    shown = str(err) + repr(err.to_dict()) + (err.statement_text or "")
+    assert "pw-1x" not in shown
+    assert "*****" in err.source_line or "pw-1x" not in sql

@@ -1,0 +1,579 @@
+"""The web console of ``sparkpipes serve``, under ``/console``: pipelines at a glance, a
+pipeline's detail (throughput and lag over time, recent batches and errors, its definition),
+tables, and a query console over the JSON API.
+
+Pages are rendered on the server (Jinja2, autoescaped) and kept live by htmx polling
+fragments under ``/console/fragments/…``, so the console needs no build step and no
+Node.js; its browser libraries (htmx, uPlot, CodeMirror 5) are vendored by
+``scripts/vendor_console.sh`` and served, like its own CSS and JS, by this router under
+``/console/static/…`` (no StaticFiles mount: including the router is all an app does).
+
+Promises:
+
+- Credentials never reach the browser: definitions are shown as ``PipelineSpec.to_json()``
+  redacts them, and nothing else rendered here comes from them.
+- A ``SparkpipesError`` is shown as its message, never a stack trace: a page answers with
+  an error page (404 naming a missing pipeline), a fragment with an inline message (so
+  polling keeps the page in place and htmx swaps it).
+- Lag over time is sampled by one light thread (every ``WATCHED_EVERY_S`` while the
+  console is watched, ``IDLE_EVERY_S`` otherwise; started by the router's lifespan or the
+  first console request) into a bounded in-memory ring per pipeline covering the last
+  ``WINDOW_S``: the catalog keeps no lag history, so it starts empty with the server.
+  Fragments show the latest sample rather than asking the sources, so pages stay fast
+  however many are open, and a slow broker delays only the sampler.
+- Only the last ``BATCH_POINTS`` batches feed the throughput chart.
+- ``POST`` start/stop requires htmx's ``HX-Request`` header, which a cross-site form
+  cannot send; the JSON API is the place for scripts.
+- Console routes are not in the OpenAPI document (``/api`` is the contract).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import logging
+import math
+import re
+import threading
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import jinja2
+from fastapi import APIRouter, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from sparkpipes.errors import NotFoundError, SparkpipesError
+
+log = logging.getLogger("sparkpipes.server.console")
+
+HERE = Path(__file__).parent
+TEMPLATES = HERE / "templates"
+STATIC = HERE / "static"
+
+#: seconds between lag samples while someone watches (a console request in the last
+#: WATCHED_S) and otherwise; how far back samples are kept, and at most how many are sent
+WATCHED_EVERY_S = 2.0
+IDLE_EVERY_S = 10.0
+WATCHED_S = 30.0
+WINDOW_S = 3600.0
+LAG_POINTS = 360
+#: batches read for the throughput chart, shown in the batch list, errors shown
+BATCH_POINTS = 300
+BATCH_ROWS = 50
+ERROR_ROWS = 20
+#: at most this many points on the throughput chart
+BUCKETS = 120
+_NICE_S = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 43200, 86400)
+
+HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; script-src 'self'; "
+    "style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; "
+    "object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "Cache-Control": "no-store",
+}
+
+
+class LagHistory:
+    """Per pipeline, ``(unix time, lag)`` samples of the last ``window_s`` seconds (lag
+    None when the source could not tell); at most ``window_s / every_s`` points each."""
+
+    def __init__(self, window_s: float = WINDOW_S, every_s: float = WATCHED_EVERY_S) -> None:
+        self.window_s = window_s
+        self._size = math.ceil(window_s / every_s) + 1
+        self._points: dict[str, deque[tuple[float, int | None]]] = {}
+        self._lock = threading.Lock()
+
+    def add(self, name: str, lag: int | None, at: float | None = None) -> None:
+        at = time.time() if at is None else at
+        with self._lock:
+            ring = self._points.setdefault(name, deque(maxlen=self._size))
+            ring.append((at, lag))
+            while ring and ring[0][0] < at - self.window_s:
+                ring.popleft()
+
+    def points(self, name: str) -> list[tuple[float, int | None]]:
+        with self._lock:
+            return list(self._points.get(name, ()))
+
+    def series(self, name: str, most: int = LAG_POINTS) -> dict[str, list]:
+        """The samples as chart columns, at most ``most`` points: each the last time and
+        the highest lag of a run of consecutive samples (a spike is never averaged away)."""
+        points = self.points(name)
+        step = max(1, math.ceil(len(points) / most))
+        x, y = [], []
+        for i in range(0, len(points), step):
+            run = points[i : i + step]
+            known = [v for _, v in run if v is not None]
+            x.append(round(run[-1][0], 3))
+            y.append(max(known) if known else None)
+        return {"x": x, "y": y}
+
+    def latest(self, name: str) -> tuple[float, int | None] | None:
+        with self._lock:
+            ring = self._points.get(name)
+            return ring[-1] if ring else None
+
+    def retain(self, names: Iterable[str]) -> None:
+        """Forget pipelines not in ``names`` (dropped)."""
+        keep = set(names)
+        with self._lock:
+            for name in [n for n in self._points if n not in keep]:
+                del self._points[name]
+
+
+class LagSampler:
+    """Samples every pipeline's lag into a :class:`LagHistory` from one daemon thread:
+    every ``WATCHED_EVERY_S`` while the console is being watched (:meth:`touch`), every
+    ``IDLE_EVERY_S`` otherwise, so an unwatched server asks its sources little."""
+
+    def __init__(self, engine: Any, history: LagHistory) -> None:
+        self.engine, self.history = engine, history
+        self._watched_at = -math.inf
+        self._halt = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._halt.clear()
+                self._thread = threading.Thread(
+                    target=self._run, name="sparkpipes-console-lag", daemon=True
+                )
+                self._thread.start()
+
+    def touch(self) -> None:
+        """Someone is watching: sample often (starts the thread if the lifespan did not)."""
+        self._watched_at = time.monotonic()
+        self.start()
+
+    def stop(self, timeout_s: float = 5.0) -> None:
+        self._halt.set()
+        with self._lock:
+            thread = self._thread
+        if thread is not None:
+            thread.join(timeout_s)
+
+    def sample(self) -> None:
+        from sparkpipes.engine.status import total_lag
+
+        recs = self.engine.pipelines()
+        self.history.retain(r.name for r in recs)
+        for rec in recs:
+            if self._halt.is_set():
+                return
+            self.history.add(rec.name, total_lag(self.engine, rec))
+
+    def _run(self) -> None:
+        while not self._halt.is_set():
+            try:
+                self.sample()
+            except Exception as e:  # the engine closing under it, a catalog hiccup
+                log.debug("lag sample failed: %s", e)
+            sampled = time.monotonic()
+            while not self._halt.is_set():
+                watched = time.monotonic() - self._watched_at < WATCHED_S
+                left = sampled + (WATCHED_EVERY_S if watched else IDLE_EVERY_S) - time.monotonic()
+                if left <= 0:
+                    break
+                self._halt.wait(min(left, WATCHED_EVERY_S))
+
+
+class _Asset:
+    def __init__(self, path: Path) -> None:
+        self.body = path.read_bytes()
+        self.etag = hashlib.sha256(self.body).hexdigest()[:16]
+        self.media_type = _MEDIA.get(path.suffix, "text/plain; charset=utf-8")
+
+
+_MEDIA = {
+    ".js": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".svg": "image/svg+xml",
+    ".png": "image/png",
+    ".ico": "image/x-icon",
+}
+
+
+def _assets() -> dict[str, _Asset]:
+    """Every file under static/ (flat) and static/vendor/, by its path below static/."""
+    found = {}
+    for folder, prefix in ((STATIC, ""), (STATIC / "vendor", "vendor/")):
+        if folder.is_dir():
+            for p in sorted(folder.iterdir()):
+                if p.is_file() and not p.name.startswith("."):
+                    found[prefix + p.name] = _Asset(p)
+    return found
+
+
+# -- formatting ----------------------------------------------------------------------------
+
+
+def _utc(value: Any) -> dt.datetime | None:
+    """A catalog time (naive UTC datetime, or its ISO text) as an aware datetime."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = dt.datetime.fromisoformat(value)
+        except ValueError:
+            return None
+    if not isinstance(value, dt.datetime):
+        return None
+    return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+
+
+def _epoch(value: Any) -> float | None:
+    t = _utc(value)
+    return t.timestamp() if t else None
+
+
+def fmt_num(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, float) and not value.is_integer():
+        return f"{value:,.1f}"
+    return f"{int(value):,}"
+
+
+def fmt_rate(value: Any) -> str:
+    if not value:
+        return "0"
+    return f"{value:,.1f}" if value < 100 else f"{round(value):,}"
+
+
+def fmt_ms(value: Any) -> str:
+    if value is None:
+        return "—"
+    return f"{value} ms" if value < 1000 else f"{value / 1000:,.1f} s"
+
+
+def fmt_bytes(value: Any) -> str:
+    if value is None:
+        return "—"
+    size = float(value)
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1024 or unit == "GB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} GB"
+
+
+def fmt_time(value: Any) -> str:
+    t = _utc(value)
+    return t.strftime("%Y-%m-%d %H:%M:%S UTC") if t else "—"
+
+
+def fmt_ago(value: Any, now: float | None = None) -> str:
+    at = value if isinstance(value, (int, float)) else _epoch(value)
+    if at is None:
+        return "—"
+    secs = max(0, int((time.time() if now is None else now) - at))
+    if secs < 60:
+        return f"{secs} s ago"
+    if secs < 3600:
+        return f"{secs // 60} min ago"
+    if secs < 86400:
+        return f"{secs // 3600} h {secs % 3600 // 60} min ago"
+    return f"{secs // 86400} d ago"
+
+
+def ident(name: str) -> str:
+    """A table or column name as SQL text (backquoted unless a plain identifier)."""
+    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+        return name
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _environment(assets: dict[str, _Asset]) -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        autoescape=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        undefined=jinja2.StrictUndefined,
+    )
+
+    def static(path: str) -> str:
+        asset = assets.get(path)
+        return f"/console/static/{path}" + (f"?v={asset.etag}" if asset else "")
+
+    env.globals.update(static=static)
+    env.filters.update(
+        num=fmt_num,
+        rate=fmt_rate,
+        ms=fmt_ms,
+        size=fmt_bytes,
+        time=fmt_time,
+        ago=fmt_ago,
+        path=lambda name: quote(str(name), safe=""),
+        ident=ident,
+    )
+    return env
+
+
+# -- data ----------------------------------------------------------------------------------
+
+
+def throughput(batches: list[dict[str, Any]], now: float) -> dict[str, Any]:
+    """Rows per second over time from batch history: each succeeded batch's rows spread
+    over its run time, summed into at most ``BUCKETS`` equal buckets ending now (idle time
+    shows as 0)."""
+    from sparkpipes.catalog.states import BatchState
+
+    spans = []
+    for b in batches:
+        if b.get("state") != BatchState.SUCCEEDED or not b.get("rows"):
+            continue
+        end = _epoch(b.get("finished_at")) or _epoch(b.get("started_at"))
+        start = _epoch(b.get("started_at")) or end
+        if end is not None and start is not None:
+            spans.append((min(start, end), end, b["rows"]))
+    if not spans:
+        return {"x": [], "y": [], "bucket_s": 0}
+    first = min(s for s, _, _ in spans)
+    span = max(now - first, 1.0)
+    width = next((w for w in _NICE_S if span / w <= BUCKETS), _NICE_S[-1])
+    latest = math.floor(now / width) * width
+    origin = max(math.floor(first / width) * width, latest - width * (BUCKETS - 1))
+    n = int((now - origin) // width) + 1
+    rows = [0.0] * n
+    for start, end, count in spans:
+        if end < origin:
+            continue
+        if end <= start:
+            i = int((end - origin) // width)
+            if i < n:
+                rows[i] += count
+            continue
+        i = max(int((start - origin) // width), 0)
+        while i < n and origin + i * width < end:
+            lo = origin + i * width
+            overlap = min(lo + width, end) - max(lo, start)
+            rows[i] += count * max(overlap, 0.0) / (end - start)
+            i += 1
+    return {
+        "x": [origin + i * width for i in range(n)],
+        "y": [round(r / width, 2) for r in rows],
+        "bucket_s": width,
+    }
+
+
+def _batch_rows(batches: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        {
+            "batch_id": b.get("batch_id"),
+            "attempt": b.get("attempt"),
+            "state": b.get("state"),
+            "rows": b.get("rows"),
+            "bytes": b.get("bytes"),
+            "errors": b.get("errors"),
+            "started_at": b.get("started_at"),
+            "duration_ms": b.get("duration_ms"),
+            "partitions": len(b.get("partitions") or ()),
+            "error": b.get("error"),
+        }
+        for b in reversed(batches[-BATCH_ROWS:])
+    ]
+
+
+def router(engine: Any, *, run: bool) -> APIRouter:
+    """The console's routes (none in the OpenAPI document); ``run`` as for the API: a
+    pipeline started here is run by this engine's scheduler."""
+    from sparkpipes.engine.status import pipeline_status
+    from sparkpipes.server.api import _table
+    from sparkpipes.server.app import status_of
+
+    assets = _assets()
+    env = _environment(assets)
+    history = LagHistory()
+    sampler = LagSampler(engine, history)
+
+    @asynccontextmanager
+    async def lifespan(app: Any) -> AsyncIterator[None]:
+        sampler.start()
+        try:
+            yield
+        finally:
+            await run_in_threadpool(sampler.stop)
+
+    r = APIRouter(include_in_schema=False, lifespan=lifespan)
+
+    def html(request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
+        sampler.touch()
+        context.setdefault("user", getattr(request.state, "user", None))
+        context.setdefault("nav", "")
+        context.setdefault("error", None)
+        body = env.get_template(template).render(**context)
+        return HTMLResponse(body, status_code=status, headers=HEADERS)
+
+    def error_page(request: Request, e: SparkpipesError, title: str) -> HTMLResponse:
+        return html(request, "error.html", status_of(e), title=title, message=e.message)
+
+    def overview() -> list[dict[str, Any]]:
+        rows = pipeline_status(engine, lag=False)
+        for p in rows:
+            p["lag"], p["lag_at"] = _lag(p["name"])
+        return rows
+
+    def _lag(name: str) -> tuple[int | None, float | None]:
+        last = history.latest(name)
+        return (last[1], last[0]) if last else (None, None)
+
+    def detail(name: str) -> dict[str, Any]:
+        (status,) = pipeline_status(engine, name, lag=False)
+        status["lag"], status["lag_at"] = _lag(name)
+        now = time.time()
+        batches = engine.batches(name)[-BATCH_POINTS:]
+        series = {"throughput": throughput(batches, now), "lag": history.series(name), "now": now}
+        return {"p": status, "series": series}
+
+    def recent(name: str) -> dict[str, Any]:
+        batches = engine.batches(name)
+        errors = list(reversed(engine.errors(name)[-ERROR_ROWS:]))
+        return {"batches": _batch_rows(batches), "errors": errors, "total": len(batches)}
+
+    def tables() -> list[dict[str, Any]]:
+        loaders: dict[str, list[str]] = {}
+        for p in engine.pipelines():
+            loaders.setdefault(p.table, []).append(p.name)
+        out = []
+        for name in engine.tables():
+            try:
+                t = _table(engine, name)
+            except SparkpipesError as e:  # dropped between the listing and now
+                t = {"name": name, "columns": [], "rows": None, "error": e.message}
+            out.append({**t, "pipelines": loaders.get(name, [])})
+        return out
+
+    # -- pages ------------------------------------------------------------------------------
+
+    @r.get("/")
+    def root() -> RedirectResponse:
+        return RedirectResponse("/console", status_code=302)
+
+    @r.get("/console")
+    def pipelines_page(request: Request) -> HTMLResponse:
+        try:
+            rows = overview()
+        except SparkpipesError as e:
+            return error_page(request, e, "Pipelines")
+        return html(request, "pipelines.html", nav="pipelines", pipelines=rows)
+
+    @r.get("/console/pipelines/{name}")
+    def pipeline_page(request: Request, name: str) -> HTMLResponse:
+        try:
+            engine.pipeline(name)
+        except NotFoundError as e:
+            return html(
+                request, "error.html", 404, title=f"No pipeline '{name}'", message=e.message
+            )
+        except SparkpipesError as e:
+            return error_page(request, e, f"Pipeline '{name}'")
+        try:
+            definition = json.dumps(engine.spec(name).to_json(), indent=2, default=str)
+            definition_error = None
+        except SparkpipesError as e:
+            definition, definition_error = None, e.message
+        try:
+            context = {**detail(name), **recent(name)}
+        except SparkpipesError as e:
+            return error_page(request, e, f"Pipeline '{name}'")
+        return html(
+            request,
+            "pipeline.html",
+            nav="pipelines",
+            name=name,
+            definition=definition,
+            definition_error=definition_error,
+            **context,
+        )
+
+    @r.get("/console/tables")
+    def tables_page(request: Request) -> HTMLResponse:
+        try:
+            found = tables()
+        except SparkpipesError as e:
+            return error_page(request, e, "Tables")
+        return html(request, "tables.html", nav="tables", tables=found)
+
+    @r.get("/console/query")
+    def query_page(request: Request) -> HTMLResponse:
+        return html(request, "query.html", nav="query")
+
+    # -- fragments --------------------------------------------------------------------------
+
+    def fragment(request: Request, template: str, load: Any, **context: Any) -> HTMLResponse:
+        try:
+            context.update(load())
+        except SparkpipesError as e:
+            return html(request, "_message.html", message=e.message)
+        return html(request, template, **context)
+
+    @r.get("/console/fragments/pipelines")
+    def pipelines_fragment(request: Request) -> HTMLResponse:
+        return fragment(request, "_pipelines.html", lambda: {"pipelines": overview()})
+
+    @r.get("/console/fragments/pipelines/{name}/status")
+    def status_fragment(request: Request, name: str) -> HTMLResponse:
+        return fragment(request, "_pipeline_status.html", lambda: detail(name), name=name)
+
+    @r.get("/console/fragments/pipelines/{name}/batches")
+    def batches_fragment(request: Request, name: str) -> HTMLResponse:
+        return fragment(request, "_pipeline_batches.html", lambda: recent(name), name=name)
+
+    @r.get("/console/fragments/tables")
+    def tables_fragment(request: Request) -> HTMLResponse:
+        return fragment(request, "_tables.html", lambda: {"tables": tables()})
+
+    # -- actions ----------------------------------------------------------------------------
+
+    def act(request: Request, name: str, action: str, view: str) -> HTMLResponse:
+        if request.headers.get("HX-Request") != "true":
+            return HTMLResponse("console actions are sent by its pages", 403, headers=HEADERS)
+        error = None
+        try:
+            if action == "start":
+                engine.start(name, run=run)
+            else:
+                engine.stop(name)
+        except SparkpipesError as e:
+            error = e.message
+        if view == "detail":
+            return fragment(
+                request, "_pipeline_status.html", lambda: detail(name), name=name, error=error
+            )
+        return fragment(request, "_pipelines.html", lambda: {"pipelines": overview()}, error=error)
+
+    @r.post("/console/pipelines/{name}/start")
+    def start(request: Request, name: str, view: str = "list") -> HTMLResponse:
+        return act(request, name, "start", view)
+
+    @r.post("/console/pipelines/{name}/stop")
+    def stop(request: Request, name: str, view: str = "list") -> HTMLResponse:
+        return act(request, name, "stop", view)
+
+    # -- static files -----------------------------------------------------------------------
+
+    @r.get("/console/static/{path:path}")
+    def static(request: Request, path: str, v: str | None = None) -> Response:
+        asset = assets.get(path)
+        if asset is None:
+            return Response("not found", 404, media_type="text/plain")
+        etag = f'"{asset.etag}"'
+        cache = "public, max-age=31536000, immutable" if v == asset.etag else "no-cache"
+        headers = {"ETag": etag, "Cache-Control": cache, "X-Content-Type-Options": "nosniff"}
+        if request.headers.get("If-None-Match") == etag:
+            return Response(status_code=304, headers=headers)
+        return Response(asset.body, media_type=asset.media_type, headers=headers)
+
+    return r
