@@ -192,6 +192,8 @@ def run_child(
         "--write-rows",
         str(args.write_rows),
     ]
+    if getattr(args, "master", None):
+        cmd += ["--master", args.master]
     for kv in args.spark_conf:
         cmd += ["--spark-conf", kv]
     for kv in args.kafka_conf:
@@ -282,7 +284,7 @@ def child_sparkpipes(args: argparse.Namespace) -> None:
     from sparkpipes import Engine
     from sparkpipes.sources.kafka import PARTITION_CONSUMER_DEFAULTS
 
-    eng = Engine(wh, spark_master=f"local[{args.cores}]", spark_conf=spark_conf)
+    eng = Engine(wh, spark_master=args.master or f"local[{args.cores}]", spark_conf=spark_conf)
     eng.spark  # noqa: B018 - the SparkSession
     session_s = time.perf_counter() - t0
     t1 = time.perf_counter()
@@ -621,6 +623,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--events", type=int, default=1_000_000)
     ap.add_argument("--cores", type=int, default=2, help="Spark local[N] for sparkpipes")
+    ap.add_argument("--master", default=None, help="sparkpipes on this Spark master instead")
     ap.add_argument(
         "--repeat",
         type=int,

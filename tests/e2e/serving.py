@@ -17,14 +17,16 @@ from typing import Any
 import requests
 
 
-def wait(check: Callable[[], Any], timeout_s: float = 120.0, what: str = "condition") -> Any:
+def wait(
+    check: Callable[[], Any], timeout_s: float = 120.0, what: str = "condition", every: float = 0.5
+) -> Any:
     deadline = time.time() + timeout_s
     while True:
         value = check()
         if value:
             return value
         assert time.time() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.5)
+        time.sleep(every)
 
 
 @dataclass

@@ -61,6 +61,18 @@ def test_mysql_clients_run_sparkpipes_statements(broker, topic, tmp_path):
             assert ("people",) in cur.fetchall()
             cur.execute("SELECT PIPELINE_NAME, STATE FROM information_schema.PIPELINES")
             assert cur.fetchall() == (("people_p", "Running"),)
+            # seed 000's monitoring queries, as its docs write them
+            cur.execute(
+                "SELECT * FROM information_schema.PIPELINES_SOURCE_OFFSETS "
+                "WHERE PIPELINE_NAME = 'people_p'"
+            )
+            assert len(cur.fetchall()) == 4  # a row per partition
+            cur.execute(
+                "SELECT PIPELINE_NAME, STATE, CONFIG_JSON FROM information_schema.PIPELINES "
+                "WHERE PIPELINE_NAME = 'people_p'"
+            )
+            ((name, state, config),) = cur.fetchall()
+            assert (name, state) == ("people_p", "Running") and CANARY not in str(config)
             cur.execute("SHOW CREATE PIPELINE people_p")
             shown = str(cur.fetchall())
             assert CANARY not in shown and "<redacted>" in shown

@@ -20,6 +20,7 @@ import uuid
 import pytest
 
 from sparkpipes.engine import cluster
+from tests.e2e.serving import free_port
 from tests.integration.databases import pg_database
 
 pytestmark = [pytest.mark.timeout(900), pytest.mark.slow]
@@ -72,15 +73,8 @@ CHILD = textwrap.dedent(
 def test_pipelines_on_a_standalone_cluster_into_s3_survive_a_lost_worker(
     broker, topic, s3_server, tmp_path, monkeypatch
 ):
-    for key, value in {
-        "AWS_ENDPOINT_URL": s3_server.endpoint_url,
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_REGION": "us-east-1",
-        "AWS_ALLOW_HTTP": "true",
-        "SPARKPIPES_SECRET_KEY": "cluster test passphrase",
-    }.items():
-        monkeypatch.setenv(key, value)  # the cluster's workers inherit them
+    s3_environment(monkeypatch, s3_server)  # the cluster's workers inherit it
+    monkeypatch.setenv("SPARKPIPES_SECRET_KEY", "cluster test passphrase")
     bucket, inbox = f"wh{uuid.uuid4().hex[:8]}", f"in{uuid.uuid4().hex[:8]}"
     s3_server.create_bucket(bucket)
     s3_server.create_bucket(inbox)
@@ -100,7 +94,7 @@ def test_pipelines_on_a_standalone_cluster_into_s3_survive_a_lost_worker(
         "INTO TABLE tf FORMAT JSON"
     )
     state = tmp_path / "cluster"
-    master = cluster.start(state, workers=2, cores=1, memory="1g", port=_free_port())
+    master = cluster.start(state, workers=2, cores=1, memory="1g", port=free_port())
     try:
         victim = cluster.status(state)["pids"]["worker-0"]
         with pg_database() as url:
@@ -134,12 +128,16 @@ def test_pipelines_on_a_standalone_cluster_into_s3_survive_a_lost_worker(
     assert report["batches"]["k"][-1] == "NoData" and "Succeeded" in report["batches"]["f"]
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def s3_environment(monkeypatch, s3_server) -> None:
+    """The standard AWS environment that delta-rs and pyarrow read, for the moto server."""
+    for key, value in {
+        "AWS_ENDPOINT_URL": s3_server.endpoint_url,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_REGION": "us-east-1",
+        "AWS_ALLOW_HTTP": "true",
+    }.items():
+        monkeypatch.setenv(key, value)
 
 
 def test_concurrent_delta_commits_on_s3_lose_none(s3_server, monkeypatch):
@@ -150,14 +148,7 @@ def test_concurrent_delta_commits_on_s3_lose_none(s3_server, monkeypatch):
     import pyarrow as pa
     from deltalake import DeltaTable, write_deltalake
 
-    for key, value in {
-        "AWS_ENDPOINT_URL": s3_server.endpoint_url,
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_REGION": "us-east-1",
-        "AWS_ALLOW_HTTP": "true",
-    }.items():
-        monkeypatch.setenv(key, value)
+    s3_environment(monkeypatch, s3_server)
     bucket = f"race{uuid.uuid4().hex[:8]}"
     s3_server.create_bucket(bucket)
     uri = f"s3://{bucket}/t"

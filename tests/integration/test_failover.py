@@ -26,6 +26,7 @@ import pytest
 from deltalake import DeltaTable
 
 from sparkpipes.catalog import Catalog
+from tests.e2e import serving
 from tests.integration.databases import pg_database
 
 pytestmark = [pytest.mark.timeout(900), pytest.mark.slow]
@@ -69,13 +70,7 @@ class Run:
 
 
 def wait(check, timeout_s: float, what: str):
-    deadline = time.time() + timeout_s
-    while True:
-        value = check()
-        if value:
-            return value
-        assert time.time() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.1)
+    return serving.wait(check, timeout_s, what, every=0.1)
 
 
 def commits(location: str) -> list[dict]:
@@ -173,6 +168,14 @@ def test_failover_between_two_engines_and_a_zombie_commits_nothing(broker, topic
             zombie.proc.send_signal(signal.SIGSTOP)
             stopped_at = time.time()
             wait(lambda: committed_by(other, stopped_at), 120, "the other engine's takeover")
+            shown = subprocess.run(
+                [*CLI, "--warehouse", str(warehouse), "--catalog-url", url, "status"],
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=120,
+            ).stdout
+            assert other.engine_id in shown and zombie.engine_id not in shown, shown
             time.sleep(1.0)
             zombie.proc.send_signal(signal.SIGCONT)
             resumed_at = time.time()

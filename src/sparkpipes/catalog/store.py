@@ -524,12 +524,23 @@ class Catalog:
             )
             c.execute(batches_t.insert().values(**key, **values))
 
-    def batches(self, pipeline_id: str | None = None) -> list[dict[str, Any]]:
-        q = sa.select(batches_t).order_by(batches_t.c.batch_id, batches_t.c.attempt)
+    def batches(
+        self, pipeline_id: str | None = None, last: int | None = None
+    ) -> list[dict[str, Any]]:
+        """Batch attempts, oldest first; with ``last``, only the newest ``last`` of them
+        (read as such: the cost does not grow with the history)."""
+        c_ = batches_t.c
+        q = sa.select(batches_t)
         if pipeline_id is not None:
-            q = q.where(batches_t.c.pipeline_id == pipeline_id)
+            q = q.where(c_.pipeline_id == pipeline_id)
+        if last is not None:
+            q = q.order_by(c_.batch_id.desc(), c_.attempt.desc()).limit(last)
+        else:
+            q = q.order_by(c_.batch_id, c_.attempt)
         with self._tx() as c:
             rows = c.execute(q).mappings().all()
+        if last is not None:
+            rows = list(reversed(rows))
         out = []
         for r in rows:
             d = dict(r)
@@ -537,6 +548,16 @@ class Catalog:
             d["offsets"] = json.loads(d["offsets"]) if d["offsets"] else None
             out.append(d)
         return out
+
+    def loaded(self, pipeline_id: str) -> tuple[int, dt.datetime | None]:
+        """Rows of every succeeded batch of the pipeline, and when the last one finished
+        (one aggregate query)."""
+        c_ = batches_t.c
+        q = sa.select(sa.func.coalesce(sa.func.sum(c_.rows), 0), sa.func.max(c_.finished_at))
+        q = q.where(c_.pipeline_id == pipeline_id, c_.state == BatchState.SUCCEEDED)
+        with self._tx() as c:
+            rows, finished = c.execute(q).one()
+        return int(rows), finished
 
     def last_succeeded(self, pipeline_id: str) -> tuple[int, dict[str, Any]] | None:
         q = (
@@ -631,6 +652,20 @@ class Catalog:
             return c.execute(
                 sa.select(meta_t.c.value).where(meta_t.c.key == f"note:{key}")
             ).scalar()
+
+    def notes(self, prefix: str) -> dict[str, str]:
+        """Every note whose key starts with ``prefix`` (one per engine, say)."""
+        with self._tx() as c:
+            rows = c.execute(
+                sa.select(meta_t.c.key, meta_t.c.value).where(
+                    meta_t.c.key.startswith(f"note:{prefix}", autoescape=True)
+                )
+            ).all()
+        return {r.key.removeprefix("note:"): r.value for r in rows}
+
+    def drop_note(self, key: str) -> None:
+        with self._tx() as c:
+            c.execute(meta_t.delete().where(meta_t.c.key == f"note:{key}"))
 
     def variables(self) -> dict[str, str]:
         with self._tx() as c:

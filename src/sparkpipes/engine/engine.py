@@ -318,8 +318,9 @@ class Engine:
         """An information_schema view (PIPELINES, PIPELINES_BATCHES, …) as an Arrow table."""
         return self._info.view(view, cache)
 
-    def batches(self, name: str) -> list[dict[str, Any]]:
-        return self.catalog.batches(self.catalog.pipeline(name).id)
+    def batches(self, name: str, last: int | None = None) -> list[dict[str, Any]]:
+        """The pipeline's batch attempts, oldest first (only the newest ``last``)."""
+        return self.catalog.batches(self.catalog.pipeline(name).id, last)
 
     def errors(self, name: str) -> list[dict[str, Any]]:
         return self.catalog.errors(self.catalog.pipeline(name).id)

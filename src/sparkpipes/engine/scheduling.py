@@ -55,6 +55,8 @@ from sparkpipes.errors import CatalogError, InternalError, LeaseLostError, Spark
 #: how often a serving scheduler renews its note, and the age at which a note is stale
 HEARTBEAT_S = 5.0
 STALE_S = 3 * HEARTBEAT_S
+#: the catalog note of each engine's scheduler is ``scheduler:<engine id>``
+NOTE = "scheduler"
 
 log = logging.getLogger("sparkpipes.engine")
 
@@ -283,6 +285,13 @@ class Scheduler:
                 self._changes += 1
                 change = self._changes
             self._publish(change)  # what still runs or waits (nothing, for one engine)
+            with self._cv:
+                idle = not self._workers
+            if idle:  # this engine serves nothing any more: its note goes
+                try:
+                    self.rt.catalog.drop_note(f"{NOTE}:{self.leases.me}")
+                except CatalogError:
+                    pass
 
     def _serve(self, name: str, halt: threading.Event) -> None:
         """One pipeline's turns, while it is ``Running`` and this engine holds its lease
@@ -438,7 +447,7 @@ class Scheduler:
                 try:
                     now = time.time()
                     note = json.dumps({"at": now, **state}, sort_keys=True)
-                    self.rt.catalog.put_note("scheduler", note)
+                    self.rt.catalog.put_note(f"{NOTE}:{self.leases.me}", note)
                     self._noted_at = now
                 except Exception as e:  # best effort: status shows less, batches go on
                     log.debug("could not note the scheduler's state: %s", e)

@@ -29,22 +29,24 @@ def total_lag(eng: Any, rec: Any) -> int | None:
 
 
 def cluster_shares(eng: Any) -> dict[str, str]:
-    """Per pipeline, its share of the cluster as the scheduler last noted it: ``4/10``
-    partitions while a batch runs, ``waiting (needs 8)`` while it waits for room."""
+    """Per pipeline, its share of the cluster as its engine's scheduler last noted it:
+    ``4/10`` partitions while a batch runs, ``waiting (needs 8)`` while it waits for
+    room. Each engine notes its own; a note not renewed for ``STALE_S`` is from an engine
+    that died (SIGKILL) and is ignored."""
+    from sparkpipes.engine.scheduling import NOTE, STALE_S
+
     try:
-        note = eng.rt.catalog.note("scheduler")
+        notes = eng.rt.catalog.notes(NOTE)
     except SparkpipesError:
         return {}
-    if not note:
-        return {}
-    from sparkpipes.engine.scheduling import STALE_S
-
-    state = json.loads(note)
-    if time.time() - float(state.get("at", 0)) > STALE_S:
-        return {}  # its scheduler stopped renewing it: it died
-    cap = state.get("capacity")
-    shares = {n: f"{w}/{cap}" for n, w in state.get("running", {}).items()}
-    shares.update({n: f"waiting (needs {w})" for n, w in state.get("waiting", {}).items()})
+    shares: dict[str, str] = {}
+    for note in notes.values():
+        state = json.loads(note)
+        if time.time() - float(state.get("at", 0)) > STALE_S:
+            continue
+        cap = state.get("capacity")
+        shares.update({n: f"{w}/{cap}" for n, w in state.get("running", {}).items()})
+        shares.update({n: f"waiting (needs {w})" for n, w in state.get("waiting", {}).items()})
     return shares
 
 
@@ -57,29 +59,22 @@ def pipeline_status(eng: Any, name: str | None = None, *, lag: bool = True) -> l
         leases = {}
     out = []
     for p in [eng.pipeline(name)] if name else eng.pipelines():
-        done = [b for b in eng.batches(p.name) if b["state"] == BatchState.SUCCEEDED]
-        recent = done[-RECENT:]
+        window = eng.rt.catalog.batches(p.id, last=4 * RECENT)
+        recent = [b for b in window if b["state"] == BatchState.SUCCEEDED][-RECENT:]
+        loaded, finished = eng.rt.catalog.loaded(p.id)
         secs = sum((b["duration_ms"] or 0) for b in recent) / 1000
         out.append(
             {
                 "name": p.name,
                 "state": p.state,
                 "table": p.table,
-                "rows_loaded": sum(b["rows"] for b in done),
+                "rows_loaded": loaded,
                 "rows_per_s": sum(b["rows"] for b in recent) / secs if secs else 0.0,
                 "lag": total_lag(eng, p) if lag else None,
                 "cluster": shares.get(p.name, "") if p.state == "Running" else "",
                 "engine": leases[p.id].holder if p.id in leases and leases[p.id].held else None,
                 "last_error": p.last_error,
-                "last_batch_at": _at(done[-1]) if done else None,
+                "last_batch_at": finished.isoformat() if finished else None,
             }
         )
     return out
-
-
-def _at(batch: dict) -> str | None:
-    for key in ("finished_at", "started_at"):
-        if batch.get(key) is not None:
-            value = batch[key]
-            return value.isoformat() if hasattr(value, "isoformat") else str(value)
-    return None

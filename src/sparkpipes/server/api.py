@@ -227,7 +227,7 @@ def router(engine: Any, *, run: bool) -> APIRouter:
     @r.get("/pipelines/{name}/batches")
     def batches(name: str, limit: int = Query(100, ge=1, le=10_000)) -> list[dict[str, Any]]:
         engine.pipeline(name)
-        return [_json(b) for b in engine.batches(name)[-limit:]]
+        return [_json(b) for b in engine.batches(name, last=limit)]
 
     @r.get("/pipelines/{name}/errors")
     def errors(name: str, limit: int = Query(100, ge=1, le=10_000)) -> list[dict[str, Any]]:

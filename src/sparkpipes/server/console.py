@@ -433,14 +433,15 @@ def router(engine: Any, *, run: bool) -> APIRouter:
         (status,) = pipeline_status(engine, name, lag=False)
         status["lag"], status["lag_at"] = _lag(name)
         now = time.time()
-        batches = engine.batches(name)[-BATCH_POINTS:]
+        batches = engine.batches(name, last=BATCH_POINTS)
         series = {"throughput": throughput(batches, now), "lag": history.series(name), "now": now}
         return {"p": status, "series": series}
 
     def recent(name: str) -> dict[str, Any]:
-        batches = engine.batches(name)
+        batches = engine.batches(name, last=BATCH_ROWS)
         errors = list(reversed(engine.errors(name)[-ERROR_ROWS:]))
-        return {"batches": _batch_rows(batches), "errors": errors, "total": len(batches)}
+        total = batches[-1]["batch_id"] if batches else 0  # batch ids count from 1
+        return {"batches": _batch_rows(batches), "errors": errors, "total": total}
 
     def tables() -> list[dict[str, Any]]:
         loaders: dict[str, list[str]] = {}

@@ -80,3 +80,27 @@ def test_a_catalog_of_another_schema_version_is_refused(tmp_path):
     db.dispose()
     with pytest.raises(CatalogError, match="has schema version 0; this sparkpipes needs 2"):
         Catalog(url)
+
+
+def test_the_newest_batches_and_rows_loaded_are_read_without_the_whole_history(cat):
+    cat.create_pipeline("p", "id1", "kafka", "t", {}, {}, "Running")
+    t0 = dt.datetime(2026, 1, 1)
+    for b in range(1, 31):
+        for attempt, state in (
+            ((1, "Failed"), (2, "Succeeded")) if b % 10 == 0 else ((1, "Succeeded"),)
+        ):
+            cat.record_batch(
+                pipeline_id="id1",
+                pipeline_name="p",
+                batch_id=b,
+                attempt=attempt,
+                state=state,
+                started_at=t0 + dt.timedelta(seconds=b),
+                rows=b if state == "Succeeded" else 999,
+            )
+    last = cat.batches("id1", last=4)
+    assert [(x["batch_id"], x["attempt"]) for x in last] == [(28, 1), (29, 1), (30, 1), (30, 2)]
+    assert len(cat.batches("id1")) == 33
+    rows, finished = cat.loaded("id1")
+    assert rows == sum(range(1, 31)) and finished is not None
+    assert cat.loaded("nope") == (0, None)
