@@ -144,3 +144,16 @@ def test_leases_give_each_pipeline_one_holder_with_rising_tokens(url, monkeypatc
     assert "id-p" not in a.leases.all()
     a.close()
     b.close()
+
+
+def test_a_postgresql_catalog_session_cannot_sit_in_a_transaction_for_ever():
+    import sqlalchemy as sa
+
+    from sparkpipes.catalog.store import IDLE_TX_MS
+
+    with pg_database() as url:
+        cat = Catalog(url)
+        with cat.engine.connect() as c:
+            shown = c.execute(sa.text("SHOW idle_in_transaction_session_timeout")).scalar()
+        cat.close()
+    assert shown == f"{IDLE_TX_MS // 1000}s"

@@ -96,6 +96,8 @@ errors_t = sa.Table(
 )
 
 SCHEMA_VERSION = 2
+#: PostgreSQL ends a catalog session idle inside a transaction for this long (ms)
+IDLE_TX_MS = 30_000
 
 meta_t = sa.Table(
     "sp_meta",
@@ -202,6 +204,12 @@ class Catalog:
         kwargs: dict[str, Any] = {"future": True}
         if url.startswith("sqlite"):
             kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
+        elif url.startswith("postgresql") and "options" not in sa.engine.make_url(url).query:
+            # an engine paused (SIGSTOP) inside a catalog transaction must not hold its row
+            # locks (a pipeline's lease, say) for ever: the server ends such a session
+            kwargs["connect_args"] = {
+                "options": f"-c idle_in_transaction_session_timeout={IDLE_TX_MS}"
+            }
         try:
             self.engine = sa.create_engine(url, **kwargs)
             _owner_only(url)
@@ -604,12 +612,18 @@ class Catalog:
                 c.execute(errors_t.insert(), rows)
         return len(rows)
 
-    def errors(self, pipeline_id: str | None = None) -> list[dict[str, Any]]:
-        q = sa.select(errors_t).order_by(errors_t.c.id)
+    def errors(
+        self, pipeline_id: str | None = None, last: int | None = None
+    ) -> list[dict[str, Any]]:
+        """Stored errors, oldest first; with ``last``, only the newest ``last``."""
+        q = sa.select(errors_t)
         if pipeline_id is not None:
             q = q.where(errors_t.c.pipeline_id == pipeline_id)
+        q = q.order_by(errors_t.c.id.desc()).limit(last) if last else q.order_by(errors_t.c.id)
         with self._tx() as c:
             rows = c.execute(q).mappings().all()
+        if last:
+            rows = list(reversed(rows))
         out = []
         for r in rows:
             d = dict(r)

@@ -322,8 +322,9 @@ class Engine:
         """The pipeline's batch attempts, oldest first (only the newest ``last``)."""
         return self.catalog.batches(self.catalog.pipeline(name).id, last)
 
-    def errors(self, name: str) -> list[dict[str, Any]]:
-        return self.catalog.errors(self.catalog.pipeline(name).id)
+    def errors(self, name: str, last: int | None = None) -> list[dict[str, Any]]:
+        """The pipeline's stored errors, oldest first (only the newest ``last``)."""
+        return self.catalog.errors(self.catalog.pipeline(name).id, last)
 
     # -- running ----------------------------------------------------------------------
     def run_batch(self, name: str) -> BatchResult:

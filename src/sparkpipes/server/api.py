@@ -232,7 +232,7 @@ def router(engine: Any, *, run: bool) -> APIRouter:
     @r.get("/pipelines/{name}/errors")
     def errors(name: str, limit: int = Query(100, ge=1, le=10_000)) -> list[dict[str, Any]]:
         engine.pipeline(name)
-        return [_json(e) for e in engine.errors(name)[-limit:]]
+        return [_json(e) for e in engine.errors(name, last=limit)]
 
     @r.get("/pipelines/{name}/files")
     def files(name: str) -> list[dict[str, Any]]:

@@ -439,7 +439,7 @@ def router(engine: Any, *, run: bool) -> APIRouter:
 
     def recent(name: str) -> dict[str, Any]:
         batches = engine.batches(name, last=BATCH_ROWS)
-        errors = list(reversed(engine.errors(name)[-ERROR_ROWS:]))
+        errors = list(reversed(engine.errors(name, last=ERROR_ROWS)))
         total = batches[-1]["batch_id"] if batches else 0  # batch ids count from 1
         return {"batches": _batch_rows(batches), "errors": errors, "total": total}
 

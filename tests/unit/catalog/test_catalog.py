@@ -104,3 +104,10 @@ def test_the_newest_batches_and_rows_loaded_are_read_without_the_whole_history(c
     rows, finished = cat.loaded("id1")
     assert rows == sum(range(1, 31)) and finished is not None
     assert cat.loaded("nope") == (0, None)
+
+
+def test_the_newest_errors_are_read_alone(cat):
+    for b in range(1, 6):
+        cat.replace_errors("id1", "p", b, [{"partition": "0", "offset": b, "reason": f"r{b}"}])
+    assert [e["reason"] for e in cat.errors("id1", last=2)] == ["r4", "r5"]
+    assert len(cat.errors("id1")) == 5 and cat.errors("other", last=3) == []
