@@ -11,7 +11,6 @@ credentials redacted. A SQLite catalog file is created owner-only (0600).
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import datetime as dt
 import json
@@ -25,114 +24,32 @@ import pyarrow as pa
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError, OperationalError
 
-from sparkpipes.catalog.leases import Leases, leases_table
+from sparkpipes.catalog.leases import Leases
 from sparkpipes.catalog.migrations import migrate
+from sparkpipes.catalog.schema import (
+    PINOT,
+    SCHEMA_VERSION,
+    batches_t,
+    connectors_t,
+    errors_t,
+    leases_t,
+    meta,
+    meta_t,
+    pipelines_t,
+    procedures_t,
+    schema_from_text,
+    schema_to_text,
+    tables_t,
+    users_t,
+    variables_t,
+)
 from sparkpipes.catalog.secrets import ENV, SecretBox, as_key, sealed
 from sparkpipes.catalog.states import BatchState
-from sparkpipes.catalog.users import Users, users_table
+from sparkpipes.catalog.users import Users
 from sparkpipes.errors import AlreadyExistsError, CatalogError, NotFoundError
 
-meta = sa.MetaData()
-
-tables_t = sa.Table(
-    "sp_tables",
-    meta,
-    sa.Column("name", sa.String(255), primary_key=True),
-    sa.Column("location", sa.Text, nullable=False),
-    sa.Column("ddl", sa.Text, nullable=False),
-    sa.Column("arrow_schema", sa.Text, nullable=False),
-    sa.Column("options", sa.Text, nullable=False, default="{}"),
-    sa.Column("created_at", sa.DateTime, nullable=False),
-)
-
-pipelines_t = sa.Table(
-    "sp_pipelines",
-    meta,
-    sa.Column("name", sa.String(255), primary_key=True),
-    sa.Column("id", sa.String(64), nullable=False, unique=True),
-    sa.Column("source", sa.String(64), nullable=False),
-    sa.Column("table_name", sa.String(255), nullable=False),
-    sa.Column("definition", sa.Text, nullable=False),
-    sa.Column("credentials", sa.Text, nullable=False, default="{}"),
-    sa.Column("state", sa.String(32), nullable=False),
-    sa.Column("last_error", sa.Text),
-    sa.Column("created_at", sa.DateTime, nullable=False),
-    sa.Column("updated_at", sa.DateTime, nullable=False),
-)
-
-batches_t = sa.Table(
-    "sp_batches",
-    meta,
-    sa.Column("pipeline_id", sa.String(64), primary_key=True),
-    sa.Column("batch_id", sa.BigInteger, primary_key=True),
-    sa.Column("attempt", sa.Integer, primary_key=True),
-    sa.Column("pipeline_name", sa.String(255), nullable=False),
-    sa.Column("state", sa.String(32), nullable=False),
-    sa.Column("rows", sa.BigInteger, nullable=False, default=0),
-    sa.Column("bytes", sa.BigInteger, nullable=False, default=0),
-    sa.Column("errors", sa.BigInteger, nullable=False, default=0),
-    sa.Column("started_at", sa.DateTime, nullable=False),
-    sa.Column("finished_at", sa.DateTime),
-    sa.Column("duration_ms", sa.BigInteger),
-    sa.Column("partitions", sa.Text, nullable=False, default="[]"),
-    sa.Column("offsets", sa.Text),
-    sa.Column("error", sa.Text),
-)
-
-errors_t = sa.Table(
-    "sp_errors",
-    meta,
-    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column("pipeline_id", sa.String(64), nullable=False, index=True),
-    sa.Column("pipeline_name", sa.String(255), nullable=False),
-    sa.Column("batch_id", sa.BigInteger, nullable=False),
-    sa.Column("partition", sa.Text, nullable=False),
-    sa.Column("offset", sa.Text),
-    sa.Column("code", sa.String(16), nullable=False),
-    sa.Column("kind", sa.String(32), nullable=False),
-    sa.Column("reason", sa.Text, nullable=False),
-    sa.Column("excerpt", sa.Text),
-    sa.Column("created_at", sa.DateTime, nullable=False),
-)
-
-SCHEMA_VERSION = 2
 #: PostgreSQL ends a catalog session idle inside a transaction for this long (ms)
 IDLE_TX_MS = 30_000
-
-meta_t = sa.Table(
-    "sp_meta",
-    meta,
-    sa.Column("key", sa.String(64), primary_key=True),
-    sa.Column("value", sa.Text, nullable=False),
-)
-
-
-def _definitions(name: str) -> sa.Table:
-    """A table of named JSON definitions (procedures, connectors, Pinot documents)."""
-    return sa.Table(
-        name,
-        meta,
-        sa.Column("name", sa.String(255), primary_key=True),
-        sa.Column("definition", sa.Text, nullable=False),
-        sa.Column("created_at", sa.DateTime, nullable=False),
-    )
-
-
-procedures_t = _definitions("sp_procedures")
-connectors_t = _definitions("sp_connectors")
-pinot_schemas_t = _definitions("sp_pinot_schemas")
-pinot_tables_t = _definitions("sp_pinot_tables")
-_PINOT = {"schema": pinot_schemas_t, "table": pinot_tables_t}
-
-users_t = users_table(meta)
-leases_t = leases_table(meta)
-
-variables_t = sa.Table(
-    "sp_variables",
-    meta,
-    sa.Column("name", sa.String(255), primary_key=True),
-    sa.Column("value", sa.Text, nullable=False),
-)
 
 
 def _sqlite_path(url: str) -> str | None:
@@ -152,14 +69,6 @@ def _owner_only(url: str) -> None:
 
 def _now() -> dt.datetime:
     return dt.datetime.now(dt.UTC).replace(tzinfo=None)
-
-
-def schema_to_text(schema: pa.Schema) -> str:
-    return base64.b64encode(schema.serialize().to_pybytes()).decode()
-
-
-def schema_from_text(text: str) -> pa.Schema:
-    return pa.ipc.read_schema(pa.py_buffer(base64.b64decode(text)))
 
 
 @dataclass(frozen=True)
@@ -357,16 +266,16 @@ class Catalog:
     # -- Pinot schemas and table configs ----------------------------------------------
     def put_pinot(self, kind: str, name: str, doc: dict[str, Any], *, replace: bool) -> None:
         """Store a Pinot ``schema`` or ``table`` config (secrets already redacted)."""
-        self._put_definition(_PINOT[kind], f"Pinot {kind}", name, doc, replace)
+        self._put_definition(PINOT[kind], f"Pinot {kind}", name, doc, replace)
 
     def pinot(self, kind: str, name: str) -> dict[str, Any]:
-        return self._definition(_PINOT[kind], f"Pinot {kind}", name)
+        return self._definition(PINOT[kind], f"Pinot {kind}", name)
 
     def pinot_names(self, kind: str) -> list[str]:
-        return self._names(_PINOT[kind])
+        return self._names(PINOT[kind])
 
     def drop_pinot(self, kind: str, name: str) -> None:
-        self._drop_definition(_PINOT[kind], f"Pinot {kind}", name)
+        self._drop_definition(PINOT[kind], f"Pinot {kind}", name)
 
     # -- named JSON definitions (procedures, connectors) ---------------------------------
     def _put_definition(

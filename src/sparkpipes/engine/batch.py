@@ -18,9 +18,12 @@
 3. **Commit.** ``Sink.commit``: every staged handle + the end offsets of *all*
    partitions, atomically, under the app id ``sparkpipes:<pipeline id>`` and batch *B*.
    If the destination already holds batch ≥ *B* of the pipeline, the batch was committed
-   before a crash (or by another writer) and is skipped. Staged data of failed attempts
-   is never visible; when an attempt fails (a task, the driver-side work, or a commit the
-   destination then shows did not happen) its staged data is removed (``Sink.abort``),
+   before a crash (or by another writer) and is skipped. Run by the scheduler, the commit
+   is first fenced by the pipeline's lease (``engine.leasing``): an engine that lost it
+   commits nothing, and the commit's metadata names the engine and lease token. Staged
+   data of failed attempts is never visible; when an attempt fails (a task, the
+   driver-side work, or a commit the destination then shows did not happen) its staged
+   data is removed (``Sink.abort``),
    so that retries do not fill the destination's storage with files nothing references
    (a crash still leaves them behind, and so may a failed upsert: delta-rs writes the
    MERGE's files itself).

@@ -9,7 +9,8 @@ import pytest
 
 from sparkpipes.config.core import REDACTED, Secret
 from sparkpipes.config.pinot import DateTimeFormat, load_schema, load_table
-from sparkpipes.config.pinot_stream import parse_duration_ms, parse_jaas, parse_size
+from sparkpipes.config.pinot_security import parse_jaas
+from sparkpipes.config.pinot_stream import parse_duration_ms, parse_size
 from sparkpipes.errors import ConfigError
 
 SEED = Path(__file__).parents[2] / "e2e" / "pinot"
