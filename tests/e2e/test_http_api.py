@@ -50,6 +50,8 @@ def test_pipelines_tables_and_sql_over_http(broker, topic, tmp_path):
         assert requests.get(f"{url}/api/pipelines/people_p/errors").json() == []
         tables = requests.get(f"{url}/api/tables").json()
         assert {"name": "id", "type": "int64"} in tables[0]["columns"]
+        assert tables[0]["files"] >= 1 and tables[0]["version"] >= 1  # table upkeep
+        assert tables[0]["last_vacuum"] is None or "T" in tables[0]["last_vacuum"]
 
         q = requests.post(
             f"{url}/api/query",

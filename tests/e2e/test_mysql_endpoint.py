@@ -73,6 +73,14 @@ def test_mysql_clients_run_sparkpipes_statements(broker, topic, tmp_path):
             )
             ((name, state, config),) = cur.fetchall()
             assert (name, state) == ("people_p", "Running") and CANARY not in str(config)
+            # table maintenance, as MySQL clients send it
+            cur.execute("OPTIMIZE TABLE people")
+            ((table, op, kind, text),) = cur.fetchall()
+            assert (table, op, kind) == ("people", "optimize", "status") and "OK:" in text
+            cur.execute("SHOW TABLE STATUS LIKE 'people'")
+            status = dict(zip([d[0] for d in cur.description], cur.fetchone()))
+            assert status["Name"] == "people" and status["Rows"] == 500
+            assert status["Engine"] == "Delta" and status["Files"] >= 1
             cur.execute("SHOW CREATE PIPELINE people_p")
             shown = str(cur.fetchall())
             assert CANARY not in shown and "<redacted>" in shown

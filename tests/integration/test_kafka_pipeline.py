@@ -158,7 +158,12 @@ def test_missing_topic_fails_the_batch(engine, broker):
     # tests/integration/test_kafka_errors.py
 
 
-def test_offsets_out_of_range_fail_by_default_or_resume_with_a_recorded_gap(engine, broker, topic):
+def test_offsets_out_of_range_fail_by_default_or_resume_with_a_recorded_gap(
+    engine, broker, topic, monkeypatch
+):
+    from sparkpipes.engine import batch
+
+    monkeypatch.setattr(batch, "IDLE_RECHECK_S", 2.0)
     # Tansu keeps no retention and has no DeleteRecords, so the committed offsets are made
     # to fall outside the broker's range by recreating the topic with fewer records.
     broker.produce(topic, events(400), partitions=4)

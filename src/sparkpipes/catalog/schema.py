@@ -11,6 +11,7 @@ import base64
 import pyarrow as pa
 import sqlalchemy as sa
 
+from sparkpipes.catalog.history import maintenance_table, pruned_table
 from sparkpipes.catalog.leases import leases_table
 from sparkpipes.catalog.users import users_table
 
@@ -106,6 +107,8 @@ PINOT = {"schema": pinot_schemas_t, "table": pinot_tables_t}
 
 users_t = users_table(meta)
 leases_t = leases_table(meta)
+pruned_t = pruned_table(meta)
+maintenance_t = maintenance_table(meta)
 
 variables_t = sa.Table(
     "sp_variables",

@@ -24,6 +24,7 @@ import pyarrow as pa
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError, OperationalError
 
+from sparkpipes.catalog.history import History
 from sparkpipes.catalog.leases import Leases
 from sparkpipes.catalog.migrations import migrate
 from sparkpipes.catalog.schema import (
@@ -33,10 +34,12 @@ from sparkpipes.catalog.schema import (
     connectors_t,
     errors_t,
     leases_t,
+    maintenance_t,
     meta,
     meta_t,
     pipelines_t,
     procedures_t,
+    pruned_t,
     schema_from_text,
     schema_to_text,
     tables_t,
@@ -131,6 +134,8 @@ class Catalog:
         self.users = Users(users_t, self._tx)
         #: which engine runs each pipeline (by pipeline id; ``catalog.leases``)
         self.leases = Leases(leases_t, self._tx, self.engine.dialect.name)
+        #: pruning of batches and errors, the table maintenance log (``catalog.history``)
+        self.history = History(batches_t, errors_t, pruned_t, maintenance_t, self._tx)
 
     def _box(self) -> SecretBox:
         if self.secrets is None:
@@ -233,6 +238,7 @@ class Catalog:
         with self._tx() as c:
             if c.execute(tables_t.delete().where(tables_t.c.name == name)).rowcount == 0:
                 raise NotFoundError(f"table '{name}' does not exist")
+            c.execute(maintenance_t.delete().where(maintenance_t.c.table_name == name))
 
     # -- procedures -------------------------------------------------------------------
     def put_procedure(self, name: str, definition: dict[str, Any], *, replace: bool) -> None:
@@ -468,12 +474,20 @@ class Catalog:
 
     def loaded(self, pipeline_id: str) -> tuple[int, dt.datetime | None]:
         """Rows of every succeeded batch of the pipeline, and when the last one finished
-        (one aggregate query)."""
+        (one aggregate query; batches pruned from the history count through their
+        totals)."""
         c_ = batches_t.c
         q = sa.select(sa.func.coalesce(sa.func.sum(c_.rows), 0), sa.func.max(c_.finished_at))
         q = q.where(c_.pipeline_id == pipeline_id, c_.state == BatchState.SUCCEEDED)
+        p = pruned_t.c
         with self._tx() as c:
             rows, finished = c.execute(q).one()
+            old = c.execute(
+                sa.select(p.rows, p.last_finished).where(p.pipeline_id == pipeline_id)
+            ).first()
+        if old is not None:
+            rows = int(rows) + old.rows
+            finished = finished or old.last_finished
         return int(rows), finished
 
     def last_succeeded(self, pipeline_id: str) -> tuple[int, dict[str, Any]] | None:
@@ -544,6 +558,7 @@ class Catalog:
         with self._tx() as c:
             c.execute(batches_t.delete().where(batches_t.c.pipeline_id == pipeline_id))
             c.execute(errors_t.delete().where(errors_t.c.pipeline_id == pipeline_id))
+            c.execute(pruned_t.delete().where(pruned_t.c.pipeline_id == pipeline_id))
 
     # -- variables --------------------------------------------------------------------
     def set_variable(self, name: str, value: str) -> None:

@@ -129,6 +129,24 @@ SCHEMAS: dict[str, pa.Schema] = {
     ),
 }
 SCHEMAS["PIPELINES_CURSORS"] = SCHEMAS["PIPELINES_OFFSETS"]
+SCHEMAS["TABLE_MAINTENANCE"] = pa.schema(
+    [
+        ("DATABASE_NAME", pa.string()),
+        ("TABLE_NAME", pa.string()),
+        ("OPERATION", pa.string()),
+        ("TRIGGER", pa.string()),
+        ("ENGINE", pa.string()),
+        ("START_TIME", TS),
+        ("DURATION_MS", pa.int64()),
+        ("FILES_REMOVED", pa.int64()),
+        ("FILES_ADDED", pa.int64()),
+        ("BYTES_REMOVED", pa.int64()),
+        ("BYTES_ADDED", pa.int64()),
+        ("ROWS_AFFECTED", pa.int64()),
+        ("TABLE_VERSION", pa.int64()),
+        ("ERROR", pa.string()),
+    ]
+)
 
 
 def _j(v: Any) -> str | None:
@@ -322,6 +340,31 @@ def files(cat: Catalog, snapshot: OffsetsFn, lists_files: Callable[[PipelineReco
     return _table("PIPELINES_FILES", rows)
 
 
+def maintenance(cat: Catalog) -> pa.Table:
+    """Compactions, vacuums and retention runs of every table, oldest first (the newest
+    ``catalog.history.MAINTENANCE_TO_KEEP`` per table)."""
+    rows = [
+        {
+            "DATABASE_NAME": DATABASE,
+            "TABLE_NAME": m["table_name"],
+            "OPERATION": m["operation"],
+            "TRIGGER": m["trigger"],
+            "ENGINE": m["engine"],
+            "START_TIME": _utc(m["started_at"]),
+            "DURATION_MS": m["duration_ms"],
+            "FILES_REMOVED": m["files_removed"],
+            "FILES_ADDED": m["files_added"],
+            "BYTES_REMOVED": m["bytes_removed"],
+            "BYTES_ADDED": m["bytes_added"],
+            "ROWS_AFFECTED": m["rows_affected"],
+            "TABLE_VERSION": m["table_version"],
+            "ERROR": m["error"],
+        }
+        for m in cat.history.maintenance()
+    ]
+    return _table("TABLE_MAINTENANCE", rows)
+
+
 def build(
     cat: Catalog,
     view: str,
@@ -341,6 +384,7 @@ def build(
         "PIPELINES_CURSORS": lambda: offsets(cat, snapshot, "PIPELINES_CURSORS"),
         "PIPELINES_SOURCE_OFFSETS": lambda: source_offsets(cat, snapshot),
         "PIPELINES_FILES": lambda: files(cat, snapshot, lists_files),
+        "TABLE_MAINTENANCE": lambda: maintenance(cat),
     }
     return builders[v]()
 

@@ -28,7 +28,6 @@ import signal
 import sys
 import threading
 
-from sparkpipes.catalog.states import PipelineState
 from sparkpipes.errors import SparkpipesError
 
 
@@ -71,11 +70,19 @@ def _parser() -> argparse.ArgumentParser:
         description="Run SQL in the SingleStore pipeline dialect against the warehouse. "
         "Without -e or -f: an interactive shell (statements end with ';') when standard "
         "input is a terminal, else the script read from standard input. Exit code 1 on the "
-        "first error.",
+        "first error. When `sparkpipes serve` runs on the same warehouse and catalog, the "
+        "statements run there (no Spark start here), with the same output.",
     )
     s.add_argument("-e", "--execute", metavar="SQL", help="statements to run")
     s.add_argument("-f", "--file", metavar="FILE", help="a file of statements to run")
     s.add_argument("--echo", action="store_true", help="print each statement before its result")
+    s.add_argument(
+        "--no-server",
+        action="store_true",
+        default=os.environ.get("SPARKPIPES_NO_SERVER", "") not in ("", "0"),
+        help="run the statements in this process even when `sparkpipes serve` serves the "
+        "warehouse (env SPARKPIPES_NO_SERVER=1); by default they run on that server",
+    )
     sub.add_parser(
         "run",
         parents=[common],
@@ -188,9 +195,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _sql(args) -> int:
-    from sparkpipes.cli import shell
-    from sparkpipes.sql.executor import SqlSession
-
     if args.file:
         try:
             with open(args.file, encoding="utf-8") as f:
@@ -204,6 +208,13 @@ def _sql(args) -> int:
         text = sys.stdin.read()
     else:
         text = None
+    if not args.no_server:
+        done = _on_server(args, text)
+        if done is not None:
+            return done
+    from sparkpipes.cli import shell
+    from sparkpipes.sql.executor import SqlSession
+
     with _engine(args) as eng:
         progress = shell.progress_line if sys.stderr.isatty() else None
         if text is None:
@@ -211,7 +222,28 @@ def _sql(args) -> int:
         return shell.run_script(SqlSession(eng, progress=progress), text, echo=args.echo)
 
 
+def _on_server(args, text: str | None) -> int | None:
+    """Run on the server advertised for the warehouse (``cli.remote``); None when there is
+    none or it did not take the statements: then they run here."""
+    from sparkpipes.cli import remote
+
+    server = remote.find(args.warehouse, args.catalog_url)
+    if server is None:
+        return None
+    if text is None:
+        from sparkpipes.cli import shell
+
+        return shell.interactive(server)
+    try:
+        return server.script(text, echo=args.echo)
+    except remote.Unreachable as e:
+        logging.getLogger("sparkpipes.cli").info("running here: %s", e.message)
+        return None
+
+
 def _run(args) -> int:
+    from sparkpipes.catalog.states import PipelineState
+
     halt = threading.Event()
 
     def on_signal(signum, frame):
@@ -239,8 +271,7 @@ def _run(args) -> int:
 def _serve(args) -> int:
     import asyncio
 
-    import uvicorn
-
+    from sparkpipes.cli import remote
     from sparkpipes.server import create_app
     from sparkpipes.server.auth import is_loopback
 
@@ -270,13 +301,43 @@ def _serve(args) -> int:
             where += f" and mysql://{args.host}:{args.mysql_port}"
         print(f"sparkpipes serve: {where} (warehouse {eng.warehouse})", file=sys.stderr, flush=True)
         try:
-            app = create_app(eng, loopback=loopback)
-            uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+            with remote.advertise(args.warehouse, args.catalog_url) as advert:
+                app = create_app(eng, loopback=loopback, local_token=advert.token)
+                _listen(app, args.host, args.port, advert)
         finally:
             halt.set()
             runner.join()
     print("stopped", file=sys.stderr)
     return 0
+
+
+def _listen(app, host: str, port: int, advert) -> None:
+    """Serve ``app`` until SIGTERM / Ctrl-C; once it listens, tell ``sparkpipes sql`` where."""
+    import uvicorn
+
+    from sparkpipes.cli import remote
+
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
+    stopped = threading.Event()
+
+    def publish() -> None:
+        while not server.started:
+            if stopped.wait(0.05):
+                return
+        bound = server.servers[0].sockets[0].getsockname()[1] if server.servers else port
+        advert.publish(remote.local_url(host, bound))
+
+    threading.Thread(target=publish, name="sparkpipes-advertise", daemon=True).start()
+    # uvicorn raises a SIGTERM it shut down for again once it is done: this handler takes
+    # it, so the discovery file is removed and the batch in flight finishes
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: None)
+    try:
+        server.run()
+    finally:
+        stopped.set()
+        signal.signal(signal.SIGTERM, previous)
+    if not server.started:
+        raise SystemExit(3)  # as uvicorn.run: it could not start (it said why)
 
 
 def _status(args) -> int:

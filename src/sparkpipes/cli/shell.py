@@ -54,8 +54,9 @@ def run_script(session, text: str, *, echo: bool = False) -> int:
 
 
 def interactive(session) -> int:
-    """Read statements until EOF (Ctrl-D); a statement runs when it ends with ';'.
-    History is kept in ~/.sparkpipes_history. Errors are shown and the shell goes on."""
+    """Read statements until EOF (Ctrl-D); a statement runs when it ends with ';', in
+    ``session`` (an ``SqlSession``, or a server's ``cli.remote.Remote``). History is kept
+    in ~/.sparkpipes_history. Errors are shown and the shell goes on."""
     from sparkpipes.sql.script import is_complete
 
     try:
@@ -90,7 +91,7 @@ def interactive(session) -> int:
             if is_complete(buf):
                 if readline is not None:
                     _remember(readline, buf)
-                run_script(session, buf)
+                _script(session, buf)
                 buf = ""
     finally:
         if readline is not None:
@@ -102,6 +103,18 @@ def interactive(session) -> int:
             except OSError:
                 pass
     return 0
+
+
+def _script(session, text: str) -> int:
+    """``run_script``, or the statements sent to a server (a ``cli.remote.Remote``)."""
+    script = getattr(session, "script", None)
+    if script is None:
+        return run_script(session, text)
+    try:
+        return script(text)
+    except SparkpipesError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
 
 
 def _remember(readline, statement: str) -> None:

@@ -59,7 +59,9 @@ from sparkpipes.sources.base import start_at
 
 log = logging.getLogger("sparkpipes.batch")
 
-IDLE_RECHECK_S = 2.0
+#: a drained partition whose watermark stays put is read again after this long anyway (a
+#: recreated topic may repeat a watermark); meanwhile an idle turn runs no Spark job
+IDLE_RECHECK_S = 10.0
 
 #: checked right before a commit: raises to stop it, or gives metadata for the commit
 Fence = Callable[[], dict[str, str]]
@@ -80,6 +82,11 @@ class BatchResult:
     seconds: float = 0.0
     partitions: list[dict[str, Any]] = field(default_factory=list)
     offsets: dict[str, Any] = field(default_factory=dict)
+
+
+def app_id(pipeline_id: str) -> str:
+    """The pipeline's Delta app transaction id: the table's record of its last batch."""
+    return f"sparkpipes:{pipeline_id}"
 
 
 @dataclass(frozen=True)
@@ -125,7 +132,7 @@ class BatchRunner:
         self.pipeline = pipeline
         self.spec = pipeline.spec
         self.pipeline_id = pipeline.pipeline_id
-        self.app_id = f"sparkpipes:{pipeline.pipeline_id}"
+        self.app_id = app_id(pipeline.pipeline_id)
         self.source = pipeline.source
         self.sink = pipeline.sink
         self.catalog = catalog

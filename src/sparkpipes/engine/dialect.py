@@ -20,12 +20,25 @@ Strings, comments and everything else are copied byte for byte.
 from __future__ import annotations
 
 from collections.abc import Callable
-
-import sqlglot
-from sqlglot.errors import TokenError
-from sqlglot.tokens import Token, TokenType
+from typing import TYPE_CHECKING, Any
 
 from sparkpipes.errors import ConfigError
+
+if TYPE_CHECKING:
+    from sqlglot.tokens import Token
+
+
+class _TokenTypes:
+    """sqlglot's ``TokenType``, imported on first use: importing sqlglot costs a CLI
+    start-up a quarter of a second, and most statements never translate any SQL."""
+
+    def __getattr__(self, name: str) -> Any:
+        from sqlglot.tokens import TokenType as real
+
+        return getattr(real, name)
+
+
+TokenType: Any = _TokenTypes()
 
 JSON_FUNCTIONS = {
     "JSON_EXTRACT_STRING": None,
@@ -38,7 +51,6 @@ FUNCTIONS = {
     "FROM_BASE64": "CAST(unbase64({}) AS STRING)",
     "TO_BASE64": "base64({})",
 }
-_NAME = (TokenType.VAR, TokenType.IDENTIFIER)
 
 
 def view_name(view: str) -> str:
@@ -46,6 +58,9 @@ def view_name(view: str) -> str:
 
 
 def _tokens(text: str) -> list[Token]:
+    import sqlglot
+    from sqlglot.errors import TokenError
+
     try:
         return sqlglot.tokenize(text, read="mysql")
     except TokenError as e:
@@ -53,7 +68,7 @@ def _tokens(text: str) -> list[Token]:
 
 
 def _is_name(tok: Token) -> bool:
-    return tok.token_type in _NAME or (
+    return tok.token_type in (TokenType.VAR, TokenType.IDENTIFIER) or (
         tok.text.isidentifier() and tok.token_type != TokenType.STRING
     )
 

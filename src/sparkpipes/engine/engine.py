@@ -32,6 +32,7 @@ from sparkpipes.config import PipelineSpec
 from sparkpipes.config.procedure import ProcedureSpec
 from sparkpipes.engine.batch import BatchResult
 from sparkpipes.engine.connectors import Connectors
+from sparkpipes.engine.housekeeping import Housekeeper
 from sparkpipes.engine.information_schema import InformationSchema
 from sparkpipes.engine.offsets import Offsets
 from sparkpipes.engine.pinot import PinotTables
@@ -93,6 +94,13 @@ class Engine:
         self.connectors = Connectors(self)
         #: Pinot schemas and realtime tables (seed 002)
         self.pinot = PinotTables(self)
+        #: compaction, vacuum and history pruning beside the scheduler (``housekeeping``)
+        self.housekeeper = Housekeeper(
+            self.rt,
+            self.engine_id,
+            pinot=lambda name: self.pinot.maintain(name)[name],
+            pinot_names=self.pinot.names,
+        )
 
     @property
     def catalog(self) -> Catalog:
@@ -216,6 +224,51 @@ class Engine:
 
     def tables(self) -> list[str]:
         return self._tables.names()
+
+    # -- table maintenance --------------------------------------------------------------
+    def optimize_table(self, name: str, *, full: bool = False) -> dict[str, Any]:
+        """``OPTIMIZE TABLE``: bin-pack the table's small files now; ``full`` also
+        clusters it by its keys (as ``CREATE INDEX`` does). What was done."""
+        rec = self.catalog.table(name)
+        metrics = self.housekeeper.optimize(rec, trigger="user", force=True) or {}
+        out = {
+            "files_removed": metrics.get("numFilesRemoved", 0),
+            "files_added": metrics.get("numFilesAdded", 0),
+            "clustered": 0,
+        }
+        if full:
+            clustered = self._tables.cluster(rec, "OPTIMIZE FULL")
+            out["clustered"] = (clustered or {}).get("numFilesAdded", 0)
+        return out
+
+    def vacuum_table(
+        self, name: str, *, retain_hours: int | None = None, dry_run: bool = False
+    ) -> list[str]:
+        """``VACUUM``: delete the table's files no commit references, older than
+        ``retain_hours`` (default ``table_vacuum_retain_hours``); the files."""
+        rec = self.catalog.table(name)
+        return self.housekeeper.vacuum(
+            rec, trigger="user", retain_hours=retain_hours, dry_run=dry_run
+        )
+
+    def table_status(self, name: str) -> dict[str, Any]:
+        """``SHOW TABLE STATUS``: the table's version, files, size, checkpoint and last
+        maintenance."""
+        rec = self.catalog.table(name)
+        layout = self.housekeeper.layout(rec)
+        history = self.catalog.history
+        return {
+            "name": rec.name,
+            "version": layout.version,
+            "rows": layout.rows,
+            "bytes": layout.bytes,
+            "files": layout.files,
+            "small_files": layout.small_files,
+            "checkpoint": layout.checkpoint,
+            "last_compaction": history.last_done(rec.name, "COMPACT"),
+            "last_vacuum": history.last_done(rec.name, "VACUUM"),
+            "created_at": rec.created_at,
+        }
 
     def table(self, name: str):
         """The table's current snapshot as a Spark DataFrame."""
@@ -355,27 +408,29 @@ class Engine:
     def run_forever(self, halt: threading.Event | None = None) -> None:
         """Run batches of every ``Running`` pipeline until ``halt`` (or ``close``) is set;
         meanwhile, every ``CONNECTOR_REFRESH_S``, ``topics.regex`` connectors get pipelines
-        for topics that came to match, and Pinot tables their retention and compaction."""
+        for topics that came to match, and the housekeeper maintains the tables
+        (``engine.housekeeping``)."""
         done = threading.Event()
 
         def refresh() -> None:
             while not done.wait(CONNECTOR_REFRESH_S):
-                for what, step in (
-                    ("refreshing the topics of connectors", self.connectors.refresh),
-                    ("maintaining Pinot tables", self.pinot.maintain),
-                ):
-                    try:
-                        step()
-                    except Exception as e:  # the next round tries again
-                        log.warning("%s: %s", what, e)
+                try:
+                    self.connectors.refresh()
+                except Exception as e:  # the next round tries again
+                    log.warning("refreshing the topics of connectors: %s", e)
 
         refresher = threading.Thread(target=refresh, name="sparkpipes-connectors", daemon=True)
+        keeper = threading.Thread(
+            target=self.housekeeper.run, args=(done,), name="sparkpipes-maintenance", daemon=True
+        )
         refresher.start()
+        keeper.start()
         try:
             self._scheduler.run_forever(halt)
         finally:
             done.set()
             refresher.join()
+            keeper.join()
 
     def _runner(self, name: str):
         """The assembled pipeline's batch runner (tests step through the protocol)."""

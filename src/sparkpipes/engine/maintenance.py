@@ -1,17 +1,29 @@
-"""Table maintenance beside running pipelines: compaction of small files and time-based
-retention, each one delta-rs commit.
+"""Table maintenance beside running pipelines: compaction of small files, time-based
+retention, vacuum of unreferenced files; each one delta-rs commit (vacuum: its START and
+END commits).
 
-Neither touches a pipeline's app transaction or commit info, so where a pipeline resumes
+None touches a pipeline's app transaction or commit info, so where a pipeline resumes
 is unchanged, and each is atomic: a reader sees the files before or after it, never a
 row twice or not at all. Pipelines keep loading meanwhile; a pipeline's append and these
 commits do not conflict (delta-rs rebases whichever comes second), and one that does (an
 upsert's MERGE that read a file being compacted) is started again by its own side from a
 fresh snapshot — here up to ``COMMIT_ATTEMPTS`` times.
+
+Vacuum can never delete a committed file. It deletes files of the table directory that
+the snapshot it reads does not reference and that are older than the retention (at least
+``MIN_RETAIN_HOURS``): files compaction replaced (by the time they were replaced) and
+files of attempts that never committed (by their modification time); ``_``-prefixed
+directories (the log, pipelines' staging) are not its business. A file committed after
+vacuum read its snapshot was written by a batch that commits only files younger than
+``sinks.delta.MAX_UNCOMMITTED_AGE_S`` (half the least retention; an older attempt is
+loaded again instead), so it is too young for vacuum to touch. Readers of an older
+snapshot (a query planned before a compaction) keep their files for the retention.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,11 +31,23 @@ from typing import Any, TypeVar
 
 import pyarrow as pa
 
-from sparkpipes.errors import SinkError
-from sparkpipes.sinks.delta import COMMIT_ATTEMPTS, CONFLICT_PAUSE_S, CommitConflict
+from sparkpipes.errors import ConfigError, SinkError
+from sparkpipes.sinks.delta import (
+    COMMIT_ATTEMPTS,
+    CONFLICT_PAUSE_S,
+    MAX_UNCOMMITTED_AGE_S,
+    CommitConflict,
+)
 
 log = logging.getLogger("sparkpipes.maintenance")
 _T = TypeVar("_T")
+
+#: the least retention a vacuum accepts: twice the age past which a batch's files are
+#: never committed (``MAX_UNCOMMITTED_AGE_S``)
+MIN_RETAIN_HOURS = 1
+assert MIN_RETAIN_HOURS * 3600 >= 2 * MAX_UNCOMMITTED_AGE_S
+#: where pipelines stage files inside a table directory (``engine.assembly``)
+STAGING_DIR = "_sparkpipes_staging"
 
 
 def retrying(what: str, commit: Callable[[], _T]) -> _T:
@@ -53,13 +77,16 @@ def retrying(what: str, commit: Callable[[], _T]) -> _T:
 class CompactionPolicy:
     """When a table's small files are bin-packed into bigger ones (Pinot's segment flush
     thresholds): when the small files hold ``rows`` rows (``rows`` > 0), else
-    ``target_bytes`` of data, or when the oldest of them is ``max_age_ms`` old. A file is
-    small below half the target. ``min_files`` small files at the least."""
+    ``target_bytes`` of data, or when the oldest of them is ``max_age_ms`` old, or when
+    there are ``files`` of them. A file is small below half the target. ``min_files``
+    small files at the least."""
 
     target_bytes: int
     rows: int = 0
     max_age_ms: int | None = None
     min_files: int = 2
+    #: due as soon as there are this many small files (0: only by the thresholds above)
+    files: int = 0
 
 
 def _small_files(dt: Any, policy: CompactionPolicy) -> tuple[list[dict[str, Any]], int]:
@@ -80,6 +107,8 @@ def compaction_due(dt: Any, policy: CompactionPolicy, now_ms: int | None = None)
     small, target = _small_files(dt, policy)
     if len(small) < policy.min_files:
         return False
+    if policy.files and len(small) >= policy.files:
+        return True
     if policy.rows and sum(a["num_records"] or 0 for a in small) >= policy.rows:
         return True
     if sum(a["size_bytes"] for a in small) >= target:
@@ -143,3 +172,175 @@ def expire(location: str, name: str, predicate: str) -> int:
     if deleted:
         log.info("table %s: %d rows past retention deleted", name, deleted)
     return deleted
+
+
+def vacuum(location: str, name: str, retain_hours: int, *, dry_run: bool = False) -> list[str]:
+    """Delete the table's data files that no commit references any more and that are
+    older than ``retain_hours`` (see the module docstring for why a committed file is
+    never among them); the files deleted (or, with ``dry_run``, that would be). Nothing
+    to delete makes no commit."""
+    from deltalake import CommitProperties, DeltaTable
+
+    if retain_hours < MIN_RETAIN_HOURS:
+        raise ConfigError(
+            f"VACUUM keeps unreferenced files at least {MIN_RETAIN_HOURS} hour(s) (a batch "
+            f"being written may own them); got RETAIN {retain_hours} HOURS"
+        )
+
+    def once(dry: bool) -> list[str]:
+        return list(
+            DeltaTable(location).vacuum(
+                retention_hours=retain_hours,
+                dry_run=dry,
+                enforce_retention_duration=False,
+                full=True,
+                commit_properties=CommitProperties(custom_metadata={"sparkpipes.op": "VACUUM"}),
+            )
+        )
+
+    doomed = retrying(f"vacuuming table '{name}'", lambda: once(True))
+    if dry_run or not doomed:
+        return doomed
+    deleted = retrying(f"vacuuming table '{name}'", lambda: once(False))
+    log.info("table %s vacuumed: %d unreferenced files deleted", name, len(deleted))
+    return deleted
+
+
+def clear_staging(location: str, retain_hours: int) -> int:
+    """Remove pipelines' staging directories of a local table older than
+    ``retain_hours`` (left by attempts that crashed; a live attempt's are minutes old);
+    how many were removed."""
+    import os
+    import shutil
+
+    from sparkpipes.util.sparkfiles import remote
+
+    root = os.path.join(location, STAGING_DIR)
+    if remote(location) or not os.path.isdir(root):
+        return 0
+    edge = time.time() - max(retain_hours, MIN_RETAIN_HOURS) * 3600
+    removed = 0
+    for pipeline in os.scandir(root):
+        for attempt in os.scandir(pipeline.path) if pipeline.is_dir() else ():
+            newest = (
+                max(
+                    (e.stat().st_mtime for e in os.scandir(attempt.path)),
+                    default=attempt.stat().st_mtime,
+                )
+                if attempt.is_dir()
+                else attempt.stat().st_mtime
+            )
+            if newest < edge:
+                shutil.rmtree(attempt.path, ignore_errors=True)
+                removed += 1
+    return removed
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A table's current files, for ``SHOW TABLE STATUS`` and the maintainer."""
+
+    version: int
+    files: int
+    small_files: int
+    bytes: int
+    rows: int
+    checkpoint: int | None  # the version of the last checkpoint
+
+    @staticmethod
+    def of(location: str, target_bytes: int) -> Layout:
+        import pyarrow.compute as pc
+        from deltalake import DeltaTable
+
+        dt = DeltaTable(location)
+        actions = pa.table(dt.get_add_actions(flatten=True))
+        sizes = actions.column("size_bytes") if actions.num_rows else pa.array([], pa.int64())
+        rows = actions.column("num_records") if actions.num_rows else pa.array([], pa.int64())
+        small = pc.sum(pc.less(sizes, target_bytes / 2)).as_py() or 0
+        return Layout(
+            version=dt.version(),
+            files=actions.num_rows,
+            small_files=int(small),
+            bytes=int(pc.sum(sizes).as_py() or 0),
+            rows=int(pc.sum(rows).as_py() or 0),
+            checkpoint=last_checkpoint(location),
+        )
+
+    @staticmethod
+    def version_of(location: str) -> int:
+        from deltalake import DeltaTable
+
+        return DeltaTable(location).version()
+
+
+def last_checkpoint(location: str) -> int | None:
+    """The version of the table's last Delta checkpoint (``_last_checkpoint``), or None."""
+    import json
+
+    from pyarrow import fs
+
+    try:
+        if "://" in location and not location.startswith("file://"):
+            filesystem, root = fs.FileSystem.from_uri(location)
+        else:
+            filesystem, root = fs.LocalFileSystem(), location.removeprefix("file://")
+        with filesystem.open_input_stream(f"{root.rstrip('/')}/_delta_log/_last_checkpoint") as f:
+            return int(json.loads(f.read())["version"])
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+#: log entries younger than this are never trimmed (a reader may be listing them)
+LOG_MIN_AGE_S = 60
+_LOG_ENTRY = re.compile(r"^(\d{20})\.(json|crc|checkpoint(\.\d+\.\d+)?\.parquet)$")
+
+
+def trim_log(location: str, keep_commits: int, *, min_age_s: float | None = None) -> int:
+    """Delete the table's log entries (commits, checkpoints) more than ``keep_commits``
+    versions older than its last checkpoint, before the checkpoint preceding it, and older
+    than ``min_age_s``; how many.
+
+    Opening a table reads its last checkpoint and the commits after it only, but lists the
+    whole log directory first: on a local or shared file system that listing costs about
+    13 us per entry (20,000 entries: 0.25 s, for every commit and restart), so a log kept
+    for Delta's default 30 days slows a busy table down without bound. Versions before the
+    last checkpoint are needed only for time travel, which sparkpipes does not offer, and
+    for the commit info of a pipeline's last batch when the catalog lost it (the caller
+    does not trim while a pipeline's catalog and table disagree)."""
+    from pyarrow import fs
+
+    checkpoint = last_checkpoint(location)
+    if checkpoint is None:
+        return 0
+    if "://" in location and not location.startswith("file://"):
+        filesystem, root = fs.FileSystem.from_uri(location)
+    else:
+        filesystem, root = fs.LocalFileSystem(), location.removeprefix("file://")
+    log_dir = f"{root.rstrip('/')}/_delta_log"
+    entries = [
+        (int(m.group(1)), m.group(2), info)
+        for info in filesystem.get_file_info(fs.FileSelector(log_dir))
+        if info.type == fs.FileType.File and (m := _LOG_ENTRY.match(info.base_name))
+    ]
+    # a reader that read _last_checkpoint just before the last one was written opens the
+    # one before it: that one and the commits after it stay
+    before = [v for v, kind, _ in entries if kind.startswith("checkpoint") and v < checkpoint]
+    edge = min(checkpoint - max(keep_commits, 1), max(before, default=-1))
+    young = time.time() - (LOG_MIN_AGE_S if min_age_s is None else min_age_s)
+    doomed = []
+    for version, _, info in entries:
+        if version >= edge:
+            continue
+        if info.mtime is not None and info.mtime.timestamp() > young:
+            continue
+        doomed.append(info.path)
+    for path in doomed:
+        try:
+            filesystem.delete_file(path)
+        except FileNotFoundError:
+            pass
+    if doomed:
+        log.info(
+            "table log of %s: %d entries before version %d removed", location, len(doomed), edge
+        )
+    return len(doomed)

@@ -16,6 +16,7 @@ read the catalog is not cached: the next caller assembles from the new definitio
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from collections.abc import Mapping
 
@@ -58,6 +59,15 @@ class Runtime:
 
                     self._spark = build_session(self._master, self._spark_conf)
         return self._spark
+
+    @property
+    def spark_started(self) -> bool:
+        """Whether a SparkSession runs in this process (this engine's or another's); never
+        starts one."""
+        if self._spark is not None:
+            return True
+        context = getattr(sys.modules.get("pyspark"), "SparkContext", None)
+        return context is not None and context._active_spark_context is not None
 
     def session(self):
         """A callable for parts that need the session only sometimes (sinks)."""

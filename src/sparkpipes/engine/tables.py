@@ -133,7 +133,7 @@ class Tables:
             options["not_null"] = list(not_null)
         self.rt.catalog.create_table(name, location, ddl, arrow, options)
         try:
-            sink.create()
+            sink.create(table_properties(self.rt.catalog.variables()))
         except Exception:  # any failure creating it: the catalog row must not stay
             self.rt.catalog.drop_table(name)
             raise
@@ -686,6 +686,17 @@ class Tables:
         for t in self.names():
             self.frame(t).createOrReplaceTempView(t)
         return self.rt.spark.sql(query)
+
+
+def table_properties(stored: Mapping[str, str]) -> dict[str, str]:
+    """Delta properties a new table gets from the variables (``table_checkpoint_interval``:
+    delta-rs writes a checkpoint every that many commits, so opening the table reads one
+    checkpoint and fewer commits than that, however long its log)."""
+    from sparkpipes.engine.variables import resolve
+
+    return {
+        "delta.checkpointInterval": str(max(1, resolve(dict(stored))["table_checkpoint_interval"]))
+    }
 
 
 def _q(name: str) -> str:

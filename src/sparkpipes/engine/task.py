@@ -45,6 +45,9 @@ from sparkpipes.sources import Fetched
 
 __all__ = ["OFFSET_COLUMN", "PARTITION_COLUMN", "TaskResult", "TaskSpec", "run_task"]
 
+#: how long a stream task reads on past its planned watermark (see ``_Task.piece``)
+FOLLOW_S = 0.25
+
 
 def run_task(spec: TaskSpec) -> TaskResult:
     """Run one partition's share of a batch.
@@ -115,7 +118,10 @@ class _Task:
     def piece(self, piece: Piece) -> PieceResult:
         """Read one piece: to the end of its range or object (``whole``), else until
         ``max_records``, the source's end report or an empty fetch — but not while short
-        of the piece's watermark."""
+        of the piece's watermark, and not for more than ``FOLLOW_S`` past it (a watermark
+        may under-report the end, so reading goes on a little; a steady stream would
+        otherwise never give an empty fetch and the batch, with its records, would wait
+        for the stream to pause)."""
         spec = self.spec
         consumer = spec.source.consumer(
             piece.partition, out_of_range=spec.out_of_range, pipeline=spec.pipeline
@@ -131,6 +137,7 @@ class _Task:
         end = None
         remaining = float("inf") if spec.whole else spec.max_records
         first = True
+        past = 0.0  # when the read first reached the watermark
         try:
             while remaining > 0:
                 timeout = spec.fetch_timeout_s * (4 if first else 1)
@@ -152,7 +159,14 @@ class _Task:
                     read += n
                     rows += self._take(piece, fetched)
                     if not fetched.at_end:
-                        continue
+                        if spec.whole or piece.watermark is None:
+                            continue
+                        if not spec.source.reached(consumer.position(), piece.watermark):
+                            continue
+                        past = past or time.monotonic()
+                        if time.monotonic() - past < FOLLOW_S:
+                            continue
+                        break  # a steady stream: what came after the plan is the next batch's
                 if spec.whole:
                     drained = True
                     break

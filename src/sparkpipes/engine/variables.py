@@ -75,6 +75,60 @@ VARIABLES = {
             int,
             "ms an engine's lease on a pipeline lasts unrenewed (failover after a crash)",
         ),
+        Variable(
+            "pipelines_batches_metadata_to_keep",
+            1000,
+            int,
+            "batches whose metadata the catalog keeps per pipeline (older ones are pruned)",
+        ),
+        Variable(
+            "pipelines_errors_retention_minutes",
+            1440,
+            int,
+            "minutes a pipeline's stored errors are kept",
+        ),
+        Variable(
+            "table_maintenance_interval_ms",
+            10_000,
+            int,
+            "ms between rounds of table maintenance (compaction, vacuum, history pruning)",
+        ),
+        Variable(
+            "table_target_file_bytes",
+            128 * 1024 * 1024,
+            int,
+            "size compaction packs a table's small files into (small: below half of it)",
+        ),
+        Variable(
+            "table_compaction_min_files",
+            16,
+            int,
+            "small files a table must have before compaction packs them (0: never)",
+        ),
+        Variable(
+            "table_vacuum_interval_ms",
+            3_600_000,
+            int,
+            "ms between vacuums of a table (0: never)",
+        ),
+        Variable(
+            "table_vacuum_retain_hours",
+            168,
+            int,
+            "hours an unreferenced data file is kept before vacuum deletes it (at least 1)",
+        ),
+        Variable(
+            "table_log_retention_commits",
+            200,
+            int,
+            "commits of a table's log kept before its last checkpoint (at least 1)",
+        ),
+        Variable(
+            "table_checkpoint_interval",
+            100,
+            int,
+            "commits between Delta checkpoints of tables created from now on",
+        ),
         Variable("experimental_features_config", "", str, "comma-separated feature=true flags"),
     )
 }

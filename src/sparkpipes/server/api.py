@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import re
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -153,6 +154,54 @@ def stream_sql(engine: Any, sql: str) -> Iterator[bytes]:
     return lines()
 
 
+SCRIPT_DOC = (
+    "One JSON object per line, per statement as it completes: its masked text "
+    "(`statement`), `columns` and `rows` as `sparkpipes sql` shows the cells (text; null "
+    "is NULL), `message`, `affected` rows; the first error ends the stream as "
+    '{"error": {..., "text": the CLI\'s one-line message with line and column}}.'
+)
+_AFFECTED = re.compile(r"Query OK, (\d+) rows? affected")
+
+
+def script_lines(engine: Any, text: str, *, background: bool, served: dict[str, int]):
+    """``sparkpipes sql`` run here: the statements of ``text`` in order, each result as
+    one NDJSON line as soon as it is done, cells as the CLI displays them; the first error
+    (pointed at its line and column) ends it. Nothing runs before the first line is asked
+    for, so a client that got no answer knows that nothing ran."""
+    import json
+
+    from sparkpipes.cli.display import cell
+    from sparkpipes.sql.executor import SqlSession
+    from sparkpipes.sql.parser import iter_parse, locate
+    from sparkpipes.sql.script import mask_credentials
+
+    session = SqlSession(engine, background=background)
+    statements = iter_parse(text)
+    while True:
+        try:
+            item = next(statements, None)
+            if item is None:
+                return
+            stmt, span = item
+            try:
+                res = session.run(stmt)
+            except SparkpipesError as e:
+                raise locate(e, text, span) from None
+        except SparkpipesError as e:
+            yield json.dumps({"error": {**error_body(e), "text": str(e)}}).encode() + b"\n"
+            return
+        served["statements"] += 1
+        m = _AFFECTED.match(res.message or "")
+        line = {
+            "statement": mask_credentials(stmt.to_sql()),
+            "columns": list(res.columns),
+            "rows": [[None if v is None else cell(v) for v in r] for r in res.rows],
+            "message": res.message,
+            "affected": int(m.group(1)) if m else None,
+        }
+        yield json.dumps(line).encode() + b"\n"
+
+
 def error_body(e: SparkpipesError) -> dict[str, Any]:
     """An error as the API answers it: the message, its code, and where in the SQL."""
     d: dict[str, Any] = {"code": e.code, "message": e.message}
@@ -166,14 +215,15 @@ def router(engine: Any, *, run: bool) -> APIRouter:
     from sparkpipes.engine.status import pipeline_status
 
     r = APIRouter(prefix="/api", responses=ERRORS)
+    served = {"statements": 0}
 
     @r.get("/status")
     def status() -> dict[str, Any]:
-        """The server is up: pipelines by state."""
+        """The server is up: pipelines by state; statements run for ``POST /api/sql``."""
         states: dict[str, int] = {}
         for p in engine.pipelines():
             states[p.state] = states.get(p.state, 0) + 1
-        return {"status": "ok", "pipelines": states}
+        return {"status": "ok", "pipelines": states, "sql_statements": served["statements"]}
 
     @r.get("/pipelines")
     def pipelines(lag: bool = True) -> list[dict[str, Any]]:
@@ -268,26 +318,37 @@ def router(engine: Any, *, run: bool) -> APIRouter:
         """Statements; every row of the last query, streamed as it comes from Spark."""
         return StreamingResponse(stream_sql(engine, body.sql), media_type=NDJSON)
 
+    @r.post(
+        "/sql",
+        response_class=StreamingResponse,
+        responses={200: {"content": {NDJSON: {}}, "description": SCRIPT_DOC}},
+    )
+    def sql(body: Script) -> StreamingResponse:
+        """Statements as ``sparkpipes sql`` runs them (it sends them here when this server
+        serves its warehouse): every statement's result, shown as the CLI shows it."""
+        lines = script_lines(engine, body.sql, background=run, served=served)
+        return StreamingResponse(lines, media_type=NDJSON)
+
     return r
 
 
 def _table(engine: Any, name: str) -> dict[str, Any]:
+    """A table's columns, rows and upkeep (``SHOW TABLE STATUS``'s figures)."""
     rec = engine.catalog.table(name)
-    from deltalake import DeltaTable
-
-    try:
-        actions = DeltaTable(rec.location).get_add_actions(flatten=True)
-        import pyarrow as pa
-
-        counts = pa.table(actions).column("num_records").to_pylist()
-        rows: int | None = sum(c or 0 for c in counts)
-    except Exception:  # a table whose log cannot be read says so by an unknown count
-        rows = None
-    return {
+    out: dict[str, Any] = {
         "name": name,
         "columns": [{"name": f.name, "type": str(f.type)} for f in rec.schema],
-        "rows": rows,
+        "rows": None,  # stays unknown when the table's log cannot be read
     }
+    try:
+        status = engine.table_status(name)
+    except Exception:
+        return out
+    for key in ("rows", "bytes", "files", "small_files", "version", "checkpoint"):
+        out[key] = status[key]
+    for key in ("last_compaction", "last_vacuum"):
+        out[key] = _json(status[key])
+    return out
 
 
 def pinot_router(engine: Any) -> APIRouter:

@@ -27,10 +27,13 @@ def status_of(e: SparkpipesError) -> int:
     return 400 if not e.transient else 500
 
 
-def create_app(engine: Any, *, run: bool = True, loopback: bool = True) -> FastAPI:
+def create_app(
+    engine: Any, *, run: bool = True, loopback: bool = True, local_token: str | None = None
+) -> FastAPI:
     """The app over ``engine``; with ``run``, connectors it creates or resumes are run
     by this engine's scheduler (``sparkpipes serve``). ``loopback``: the server listens on
-    loopback only; otherwise every request must sign in (``server.auth``)."""
+    loopback only; otherwise every request must sign in (``server.auth``). ``local_token``:
+    a Bearer credential for ``sparkpipes sql`` on this machine (``cli.remote``)."""
     from sparkpipes.server import api, auth, connect, console, pinot
 
     app = FastAPI(
@@ -56,7 +59,8 @@ def create_app(engine: Any, *, run: bool = True, loopback: bool = True) -> FastA
         message = f"{text} ({where})" if where else text
         return _error(request, 400, message)
 
-    auth.install(app, auth.Auth(engine.catalog.users, loopback=loopback), _error)
+    signin = auth.Auth(engine.catalog.users, loopback=loopback, local_token=local_token)
+    auth.install(app, signin, _error)
     app.include_router(connect.router(engine, run=run))
     app.include_router(pinot.router(engine, run=run))
     app.include_router(api.router(engine, run=run))

@@ -7,6 +7,8 @@ server listens beyond loopback — every request must name a user and prove the 
 
 - HTTP clients: ``Authorization: Basic`` (user:password), or ``Authorization: Bearer
   <token>`` with a token from ``POST /api/login``;
+- ``sparkpipes sql`` on this machine: ``Authorization: Bearer`` with the server's local
+  token, which only the user who started it can read (``cli.remote``: the discovery file);
 - the console: a session cookie set by the login page (``/login``), HttpOnly and
   SameSite=Strict (so another site cannot make the browser act on the console);
 - MySQL clients: ``mysql_native_password`` against the user's stored digest.
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import hmac
 import secrets
 import threading
 import time
@@ -32,6 +35,8 @@ from fastapi import Request
 from pydantic import BaseModel, Field
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
+#: who a request holding the server's local token is (``request.state.user``)
+LOCAL_USER = "(local)"
 COOKIE = "sparkpipes_session"
 SESSION_TTL_S = 12 * 3600
 BASIC_CACHE_S = 60.0
@@ -67,9 +72,12 @@ class Session:
 class Auth:
     """The server's sign-in state over one catalog's users."""
 
-    def __init__(self, users: Any, *, loopback: bool = True) -> None:
+    def __init__(
+        self, users: Any, *, loopback: bool = True, local_token: str | None = None
+    ) -> None:
         self.users = users
         self.loopback = loopback
+        self._local = _digest(local_token) if local_token else None
         self._sessions: dict[str, Session] = {}
         self._basic: dict[str, tuple[str, float]] = {}  # digest → (stored digest, until)
         self._count: tuple[int, float] = (0, 0.0)
@@ -150,6 +158,8 @@ class Auth:
                 return None
             return name if self.verify(name, password) else None
         if scheme.lower() == "bearer":
+            if self._local and hmac.compare_digest(_digest(value.strip()), self._local):
+                return LOCAL_USER
             s = self.session(value.strip())
             return s.user if s else None
         s = self.session(cookies.get(COOKIE))

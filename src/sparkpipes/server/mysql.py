@@ -26,7 +26,9 @@ from sparkpipes.errors import NotFoundError, SparkpipesError
 
 DATABASE = "sparkpipes"
 #: SHOW forms sparkpipes answers itself; other SHOWs are mysql-mimic's
-OWN_SHOW = re.compile(r"(?is)^\s*SHOW\s+(PIPELINES|CREATE\s+(PIPELINE|TABLE)|TABLES|PROCEDURES)\b")
+OWN_SHOW = re.compile(
+    r"(?is)^\s*SHOW\s+(PIPELINES|CREATE\s+(PIPELINE|TABLE)|TABLES|TABLE\s+STATUS|PROCEDURES)\b"
+)
 MIMIC = re.compile(
     r"(?is)^\s*(SET|USE|BEGIN|COMMIT|ROLLBACK|START\s+TRANSACTION|KILL|SHOW)\b"
     r"|@@|\b(DATABASE|SCHEMA|VERSION|CONNECTION_ID|CURRENT_USER|USER)\s*\(\s*\)"

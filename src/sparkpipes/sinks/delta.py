@@ -79,6 +79,10 @@ DELTA_RS_RETRIES = 15
 COMMIT_ATTEMPTS = 6
 #: the first pause between those (doubling, randomized by ±50%)
 CONFLICT_PAUSE_S = 0.05
+#: a batch never commits data files older than this: a vacuum (retention at least twice
+#: this, ``engine.maintenance``) may delete files that no commit references yet; such an
+#: attempt fails (transient) and the batch is loaded again into new files
+MAX_UNCOMMITTED_AGE_S = 1800
 
 META_PIPELINE = "sparkpipes.pipeline"
 META_BATCH = "sparkpipes.batch"
@@ -309,12 +313,20 @@ class DeltaSink(Sink):
         )
 
     # -- table lifecycle (driver) ---------------------------------------------------------
-    def create(self) -> None:
+    def create(self, properties: dict[str, str] | None = None) -> None:
+        """Create the table; ``properties`` are Delta table properties
+        (``delta.checkpointInterval`` …)."""
         from deltalake import DeltaTable
 
         if not remote(self.uri):
             os.makedirs(_local_path(self.uri), exist_ok=True)
-        DeltaTable.create(self.uri, schema=self.schema, name=self.name, mode="error")
+        DeltaTable.create(
+            self.uri,
+            schema=self.schema,
+            name=self.name,
+            mode="error",
+            configuration=properties or None,
+        )
 
     def exists(self) -> bool:
         from deltalake import DeltaTable
@@ -376,6 +388,9 @@ class DeltaSink(Sink):
             max_commit_retries=DELTA_RS_RETRIES,
         )
 
+        if not isinstance(self.strategy, Upsert):
+            self._check_age(staged)
+
         def once(dt) -> bool:
             done = dt.transaction_version(batch.app_id)
             if done is not None and done >= batch.batch_id:
@@ -431,6 +446,8 @@ class DeltaSink(Sink):
             custom_metadata={"sparkpipes.op": operation}, max_commit_retries=DELTA_RS_RETRIES
         )
 
+        self._check_age(files)
+
         def once(dt) -> None:
             self._check_columns(dt)
             self._add(dt, files, props, "commit to")
@@ -480,6 +497,21 @@ class DeltaSink(Sink):
             raise TableChanged(
                 f"Delta table '{self.name}' changed since its writer was set up (its columns "
                 f"are now {', '.join(n for n, _ in now)}); nothing was committed"
+            )
+
+    def _check_age(self, files: Sequence[Staged]) -> None:
+        """Data files of the table older than ``MAX_UNCOMMITTED_AGE_S`` are not committed
+        (a vacuum may have deleted them meanwhile)."""
+        times = [f.modification_time for f in files if isinstance(f, AddFile)]
+        if not times:
+            return
+        age = time.time() - min(times) / 1000
+        if age > MAX_UNCOMMITTED_AGE_S:
+            raise SinkError(
+                f"the data files of this attempt to load table '{self.name}' were written "
+                f"{age / 60:.0f} minutes ago, longer than a commit may wait "
+                f"({MAX_UNCOMMITTED_AGE_S // 60} minutes: vacuum may remove them); "
+                "the batch is loaded again"
             )
 
     def _retrying_conflicts(self, commit: Callable[[Any], Any]) -> Any:

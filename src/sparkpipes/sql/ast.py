@@ -655,6 +655,44 @@ class ShowTables(Statement):
 
 
 @dataclass(frozen=True)
+class ShowTableStatus(Statement):
+    """``SHOW TABLE STATUS [LIKE 'pattern']``: version, files, size, maintenance."""
+
+    like: str | None = None
+
+    def to_sql(self) -> str:
+        like = f" LIKE {quote_string(self.like)}" if self.like is not None else ""
+        return "SHOW TABLE STATUS" + like
+
+
+@dataclass(frozen=True)
+class OptimizeTable(Statement):
+    """``OPTIMIZE TABLE name [FULL]``: compact small files now (``FULL``: and cluster by
+    the table's keys)."""
+
+    name: str
+    full: bool = False
+
+    def to_sql(self) -> str:
+        return f"OPTIMIZE TABLE {quote_ident(self.name)}" + (" FULL" if self.full else "")
+
+
+@dataclass(frozen=True)
+class Vacuum(Statement):
+    """``VACUUM [TABLE] name [RETAIN n HOURS] [DRY RUN]`` (Delta Lake's statement)."""
+
+    name: str
+    retain_hours: int | None = None
+    dry_run: bool = False
+
+    def to_sql(self) -> str:
+        out = f"VACUUM {quote_ident(self.name)}"
+        if self.retain_hours is not None:
+            out += f" RETAIN {self.retain_hours} HOURS"
+        return out + (" DRY RUN" if self.dry_run else "")
+
+
+@dataclass(frozen=True)
 class DescribeTable(Statement):
     """``DESCRIBE [database.]name`` / ``DESC …`` (``information_schema.PIPELINES`` too)."""
 

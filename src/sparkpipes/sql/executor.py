@@ -22,10 +22,38 @@ from sparkpipes.engine.dialect import translate, view_name
 from sparkpipes.engine.variables import like
 from sparkpipes.errors import ConfigError, NotFoundError, SparkpipesError
 from sparkpipes.sql import ast as A
+from sparkpipes.sql import quick
 from sparkpipes.sql.parser import iter_parse, locate
-from sparkpipes.sql.types import spark_type
+from sparkpipes.sql.types import arrow_type, spark_type
 
 DATABASE = "sparkpipes"
+#: ``SHOW TABLE STATUS``
+TABLE_STATUS_COLUMNS = [
+    "Name",
+    "Engine",
+    "Version",
+    "Rows",
+    "Data_length",
+    "Files",
+    "Small_files",
+    "Checkpoint",
+    "Last_compaction",
+    "Last_vacuum",
+    "Create_time",
+]
+_STATUS_KEYS = (
+    "name",
+    "engine",
+    "version",
+    "rows",
+    "bytes",
+    "files",
+    "small_files",
+    "checkpoint",
+    "last_compaction",
+    "last_vacuum",
+    "created_at",
+)
 
 
 class QueryError(SparkpipesError):
@@ -240,7 +268,10 @@ class SqlSession:
     def _CreateTable(self, s: A.CreateTable) -> Result:
         if s.if_not_exists and s.name in self.engine.tables():
             return _ok(0)
-        cols = [f"`{c.name}` {spark_type(c.type)}" for c in s.columns]
+        import pyarrow as pa
+
+        # an Arrow schema, not Spark DDL: only a computed column needs Spark (to check it)
+        schema = pa.schema([pa.field(c.name, arrow_type(c.type)) for c in s.columns])
         computed = {c.name: c.computed.text for c in s.columns if c.computed is not None}
         keys = [
             {"kind": k.kind, "name": k.name, "columns": list(k.columns), "using": k.using}
@@ -261,7 +292,7 @@ class SqlSession:
         not_null = [c.name for c in s.columns if c.nullable is False or c.name in primary]
         self.engine.create_table(
             s.name,
-            ", ".join(cols),
+            schema,
             keys=keys,
             computed=computed,
             declared=declared,
@@ -299,6 +330,33 @@ class SqlSession:
     def _ShowTables(self, s: A.ShowTables) -> Result:
         rows = [(t,) for t in self.engine.tables() if s.like is None or like(s.like, t)]
         return Result([f"Tables_in_{DATABASE}"], rows)
+
+    # -- table maintenance ------------------------------------------------------------
+    def _ShowTableStatus(self, s: A.ShowTableStatus) -> Result:
+        rows = []
+        for t in self.engine.tables():
+            if s.like is None or like(s.like, t):
+                st = {**self.engine.table_status(t), "engine": "Delta"}
+                rows.append(tuple(st[k] for k in _STATUS_KEYS))
+        return Result(TABLE_STATUS_COLUMNS, rows)
+
+    def _OptimizeTable(self, s: A.OptimizeTable) -> Result:
+        done = self.engine.optimize_table(s.name, full=s.full)
+        if done["files_removed"]:
+            text = f"OK: {done['files_removed']} files compacted into {done['files_added']}"
+        else:
+            text = "Table is already up to date"
+        if s.full:
+            text += f"; clustered into {done['clustered']} files" if done["clustered"] else ""
+        return Result(
+            ["Table", "Op", "Msg_type", "Msg_text"], [(s.name, "optimize", "status", text)]
+        )
+
+    def _Vacuum(self, s: A.Vacuum) -> Result:
+        files = self.engine.vacuum_table(s.name, retain_hours=s.retain_hours, dry_run=s.dry_run)
+        if s.dry_run:
+            return Result(["path"], [(f,) for f in files])
+        return Result(["Table", "Files_deleted"], [(s.name, len(files))])
 
     def _DescribeTable(self, s: A.DescribeTable) -> Result:
         cols = ["Field", "Type", "Null", "Key", "Default", "Extra"]
@@ -403,6 +461,10 @@ class SqlSession:
 
     # -- everything else: Spark SQL ---------------------------------------------------
     def _Query(self, s: A.Query) -> Result:
+        if not self.stream and quick.usable(self.engine):  # a cold process: no JVM if we can
+            fast = quick.answer(self.engine, s.text, max_rows=self.max_rows)
+            if fast is not None:
+                return fast
         df = self._spark_sql(s.text)
         if self.stream:
             return Result(list(df.columns), stream=_iterate(df))

@@ -32,6 +32,7 @@ KEYWORDS: tuple[str, ...] = tuple(
     REFERENCE REGEXP REGISTRY REPLACE RETURNS RLIKE ROWSTORE RUNNING SELECT SESSION SET SHARD SHOW
     SCHEMA SKIP SORT SOURCE START STARTING STOP TABLE TABLES TERMINATED TEST THEN TRUE UNION UNIQUE
     UNSIGNED USING VALUES VARIABLES WHEN WHERE WITH XOR USER USERS IDENTIFIED
+    OPTIMIZE VACUUM RETAIN HOURS DRY RUN FULL STATUS
     """.split()  # noqa: SIM905
 )
 
@@ -128,6 +129,9 @@ _statement: create_pipeline
           | alter_user
           | drop_user
           | show_users
+          | optimize_table
+          | vacuum_table
+          | show_table_status
 
 name: IDENT | QUOTED_IDENT
 int_value: (PLUS | MINUS)? NUMBER
@@ -209,7 +213,8 @@ show_variables: SHOW show_scope? VARIABLES (LIKE STRING)?
 show_tables: SHOW TABLES (LIKE STRING)?
 show_procedures: SHOW PROCEDURES (LIKE STRING)?
 show_users: SHOW USERS (LIKE STRING)?
-show_other: SHOW (CREATE | PIPELINES | TABLES | VARIABLES | PROCEDURES | USERS)? REST
+show_table_status: SHOW TABLE STATUS (LIKE STRING)?
+show_other: SHOW (CREATE | PIPELINES | TABLES | TABLE | VARIABLES | PROCEDURES | USERS)? REST
           | SHOW show_scope VARIABLES? REST
 // Not shared with SET's scope: LALR would merge the two states and their lookaheads, and
 // the lexer would then read SHOW GLOBAL STATUS's STATUS as an identifier, not as REST.
@@ -269,6 +274,8 @@ alter_table: ALTER TABLE name ADD COLUMN? (column_def | computed_column)
            | ALTER TABLE name DROP COLUMN? name                  -> alter_table_drop
            | ALTER TABLE name MODIFY COLUMN? (column_def | computed_column) -> alter_table_modify
 create_index: CREATE INDEX name ON name key_columns
+optimize_table: OPTIMIZE TABLE name FULL?
+vacuum_table: VACUUM TABLE? name (RETAIN int_value HOURS)? (DRY RUN)?
 drop_index: DROP INDEX name ON name
 
 // ---------------------------------------------------------------- DML, queries, procedures
@@ -318,7 +325,8 @@ in_list: "(" expr ("," expr)* ")"
 ?add_expr: add_expr ("+" | "-" | "||") mul_expr | mul_expr
 ?mul_expr: mul_expr ("*" | "/" | "%" | DIV | MOD) bxor_expr | bxor_expr
 ?bxor_expr: bxor_expr "^" unary | unary
-?unary: ("-" | "+" | "~" | "!") unary | postfix
+// the sign is a kept token: an inlined unary over a number would lose it from the span
+?unary: (MINUS | PLUS | TILDE | BANG) unary | postfix
 ?postfix: postfix "::" json_key
         | postfix "[" expr "]"
         | postfix "." name
@@ -387,8 +395,11 @@ def _reserve(token: Token) -> Token:
 
 @functools.cache
 def parser() -> Lark:
-    """The shared LALR parser for one statement (the splitter has already cut the script)."""
-    return Lark(
+    """The shared LALR parser for one statement (the splitter has already cut the script);
+    its tables come from the user's cache when they can (``util.userdirs.cached_lark``)."""
+    from sparkpipes.util.userdirs import cached_lark
+
+    return cached_lark(
         grammar_text(),
         parser="lalr",
         lexer="contextual",

@@ -841,6 +841,21 @@ class _Builder:
             self.fail("an index needs at least one column", key_columns)
         return a.CreateIndex(index, table, columns)
 
+    def _optimize_table(self, tree: Tree) -> a.OptimizeTable:
+        return a.OptimizeTable(self.name(_sub(tree, "name")), _tok(tree, "FULL") is not None)
+
+    def _vacuum_table(self, tree: Tree) -> a.Vacuum:
+        hours = _sub(tree, "int_value")
+        return a.Vacuum(
+            self.name(_sub(tree, "name")),
+            None if hours is None else self.integer(hours, 0, "RETAIN … HOURS"),
+            _tok(tree, "DRY") is not None,
+        )
+
+    def _show_table_status(self, tree: Tree) -> a.ShowTableStatus:
+        like = _tok(tree, "STRING")
+        return a.ShowTableStatus(None if like is None else self.string(like))
+
     def _drop_index(self, tree: Tree) -> a.DropIndex:
         index, table = (self.name(n) for n in _subs(tree, "name"))
         return a.DropIndex(index, table)

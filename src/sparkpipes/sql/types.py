@@ -62,3 +62,44 @@ def spark_type(t: DataType) -> str:
         inner = ", ".join(f"`{f.name}`: {spark_type(f.type)}" for f in t.fields)
         return f"STRUCT<{inner}>"
     raise ConfigError(f"column type {t.to_sql()} is not supported")
+
+
+_ARROW_NAMES = {
+    "TINYINT": "int8",
+    "SMALLINT": "int16",
+    "INT": "int32",
+    "BIGINT": "int64",
+    "BOOLEAN": "bool_",
+    "FLOAT": "float32",
+    "DOUBLE": "float64",
+    "STRING": "string",
+    "BINARY": "binary",
+    "DATE": "date32",
+}
+
+
+def arrow_type(t: DataType):
+    """The Arrow type a column of type ``t`` is stored as: what Spark makes of
+    ``spark_type(t)`` (timestamps in UTC, as Delta keeps them), known without starting
+    Spark, so that CREATE TABLE needs no JVM."""
+    import pyarrow as pa
+
+    spark = spark_type(t)  # checks the type is supported
+    name = t.name.upper()
+    if name == "ARRAY":
+        return pa.list_(arrow_type(t.args[0]))
+    if name == "MAP":
+        return pa.map_(arrow_type(t.args[0]), arrow_type(t.args[1]))
+    if name == "STRUCT":
+        return pa.struct([pa.field(f.name, arrow_type(f.type)) for f in t.fields])
+    if spark.startswith("DECIMAL("):
+        p, s = (int(n) for n in spark[len("DECIMAL(") : -1].split(","))
+        if not 1 <= p <= 38 or not 0 <= s <= p:
+            raise ConfigError(
+                f"column type {t.to_sql()} is not supported: DECIMAL takes a precision of 1 "
+                "to 38 and a scale of 0 to the precision"
+            )
+        return pa.decimal128(p, s)
+    if spark == "TIMESTAMP":
+        return pa.timestamp("us", tz="UTC")
+    return getattr(pa, _ARROW_NAMES[spark])()

@@ -93,3 +93,27 @@ def test_replacing_on_a_snapshot_that_moved_on_is_refused(sink):
     assert DeltaTable(sink.uri).to_pyarrow_table().num_rows == 1
     sink.replace_all([], operation="REWRITE", snapshot=DeltaTable(sink.uri))
     assert DeltaTable(sink.uri).to_pyarrow_table().num_rows == 0
+
+
+def test_files_older_than_a_vacuum_could_spare_are_not_committed(sink):
+    """A batch whose data files were written longer ago than MAX_UNCOMMITTED_AGE_S does
+    not commit them (a vacuum may have deleted them meanwhile): a transient error, the
+    batch is loaded again into new files."""
+    import dataclasses
+    import time
+
+    from sparkpipes.errors import SinkError
+    from sparkpipes.sinks.delta import MAX_UNCOMMITTED_AGE_S
+
+    f = sink.write_file(pa.table({"id": [1], "s": ["a"]}), "p")
+    old = dataclasses.replace(
+        f, modification_time=int((time.time() - MAX_UNCOMMITTED_AGE_S - 60) * 1000)
+    )
+    with pytest.raises(SinkError, match="written 31 minutes ago") as e:
+        sink.commit([old], batch("a", 1, {"0": 1}))
+    assert e.value.transient
+    assert DeltaTable(sink.uri).version() == 0
+    with pytest.raises(SinkError, match="vacuum may remove them"):
+        sink.commit_files([old])
+    assert sink.commit([f], batch("a", 1, {"0": 1}))
+    assert DeltaTable(sink.uri).to_pyarrow_table().num_rows == 1

@@ -32,6 +32,13 @@ SEED = [
 ]
 
 MORE = [
+    "OPTIMIZE TABLE t",
+    "OPTIMIZE TABLE `my events` FULL",
+    "VACUUM t",
+    "VACUUM TABLE t RETAIN 24 HOURS DRY RUN",
+    "VACUUM t DRY RUN",
+    "SHOW TABLE STATUS",
+    "SHOW TABLE STATUS LIKE 'ev%'",
     "CREATE PIPELINE a AS LOAD DATA KAFKA 'h:9092/t' INTO TABLE t FORMAT AVRO SCHEMA REGISTRY "
     "'http://registry:8081' (id <- id, city <- address::city)",
     "CREATE PIPELINE b AS LOAD DATA KAFKA 'h:9092/t' INTO TABLE t FORMAT AVRO SCHEMA "

@@ -714,3 +714,15 @@ def test_show_create_table_is_its_own_statement():
 
     assert parse_one("SHOW CREATE TABLE `t`") == ShowCreateTable("t")
     assert parse_one("show create table t").to_sql() == "SHOW CREATE TABLE t"
+
+
+def test_signs_of_numbers_stay_in_expressions():
+    """A leading sign is part of the value: INSERT VALUES, SET and WHERE keep it (it was
+    once dropped from the expression's text, so -1.5 was loaded as 1.5)."""
+    ins = parse_one("INSERT INTO t VALUES (-0.0000001, -1.5, +2, - -4, ~5, 1 - 3)")
+    assert [e.text for e in ins.rows[0]] == ["-0.0000001", "-1.5", "+2", "- -4", "~5", "1 - 3"]
+    p = parse_one(
+        "CREATE PIPELINE p AS LOAD DATA KAFKA 'h/t' INTO TABLE t FORMAT JSON (a <- a) "
+        "SET b = -1 WHERE a > -2 AND -a < 3"
+    )
+    assert "b = -1" in p.to_sql() and "WHERE a > -2 AND -a < 3" in p.to_sql()

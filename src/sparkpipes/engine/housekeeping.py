@@ -1,0 +1,276 @@
+"""Keeping tables and the catalog healthy over months of batches.
+
+Every batch adds a data file per task and a commit to its table, failed attempts can
+leave files no commit references, and the catalog records every batch. Left alone, a
+table's snapshot (and with it each commit, restart and query) grows with its age. The
+:class:`Housekeeper` runs beside the scheduler of every engine that runs pipelines, one
+round every ``table_maintenance_interval_ms``:
+
+1. per table, under the table's maintenance lease (one engine at a time among those
+   sharing the catalog): Pinot tables get their own retention and flush thresholds
+   (``PinotTables.maintain``); other tables are **compacted** once they have
+   ``table_compaction_min_files`` files smaller than half of
+   ``table_target_file_bytes`` (bin-packed into files of about that size, one commit);
+   the **log** is trimmed to ``table_log_retention_commits`` commits before its last
+   checkpoint (``maintenance.trim_log`` says why); every ``table_vacuum_interval_ms`` a
+   table is **vacuumed** (unreferenced files older than ``table_vacuum_retain_hours``
+   deleted; ``engine.maintenance`` says why a committed file never is) and stale staging
+   directories of crashed attempts go;
+2. every pipeline's history is pruned (``catalog.history``).
+
+Delta **checkpoints** are written by delta-rs as part of a commit, every
+``delta.checkpointInterval`` commits (a new table takes ``table_checkpoint_interval``).
+Each operation is recorded (``information_schema.TABLE_MAINTENANCE``); ``OPTIMIZE
+TABLE`` and ``VACUUM`` run the same operations on demand. A failure is logged and
+recorded, and the next round tries again; none affects a pipeline's batches.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from sparkpipes.catalog import TableRecord
+from sparkpipes.engine import variables
+from sparkpipes.engine.batch import app_id
+from sparkpipes.engine.maintenance import (
+    CompactionPolicy,
+    Layout,
+    clear_staging,
+    compact,
+    trim_log,
+    vacuum,
+)
+from sparkpipes.engine.runtime import Runtime
+from sparkpipes.errors import SparkpipesError
+
+log = logging.getLogger("sparkpipes.maintenance")
+
+#: how long one engine may hold a table's maintenance lease unrenewed
+LEASE_TTL_S = 600.0
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC).replace(tzinfo=None)
+
+
+def _total_size(stats: Any) -> int | None:
+    """``totalSize`` of delta-rs's file statistics (a JSON text or a dict)."""
+    import json
+
+    try:
+        d = json.loads(stats) if isinstance(stats, str) else stats
+        return int(d["totalSize"])
+    except (TypeError, ValueError, KeyError):
+        return None
+
+
+def lease_key(table: str) -> str:
+    """The lease row of a table's maintenance (leases are keyed by at most 64 chars)."""
+    return "table:" + hashlib.sha1(table.encode()).hexdigest()
+
+
+class Housekeeper:
+    """Table maintenance and history pruning for one engine (see the module docstring).
+
+    ``pinot`` maps a Pinot table's name to its own maintenance (retention and flush
+    thresholds); ``pinot_names`` lists those tables."""
+
+    def __init__(
+        self,
+        rt: Runtime,
+        holder: str,
+        *,
+        pinot: Callable[[str], Mapping[str, Any]] | None = None,
+        pinot_names: Callable[[], list[str]] = list,
+    ) -> None:
+        self.rt = rt
+        self.holder = holder
+        self._pinot = pinot
+        self._pinot_names = pinot_names
+
+    # -- the background rounds ---------------------------------------------------------
+    def run(self, halt: threading.Event) -> None:
+        """Rounds until ``halt`` is set; the interval is read again after each round."""
+        while not halt.wait(self._values()["table_maintenance_interval_ms"] / 1000 or 60.0):
+            try:
+                self.round()
+            except Exception as e:  # the next round tries again
+                log.warning("table maintenance: %s", e)
+
+    def round(self) -> dict[str, dict[str, Any]]:
+        """One pass: every table whose maintenance lease this engine gets, then the
+        pipelines' history. Per table, what was done."""
+        values = self._values()
+        pinot = set(self._pinot_names()) if self._pinot else set()
+        out: dict[str, dict[str, Any]] = {}
+        for rec in self.rt.catalog.tables():
+            with self._lease(rec.name) as held:
+                if not held:
+                    continue
+                try:
+                    out[rec.name] = self._maintain(rec, values, pinot=rec.name in pinot)
+                except SparkpipesError as e:
+                    log.warning("maintaining table %s: %s", rec.name, e.message)
+        self.prune(values)
+        return out
+
+    def _maintain(self, rec: TableRecord, values: Mapping[str, Any], *, pinot: bool) -> dict:
+        done: dict[str, Any] = {}
+        if pinot and self._pinot is not None:
+            started = time.monotonic()
+            done.update(self._pinot(rec.name))
+            if done.get("compacted") or done.get("expired"):
+                self._record(
+                    rec.name,
+                    "COMPACT",
+                    "auto",
+                    started,
+                    files_removed=done.get("compacted", 0),
+                    rows_affected=done.get("expired", 0),
+                )
+        elif values["table_compaction_min_files"] > 0:
+            metrics = self.optimize(rec, trigger="auto", force=False, values=values)
+            done["compacted"] = (metrics or {}).get("numFilesRemoved", 0)
+        if self._consistent(rec):
+            done["log_trimmed"] = trim_log(rec.location, values["table_log_retention_commits"])
+        every = values["table_vacuum_interval_ms"]
+        if every > 0:
+            last = self.rt.catalog.history.last_done(rec.name, "VACUUM")
+            if last is None or (_now() - last).total_seconds() * 1000 >= every:
+                retain = values["table_vacuum_retain_hours"]
+                done["vacuumed"] = len(self.vacuum(rec, trigger="auto", retain_hours=retain))
+                clear_staging(rec.location, retain)
+        return done
+
+    def prune(self, values: Mapping[str, Any] | None = None) -> int:
+        """Prune every pipeline's batch and error history to the variables' retention."""
+        values = values or self._values()
+        keep = max(1, values["pipelines_batches_metadata_to_keep"])
+        before = _now() - dt.timedelta(minutes=values["pipelines_errors_retention_minutes"])
+        deleted = 0
+        for p in self.rt.catalog.pipelines():
+            deleted += self.rt.catalog.history.prune(p.id, keep_batches=keep, errors_before=before)
+        return deleted
+
+    # -- operations (also OPTIMIZE TABLE and VACUUM) ------------------------------------
+    def optimize(
+        self,
+        rec: TableRecord,
+        *,
+        trigger: str,
+        force: bool,
+        values: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any] | None:
+        """Bin-pack the table's small files when due (``force``: whenever there are two);
+        delta-rs's metrics, or None when nothing was done."""
+        values = values or self._values()
+        policy = CompactionPolicy(
+            target_bytes=max(1024, values["table_target_file_bytes"]),
+            files=max(2, values["table_compaction_min_files"]),
+        )
+        started = time.monotonic()
+        try:
+            metrics = compact(rec.location, rec.name, policy, force=force)
+        except SparkpipesError as e:
+            self._record(rec.name, "COMPACT", trigger, started, error=e.message)
+            raise
+        if metrics and metrics.get("numFilesRemoved"):
+            self._record(
+                rec.name,
+                "COMPACT",
+                trigger,
+                started,
+                files_removed=metrics.get("numFilesRemoved", 0),
+                files_added=metrics.get("numFilesAdded", 0),
+                bytes_removed=_total_size(metrics.get("filesRemoved")),
+                bytes_added=_total_size(metrics.get("filesAdded")),
+            )
+            return metrics
+        return None
+
+    def vacuum(
+        self,
+        rec: TableRecord,
+        *,
+        trigger: str,
+        retain_hours: int | None = None,
+        dry_run: bool = False,
+    ) -> list[str]:
+        """Delete the table's unreferenced files older than ``retain_hours`` (default:
+        ``table_vacuum_retain_hours``); the files deleted (with ``dry_run``: to be)."""
+        hours = (
+            retain_hours
+            if retain_hours is not None
+            else self._values()["table_vacuum_retain_hours"]
+        )
+        started = time.monotonic()
+        try:
+            files = vacuum(rec.location, rec.name, hours, dry_run=dry_run)
+        except SparkpipesError as e:
+            if not dry_run:
+                self._record(rec.name, "VACUUM", trigger, started, error=e.message)
+            raise
+        if not dry_run:
+            self._record(rec.name, "VACUUM", trigger, started, files_removed=len(files))
+        return files
+
+    def layout(self, rec: TableRecord) -> Layout:
+        return Layout.of(rec.location, max(1024, self._values()["table_target_file_bytes"]))
+
+    # -- internals ---------------------------------------------------------------------
+    def _consistent(self, rec: TableRecord) -> bool:
+        """Whether the catalog records the last batch every pipeline loading the table
+        committed to it: a pipeline whose last commit the catalog missed (a crash right
+        after it) needs that commit's info in the log to resume."""
+        from deltalake import DeltaTable
+
+        loaders = [p for p in self.rt.catalog.pipelines() if p.table == rec.name]
+        if not loaders:
+            return True
+        dt = DeltaTable(rec.location)
+        for p in loaders:
+            version = dt.transaction_version(app_id(p.id))
+            last = self.rt.catalog.last_succeeded(p.id)
+            if version is not None and (last is None or last[0] != version):
+                log.info("table %s: log kept whole until pipeline %s resumes", rec.name, p.name)
+                return False
+        return True
+
+    def _values(self) -> dict[str, Any]:
+        return variables.resolve(self.rt.catalog.variables())
+
+    @contextmanager
+    def _lease(self, table: str) -> Iterator[bool]:
+        key = lease_key(table)
+        token = self.rt.catalog.leases.acquire(key, self.holder, LEASE_TTL_S)
+        try:
+            yield token is not None
+        finally:
+            if token is not None:
+                self.rt.catalog.leases.release(key, self.holder, token)
+
+    def _record(
+        self, table: str, operation: str, trigger: str, started: float, **values: Any
+    ) -> None:
+        took = time.monotonic() - started
+        try:
+            version = Layout.version_of(self.rt.catalog.table(table).location)
+        except Exception:  # the table may be gone; the record still says what happened
+            version = None
+        self.rt.catalog.history.record(
+            table_name=table,
+            operation=operation,
+            trigger=trigger,
+            engine=self.holder,
+            started_at=_now() - dt.timedelta(seconds=took),
+            duration_ms=int(took * 1000),
+            table_version=version,
+            **values,
+        )
