@@ -202,6 +202,7 @@ def test_catalog_statements_start_no_jvm(tmp_path):
         tmp_path / "wh", "-e", "CREATE TABLE c (a INT, b AS (a + 1) PERSISTED INT)", env=no_java
     )
     assert computed.returncode != 0 and "java" in computed.stderr.lower()
+    assert "cannot start Spark" in computed.stderr and "Traceback" not in computed.stderr
 
 
 def test_the_interactive_shell_runs_on_the_server(server, tmp_path):

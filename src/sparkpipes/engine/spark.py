@@ -8,6 +8,8 @@ import tempfile
 import threading
 from collections.abc import Iterator, Mapping
 
+from sparkpipes.errors import EngineError
+
 DEFAULTS = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
@@ -42,8 +44,16 @@ def build_session(master: str | None = None, conf: Mapping[str, str] | None = No
     from pyspark import SparkContext
 
     if SparkContext._active_spark_context is None:
-        with _jvm_stderr_filtered():
-            session = builder.getOrCreate()
+        try:
+            with _jvm_stderr_filtered():
+                session = builder.getOrCreate()
+        except Exception as e:  # no Java, a bad JAVA_HOME/SPARK_HOME, a JVM that died
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise EngineError(
+                f"cannot start Spark ({first}); it needs Java 17: check JAVA_HOME "
+                f"({os.environ.get('JAVA_HOME') or 'not set'}) and SPARK_HOME "
+                f"({os.environ.get('SPARK_HOME') or 'not set'})"
+            ) from None
     else:
         session = builder.getOrCreate()
     _quiet_query_context_loggers()

@@ -325,4 +325,5 @@ def test_cold_cli_answers_without_a_jvm(warehouse):
     # the same query with the fast path switched off needs Spark, which cannot start here
     off = _cli(warehouse.warehouse, "SELECT count(*) FROM items", SPARKPIPES_QUICK_QUERIES="0")
     assert off.returncode != 0
+    assert "cannot start Spark" in off.stderr and "Traceback" not in off.stderr  # one line
     assert "| 9 " not in off.stdout
