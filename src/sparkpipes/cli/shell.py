@@ -31,26 +31,17 @@ def progress_line(result) -> None:
 
 def run_script(session, text: str, *, echo: bool = False) -> int:
     """Run statements in order; stop at the first error. Returns the exit code."""
-    from sparkpipes.sql.parser import iter_parse, locate
-
-    statements = iter_parse(text)
-    while True:
-        t = time.time()
-        try:
-            item = next(statements, None)
-            if item is None:
-                return 0
-            stmt, span = item
-            try:
-                res = session.run(stmt)
-            except SparkpipesError as e:
-                raise locate(e, text, span) from None
-        except SparkpipesError as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 1
-        if echo:
-            print(f"{PROMPT}{mask_credentials(stmt.to_sql())};")
-        print(display.result(res, time.time() - t), flush=True)
+    t = time.time()
+    try:
+        for stmt, res in session.each(text):
+            if echo:
+                print(f"{PROMPT}{mask_credentials(stmt.to_sql())};")
+            print(display.result(res, time.time() - t), flush=True)
+            t = time.time()
+    except SparkpipesError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def interactive(session) -> int:

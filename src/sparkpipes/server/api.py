@@ -172,24 +172,19 @@ def script_lines(engine: Any, text: str, *, background: bool, served: dict[str, 
 
     from sparkpipes.cli.display import cell
     from sparkpipes.sql.executor import SqlSession
-    from sparkpipes.sql.parser import iter_parse, locate
     from sparkpipes.sql.script import mask_credentials
 
     session = SqlSession(engine, background=background)
-    statements = iter_parse(text)
+    results = session.each(text)
     while True:
         try:
-            item = next(statements, None)
-            if item is None:
-                return
-            stmt, span = item
-            try:
-                res = session.run(stmt)
-            except SparkpipesError as e:
-                raise locate(e, text, span) from None
+            item = next(results, None)
         except SparkpipesError as e:
             yield json.dumps({"error": {**error_body(e), "text": str(e)}}).encode() + b"\n"
             return
+        if item is None:
+            return
+        stmt, res = item
         served["statements"] += 1
         m = _AFFECTED.match(res.message or "")
         line = {

@@ -106,14 +106,20 @@ class SqlSession:
     # -- entry points -----------------------------------------------------------------
     def execute(self, text: str) -> list[Result]:
         """Run a script; an error stops it, pointing at the statement (and name) it is about."""
-        out = []
+        return [res for _, res in self.each(text)]
+
+    def each(self, text: str) -> Iterator[tuple[A.Statement, Result]]:
+        """Parse and run a script's statements one at a time, each result as soon as it
+        is done (the shell prints it, the server sends it); a statement is parsed only
+        once the previous one ran, and the first error (located at its line and column)
+        ends the script."""
         for stmt, span in iter_parse(text):
             self._source = text[span.start : span.end]
             try:
-                out.append(self.run(stmt))
+                res = self.run(stmt)
             except SparkpipesError as e:
                 raise locate(e, text, span) from None
-        return out
+            yield stmt, res
 
     def run(self, stmt: A.Statement) -> Result:
         handler = getattr(self, f"_{type(stmt).__name__}", None)
