@@ -5,7 +5,8 @@ Parts, along the sink SPI (``sparkpipes.sinks.base``):
 * :class:`ParquetWriter` — executor side: writes one Parquet file under a unique name
   below a root directory and returns its :class:`AddFile`. A file in the table directory
   is invisible until a commit references it; a file whose batch never commits is never
-  referenced (``VACUUM`` removes it).
+  referenced (``VACUUM`` removes it once older than its retention; so a commit never
+  references data files older than ``MAX_UNCOMMITTED_AGE_S``: that attempt is reloaded).
 * :class:`DeltaSink` — the table, with the write strategy of one pipeline:
 
   - **append** without ingest-time SQL: tasks write the table's files directly; the
