@@ -38,7 +38,8 @@ def main() -> None:
 
     from sparkpipes.config import PipelineSpec
     from sparkpipes.engine.assembly import build_source_of
-    from sparkpipes.engine.task import TaskSpec, run_task
+    from sparkpipes.engine.contract import Piece, TaskSpec
+    from sparkpipes.engine.task import run_task
     from sparkpipes.formats import build_decoder
     from sparkpipes.sinks import DeltaSink
     from sparkpipes.testing import EmbeddedBroker
@@ -55,15 +56,14 @@ def main() -> None:
             format="json",
         )
         source = build_source_of(spec)
-        decoder = build_decoder("json", schema, spec.mapping, spec.csv)
+        decoder = build_decoder("json", schema, spec.format.mapping, spec.format.csv)
         sink = DeltaSink(os.path.join(tmp, "events"), schema, "events")
         sink.create()
         task = TaskSpec(
             pipeline="p",
             pipeline_id="x",
             batch_id=1,
-            partition="0",
-            start=0,
+            pieces=(Piece("0", 0, None, args.events),),
             source=source,
             decoder=decoder,
             writer=sink.writer(),

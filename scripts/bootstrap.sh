@@ -35,17 +35,19 @@ if ! command -v java >/dev/null || [ "$(java_major)" -lt 17 ] 2>/dev/null; then
   apt_install openjdk-17-jre-headless
 fi
 
-# virtualenv + packages (re-installed only when pyproject.toml changes)
+# virtualenv + packages (re-installed only when what the install builds from changes)
 if [ ! -x .venv/bin/python ]; then
   say "creating .venv"
   "$PY" -m venv .venv
 fi
 stamp=.venv/.sparkpipes-installed
-if [ ! -f "$stamp" ] || ! cmp -s pyproject.toml "$stamp"; then
+# what the install builds from: the package's metadata and its C helper
+install_inputs() { cat pyproject.toml setup.py src/sparkpipes/sources/_fetchcopy.c; }
+if [ ! -f "$stamp" ] || ! install_inputs | cmp -s - "$stamp"; then
   say "installing sparkpipes and its dependencies into .venv"
   .venv/bin/python -m pip install -q --upgrade pip >/dev/null
   .venv/bin/python -m pip install -q -e ".[test]"
-  cp pyproject.toml "$stamp"
+  install_inputs > "$stamp"
 fi
 
 if [ "$want_services" = 1 ]; then

@@ -60,8 +60,9 @@ from sparkpipes.sources.base import start_at
 log = logging.getLogger("sparkpipes.batch")
 
 #: a drained partition whose watermark stays put is read again after this long anyway (a
-#: recreated topic may repeat a watermark); meanwhile an idle turn runs no Spark job
-IDLE_RECHECK_S = 10.0
+#: recreated topic may repeat a watermark; new records always move it); meanwhile an idle
+#: turn runs no Spark job
+IDLE_RECHECK_S = 60.0
 
 #: checked right before a commit: raises to stop it, or gives metadata for the commit
 Fence = Callable[[], dict[str, str]]
@@ -159,8 +160,9 @@ class BatchRunner:
 
     def plan(self, max_partitions: int | None = None) -> Plan:
         """Step 1. ``max_partitions`` (the engine's share of the cluster) caps the
-        pipeline's own ``max_partitions``; an object source with neither gets Spark's
-        default parallelism."""
+        batch's tasks: a stream's partitions then share tasks (all are read), objects are
+        packed into that many tasks within the pipeline's own ``max_partitions``; an
+        object source with neither gets Spark's default parallelism."""
         committed = self.committed()
         batch_id = committed.batch_id + 1 if committed else 1
         known = dict(committed.offsets) if committed else {}
@@ -190,7 +192,9 @@ class BatchRunner:
                 if not self._still_idle(p, marks[p])
             ]
             groups = self.source.assignment(partitions)
-            tasks = planning.stream_tasks(items, width, batch_id, groups)
+            tasks = planning.stream_tasks(
+                items, self.spec.batch.max_partitions, batch_id, groups, slots=max_partitions
+            )
         chosen = list(dict.fromkeys(piece.partition for t in tasks for piece in t))
         return Plan(
             batch_id,

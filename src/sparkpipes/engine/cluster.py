@@ -159,22 +159,29 @@ def _kill(pids: dict[str, int]) -> None:
 
 
 def ship_package(spark: object) -> str:
-    """Zip the sparkpipes package (its Python files) and add it to every executor's
-    ``sys.path`` ahead of anything installed there; the zip's path."""
+    """Zip the sparkpipes package (its Python files, and the Kafka reader's C helper) and
+    add it to every executor's ``sys.path`` ahead of anything installed there; the zip's
+    path."""
     import sparkpipes
+    from sparkpipes.sources import kafka_native
 
     root = Path(sparkpipes.__file__).parent
-    files = sorted(p for p in root.rglob("*.py") if "__pycache__" not in p.parts)
+    files = {
+        str(p.relative_to(root)): p for p in root.rglob("*.py") if "__pycache__" not in p.parts
+    }
+    helper = kafka_native.helper_file()
+    if helper is not None:  # a zip cannot hold an importable extension: loaded by path
+        files[kafka_native.SHIPPED_HELPER] = Path(helper)
     digest = hashlib.sha256()
-    for p in files:
-        digest.update(str(p.relative_to(root)).encode())
+    for name, p in sorted(files.items()):
+        digest.update(name.encode())
         digest.update(p.read_bytes())
     out = Path(tempfile.gettempdir()) / f"sparkpipes-{digest.hexdigest()[:16]}.zip"
     if not out.exists():
         tmp = out.with_suffix(f".{os.getpid()}.tmp")
         with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
-            for p in files:
-                z.write(p, Path("sparkpipes") / p.relative_to(root))
+            for name, p in sorted(files.items()):
+                z.write(p, Path("sparkpipes") / name)
         os.replace(tmp, out)
     spark.sparkContext.addPyFile(str(out))  # type: ignore[attr-defined]
     return str(out)

@@ -1,7 +1,8 @@
 """How a batch's reading is cut into Spark tasks (step 1 of the commit protocol).
 
-Streams (Kafka): one task per partition, at most ``width`` partitions per batch, rotating
-by batch id so that every partition gets its turn.
+Streams (Kafka): one task per partition, at most MAX_PARTITIONS_PER_BATCH partitions per
+batch, rotating by batch id so that every partition gets its turn; when the batch has
+room for fewer tasks than that, partitions share tasks (each read in turn).
 
 Objects (files): seed 004 gives each batch partition one object, and admits that one
 large object beside small ones leaves the other partitions idle. Here a batch takes the
@@ -42,10 +43,15 @@ def stream_tasks(
     width: int | None,
     batch_id: int,
     groups: Mapping[str, int] | None = None,
+    slots: int | None = None,
 ) -> list[list[Piece]]:
     """One task per partition, or per group of partitions where the source groups them
-    (``groups``: partition → task, a connector's assignment); with more tasks than
-    ``width``, a window of them that moves on with every batch."""
+    (``groups``: partition → task, a connector's assignment); with more of them than
+    ``width`` (the pipeline's MAX_PARTITIONS_PER_BATCH), a window that moves on with every
+    batch. With more tasks than ``slots`` (the batch's room on the cluster), they are
+    dealt into ``slots`` tasks that read their partitions in turn, so every partition is
+    read in every batch rather than every other one (its records would otherwise wait a
+    batch longer)."""
     tasks: dict[Any, list[Piece]] = {}
     for p in items:
         key = groups.get(p.partition, p.partition) if groups else p.partition
@@ -54,6 +60,11 @@ def stream_tasks(
     if width is not None and len(chosen) > width:
         shift = (batch_id * width) % len(chosen)
         chosen = (chosen[shift:] + chosen[:shift])[:width]
+    if slots is not None and len(chosen) > slots:
+        dealt: list[list[Piece]] = [[] for _ in range(max(1, slots))]
+        for i, task in enumerate(chosen):
+            dealt[i % len(dealt)].extend(task)
+        chosen = dealt
     return chosen
 
 

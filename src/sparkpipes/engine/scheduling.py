@@ -54,6 +54,9 @@ from sparkpipes.errors import CatalogError, InternalError, LeaseLostError, Spark
 
 #: how often a serving scheduler renews its note, and the age at which a note is stale
 HEARTBEAT_S = 5.0
+#: how often the dispatcher reads which pipelines are Running (a START in this process
+#: wakes it at once; one from another process is seen within this time)
+DISPATCH_S = 1.0
 STALE_S = 3 * HEARTBEAT_S
 #: the catalog note of each engine's scheduler is ``scheduler:<engine id>``
 NOTE = "scheduler"
@@ -84,6 +87,7 @@ class Scheduler:
         self._warm_up = warm_up
         self._thread: threading.Thread | None = None
         self._halt = threading.Event()
+        self._wake = threading.Event()
         self._cv = threading.Condition()  # guards the admission and the workers
         self._admission = Admission(1)
         self._workers: dict[str, threading.Thread] = {}
@@ -217,6 +221,7 @@ class Scheduler:
         for n in names:
             self.rt.catalog.pipeline(n)
             self.rt.catalog.update_pipeline(n, state=PipelineState.RUNNING, last_error=None)
+        self._wake.set()
         if run:
             self._ensure_thread()
 
@@ -272,7 +277,7 @@ class Scheduler:
                 if mine:
                     self._publish(self._changes, beat=True)
                 self.leases.renew_due()
-                halt.wait(0.1)
+                self._nap(halt)
         finally:
             with self._cv:
                 self._cv.notify_all()
@@ -292,6 +297,18 @@ class Scheduler:
                     self.rt.catalog.drop_note(f"{NOTE}:{self.leases.me}")
                 except CatalogError:
                     pass
+
+    def _nap(self, halt: threading.Event) -> None:
+        """Until the next dispatch: ``DISPATCH_S``, or a START in this process; lease
+        renewals and the heartbeat note stay on their own, shorter clocks."""
+        until = time.monotonic() + DISPATCH_S
+        while not self._halted(halt) and not self._wake.is_set():
+            left = until - time.monotonic()
+            if left <= 0:
+                break
+            halt.wait(min(0.1, left))
+            self.leases.renew_due()
+        self._wake.clear()
 
     def _serve(self, name: str, halt: threading.Event) -> None:
         """One pipeline's turns, while it is ``Running`` and this engine holds its lease

@@ -38,6 +38,7 @@ from sparkpipes.errors import (
     SourceError,
     SourceUnavailableError,
 )
+from sparkpipes.sources import kafka_native
 from sparkpipes.sources.base import (
     HEADERS_TYPE,
     Fetched,
@@ -46,6 +47,7 @@ from sparkpipes.sources.base import (
     PartitionConsumer,
     Source,
 )
+from sparkpipes.sources.kafka_native import EMPTY_POSITIONS, EMPTY_VALUES, RawFetch
 
 ALLOWED_CONFIG = {
     "bootstrap.servers",
@@ -343,7 +345,7 @@ def _await(
     while True:
         try:
             return call(max(0.05, min(_STEP_S, deadline - time.monotonic())))
-        except KafkaException as e:
+        except (KafkaException, kafka_native.NativeError) as e:
             last = _clean(e.args[0].str())
         client.poll(0)
         watch.check(**where)
@@ -355,13 +357,12 @@ def _await(
             )
 
 
-def _new_consumer(
+def _consumer_config(
     source: KafkaSource, defaults: Mapping[str, str] | None = None, *, eof: bool = False
-) -> tuple[Any, _Watch]:
-    from confluent_kafka import Consumer
-
-    watch = _Watch(source)
-    conf: dict[str, Any] = dict(defaults or {})
+) -> dict[str, str]:
+    """librdkafka's settings of a consumer that reads assigned partitions, never joins a
+    group and never commits to Kafka."""
+    conf = dict(defaults or {})
     conf.update(source.client_config())
     conf.update(
         {
@@ -371,16 +372,28 @@ def _new_consumer(
             "enable.partition.eof": "true" if eof else "false",
             "auto.offset.reset": "error",
             "socket.nagle.disable": "true",
-            "error_cb": watch,
-            "logger": ClientLog(),
         }
     )
+    return conf
+
+
+def _rejected(source: KafkaSource, e: Exception) -> ConfigError:
+    # librdkafka rejects a value (not the key: that was checked)
+    return ConfigError(f"Kafka client rejected the configuration: {source.redact(str(e))}")
+
+
+def _new_consumer(
+    source: KafkaSource, defaults: Mapping[str, str] | None = None, *, eof: bool = False
+) -> tuple[Any, _Watch]:
+    from confluent_kafka import Consumer
+
+    watch = _Watch(source)
+    conf: dict[str, Any] = _consumer_config(source, defaults, eof=eof)
+    conf.update({"error_cb": watch, "logger": ClientLog()})
     try:
         return Consumer(conf), watch
-    except Exception as e:  # librdkafka rejects a value (not the key: that was checked)
-        raise ConfigError(
-            f"Kafka client rejected the configuration: {source.redact(str(e))}"
-        ) from None
+    except Exception as e:
+        raise _rejected(source, e) from None
 
 
 class KafkaMetadata(MetadataProvider):
@@ -491,7 +504,72 @@ class KafkaMetadata(MetadataProvider):
             self._consumer = None
 
 
+class _ConfluentReader:
+    """confluent-kafka's ``Consumer`` behind the reader interface of
+    :class:`~sparkpipes.sources.kafka_native.NativeReader`: used when the native reader
+    is not available here, and for a source that wants each record's key, timestamp and
+    headers."""
+
+    def __init__(self, client: Any, topic: str, partition: int, metadata: bool) -> None:
+        self.client, self.topic, self.partition, self.metadata = client, topic, partition, metadata
+
+    def poll(self, timeout_s: float) -> None:
+        self.client.poll(timeout_s)
+
+    def watermarks(self, timeout_s: float) -> tuple[int, int]:
+        from confluent_kafka import TopicPartition
+
+        tp = TopicPartition(self.topic, self.partition)
+        return self.client.get_watermark_offsets(tp, timeout=timeout_s)
+
+    def assign(self, offset: int) -> None:
+        from confluent_kafka import TopicPartition
+
+        self.client.assign([TopicPartition(self.topic, self.partition, offset)])
+
+    def fetch(self, max_records: int, timeout_s: float) -> RawFetch:
+        # librdkafka's consume(n, t) waits for all n records; wait only for the first one
+        msgs = self.client.consume(1, timeout=timeout_s)
+        if msgs and max_records > 1:
+            msgs += self.client.consume(max_records - 1, timeout=0)
+        errors: list[tuple[int, str, int]] = []
+        last_is_error = False
+        # the hot loop: one C call per message where possible (the client gives no batches)
+        if any(map(_ERROR, msgs)):
+            errors = [(m.error().code(), m.error().str(), m.offset()) for m in msgs if m.error()]
+            last_is_error = msgs[-1].error() is not None
+            msgs = [m for m in msgs if m.error() is None]
+        if not msgs:
+            return RawFetch(EMPTY_VALUES, EMPTY_POSITIONS, errors, last_is_error)
+        values = pa.array(list(map(_VALUE, msgs)), pa.binary())
+        first, last = msgs[0].offset(), msgs[-1].offset()
+        if last - first + 1 == len(msgs):  # no gaps (no compaction, no transaction markers)
+            positions = pa.array(np.arange(first, last + 1, dtype=np.int64))
+        else:
+            positions = pa.array([m.offset() for m in msgs], pa.int64())
+        if not self.metadata:
+            return RawFetch(values, positions, errors, last_is_error)
+        return RawFetch(
+            values,
+            positions,
+            errors,
+            last_is_error,
+            keys=pa.array([m.key() for m in msgs], pa.binary()),
+            timestamps=pa.array([m.timestamp()[1] for m in msgs], pa.int64()),
+            headers=pa.array([m.headers() or [] for m in msgs], HEADERS_TYPE),
+        )
+
+    def close(self) -> None:
+        self.client.close()
+
+
 class KafkaPartitionConsumer(PartitionConsumer):
+    """Reads one partition from an offset. Records come from the native reader
+    (``kafka_native``: librdkafka's messages copied straight into Arrow) where it is
+    available and the source needs payloads only, else from confluent-kafka's
+    ``Consumer``; both are librdkafka with the same settings, so offsets, end events
+    and errors are the same."""
+
     position_type = pa.int64()
 
     def __init__(
@@ -501,7 +579,7 @@ class KafkaPartitionConsumer(PartitionConsumer):
         self.partition = partition
         self.out_of_range = out_of_range
         self.pipeline = pipeline
-        self._consumer = None
+        self._reader: Any = None
         self._watch: _Watch | None = None
         self._next: int | None = None
         self._start: int | None = None
@@ -509,18 +587,36 @@ class KafkaPartitionConsumer(PartitionConsumer):
     def _err(self, kind, msg: str, offset: int | None = None):
         return kind(msg, pipeline=self.pipeline, partition=str(self.partition), offset=offset)
 
-    def open(self, start: int, stop: int | None = None) -> Gap | None:
-        from confluent_kafka import TopicPartition
+    def _new_reader(self) -> Any:
+        if not self.source.record_metadata and kafka_native.available():
+            watch = _Watch(self.source)
+            conf = _consumer_config(self.source, PARTITION_CONSUMER_DEFAULTS, eof=True)
+            try:
+                reader = kafka_native.NativeReader(
+                    conf, watch, ClientLog().log, self.source.topic, self.partition
+                )
+            except ValueError as e:
+                raise _rejected(self.source, e) from None
+            self._watch = watch
+            return reader
+        client, self._watch = _new_consumer(self.source, PARTITION_CONSUMER_DEFAULTS, eof=True)
+        src = self.source
+        return _ConfluentReader(client, src.topic, self.partition, src.record_metadata)
 
-        self._consumer, self._watch = _new_consumer(
-            self.source, PARTITION_CONSUMER_DEFAULTS, eof=True
-        )
-        tp = TopicPartition(self.source.topic, self.partition)
+    def open(self, start: int, stop: int | None = None) -> Gap | None:
+        self._reader = self._new_reader()
+        try:
+            return self._open(self._reader, start)
+        except BaseException:
+            self.close()  # a client left open would keep its threads and sockets
+            raise
+
+    def _open(self, reader: Any, start: int) -> Gap | None:
         low, high = _await(
             self.source,
-            self._consumer,
+            reader,
             self._watch,
-            lambda t: self._consumer.get_watermark_offsets(tp, timeout=t),
+            reader.watermarks,
             self.source.connect_timeout_s,
             pipeline=self.pipeline,
             partition=str(self.partition),
@@ -536,7 +632,7 @@ class KafkaPartitionConsumer(PartitionConsumer):
                 raise self._err(OffsetOutOfRangeError, what, start)
             gap = Gap(str(self.partition), start, low, what + f"; resumed at earliest offset {low}")
             start = low
-        self._consumer.assign([TopicPartition(self.source.topic, self.partition, start)])
+        reader.assign(start)
         self._next = self._start = start
         return gap
 
@@ -555,61 +651,43 @@ class KafkaPartitionConsumer(PartitionConsumer):
             probe.close()
 
     def fetch(self, max_records: int, timeout_s: float) -> Fetched:
-        # librdkafka's consume(n, t) waits for all n records; wait only for the first one
-        msgs = self._consumer.consume(1, timeout=timeout_s)
-        if msgs and max_records > 1:
-            msgs += self._consumer.consume(max_records - 1, timeout=0)
-        at_end = False
-        # the hot loop: one C call per message where possible (the client gives no batches)
-        if any(map(_ERROR, msgs)):
-            for m in msgs:
-                if m.error() is not None:
-                    self._raise(m.error())  # returns only for an end-of-partition event
-            last = msgs[-1]
-            at_end = last.error() is not None and last.offset() != self._start
-            msgs = [m for m in msgs if m.error() is None]
-        if not msgs:
+        raw = self._reader.fetch(max_records, timeout_s)
+        for code, text, _offset in raw.errors:
+            self._raise(code, text)  # returns only for an end-of-partition event
+        at_end = raw.last_is_error and raw.errors[-1][2] != self._start
+        if not len(raw):
             if self._watch is not None:  # an empty fetch is no end while the brokers are gone
                 self._watch.check(pipeline=self.pipeline, partition=str(self.partition))
-            return Fetched(pa.array([], pa.binary()), pa.array([], pa.int64()), at_end=at_end)
+            return Fetched(EMPTY_VALUES, EMPTY_POSITIONS, at_end=at_end)
         if self._watch is not None:
             self._watch.down = False
-        values = pa.array(list(map(_VALUE, msgs)), pa.binary())
-        first, last = msgs[0].offset(), msgs[-1].offset()
-        if last - first + 1 == len(msgs):  # no gaps (no compaction, no transaction markers)
-            positions = pa.array(np.arange(first, last + 1, dtype=np.int64))
-        else:
-            positions = pa.array([m.offset() for m in msgs], pa.int64())
-        self._next = last + 1
-        if not self.source.record_metadata:
-            return Fetched(values=values, positions=positions, at_end=at_end)
+        self._next = raw.positions[-1].as_py() + 1
         return Fetched(
-            values=values,
-            positions=positions,
+            values=raw.values,
+            positions=raw.positions,
             at_end=at_end,
-            keys=pa.array([m.key() for m in msgs], pa.binary()),
-            timestamps=pa.array([m.timestamp()[1] for m in msgs], pa.int64()),
-            headers=pa.array([m.headers() or [] for m in msgs], HEADERS_TYPE),
+            keys=raw.keys,
+            timestamps=raw.timestamps,
+            headers=raw.headers,
         )
 
-    def _raise(self, err) -> None:
-        code = err.code()
+    def _raise(self, code: int, text: str) -> None:
         if code == _ERR_PARTITION_EOF:
             return
         if code in (_ERR_AUTO_OFFSET_RESET, _ERR_OFFSET_OUT_OF_RANGE):
             raise self._err(
                 OffsetOutOfRangeError,
                 f"offset {self._next} of topic '{self.source.topic}' partition "
-                f"{self.partition} is out of range: {err.str()}",
+                f"{self.partition} is out of range: {text}",
             )
-        if code in _TRANSPORT_ERRORS or err.retriable():
-            raise self._err(SourceUnavailableError, f"Kafka at {self.source.servers}: {err.str()}")
-        raise self._err(SourceError, f"Kafka topic '{self.source.topic}': {err.str()}")
+        if code in _TRANSPORT_ERRORS:
+            raise self._err(SourceUnavailableError, f"Kafka at {self.source.servers}: {text}")
+        raise self._err(SourceError, f"Kafka topic '{self.source.topic}': {text}")
 
     def position(self) -> int:
         return self._next
 
     def close(self) -> None:
-        if self._consumer is not None:
-            self._consumer.close()
-            self._consumer = None
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None

@@ -26,6 +26,18 @@ def test_streams_rotate_through_their_partitions_within_the_width():
     assert len(stream_tasks(items, None, 1)) == 5
 
 
+def test_streams_with_less_room_than_partitions_read_every_partition_in_shared_tasks():
+    items = [Pending(str(i), 0, 10, None) for i in range(5)]
+    tasks = stream_tasks(items, None, 7, slots=2)
+    assert [[p.partition for p in t] for t in tasks] == [["0", "2", "4"], ["1", "3"]]
+    # the pipeline's MAX_PARTITIONS_PER_BATCH still rotates; the room only packs
+    tasks = stream_tasks(items, 4, 1, slots=2)
+    assert len(tasks) == 2 and sorted(p.partition for t in tasks for p in t) == ["0", "1", "2", "4"]
+    groups = {"0": 0, "1": 0, "2": 1, "3": 1, "4": 2}  # a connector's tasks stay whole
+    tasks = stream_tasks(items, None, 1, groups, slots=2)
+    assert [[p.partition for p in t] for t in tasks] == [["0", "1", "4"], ["2", "3"]]
+
+
 def test_one_large_object_among_small_ones_is_split_and_the_tasks_balanced():
     fs = build_source("fs", "/d/*.json", {}, {})
     sizes = [100 * MB] + [1 * MB] * 100

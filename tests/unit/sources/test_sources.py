@@ -140,6 +140,9 @@ class _Msg:
             def code(self):
                 return -191  # _PARTITION_EOF
 
+            def str(self):
+                return "Broker: No more messages"
+
         return _Err()
 
 
@@ -152,11 +155,12 @@ class _Client:
 
 
 def test_kafka_end_of_partition_is_trusted_except_at_the_opening_offset():
-    from sparkpipes.sources.kafka import KafkaPartitionConsumer, KafkaSource
+    from sparkpipes.sources.kafka import KafkaPartitionConsumer, KafkaSource, _ConfluentReader
 
     def consumer(start, *batches):
         c = KafkaPartitionConsumer(KafkaSource("h:1/t", {}, {}), 0, "fail", "p")
-        c._consumer, c._start, c._next = _Client(*batches), start, start
+        c._reader = _ConfluentReader(_Client(*batches), "t", 0, False)
+        c._start, c._next = start, start
         return c
 
     c = consumer(5, [_Msg(5, b"a"), _Msg(6, b"b"), _Msg(7, eof=True)])
