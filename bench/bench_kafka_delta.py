@@ -202,6 +202,8 @@ def run_child(
         cmd += ["--baseline-kafka-conf", kv]
     for kv in args.pipeline_opt:
         cmd += ["--pipeline-opt", kv]
+    for kv in args.variable:
+        cmd += ["--variable", kv]
     broker = psutil.Process(broker_pid) if broker_pid else None
     broker_cpu: dict[str, float] = {}
     machine_busy: dict[str, float] = {}
@@ -289,6 +291,8 @@ def child_sparkpipes(args: argparse.Namespace) -> None:
     session_s = time.perf_counter() - t0
     t1 = time.perf_counter()
     eng.create_table("events", SCHEMA_DDL)
+    for name, value in _kv(args.variable).items():
+        eng.set_variable(name, value)
     options = {
         "max_offsets_per_batch_partition": 1_000_000,
         "batch_interval_ms": 0,
@@ -652,10 +656,13 @@ def main() -> None:
     )
     ap.add_argument("--pipeline-opt", action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument(
+        "--variable", action="append", default=[], metavar="NAME=VALUE", help="SET GLOBAL"
+    )
+    ap.add_argument(
         "--output",
         default=None,
         help="default bench/results/latest.json; latest-variant.json when any of "
-        "--spark-conf, --kafka-conf, --baseline-kafka-conf, --pipeline-opt is given",
+        "--spark-conf, --kafka-conf, --baseline-kafka-conf, --pipeline-opt, --variable is given",
     )
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
     ap.add_argument("-v", "--verbose", action="store_true")
@@ -760,7 +767,11 @@ def main() -> None:
     }
     if args.output is None:
         variant = (
-            args.spark_conf or args.kafka_conf or args.baseline_kafka_conf or args.pipeline_opt
+            args.spark_conf
+            or args.kafka_conf
+            or args.baseline_kafka_conf
+            or args.pipeline_opt
+            or args.variable
         )
         name = "latest-variant.json" if variant else "latest.json"
         args.output = os.path.join(HERE, "results", name)

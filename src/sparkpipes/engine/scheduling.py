@@ -119,11 +119,11 @@ class Scheduler:
             cap = int(self.rt.spark.sparkContext.defaultParallelism)
         return max(1, cap), values["pipelines_max_concurrent"]
 
-    def _partition_cap(self) -> int | None:
-        cap = variables.resolve(self.rt.catalog.variables())[
-            "pipelines_max_concurrent_batch_partitions"
-        ]
-        return cap or None
+    def _partition_cap(self) -> int:
+        """A batch run outside the dispatcher has the whole cluster: as many tasks as
+        ``_limits`` gives all batches at once (one wave; a stream's extra partitions
+        share tasks, which spares a second wave's task start-up)."""
+        return self._limits()[0]
 
     def run_batch(
         self,
