@@ -146,9 +146,9 @@ def test_run_loads_running_pipelines_and_stops_cleanly_on_sigterm(wh, broker, to
     err = "".join(lines)
     assert proc.returncode == 0, err[-2000:]
     assert "SIGTERM: finishing the batch in flight" in err and "stopped" in err
-    # progress, one line a batch (of as many partitions as the cluster has cores, so 20
-    # of the 40 records under local[2])
-    assert "pipeline p batch 1: Succeeded, 20 rows" in err
+    # progress, one line a batch (every partition's 10, in as many tasks as the cluster has
+    # cores: 40 records under local[2])
+    assert "pipeline p batch 1: Succeeded, 40 rows" in err
     q = cli("sql", "-e", "SELECT count(*), count(DISTINCT a) FROM t", wh=wh)
     n, distinct = (int(x) for x in q.stdout.splitlines()[3].strip("| ").split("|"))
     assert n == distinct  # never twice, whatever the moment of the signal
