@@ -61,27 +61,30 @@ def test_native_and_confluent_readers_return_the_same_records(broker, topic):
     assert _drain(source, "1", len(records), native=True)[:3] == ([], [], len(records))
 
 
-def test_a_fetch_larger_than_one_arrow_array_is_split_without_losing_a_record(
-    broker, topic, monkeypatch
-):
-    monkeypatch.setattr(kafka_native, "MAX_BYTES", 2_500)
+def test_a_fetch_larger_than_one_arrow_array_is_split_without_losing_a_record(broker, topic):
+    from sparkpipes.sources.kafka import PARTITION_CONSUMER_DEFAULTS, _consumer_config
+
     records = [f"record {i:05d} ".encode() * 10 for i in range(3_000)]  # 130 bytes each
     broker.produce(topic, records, partition=2)
     source = build_source("kafka", f"{broker.bootstrap}/{topic}", {}, {})
-    consumer = source.consumer("2")
-    consumer.open(0)
+    conf = _consumer_config(source, PARTITION_CONSUMER_DEFAULTS, eof=True)
+    # the limit is 2 GiB per Arrow array; a small one shows the split on 390 kB
+    reader = kafka_native.NativeReader(conf, print, print, topic, 2, max_bytes=2_500)
+    reader.assign(0)
     sizes, values = [], []
     try:
         while len(values) < len(records):
-            fetched = consumer.fetch(1_000, 2.0)
+            fetched = reader.fetch(1_000, 2.0)
             assert len(fetched), "records were lost"
             sizes.append(len(fetched))
             values += fetched.values.to_pylist()
+            assert fetched.positions.to_pylist() == list(
+                range(len(values) - len(fetched), len(values))
+            )
     finally:
-        consumer.close()
+        reader.close()
     assert values == records
     assert max(sizes) == 2_500 // 130  # each fetch held what fits, the rest came next
-    assert consumer.position() == len(records)
 
 
 def test_native_reader_reports_out_of_range_and_rejected_settings(broker, topic):

@@ -252,12 +252,14 @@ class NativeReader:
         log: Callable[..., None],
         topic: str,
         partition: int,
+        max_bytes: int = MAX_BYTES,
     ) -> None:
         lib = _lib()
         if lib is None:
             raise RuntimeError("the native Kafka reader is not available")
         self._lib, rd = lib, lib.rd
         self.topic, self.partition = topic.encode(), partition
+        self.max_bytes = max_bytes  #: payload bytes per fetch at most (one Arrow array)
         self._error_cb = _ERROR_CB(
             lambda _rk, code, reason, _o: error_cb(KafkaCError(code, _text(reason)))
         )
@@ -335,7 +337,7 @@ class NativeReader:
         lib = self._lib
         at = ctypes.byref(slots, start * ctypes.sizeof(_p))
         nbytes, nerrors = _i64(), _ssz()
-        take = lib.helper.sp_scan(at, n, MAX_BYTES, nbytes, nerrors)
+        take = lib.helper.sp_scan(at, n, self.max_bytes, nbytes, nerrors)
         if take < n:  # the rest go into the next fetch (before slots are reused)
             self._pending = (slots, start + take, n - take)
         count = take - nerrors.value
