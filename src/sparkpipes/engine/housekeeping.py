@@ -15,7 +15,8 @@ round every ``table_maintenance_interval_ms``:
    checkpoint (``maintenance.trim_log`` says why); every ``table_vacuum_interval_ms`` a
    table is **vacuumed** (unreferenced files older than ``table_vacuum_retain_hours``
    deleted; ``engine.maintenance`` says why a committed file never is) and stale staging
-   directories of crashed attempts go;
+   directories of crashed attempts go; a table with no commit since a round that left
+   it nothing to compact or trim is not read for those (one file status tells);
 2. every pipeline's history is pruned (``catalog.history``).
 
 Delta **checkpoints** are written by delta-rs as part of a commit, every
@@ -44,6 +45,7 @@ from sparkpipes.engine.maintenance import (
     Layout,
     clear_staging,
     compact,
+    newest_version,
     trim_log,
     vacuum,
 )
@@ -94,6 +96,8 @@ class Housekeeper:
         self.holder = holder
         self._pinot = pinot
         self._pinot_names = pinot_names
+        #: table → (what its upkeep depends on, the version, settled): see _settled
+        self._seen: dict[str, tuple[tuple, int, bool]] = {}
 
     # -- the background rounds ---------------------------------------------------------
     def run(self, halt: threading.Event) -> None:
@@ -123,7 +127,9 @@ class Housekeeper:
 
     def _maintain(self, rec: TableRecord, values: Mapping[str, Any], *, pinot: bool) -> dict:
         done: dict[str, Any] = {}
-        if pinot and self._pinot is not None:
+        pinot = pinot and self._pinot is not None
+        quiet = not pinot and self._settled(rec, values)
+        if pinot:
             started = time.monotonic()
             done.update(self._pinot(rec.name))
             if done.get("compacted") or done.get("expired"):
@@ -135,11 +141,14 @@ class Housekeeper:
                     files_removed=done.get("compacted", 0),
                     rows_affected=done.get("expired", 0),
                 )
-        elif values["table_compaction_min_files"] > 0:
+        elif not quiet and values["table_compaction_min_files"] > 0:
             metrics = self.optimize(rec, trigger="auto", force=False, values=values)
             done["compacted"] = (metrics or {}).get("numFilesRemoved", 0)
-        if self._consistent(rec):
-            done["log_trimmed"] = trim_log(rec.location, values["table_log_retention_commits"])
+        if not quiet and self._consistent(rec):
+            trimmed = trim_log(rec.location, values["table_log_retention_commits"])
+            done["log_trimmed"] = trimmed.removed
+            if not pinot and not trimmed.young and not done.get("compacted"):
+                self._settle(rec.name)
         every = values["table_vacuum_interval_ms"]
         if every > 0:
             last = self.rt.catalog.history.last_done(rec.name, "VACUUM")
@@ -225,6 +234,30 @@ class Housekeeper:
         return Layout.of(rec.location, max(1024, self._values()["table_target_file_bytes"]))
 
     # -- internals ---------------------------------------------------------------------
+    def _settled(self, rec: TableRecord, values: Mapping[str, Any]) -> bool:
+        """Whether compaction and log trimming can be left out this round: no commit came
+        since a round that found nothing left for them (settled), under the same
+        variables. Costs one file status while the table is quiet, so an idle table's
+        rounds read neither its snapshot nor its log."""
+        key = (
+            rec.location,
+            rec.created_at,
+            values["table_compaction_min_files"],
+            values["table_target_file_bytes"],
+            values["table_log_retention_commits"],
+        )
+        seen = self._seen.get(rec.name)
+        known = seen[1] if seen is not None and seen[0] == key else None
+        version = newest_version(rec.location, known)
+        if version != known:
+            self._seen[rec.name] = (key, version, False)
+            return False
+        return seen is not None and seen[2]
+
+    def _settle(self, table: str) -> None:
+        key, version, _ = self._seen[table]
+        self._seen[table] = (key, version, True)
+
     def _consistent(self, rec: TableRecord) -> bool:
         """Whether the catalog records the last batch every pipeline loading the table
         committed to it: a pipeline whose last commit the catalog missed (a crash right

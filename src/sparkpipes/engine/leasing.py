@@ -115,6 +115,15 @@ class Keeper:
             except CatalogError as e:  # kept until it expires; the fence decides
                 log.warning("could not renew the lease of pipeline %s: %s", pid, e)
 
+    def due_in_s(self) -> float:
+        """Seconds until the next renewal is due; a lease taken meanwhile is due a third
+        of the time-to-live after it was taken, so that long at most."""
+        third = self.ttl_s / 3
+        now = time.monotonic()
+        with self._lock:
+            renewed = [at for _, at in self._held.values()]
+        return max(0.0, min((at + third - now for at in renewed), default=third))
+
     def release(self, pipeline_id: str) -> None:
         with self._lock:
             held = self._held.pop(pipeline_id, None)

@@ -273,21 +273,49 @@ class Layout:
         return DeltaTable(location).version()
 
 
+def _log_dir(location: str) -> tuple[Any, str]:
+    """The file system of a table's location and the path of its ``_delta_log``."""
+    from pyarrow import fs
+
+    if "://" in location and not location.startswith("file://"):
+        filesystem, root = fs.FileSystem.from_uri(location)
+    else:
+        filesystem, root = fs.LocalFileSystem(), location.removeprefix("file://")
+    return filesystem, f"{root.rstrip('/')}/_delta_log"
+
+
 def last_checkpoint(location: str) -> int | None:
     """The version of the table's last Delta checkpoint (``_last_checkpoint``), or None."""
     import json
 
-    from pyarrow import fs
-
     try:
-        if "://" in location and not location.startswith("file://"):
-            filesystem, root = fs.FileSystem.from_uri(location)
-        else:
-            filesystem, root = fs.LocalFileSystem(), location.removeprefix("file://")
-        with filesystem.open_input_stream(f"{root.rstrip('/')}/_delta_log/_last_checkpoint") as f:
+        filesystem, log_dir = _log_dir(location)
+        with filesystem.open_input_stream(f"{log_dir}/_last_checkpoint") as f:
             return int(json.loads(f.read())["version"])
     except (OSError, ValueError, KeyError):
         return None
+
+
+#: commits looked for one by one by :func:`newest_version` before it loads the table
+PROBE_COMMITS = 50
+
+
+def newest_version(location: str, known: int | None = None) -> int:
+    """The table's newest version. From ``known`` (a version it had) the commits after
+    it are looked for one by one, a file status each (versions are consecutive and a log
+    is trimmed from its old end only), which costs next to nothing while none came; the
+    table is loaded when there is no ``known`` or many came."""
+    if known is not None:
+        from pyarrow import fs
+
+        filesystem, log_dir = _log_dir(location)
+        version = known
+        for _ in range(PROBE_COMMITS):
+            info = filesystem.get_file_info(f"{log_dir}/{version + 1:020d}.json")
+            if info.type == fs.FileType.NotFound:
+                return version
+            version += 1
+    return Layout.version_of(location)
 
 
 #: log entries younger than this are never trimmed (a reader may be listing them)
@@ -295,10 +323,16 @@ LOG_MIN_AGE_S = 60
 _LOG_ENTRY = re.compile(r"^(\d{20})\.(json|crc|checkpoint(\.\d+\.\d+)?\.parquet)$")
 
 
-def trim_log(location: str, keep_commits: int, *, min_age_s: float | None = None) -> int:
+@dataclass(frozen=True)
+class Trimmed:
+    removed: int  # log entries deleted
+    young: int  # entries old enough in versions but younger than the minimum age: kept
+
+
+def trim_log(location: str, keep_commits: int, *, min_age_s: float | None = None) -> Trimmed:
     """Delete the table's log entries (commits, checkpoints) more than ``keep_commits``
     versions older than its last checkpoint, before the checkpoint preceding it, and older
-    than ``min_age_s``; how many.
+    than ``min_age_s``; how many, and how many were kept for their age only.
 
     Opening a table reads its last checkpoint and the commits after it only, but lists the
     whole log directory first: on a local or shared file system that listing costs about
@@ -311,12 +345,8 @@ def trim_log(location: str, keep_commits: int, *, min_age_s: float | None = None
 
     checkpoint = last_checkpoint(location)
     if checkpoint is None:
-        return 0
-    if "://" in location and not location.startswith("file://"):
-        filesystem, root = fs.FileSystem.from_uri(location)
-    else:
-        filesystem, root = fs.LocalFileSystem(), location.removeprefix("file://")
-    log_dir = f"{root.rstrip('/')}/_delta_log"
+        return Trimmed(0, 0)
+    filesystem, log_dir = _log_dir(location)
     entries = [
         (int(m.group(1)), m.group(2), info)
         for info in filesystem.get_file_info(fs.FileSelector(log_dir))
@@ -327,11 +357,12 @@ def trim_log(location: str, keep_commits: int, *, min_age_s: float | None = None
     before = [v for v, kind, _ in entries if kind.startswith("checkpoint") and v < checkpoint]
     edge = min(checkpoint - max(keep_commits, 1), max(before, default=-1))
     young = time.time() - (LOG_MIN_AGE_S if min_age_s is None else min_age_s)
-    doomed = []
+    doomed, kept = [], 0
     for version, _, info in entries:
         if version >= edge:
             continue
         if info.mtime is not None and info.mtime.timestamp() > young:
+            kept += 1
             continue
         doomed.append(info.path)
     for path in doomed:
@@ -343,4 +374,4 @@ def trim_log(location: str, keep_commits: int, *, min_age_s: float | None = None
         log.info(
             "table log of %s: %d entries before version %d removed", location, len(doomed), edge
         )
-    return len(doomed)
+    return Trimmed(len(doomed), kept)

@@ -299,14 +299,15 @@ class Scheduler:
                     pass
 
     def _nap(self, halt: threading.Event) -> None:
-        """Until the next dispatch: ``DISPATCH_S``, or a START in this process; lease
-        renewals and the heartbeat note stay on their own, shorter clocks."""
+        """Until the next dispatch: ``DISPATCH_S``, or a START or ``close`` in this
+        process (a halt set elsewhere is seen by the next dispatch); lease renewals stay
+        on their own, shorter clock (woken when one is due, not polled)."""
         until = time.monotonic() + DISPATCH_S
         while not self._halted(halt) and not self._wake.is_set():
             left = until - time.monotonic()
             if left <= 0:
                 break
-            halt.wait(min(0.1, left))
+            self._wake.wait(min(left, max(0.02, self.leases.due_in_s())))
             self.leases.renew_due()
         self._wake.clear()
 
@@ -473,6 +474,7 @@ class Scheduler:
 
     def close(self) -> None:
         self._halt.set()
+        self._wake.set()  # the dispatcher's nap
         with self._cv:
             self._cv.notify_all()
         if self._thread is not None:
