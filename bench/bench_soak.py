@@ -5,11 +5,12 @@
     .venv/bin/python bench/bench_soak.py --minutes 6 --kill-every 120   # smoke run
 
 A producer thread sends ``{"id": n, "ts": <ms>}`` to a 4-partition topic of the embedded
-broker at ``--rate`` events/s (paced every 20 ms). ``sparkpipes run`` (the CLI, default
-options: ``BATCH_INTERVAL`` 2500, the housekeeper's default maintenance) loads them into a
-Delta table; every ``--kill-every`` seconds its whole process group (driver, Spark JVM,
-Python workers) is SIGKILLed and a new one is started at once. Every 5 s the RSS of each
-process kind is sampled: the engine's driver, JVM and Python workers, and the broker.
+broker at ``--rate`` events/s (paced every 20 ms, sent in record batches of 100 ms).
+``sparkpipes run`` (the CLI, default options: ``BATCH_INTERVAL`` 2500, the housekeeper's
+default maintenance) loads them into a Delta table; every ``--kill-every`` seconds its
+whole process group (driver, Spark JVM, Python workers) is SIGKILLed and a new one is
+started at once. Every 5 s the RSS of each process kind is sampled: the engine's driver,
+JVM and Python workers, and the broker.
 
 At the end the producer stops, the last engine drains, and the table is checked: lost =
 sent - distinct ids, duplicated = rows - distinct ids (both must be 0). Memory is "flat"
@@ -116,7 +117,9 @@ def main() -> None:
 
         def produce() -> None:
             nonlocal sent
-            p = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5})
+            # 100 ms of lingering: ~40 record batches a second in all rather than ~200
+            # (Tansu's in-memory log slowed down under an hour of tiny batches)
+            p = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 100})
             step, t0 = 0.02, time.time()
             while not stop.is_set():
                 due = int((time.time() - t0) * a.rate)
@@ -151,7 +154,12 @@ def main() -> None:
                 engine = start_engine(warehouse, env, engine_log)
                 lives.append({"started": time.time(), "pid": engine.pid})
                 next_kill = time.time() + a.kill_every
-                print(f"{now - started:6.0f}s killed; life {len(lives) - 1} started", flush=True)
+                print(
+                    f"{now - started:6.0f}s killed; life {len(lives) - 1} started; "
+                    f"{sent} sent; broker {broker_proc.cpu_times().user:.0f} CPU-s, "
+                    f"{broker_proc.memory_info().rss / MIB:.0f} MiB",
+                    flush=True,
+                )
             time.sleep(5)
         stop.set()
         producer.join()

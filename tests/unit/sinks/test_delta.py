@@ -1,6 +1,7 @@
 """The Delta sink's half of the commit protocol, on a real delta-rs table."""
 
 import json
+import os
 
 import pyarrow as pa
 import pytest
@@ -117,3 +118,23 @@ def test_files_older_than_a_vacuum_could_spare_are_not_committed(sink):
         sink.commit_files([old])
     assert sink.commit([f], batch("a", 1, {"0": 1}))
     assert DeltaTable(sink.uri).to_pyarrow_table().num_rows == 1
+
+
+def test_the_last_batch_is_read_afresh_after_other_writers_and_a_trimmed_log(sink):
+    """``committed`` keeps the table it read and brings it up to date: what another
+    writer (a second engine) commits afterwards is seen, and so is the table after its
+    log was trimmed past the kept version (it is then loaded again)."""
+    from sparkpipes.engine.maintenance import trim_log
+
+    assert sink.committed("a") is None
+    other = DeltaSink(sink.uri, SCHEMA, "t")
+    assert other.commit([], batch("a", 1, {"0": 10}))
+    assert sink.committed("a") == Committed(1, {"0": 10})
+    for b in range(2, 12):
+        assert other.commit([], batch("a", b, {"0": b * 10}))
+        if b in (6, 10):
+            DeltaTable(sink.uri).create_checkpoint()
+    assert trim_log(sink.uri, 1, min_age_s=0).removed > 0
+    assert not os.path.exists(os.path.join(sink.uri, "_delta_log", f"{3:020d}.json"))
+    assert sink.committed("a") == Committed(11, {"0": 110})
+    assert sink.committed("a", hint=Committed(11, {"0": 110})) == Committed(11, {"0": 110})
