@@ -5,7 +5,7 @@
     .venv/bin/python bench/bench_soak.py --minutes 6 --kill-every 120   # smoke run
 
 A producer thread sends ``{"id": n, "ts": <ms>}`` to a 4-partition topic of the embedded
-broker at ``--rate`` events/s (paced every 20 ms, sent in record batches of 100 ms).
+broker at ``--rate`` events/s (paced every 20 ms, sent in record batches of 1 s).
 ``sparkpipes run`` (the CLI, default options: ``BATCH_INTERVAL`` 2500, the housekeeper's
 default maintenance) loads them into a Delta table; every ``--kill-every`` seconds its
 whole process group (driver, Spark JVM, Python workers) is SIGKILLed and a new one is
@@ -117,9 +117,11 @@ def main() -> None:
 
         def produce() -> None:
             nonlocal sent
-            # 100 ms of lingering: ~40 record batches a second in all rather than ~200
-            # (Tansu's in-memory log slowed down under an hour of tiny batches)
-            p = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 100})
+            # record batches of 1 s (1,250 records): Tansu's in-memory log answers
+            # ListOffsets and Fetch by walking its batches (~1.4 us each), so an hour of
+            # 5 ms batches made every request of the engine cost tens of ms and, at ~50
+            # min, more CPU than the machine has
+            p = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 1000})
             step, t0 = 0.02, time.time()
             while not stop.is_set():
                 due = int((time.time() - t0) * a.rate)
