@@ -25,7 +25,7 @@ from tests.integration.databases import pg_database
 
 pytestmark = [pytest.mark.timeout(900), pytest.mark.slow]
 
-KAFKA_RECORDS = 400_000
+KAFKA_RECORDS = 800_000  # two batches of 400k: tasks long enough to be seen
 FILES, PER_FILE = 6, 500
 
 CHILD = textwrap.dedent(
@@ -43,21 +43,16 @@ CHILD = textwrap.dedent(
     eng.warm_up()
     killed = {}
 
-    def kill_mid_job():  # once a batch's tasks have run for a moment
+    def kill_mid_job():  # as soon as a batch's tasks are seen running
         tracker = sc.statusTracker()
-        seen = None
         while not killed:
             stages = [tracker.getStageInfo(s) for s in tracker.getActiveStageIds()]
             running = [s for s in stages if s is not None and s.numActiveTasks > 0]
-            if running and seen is None:
-                seen = time.time()
-            elif not running:
-                seen = None
-            if seen is not None and time.time() - seen > 0.04:  # a batch lasts ~0.3 s
+            if running:  # a Kafka batch's tasks last a few tenths of a second
                 os.killpg(int(victim), signal.SIGKILL)
                 killed["at"] = time.time()
                 killed["active_tasks"] = sum(s.numActiveTasks for s in running)
-            time.sleep(0.02)
+            time.sleep(0.005)
 
     threading.Thread(target=kill_mid_job, daemon=True).start()
     batches = {}
