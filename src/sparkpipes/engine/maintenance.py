@@ -37,6 +37,7 @@ from sparkpipes.sinks.delta import (
     CONFLICT_PAUSE_S,
     MAX_UNCOMMITTED_AGE_S,
     CommitConflict,
+    log_dir,
 )
 
 log = logging.getLogger("sparkpipes.maintenance")
@@ -273,24 +274,13 @@ class Layout:
         return DeltaTable(location).version()
 
 
-def _log_dir(location: str) -> tuple[Any, str]:
-    """The file system of a table's location and the path of its ``_delta_log``."""
-    from pyarrow import fs
-
-    if "://" in location and not location.startswith("file://"):
-        filesystem, root = fs.FileSystem.from_uri(location)
-    else:
-        filesystem, root = fs.LocalFileSystem(), location.removeprefix("file://")
-    return filesystem, f"{root.rstrip('/')}/_delta_log"
-
-
 def last_checkpoint(location: str) -> int | None:
     """The version of the table's last Delta checkpoint (``_last_checkpoint``), or None."""
     import json
 
     try:
-        filesystem, log_dir = _log_dir(location)
-        with filesystem.open_input_stream(f"{log_dir}/_last_checkpoint") as f:
+        filesystem, logs = log_dir(location)
+        with filesystem.open_input_stream(f"{logs}/_last_checkpoint") as f:
             return int(json.loads(f.read())["version"])
     except (OSError, ValueError, KeyError):
         return None
@@ -308,10 +298,10 @@ def newest_version(location: str, known: int | None = None) -> int:
     if known is not None:
         from pyarrow import fs
 
-        filesystem, log_dir = _log_dir(location)
+        filesystem, logs = log_dir(location)
         version = known
         for _ in range(PROBE_COMMITS):
-            info = filesystem.get_file_info(f"{log_dir}/{version + 1:020d}.json")
+            info = filesystem.get_file_info(f"{logs}/{version + 1:020d}.json")
             if info.type == fs.FileType.NotFound:
                 return version
             version += 1
@@ -346,10 +336,10 @@ def trim_log(location: str, keep_commits: int, *, min_age_s: float | None = None
     checkpoint = last_checkpoint(location)
     if checkpoint is None:
         return Trimmed(0, 0)
-    filesystem, log_dir = _log_dir(location)
+    filesystem, logs = log_dir(location)
     entries = [
         (int(m.group(1)), m.group(2), info)
-        for info in filesystem.get_file_info(fs.FileSelector(log_dir))
+        for info in filesystem.get_file_info(fs.FileSelector(logs))
         if info.type == fs.FileType.File and (m := _LOG_ENTRY.match(info.base_name))
     ]
     # a reader that read _last_checkpoint just before the last one was written opens the

@@ -119,6 +119,23 @@ class Append:
 WriteStrategy = Append | Upsert
 
 
+def log_dir(uri: str) -> tuple[Any, str]:
+    """The file system of a table's location and the path of its ``_delta_log``."""
+    from pyarrow import fs
+
+    if "://" in uri and not uri.startswith("file://"):
+        filesystem, root = fs.FileSystem.from_uri(uri)
+    else:
+        filesystem, root = fs.LocalFileSystem(), uri.removeprefix("file://")
+    return filesystem, f"{root.rstrip('/')}/_delta_log"
+
+
+def exists(filesystem: Any, path: str) -> bool:
+    from pyarrow import fs
+
+    return filesystem.get_file_info(path).type != fs.FileType.NotFound
+
+
 def _local_path(uri: str) -> str:
     return uri[len("file://") :] if uri.startswith("file://") else uri
 
@@ -416,8 +433,8 @@ class DeltaSink(Sink):
         table's app transaction does; otherwise the commit log is searched newest first.
 
         Asked before every batch, and by an idle pipeline every turn: the table read last
-        time is kept and brought up to the log's newest version (the commits since, if
-        any, are read) instead of being loaded again: a quarter of the cost.
+        time is kept while no commit came after it (two file statuses tell) instead of
+        being loaded again.
         """
         with self._seen_lock:
             dt = self._seen = self._latest(self._seen)
@@ -435,16 +452,20 @@ class DeltaSink(Sink):
         )
 
     def _latest(self, dt):
-        """``dt`` brought to the newest version of the log, or the table loaded afresh
-        when there is no ``dt`` or the update fails (the log trimmed past it, a store
-        error)."""
-        if dt is None:
-            return self._table()
-        try:
-            dt.update_incremental()
-            return dt
-        except Exception as e:
-            log.debug("Delta table '%s': incremental update failed (%s)", self.name, e)
+        """``dt`` while the log has no version after it and still has its own (two file
+        statuses), else the table loaded afresh: while batches commit, each plan loads
+        the table as before (the soak ran flat so); an idle pipeline's turns load
+        nothing. Any failure to look is a reason to load."""
+        if dt is not None:
+            try:
+                filesystem, logs = log_dir(self.uri)
+                v = dt.version()
+                if exists(filesystem, f"{logs}/{v:020d}.json") and not exists(
+                    filesystem, f"{logs}/{v + 1:020d}.json"
+                ):
+                    return dt
+            except Exception as e:  # a store that cannot be listed this way: load it
+                log.debug("Delta table '%s': %s", self.name, e)
         return self._table()
 
     def discard(self) -> None:

@@ -121,7 +121,7 @@ def test_files_older_than_a_vacuum_could_spare_are_not_committed(sink):
 
 
 def test_the_last_batch_is_read_afresh_after_other_writers_and_a_trimmed_log(sink):
-    """``committed`` keeps the table it read and brings it up to date: what another
+    """``committed`` keeps the table it read while nothing came after it: what another
     writer (a second engine) commits afterwards is seen, and so is the table after its
     log was trimmed past the kept version (it is then loaded again)."""
     from sparkpipes.engine.maintenance import trim_log
