@@ -622,7 +622,7 @@ def child_baseline(args: argparse.Namespace) -> None:
     from confluent_kafka import Consumer, TopicPartition
     from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
-    from sparkpipes.sources.kafka import PARTITION_CONSUMER_DEFAULTS
+    from sparkpipes.sources.kafka_client import PARTITION_CONSUMER_DEFAULTS
 
     schema = pa.schema(
         [("id", pa.int64()), ("ts", pa.int64()), ("uuid", pa.string()), ("n", pa.int32())]

@@ -284,7 +284,7 @@ def child_sparkpipes(args: argparse.Namespace) -> None:
     emit("phase", "startup")
     t0 = time.perf_counter()
     from sparkpipes import Engine
-    from sparkpipes.sources.kafka import PARTITION_CONSUMER_DEFAULTS
+    from sparkpipes.sources.kafka_client import PARTITION_CONSUMER_DEFAULTS
 
     eng = Engine(wh, spark_master=args.master or f"local[{args.cores}]", spark_conf=spark_conf)
     eng.spark  # noqa: B018 - the SparkSession
@@ -375,7 +375,7 @@ def child_baseline(args: argparse.Namespace) -> None:
     from confluent_kafka import Consumer, TopicPartition
     from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
-    from sparkpipes.sources.kafka import PARTITION_CONSUMER_DEFAULTS
+    from sparkpipes.sources.kafka_client import PARTITION_CONSUMER_DEFAULTS
 
     schema = pa.schema([("ts", pa.int64()), ("uuid", pa.string()), ("count", pa.int32())])
     path = os.path.join(args.workdir, "baseline-table")

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from sparkpipes.errors import SourceAuthError, SourceError, SourceUnavailableError
-from sparkpipes.sources.kafka import ClientLog
+from sparkpipes.sources.kafka_client import ClientLog
 from sparkpipes.sql.executor import SqlSession
 from sparkpipes.testing import EmbeddedBroker
 

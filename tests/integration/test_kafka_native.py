@@ -8,7 +8,7 @@ import pytest
 
 from sparkpipes.errors import ConfigError, OffsetOutOfRangeError
 from sparkpipes.sources import build_source, kafka_native
-from sparkpipes.sources.kafka import _ConfluentReader
+from sparkpipes.sources.kafka_consumer import _ConfluentReader
 
 
 def test_the_native_reader_is_built_by_the_install():
@@ -37,9 +37,9 @@ def _drain(source, partition, start, *, native, chunk=1000):
 
 
 def _confluent(consumer):
-    from sparkpipes.sources.kafka import PARTITION_CONSUMER_DEFAULTS, _new_consumer
+    from sparkpipes.sources.kafka_client import PARTITION_CONSUMER_DEFAULTS, new_consumer
 
-    client, consumer._watch = _new_consumer(consumer.source, PARTITION_CONSUMER_DEFAULTS, eof=True)
+    client, consumer._watch = new_consumer(consumer.source, PARTITION_CONSUMER_DEFAULTS, eof=True)
     return _ConfluentReader(client, consumer.source.topic, consumer.partition, False)
 
 
@@ -62,12 +62,12 @@ def test_native_and_confluent_readers_return_the_same_records(broker, topic):
 
 
 def test_a_fetch_larger_than_one_arrow_array_is_split_without_losing_a_record(broker, topic):
-    from sparkpipes.sources.kafka import PARTITION_CONSUMER_DEFAULTS, _consumer_config
+    from sparkpipes.sources.kafka_client import PARTITION_CONSUMER_DEFAULTS, consumer_config
 
     records = [f"record {i:05d} ".encode() * 10 for i in range(3_000)]  # 130 bytes each
     broker.produce(topic, records, partition=2)
     source = build_source("kafka", f"{broker.bootstrap}/{topic}", {}, {})
-    conf = _consumer_config(source, PARTITION_CONSUMER_DEFAULTS, eof=True)
+    conf = consumer_config(source, PARTITION_CONSUMER_DEFAULTS, eof=True)
     # the limit is 2 GiB per Arrow array; a small one shows the split on 390 kB
     reader = kafka_native.NativeReader(conf, print, print, topic, 2, max_bytes=2_500)
     reader.assign(0)

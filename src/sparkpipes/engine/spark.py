@@ -98,7 +98,7 @@ def _prepare_worker(_: object, records: int = 50_000) -> None:
 
     import sparkpipes.engine.task
     import sparkpipes.formats.csv
-    import sparkpipes.sources.kafka  # noqa: F401
+    import sparkpipes.sources.kafka_consumer  # noqa: F401
     from sparkpipes.formats.json import JsonDecoder
 
     schema = pa.schema([("ts", pa.int64()), ("id", pa.string()), ("n", pa.int32())])

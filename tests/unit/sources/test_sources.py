@@ -155,7 +155,8 @@ class _Client:
 
 
 def test_kafka_end_of_partition_is_trusted_except_at_the_opening_offset():
-    from sparkpipes.sources.kafka import KafkaPartitionConsumer, KafkaSource, _ConfluentReader
+    from sparkpipes.sources.kafka import KafkaSource
+    from sparkpipes.sources.kafka_consumer import KafkaPartitionConsumer, _ConfluentReader
 
     def consumer(start, *batches):
         c = KafkaPartitionConsumer(KafkaSource("h:1/t", {}, {}), 0, "fail", "p")

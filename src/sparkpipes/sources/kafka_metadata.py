@@ -1,0 +1,122 @@
+"""Partitions, watermarks and time lookups of a Kafka topic (the source's metadata
+provider, used on the driver to plan batches and by the offsets views)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from sparkpipes.errors import SourceError
+from sparkpipes.sources.base import MetadataProvider
+from sparkpipes.sources.kafka_client import ERR_PARTITION_EOF, T, Watch, new_consumer, wait_for
+
+if TYPE_CHECKING:
+    from sparkpipes.sources.kafka import KafkaSource
+
+
+class KafkaMetadata(MetadataProvider):
+    """Partitions and watermarks of one topic, through a short-lived client."""
+
+    def __init__(self, source: KafkaSource, timeout_s: float) -> None:
+        self.source = source
+        self.timeout_s = timeout_s
+        self._consumer = None
+        self._watch: Watch | None = None
+
+    def _client(self):
+        if self._consumer is None:
+            self._consumer, self._watch = new_consumer(self.source)
+        return self._consumer
+
+    def _ask(self, call: Callable[[Any, float], T], **where: Any) -> T:
+        client = self._client()
+        assert self._watch is not None
+        return wait_for(
+            self.source, client, self._watch, lambda t: call(client, t), self.timeout_s, **where
+        )
+
+    def partitions(self) -> list[str]:
+        md = self._ask(lambda c, t: c.list_topics(timeout=t))
+        topic = md.topics.get(self.source.topic)
+        if topic is None:
+            raise SourceError(
+                f"Kafka topic '{self.source.topic}' does not exist at {self.source.servers}"
+            )
+        if topic.error is not None:
+            raise SourceError(f"Kafka topic '{self.source.topic}': {topic.error.str()}")
+        return [str(p) for p in sorted(topic.partitions)]
+
+    def _watermarks(self, partition: str) -> tuple[int, int]:
+        from confluent_kafka import TopicPartition
+
+        tp = TopicPartition(self.source.topic, int(partition))
+        return self._ask(lambda c, t: c.get_watermark_offsets(tp, timeout=t), partition=partition)
+
+    def earliest(self, partition: str) -> int:
+        return self._watermarks(partition)[0]
+
+    def latest(self, partition: str) -> int:
+        return self._watermarks(partition)[1]
+
+    def end(self, partition: str) -> int:
+        """The true end: read from the high watermark's record to the last one, because
+        a broker may report the last batch's base offset + 1 as its watermark."""
+        from confluent_kafka import TopicPartition
+
+        low, high = self._watermarks(partition)
+        if high <= low:
+            return high
+        probe, _ = new_consumer(self.source)
+        try:
+            probe.assign([TopicPartition(self.source.topic, int(partition), high - 1)])
+            end, wait = high, 2.0
+            while msgs := probe.consume(1, timeout=wait) + probe.consume(10_000, timeout=0):
+                end = max([end, *(m.offset() + 1 for m in msgs if m.error() is None)])
+                wait = 0.2
+            return end
+        finally:
+            probe.close()
+
+    def offset_for_timestamp(self, partition: str, ts_ms: int) -> int:
+        from confluent_kafka import TopicPartition
+
+        want = [TopicPartition(self.source.topic, int(partition), ts_ms)]
+        (tp,) = self._ask(lambda c, t: c.offsets_for_times(want, timeout=t), partition=partition)
+        if tp.offset < 0:
+            return self.end(partition)
+        return self._first_at_or_after(int(partition), tp.offset, ts_ms)
+
+    def _first_at_or_after(self, partition: int, offset: int, ts_ms: int) -> int:
+        """The offset of the first record at or after ``ts_ms`` from ``offset`` on. Kafka
+        answers a time lookup with that record; some brokers (Tansu) with the start of a
+        record batch before it, or with 0, so the records are read from there until one
+        is late enough (for Kafka: the first one read)."""
+        from confluent_kafka import TopicPartition
+
+        consumer, _ = new_consumer(self.source, eof=True)
+        try:
+            consumer.assign([TopicPartition(self.source.topic, partition, offset)])
+            while True:
+                msgs = consumer.consume(1, timeout=self.timeout_s)  # waits for the first only
+                if not msgs:
+                    return self.end(str(partition))
+                msgs += consumer.consume(10_000, timeout=0)
+                for m in msgs:
+                    if m.error() is not None:
+                        if m.error().code() == ERR_PARTITION_EOF:
+                            return self.end(str(partition))
+                        continue
+                    if m.timestamp()[1] >= ts_ms:
+                        return m.offset()
+        finally:
+            consumer.close()
+
+    def lag(self, partition: str, committed: Any, end: Any = None) -> int | None:
+        if not isinstance(committed, int):
+            return None
+        return max(0, (self.end(partition) if end is None else end) - committed)
+
+    def close(self) -> None:
+        if self._consumer is not None:
+            self._consumer.close()
+            self._consumer = None
