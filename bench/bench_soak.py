@@ -10,13 +10,16 @@ broker at ``--rate`` events/s (paced every 20 ms, sent in record batches of 1 s)
 default maintenance) loads them into a Delta table; every ``--kill-every`` seconds its
 whole process group (driver, Spark JVM, Python workers) is SIGKILLed and a new one is
 started at once. Every 5 s the RSS of each process kind is sampled: the engine's driver,
-JVM and Python workers, and the broker.
+JVM and Python workers, and the broker (and the driver's thread count: delta-rs's tokio
+blocking pool lives there).
 
 At the end the producer stops, the last engine drains, and the table is checked: lost =
 sent - distinct ids, duplicated = rows - distinct ids (both must be 0). Memory is "flat"
 when, within each engine life after ``--warmup`` seconds (and for the broker over the whole
 run after the first life's warm-up), the least-squares slope of RSS stays small: the
-figures are printed in MiB per 10 minutes, with the first and last sample of each life.
+figures are printed in MiB per 10 minutes, with the first and last sample of each life,
+and per 10 minutes of the run the median, least and most of each kind: a leak lifts the
+least (what memory falls back to) as well as the median.
 """
 
 from __future__ import annotations
@@ -146,6 +149,8 @@ def main() -> None:
             for proc in tree(psutil.Process(engine.pid)):
                 try:
                     k, rss = kind(proc), proc.memory_info().rss
+                    if k == "driver":
+                        sample["driver_threads"] = proc.num_threads()
                 except psutil.Error:
                     continue
                 sample[k] = sample.get(k, 0) + rss
@@ -200,6 +205,19 @@ def main() -> None:
             print(f"{life:<6}{k:<15}{first:>10.0f}{last:>10.0f}{slope:>11.1f}")
             result["lives"].append({"life": life, "kind": k, "first": first, "last": last,
                                     "slope_mib_10min": slope})  # fmt: skip
+    print()
+    print("per 10 minutes of the run, MiB: median (min..max); the driver's threads at the end")
+    for start in range(0, int(a.minutes), 10):
+        window = [s for s in samples if start * 60 <= s["t"] < (start + 10) * 60]
+        cells = []
+        for k in kinds:
+            v = sorted(s[k] / MIB for s in window if s.get(k))
+            if v:
+                cells.append(f"{k} {v[len(v) // 2]:.0f} ({v[0]:.0f}..{v[-1]:.0f})")
+        threads = [s["driver_threads"] for s in window if "driver_threads" in s]
+        if threads:
+            cells.append(f"threads {threads[-1]}")
+        print(f"  {start:>2}-{start + 10:<3} " + ", ".join(cells))
     b = [(s["t"], s["broker"]) for s in samples if s["t"] >= a.warmup]
     if b:
         print(f"{'all':<6}{'broker':<15}{b[0][1] / MIB:>10.0f}{b[-1][1] / MIB:>10.0f}"
