@@ -454,8 +454,9 @@ class DeltaSink(Sink):
     def _latest(self, dt):
         """``dt`` while the log has no version after it and still has its own (two file
         statuses), else the table loaded afresh: while batches commit, each plan loads
-        the table as before (the soak ran flat so); an idle pipeline's turns load
-        nothing. Any failure to look is a reason to load."""
+        the table (the sink's own commit made a newer version); an idle pipeline's turns
+        load nothing. Any failure to look (a store pyarrow cannot reach this way) is a
+        reason to load."""
         if dt is not None:
             try:
                 filesystem, logs = log_dir(self.uri)
