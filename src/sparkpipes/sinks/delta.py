@@ -312,7 +312,7 @@ class DeltaSink(Sink):
         self.scratch = scratch
         self.staged_schema = staged_schema
         self._delta_columns: list[tuple[str, Any]] | None = None
-        self._seen = None  # the table as committed() last read it
+        self._seen = None  # the table as this sink last read or committed it
         self._seen_lock = threading.Lock()
 
     @classmethod
@@ -432,9 +432,9 @@ class DeltaSink(Sink):
         ``hint`` (the catalog's record) is trusted only if it names the same batch the
         table's app transaction does; otherwise the commit log is searched newest first.
 
-        Asked before every batch, and by an idle pipeline every turn: the table read last
-        time is kept while no commit came after it (two file statuses tell) instead of
-        being loaded again.
+        Asked before every batch, and by an idle pipeline every turn: the table this
+        sink read or committed last is kept while no commit came after it (two file
+        statuses tell) instead of being loaded again.
         """
         with self._seen_lock:
             dt = self._seen = self._latest(self._seen)
@@ -451,12 +451,31 @@ class DeltaSink(Sink):
             "info is gone (log cleaned up?)"
         )
 
+    def _snapshot(self):
+        """The table a commit starts from: as fresh as a load (:meth:`_latest`)."""
+        with self._seen_lock:
+            self._seen = self._latest(self._seen)
+            return self._seen
+
+    def _keep(self, dt) -> None:
+        """Keep ``dt``, which this sink just committed on, as its snapshot: a table object
+        does not advance with its own commit, so it reads that one commit. A steady
+        pipeline then loads no table per batch (each load costs CPU, and delta-rs's I/O
+        threads and allocator grow with loads under CPU contention). If reading it fails,
+        the next one loads the table; the commit stands."""
+        with self._seen_lock:
+            try:
+                dt.update_incremental()
+                self._seen = dt
+            except Exception as e:  # delta-rs raises its own; a load next time
+                log.debug("Delta table '%s': %s", self.name, e)
+                self._seen = None
+
     def _latest(self, dt):
         """``dt`` while the log has no version after it and still has its own (two file
-        statuses), else the table loaded afresh: while batches commit, each plan loads
-        the table (the sink's own commit made a newer version); an idle pipeline's turns
-        load nothing. Any failure to look (a store pyarrow cannot reach this way) is a
-        reason to load."""
+        statuses), else the table loaded afresh: another writer's commit (or a trimmed
+        log) makes the next read a load. Any failure to look (a store pyarrow cannot
+        reach this way) is a reason to load."""
         if dt is not None:
             try:
                 filesystem, logs = log_dir(self.uri)
@@ -559,11 +578,13 @@ class DeltaSink(Sink):
             )
 
     def _retrying_conflicts(self, commit: Callable[[Any], Any]) -> Any:
-        """``commit(snapshot)``, started again from a fresh snapshot while it raises a
-        :class:`CommitConflict` (at most ``COMMIT_ATTEMPTS`` times in all)."""
+        """``commit(snapshot)``, started again from a freshly loaded snapshot while it
+        raises a :class:`CommitConflict` (at most ``COMMIT_ATTEMPTS`` times in all). A
+        snapshot older than the table cannot commit a batch twice: delta-rs's conflict
+        check rejects a commit whose app transaction another writer set meanwhile."""
         for attempt in range(1, COMMIT_ATTEMPTS + 1):
             try:
-                return commit(self._table())
+                return commit(self._snapshot() if attempt == 1 else self._table())
             except CommitConflict as e:
                 if attempt == COMMIT_ATTEMPTS:
                     raise CommitConflict(
@@ -584,6 +605,7 @@ class DeltaSink(Sink):
             failed = f"{what} Delta table '{self.name}' failed"
             err = _write_error(failed, self._log_dir(), e)
             raise (CommitConflict(err.message) if _conflict(e) else err) from None
+        self._keep(dt)
 
     def _log_dir(self) -> str:
         return f"{_local_path(self.uri).rstrip('/')}/_delta_log"

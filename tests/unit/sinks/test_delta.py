@@ -138,3 +138,46 @@ def test_the_last_batch_is_read_afresh_after_other_writers_and_a_trimmed_log(sin
     assert not os.path.exists(os.path.join(sink.uri, "_delta_log", f"{3:020d}.json"))
     assert sink.committed("a") == Committed(11, {"0": 110})
     assert sink.committed("a", hint=Committed(11, {"0": 110})) == Committed(11, {"0": 110})
+
+
+def test_a_steady_pipeline_commits_on_its_own_last_commit_without_loading(sink, monkeypatch):
+    """While only this sink commits, the table it committed on last is its next snapshot:
+    neither ``committed`` nor the commit loads the table again, and what it reads is the
+    commit it made."""
+    sink.committed("a")
+    loads = []
+    real = sink._table
+    monkeypatch.setattr(sink, "_table", lambda: loads.append(1) or real())
+    for b in range(1, 6):
+        assert sink.committed("a", hint=None) == (Committed(b - 1, {"0": b - 1}) if b > 1 else None)
+        f = sink.write_file(pa.table({"id": [b], "s": ["x"]}), f"part-b{b}")
+        assert sink.commit([f], batch("a", b, {"0": b}))
+    assert loads == []
+    assert sink.committed("a") == Committed(5, {"0": 5})
+    assert sorted(DeltaTable(sink.uri).to_pyarrow_table().column("id").to_pylist()) == [
+        1,
+        2,
+        3,
+        4,
+        5,
+    ]
+
+
+def test_a_kept_snapshot_that_another_writer_overtook_commits_nothing_twice(sink, monkeypatch):
+    """If a second engine commits the same batch after the kept snapshot was judged fresh
+    (a race the file-status probe cannot see), delta-rs refuses the stale commit (the app
+    transaction moved) and the retry from a loaded snapshot finds the batch there."""
+    f = sink.write_file(pa.table({"id": [1], "s": ["x"]}), "part-b1")
+    assert sink.commit([f], batch("a", 1, {"0": 1}))
+    other = DeltaSink(sink.uri, SCHEMA, "t")
+    theirs = other.write_file(pa.table({"id": [2], "s": ["x"]}), "part-b2-theirs")
+    assert other.commit([theirs], batch("a", 2, {"0": 2}))
+    monkeypatch.setattr(sink, "_latest", lambda dt: dt)
+    loads = []
+    real = sink._table
+    monkeypatch.setattr(sink, "_table", lambda: loads.append(1) or real())
+    mine = sink.write_file(pa.table({"id": [2], "s": ["x"]}), "part-b2-mine")
+    assert not sink.commit([mine], batch("a", 2, {"0": 2}))
+    assert loads == [1]  # the stale attempt was refused; the second one loaded the table
+    assert sorted(DeltaTable(sink.uri).to_pyarrow_table().column("id").to_pylist()) == [1, 2]
+    assert DeltaTable(sink.uri).transaction_version("a") == 2
