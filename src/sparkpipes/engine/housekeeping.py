@@ -9,8 +9,9 @@ round every ``table_maintenance_interval_ms``:
 1. per table, under the table's maintenance lease (one engine at a time among those
    sharing the catalog): Pinot tables get their own retention and flush thresholds
    (``PinotTables.maintain``); other tables are **compacted** once they have
-   ``table_compaction_min_files`` files smaller than half of
-   ``table_target_file_bytes`` (bin-packed into files of about that size, one commit);
+   ``table_compaction_min_files`` files of one size tier smaller than half of
+   ``table_target_file_bytes`` (bin-packed into bigger files, one commit; tiers keep a
+   packed file from being rewritten each round: ``maintenance.CompactionPolicy``);
    the **log** is trimmed to ``table_log_retention_commits`` commits before its last
    checkpoint (``maintenance.trim_log`` says why); every ``table_vacuum_interval_ms`` a
    table is **vacuumed** (unreferenced files older than ``table_vacuum_retain_hours``

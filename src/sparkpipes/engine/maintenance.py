@@ -74,19 +74,35 @@ def retrying(what: str, commit: Callable[[], _T]) -> _T:
     raise AssertionError("unreachable")
 
 
+#: sizes of one compaction tier are within this factor of one another
+TIER_RATIO = 16
+#: the smallest tier's bin size: files below half of it are one tier
+MIN_TIER_BYTES = 32 * 1024
+
+
 @dataclass(frozen=True)
 class CompactionPolicy:
     """When a table's small files are bin-packed into bigger ones (Pinot's segment flush
     thresholds): when the small files hold ``rows`` rows (``rows`` > 0), else
     ``target_bytes`` of data, or when the oldest of them is ``max_age_ms`` old, or when
-    there are ``files`` of them. A file is small below half the target. ``min_files``
-    small files at the least."""
+    ``files`` small files are of one size tier. A file is small below half the target.
+    ``min_files`` small files at the least.
+
+    Tiers keep a file from being rewritten every round: delta-rs bin-packs every file
+    below the size it packs to, so packing to the target each time ``files`` small
+    files piled up would rewrite the growing packed file with each handful of new ones
+    (in a steady pipeline, the whole table every few seconds until it reaches half the
+    target), and vacuum keeps every rewritten copy for its retention. Instead the bins
+    are ``TIER_RATIO`` times apart (the target, a sixteenth of it, … down to
+    ``MIN_TIER_BYTES``); a tier's files (above half the bin below, up to half its own)
+    are packed when ``files`` of them piled up, into files that belong to the tiers
+    above, so each row is rewritten about once per tier."""
 
     target_bytes: int
     rows: int = 0
     max_age_ms: int | None = None
     min_files: int = 2
-    #: due as soon as there are this many small files (0: only by the thresholds above)
+    #: due as soon as this many small files are of one tier (0: only by the thresholds above)
     files: int = 0
 
 
@@ -104,21 +120,43 @@ def _small_files(dt: Any, policy: CompactionPolicy) -> tuple[list[dict[str, Any]
     return [a for a in actions if a["size_bytes"] < target / 2], target
 
 
-def compaction_due(dt: Any, policy: CompactionPolicy, now_ms: int | None = None) -> bool:
+def compaction_due(dt: Any, policy: CompactionPolicy, now_ms: int | None = None) -> int | None:
+    """The size to bin-pack the table's files to when compaction is due, else None."""
     small, target = _small_files(dt, policy)
     if len(small) < policy.min_files:
-        return False
-    if policy.files and len(small) >= policy.files:
-        return True
+        return None
+    if policy.files:
+        crowded = _crowded_tier(small, target, policy.files)
+        if crowded is not None:
+            return crowded
     if policy.rows and sum(a["num_records"] or 0 for a in small) >= policy.rows:
-        return True
+        return target
     if sum(a["size_bytes"] for a in small) >= target:
-        return True
+        return target
     if policy.max_age_ms is not None:
         now_ms = now_ms if now_ms is not None else int(time.time() * 1000)
         oldest = min(_millis(a["modification_time"]) for a in small)
-        return now_ms - oldest >= policy.max_age_ms
-    return False
+        if now_ms - oldest >= policy.max_age_ms:
+            return target
+    return None
+
+
+def tiers(target: int) -> list[int]:
+    """The bin sizes of the compaction tiers, smallest first (:class:`CompactionPolicy`)."""
+    sizes = [target]
+    while sizes[-1] // TIER_RATIO >= MIN_TIER_BYTES:
+        sizes.append(sizes[-1] // TIER_RATIO)
+    return sizes[::-1]
+
+
+def _crowded_tier(small: list[dict[str, Any]], target: int, files: int) -> int | None:
+    """The bin size of the smallest tier holding ``files`` small files, or None."""
+    below = 0.0
+    for size in tiers(target):
+        if sum(1 for a in small if below < a["size_bytes"] <= size / 2) >= files:
+            return size
+        below = size / 2
+    return None
 
 
 def _millis(value: Any) -> int:
@@ -136,9 +174,9 @@ def compact(
 
     def once() -> dict[str, Any] | None:
         dt = DeltaTable(location)
-        if not force and not compaction_due(dt, policy):
+        target = _small_files(dt, policy)[1] if force else compaction_due(dt, policy)
+        if target is None:
             return None
-        _, target = _small_files(dt, policy)
         return dt.optimize.compact(
             target_size=max(target, 1024),
             commit_properties=CommitProperties(custom_metadata={"sparkpipes.op": "COMPACT"}),

@@ -103,7 +103,8 @@ VARIABLES = {
             "table_compaction_min_files",
             16,
             int,
-            "small files a table must have before compaction packs them (0: never)",
+            "small files of one size tier (sizes within 16x) a table must have before "
+            "compaction packs them (0: never)",
         ),
         Variable(
             "table_vacuum_interval_ms",
