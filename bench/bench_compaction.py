@@ -1,13 +1,14 @@
 #!/usr/bin/env python
 """Background compaction of a steady stream of batch files: tiers vs packing to the target.
 
-    .venv/bin/python bench/bench_compaction.py                  # 1,000 batches of ~80 KiB
+    .venv/bin/python bench/bench_compaction.py                  # 1,200 batches
     .venv/bin/python bench/bench_compaction.py --batches 300    # shorter
 
-One Delta table per policy gets the same ``--batches`` batch files (``--rows`` rows of two
-random int64 columns each, ~80 KiB, what the soak's pipeline commits about once a second
-at 5,000 events/s), one commit each, and a housekeeper round after each commit
-(``maintenance.compact`` with the housekeeper's policy: 16 small files, a 128 MiB target).
+One Delta table per policy gets the same ``--batches`` batches of ``--files`` files each
+(``--rows`` rows of two random int64 columns per file, ~14 KiB: what the soak's pipeline
+commits about once a second at 5,000 events/s from 4 partitions), one commit per batch,
+and a housekeeper round every ``--round-every`` batches (its 10 s at that rate;
+``maintenance.compact`` with the housekeeper's policy: 16 small files, a 128 MiB target).
 The peer packs every small file to the target whenever 16 small files piled up (what the
 housekeeper did before tiers); sparkpipes packs by size tier (``CompactionPolicy``).
 
@@ -37,7 +38,7 @@ from sparkpipes.sinks import DeltaSink
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.int64())])
 
 
-def run(root: str, batches: int, rows: int, tiered: bool) -> dict[str, float]:
+def run(root: str, a: argparse.Namespace, tiered: bool) -> dict[str, float]:
     crowded = maintenance._crowded_tier
     if not tiered:  # the peer: every small file packed to the target
         maintenance._crowded_tier = lambda small, target, files: (
@@ -50,12 +51,17 @@ def run(root: str, batches: int, rows: int, tiered: bool) -> dict[str, float]:
         rng = random.Random(7)
         loaded = written = compactions = 0
         spent = 0.0
-        for b in range(batches):
-            ids = range(b * rows, (b + 1) * rows)
-            data = pa.table({"id": ids, "v": [rng.getrandbits(62) for _ in ids]}, schema=SCHEMA)
-            f = sink.write_file(data, f"part-b{b:06d}")
-            sink.commit_files([f])
-            loaded += f.size
+        for b in range(a.batches):
+            files = []
+            for p in range(a.files):
+                first = (b * a.files + p) * a.rows
+                ids = range(first, first + a.rows)
+                data = pa.table({"id": ids, "v": [rng.getrandbits(62) for _ in ids]}, schema=SCHEMA)
+                files.append(sink.write_file(data, f"part-b{b:06d}-p{p}"))
+            sink.commit_files(files)
+            loaded += sum(f.size for f in files)
+            if b % a.round_every != a.round_every - 1:
+                continue
             started = time.perf_counter()
             metrics = compact(root, "t", policy)
             spent += time.perf_counter() - started
@@ -64,7 +70,7 @@ def run(root: str, batches: int, rows: int, tiered: bool) -> dict[str, float]:
                 written += json.loads(metrics["filesAdded"])["totalSize"]
         dt = DeltaTable(root)
         got = dt.to_pyarrow_table(columns=["id"]).column("id")
-        assert len(got) == len(set(got.to_pylist())) == batches * rows, "rows lost or doubled"
+        assert len(got) == len(set(got.to_pylist())) == a.batches * a.files * a.rows, "rows lost"
         return {
             "amplification": written / loaded,
             "seconds": spent,
@@ -78,14 +84,16 @@ def run(root: str, batches: int, rows: int, tiered: bool) -> dict[str, float]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--batches", type=int, default=1000)
-    ap.add_argument("--rows", type=int, default=5000)
+    ap.add_argument("--batches", type=int, default=1200)
+    ap.add_argument("--files", type=int, default=4, help="files per batch")
+    ap.add_argument("--rows", type=int, default=1000, help="rows per file")
+    ap.add_argument("--round-every", type=int, default=12, help="batches between rounds")
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="bench-compaction-")
     try:
         out = {}
         for name, tiered in (("peer (pack to target)", False), ("sparkpipes (tiers)", True)):
-            r = run(os.path.join(work, name.split()[0]), a.batches, a.rows, tiered)
+            r = run(os.path.join(work, name.split()[0]), a, tiered)
             out[name] = r
             print(
                 f"{name:<24} loaded {r['loaded_mib']:.0f} MiB; compaction wrote "

@@ -94,9 +94,10 @@ class CompactionPolicy:
     (in a steady pipeline, the whole table every few seconds until it reaches half the
     target), and vacuum keeps every rewritten copy for its retention. Instead the bins
     are ``TIER_RATIO`` times apart (the target, a sixteenth of it, … down to
-    ``MIN_TIER_BYTES``); a tier's files (above half the bin below, up to half its own)
-    are packed when ``files`` of them piled up, into files that belong to the tiers
-    above, so each row is rewritten about once per tier."""
+    ``MIN_TIER_BYTES``); when ``files`` files of a tier (above half the bin below, up
+    to half its own) piled up, every file up to its bin size is packed (the largest such
+    tier's), into files that belong to the tiers above, so each row is rewritten about
+    once per tier."""
 
     target_bytes: int
     rows: int = 0
@@ -150,13 +151,15 @@ def tiers(target: int) -> list[int]:
 
 
 def _crowded_tier(small: list[dict[str, Any]], target: int, files: int) -> int | None:
-    """The bin size of the smallest tier holding ``files`` small files, or None."""
-    below = 0.0
+    """The bin size of the largest tier holding ``files`` small files, or None. Packing
+    at a bin size takes every file up to it, so the tiers below go along; the smallest
+    one first would starve the others while batch files keep coming."""
+    crowded, below = None, 0.0
     for size in tiers(target):
         if sum(1 for a in small if below < a["size_bytes"] <= size / 2) >= files:
-            return size
+            crowded = size
         below = size / 2
-    return None
+    return crowded
 
 
 def _millis(value: Any) -> int:

@@ -49,3 +49,30 @@ def test_a_steady_stream_of_batch_files_is_packed_about_once_per_tier(tmp_path, 
     assert rounds >= 18
     assert written < 3 * loaded, (written, loaded)
     assert len(dt.file_uris()) < 2 * 16
+
+
+def test_no_tier_starves_while_batch_files_keep_coming(tmp_path, monkeypatch):
+    """Four files per batch and a round every ten batches (a pipeline's partitions and
+    the housekeeper's cadence): the smallest tier is crowded every round, and the tiers
+    above are packed all the same, so the files stay few."""
+    monkeypatch.setattr(maintenance, "MIN_TIER_BYTES", 16 * 1024)
+    sink = DeltaSink(str(tmp_path / "t"), SCHEMA, "t")
+    sink.create()
+    policy = CompactionPolicy(target_bytes=4 << 20, files=16)
+    rng = random.Random(7)
+    most = 0
+    for b in range(200):
+        files = []
+        for p in range(4):
+            ids = list(range((b * 4 + p) * 100, (b * 4 + p + 1) * 100))
+            data = pa.table({"id": ids, "v": [rng.getrandbits(62) for _ in ids]}, schema=SCHEMA)
+            files.append(sink.write_file(data, f"part-b{b}-p{p}"))
+        sink.commit_files(files)
+        if b % 10 == 9:
+            compact(sink.uri, "t", policy)
+            most = max(most, len(DeltaTable(sink.uri).file_uris()))
+    dt = DeltaTable(sink.uri)
+    assert sorted(dt.to_pyarrow_table(columns=["id"]).column("id").to_pylist()) == list(
+        range(800 * 100)
+    )
+    assert most < 3 * 16, most
