@@ -143,7 +143,7 @@ def test_the_last_batch_is_read_afresh_after_other_writers_and_a_trimmed_log(sin
 def test_a_steady_pipeline_commits_on_its_own_last_commit_without_loading(sink, monkeypatch):
     """While only this sink commits, the table it committed on last is its next snapshot:
     neither ``committed`` nor the commit loads the table again, and what it reads is the
-    commit it made."""
+    commit it made (``_table`` wrapped, not replaced, to count the loads)."""
     sink.committed("a")
     loads = []
     real = sink._table
@@ -166,7 +166,11 @@ def test_a_steady_pipeline_commits_on_its_own_last_commit_without_loading(sink, 
 def test_a_kept_snapshot_that_another_writer_overtook_commits_nothing_twice(sink, monkeypatch):
     """If a second engine commits the same batch after the kept snapshot was judged fresh
     (a race the file-status probe cannot see), delta-rs refuses the stale commit (the app
-    transaction moved) and the retry from a loaded snapshot finds the batch there."""
+    transaction moved) and the retry from a loaded snapshot finds the batch there.
+
+    Only the probe's blind spot is simulated (``_latest`` made to trust the kept table:
+    no hook can land a commit between two file statuses); the tables, both commits and
+    delta-rs's refusal are real. ``_table`` is wrapped, not replaced, to count loads."""
     f = sink.write_file(pa.table({"id": [1], "s": ["x"]}), "part-b1")
     assert sink.commit([f], batch("a", 1, {"0": 1}))
     other = DeltaSink(sink.uri, SCHEMA, "t")
