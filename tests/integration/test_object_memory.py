@@ -20,7 +20,7 @@ CHILD = textwrap.dedent(
     from sparkpipes.engine.contract import Piece, TaskSpec
     from sparkpipes.engine.task import run_task
     from sparkpipes.formats import build_decoder
-    from sparkpipes.sinks.delta import ParquetWriter
+    from sparkpipes.sinks.parquet import ParquetWriter
     from sparkpipes.sources import build_source
 
     path, out = sys.argv[1:]

@@ -36,10 +36,10 @@ from sparkpipes.sinks import DeltaSink
 from sparkpipes.sinks.delta import (
     COMMIT_ATTEMPTS,
     CONFLICT_PAUSE_S,
-    AddFile,
     CommitConflict,
-    write_frame,
 )
+from sparkpipes.sinks.frames import write_frame
+from sparkpipes.sinks.parquet import AddFile
 from sparkpipes.util.sparkfiles import read_parquet
 
 log = logging.getLogger("sparkpipes.tables")

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from sparkpipes.sinks.base import BatchCommit, Committed, Sink, SinkContext, SinkWriter, Staged
-from sparkpipes.sinks.delta import AddFile, Append, DeltaSink, ParquetWriter, Upsert
+from sparkpipes.sinks.delta import Append, DeltaSink, Upsert
+from sparkpipes.sinks.parquet import AddFile, ParquetWriter
 from sparkpipes.util.registry import Registry
 
 SINKS = Registry("sink", entry_point_group="sparkpipes.sinks")

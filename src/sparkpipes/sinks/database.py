@@ -43,7 +43,7 @@ import pyarrow.parquet as pq
 from sparkpipes.config import Secret
 from sparkpipes.errors import ConfigError, SchemaMismatchError, SinkError
 from sparkpipes.sinks.base import BatchCommit, Committed, Sink, SinkContext, Staged
-from sparkpipes.sinks.delta import AddFile, ParquetWriter
+from sparkpipes.sinks.parquet import AddFile, ParquetWriter
 from sparkpipes.util import db as dbutil
 from sparkpipes.util.db import classify
 from sparkpipes.util.faults import crash_point

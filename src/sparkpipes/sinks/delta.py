@@ -2,11 +2,12 @@
 
 Parts, along the sink SPI (``sparkpipes.sinks.base``):
 
-* :class:`ParquetWriter` — executor side: writes one Parquet file under a unique name
-  below a root directory and returns its :class:`AddFile`. A file in the table directory
-  is invisible until a commit references it; a file whose batch never commits is never
-  referenced (``VACUUM`` removes it once older than its retention; so a commit never
-  references data files older than ``MAX_UNCOMMITTED_AGE_S``: that attempt is reloaded).
+* :class:`~sparkpipes.sinks.parquet.ParquetWriter` — executor side: writes one Parquet
+  file under a unique name below a root directory and returns its ``AddFile``. A file in
+  the table directory is invisible until a commit references it; a file whose batch never
+  commits is never referenced (``VACUUM`` removes it once older than its retention; so a
+  commit never references data files older than ``MAX_UNCOMMITTED_AGE_S``: that attempt
+  is reloaded).
 * :class:`DeltaSink` — the table, with the write strategy of one pipeline:
 
   - **append** without ingest-time SQL: tasks write the table's files directly; the
@@ -37,39 +38,23 @@ the conflict is a transient :class:`SinkError`, for the batch's own retry policy
 
 from __future__ import annotations
 
-import errno
 import json
 import logging
 import os
 import random
-import re
 import shutil
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
-from sparkpipes.errors import (
-    ConfigError,
-    SchemaMismatchError,
-    SinkError,
-    SparkpipesError,
-    StorageFullError,
-)
-from sparkpipes.sinks.base import (
-    BatchCommit,
-    Committed,
-    Sink,
-    SinkContext,
-    SinkWriter,
-    Staged,
-)
+from sparkpipes.errors import ConfigError, SinkError
+from sparkpipes.sinks.base import BatchCommit, Committed, Sink, SinkContext, Staged
+from sparkpipes.sinks.frames import stream_frame, write_frame
+from sparkpipes.sinks.parquet import AddFile, ParquetWriter, local_path, write_error
 from sparkpipes.sinks.upsert import Upsert
 from sparkpipes.util.sparkfiles import remote
 
@@ -90,25 +75,10 @@ META_PIPELINE = "sparkpipes.pipeline"
 META_BATCH = "sparkpipes.batch"
 META_OFFSETS = "sparkpipes.offsets"
 SEQ = "__sp_seq"
-ADD_FILE_SCHEMA = (
-    "path string, size bigint, modification_time bigint, num_records bigint, stats string"
-)
 
 #: the engine's ingest-time SQL: DataFrame of staged rows -> DataFrame of table rows,
 #: carrying the named extra columns through
 Refine = Callable[[Any, Sequence[str]], Any]
-
-
-@dataclass(frozen=True)
-class AddFile(Staged):
-    path: str  # relative to the writer's root
-    size: int
-    modification_time: int
-    num_records: int
-    stats: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return self.__dict__.copy()
 
 
 @dataclass(frozen=True)
@@ -136,28 +106,6 @@ def exists(filesystem: Any, path: str) -> bool:
     return filesystem.get_file_info(path).type != fs.FileType.NotFound
 
 
-def _local_path(uri: str) -> str:
-    return uri[len("file://") :] if uri.startswith("file://") else uri
-
-
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
-_NO_ROOM = (errno.ENOSPC, errno.EDQUOT)
-
-
-def _write_error(what: str, where: str, e: BaseException) -> SinkError:
-    """``e`` as the error of the write ``what`` (``"cannot …"``, ``"… failed"``): no space
-    or quota left is a :class:`StorageFullError` naming ``where``; anything else a
-    :class:`SinkError` with the cause on one line (delta-rs chains causes on coloured
-    lines)."""
-    text = ": ".join(
-        line for raw in str(e).splitlines() if (line := _ANSI.sub("", raw).strip(" \u21b3"))
-    )
-    for code in _NO_ROOM:
-        if getattr(e, "errno", None) == code or os.strerror(code) in text:
-            return StorageFullError(f"{what}: {os.strerror(code)} ({where})")
-    return SinkError(f"{what}: {text or type(e).__name__}")
-
-
 class CommitConflict(SinkError):
     """A commit another writer's commit got in the way of (``CommitFailedError``)."""
 
@@ -177,98 +125,6 @@ def _conflict(e: BaseException) -> bool:
     from deltalake.exceptions import CommitFailedError
 
     return isinstance(e, CommitFailedError)
-
-
-#: string statistics are cut to this many characters (Delta readers' default)
-STATS_STRING_CHARS = 32
-
-
-def _stats(table: pa.Table) -> str:
-    """The add-action statistics Delta readers skip files by: numbers, dates and strings
-    (a string minimum cut to its first ``STATS_STRING_CHARS`` characters, still a lower
-    bound; a longer maximum is left out, as a cut one would not be an upper bound)."""
-    mins, maxs, nulls = {}, {}, {}
-    for name, col in zip(table.column_names, table.columns):
-        nulls[name] = col.null_count
-        t = col.type
-        if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_date(t):
-            mm = pc.min_max(col)
-            lo, hi = mm["min"].as_py(), mm["max"].as_py()
-            if lo is not None:
-                mins[name] = lo if not pa.types.is_date(t) else lo.isoformat()
-                maxs[name] = hi if not pa.types.is_date(t) else hi.isoformat()
-        elif pa.types.is_string(t) or pa.types.is_large_string(t):
-            mm = pc.min_max(col)
-            lo, hi = mm["min"].as_py(), mm["max"].as_py()
-            if lo is not None:
-                mins[name] = lo[:STATS_STRING_CHARS]
-                if len(hi) <= STATS_STRING_CHARS:
-                    maxs[name] = hi
-    stats = {"numRecords": table.num_rows, "minValues": mins, "maxValues": maxs, "nullCount": nulls}
-    return json.dumps(stats, default=str)
-
-
-class ParquetWriter(SinkWriter):
-    """Writes Parquet files below ``root`` through a ``pyarrow.fs`` filesystem: the one
-    injected, or the one ``root`` names (a local path, or ``s3://…`` and other object
-    stores), resolved on the executor at the first write. Pickled to executors: no I/O in
-    __init__."""
-
-    def __init__(
-        self, root: str, schema: pa.Schema, table_name: str, filesystem: Any = None
-    ) -> None:
-        self.root = root
-        self.schema = schema
-        self.table_name = table_name
-        self._fs = filesystem
-
-    def _filesystem(self) -> tuple[Any, str]:
-        from pyarrow import fs
-
-        if self._fs is not None:
-            return self._fs, _local_path(self.root)
-        if "://" in self.root and not self.root.startswith("file://"):
-            return fs.FileSystem.from_uri(self.root)
-        return fs.LocalFileSystem(), _local_path(self.root)
-
-    def write(self, table: pa.Table, name: str) -> AddFile:
-        """Write ``table`` as one new Parquet file; return its add-action (not committed)."""
-        if table.schema != self.schema:
-            try:
-                table = table.cast(self.schema)
-            except (pa.ArrowInvalid, ValueError) as e:
-                raise SchemaMismatchError(
-                    f"decoded data does not fit table '{self.table_name}': {e}"
-                ) from None
-        rel = f"{name}-{uuid.uuid4().hex}.snappy.parquet"
-        path = f"{self.root.rstrip('/')}/{rel}"
-        try:
-            filesystem, root = self._filesystem()
-            path = f"{root.rstrip('/')}/{rel}"
-            filesystem.create_dir(root, recursive=True)
-            pq.write_table(table, path, compression="snappy", filesystem=filesystem)
-            info = filesystem.get_file_info(path)
-        except OSError as e:  # a partly written local file is removed by write_table
-            what = f"cannot write a data file of table '{self.table_name}'"
-            raise _write_error(what, path, e) from None
-        mtime = int(info.mtime_ns // 1_000_000) if info.mtime_ns else int(time.time() * 1000)
-        return AddFile(rel, info.size, mtime, table.num_rows, _stats(table))
-
-    def remove(self, files: Sequence[AddFile] = (), *, prefix: str | None = None) -> None:
-        """Delete files this writer wrote that will never be committed: ``files`` and, with
-        ``prefix``, every file whose name starts with it (what the tasks of a failed job
-        wrote without reporting back). Missing ones are skipped."""
-        from pyarrow import fs
-
-        filesystem, root = self._filesystem()
-        root = root.rstrip("/")
-        paths = [f"{root}/{f.path}" for f in files]
-        if prefix is not None:
-            listed = filesystem.get_file_info(fs.FileSelector(root, allow_not_found=True))
-            paths += [i.path for i in listed if i.base_name.startswith(prefix)]
-        for info in filesystem.get_file_info(paths):
-            if info.type != fs.FileType.NotFound:
-                filesystem.delete_file(info.path)
 
 
 class DeltaSink(Sink):
@@ -340,7 +196,7 @@ class DeltaSink(Sink):
         from deltalake import DeltaTable
 
         if not remote(self.uri):
-            os.makedirs(_local_path(self.uri), exist_ok=True)
+            os.makedirs(local_path(self.uri), exist_ok=True)
         DeltaTable.create(
             self.uri,
             schema=self.schema,
@@ -490,7 +346,7 @@ class DeltaSink(Sink):
 
     def discard(self) -> None:
         if self.scratch is not None:
-            shutil.rmtree(_local_path(self.scratch), ignore_errors=True)
+            shutil.rmtree(local_path(self.scratch), ignore_errors=True)
 
     def abort(self, staged: Sequence[Staged]) -> None:
         """Delete the data files of a failed attempt: the table's own (appends) and the
@@ -540,7 +396,7 @@ class DeltaSink(Sink):
             dt.create_write_transaction(actions, "overwrite", self.schema, commit_properties=props)
         except Exception as e:  # delta-rs raises its own and Rust panics; keep the message
             what = f"rewriting Delta table '{self.name}' failed"
-            err = _write_error(what, self._log_dir(), e)
+            err = write_error(what, self._log_dir(), e)
             if _conflict(e):
                 raise CommitConflict(
                     f"Delta table '{self.name}' changed (version {dt.version()} was read) "
@@ -603,12 +459,12 @@ class DeltaSink(Sink):
             dt.create_write_transaction(actions, "append", self.schema, commit_properties=props)
         except Exception as e:  # delta-rs raises its own and Rust panics; keep the message
             failed = f"{what} Delta table '{self.name}' failed"
-            err = _write_error(failed, self._log_dir(), e)
+            err = write_error(failed, self._log_dir(), e)
             raise (CommitConflict(err.message) if _conflict(e) else err) from None
         self._keep(dt)
 
     def _log_dir(self) -> str:
-        return f"{_local_path(self.uri).rstrip('/')}/_delta_log"
+        return f"{local_path(self.uri).rstrip('/')}/_delta_log"
 
     def _staged_frame(self, staged: Sequence[Staged]):
         """The staged files as one DataFrame, with ``__sp_seq`` ordering its rows by file
@@ -617,7 +473,7 @@ class DeltaSink(Sink):
 
         from sparkpipes.util.arrow import to_spark_schema
 
-        root = _local_path(self.scratch)
+        root = local_path(self.scratch)
         paths = [os.path.join(root, f.path) for f in staged]
         df = self.spark().read.schema(to_spark_schema(self.staged_schema)).parquet(*paths)
         order = F.create_map(
@@ -657,74 +513,5 @@ class DeltaSink(Sink):
             if failed:
                 raise failed[0] from None
             what = f"upsert into Delta table '{self.name}' failed"
-            err = _write_error(what, _local_path(self.uri), e)
+            err = write_error(what, local_path(self.uri), e)
             raise (CommitConflict(err.message) if _conflict(e) else err) from None
-
-
-def write_frame(df, writer: ParquetWriter, prefix: str, table: str) -> list[AddFile]:
-    """Write a DataFrame's rows with ``writer`` from the executors (one file per Spark
-    partition with rows); return the add-actions, uncommitted. If the job fails, the
-    files its tasks wrote (named with a prefix unique to this call) are removed."""
-    prefix = f"{prefix}{uuid.uuid4().hex[:8]}"
-
-    def write(batches: Iterator[pa.RecordBatch]):
-        tables = [pa.Table.from_batches([b]) for b in batches if b.num_rows]
-        if not tables:
-            return
-        f = writer.write(pa.concat_tables(tables), prefix)
-        yield pa.RecordBatch.from_pylist([f.to_dict()])
-
-    try:
-        rows = _spark_call(lambda: df.mapInArrow(write, ADD_FILE_SCHEMA).collect(), table)
-    except SparkpipesError:
-        try:
-            writer.remove(prefix=prefix)
-        except OSError:
-            pass  # left behind, unreferenced: harmless but for the space
-        raise
-    return [AddFile(**r.asDict()) for r in rows]
-
-
-def stream_frame(df, schema: pa.Schema, table: str) -> Iterator[pa.RecordBatch]:
-    """A DataFrame's rows as Arrow batches, fetched one Spark partition at a time: each
-    partition travels as one Arrow IPC stream, never as Python row objects."""
-
-    def to_ipc(batches: Iterator[pa.RecordBatch]):
-        buf = pa.BufferOutputStream()
-        with pa.ipc.new_stream(buf, schema) as out:
-            for b in batches:
-                if b.num_rows:
-                    out.write_batch(b.cast(schema))
-        yield pa.RecordBatch.from_arrays([pa.array([buf.getvalue().to_pybytes()])], ["ipc"])
-
-    chunks = iter(df.mapInArrow(to_ipc, "ipc binary").toLocalIterator(prefetchPartitions=True))
-    while True:
-        row = _spark_call(lambda: next(chunks, None), table)
-        if row is None:
-            return
-        yield from pa.ipc.open_stream(row["ipc"])
-
-
-#: the last line of the trace of one of our errors raised in a Spark task
-_OURS = re.compile(r"sparkpipes(?:\.\w+)*\.(\w+Error): (?:\[SP\d+\] )?(.*)")
-
-
-def _spark_call(fn: Callable[[], Any], table: str) -> Any:
-    """Run a Spark action; one of our errors raised in its tasks (a full disk while
-    writing a data file) comes back as itself, any other failure in it (a bad value for
-    a column, a SQL error in ingest-time SQL) becomes a SchemaMismatchError naming the
-    table."""
-    try:
-        return fn()
-    except SinkError:
-        raise
-    except Exception as e:
-        text = str(e)
-        for line in text.splitlines():
-            ours = _OURS.fullmatch(line.strip())
-            if ours and ours[1] != "SparkpipesError":
-                raise SparkpipesError.from_dict({"type": ours[1], "message": ours[2]}) from None
-            if "SparkpipesError" in line or "SchemaMismatchError" in line:
-                raise SchemaMismatchError(line.split(":", 1)[-1].strip()) from None
-        first = text.strip().splitlines()[0] if text.strip() else type(e).__name__
-        raise SchemaMismatchError(f"writing to table '{table}' failed: {first}") from None

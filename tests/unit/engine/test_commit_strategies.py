@@ -7,7 +7,7 @@ from deltalake import DeltaTable
 
 from sparkpipes.engine.transform import Refiner, Transform
 from sparkpipes.sinks import BatchCommit, DeltaSink, SinkContext
-from sparkpipes.sinks.delta import stream_frame
+from sparkpipes.sinks.frames import stream_frame
 
 TABLE = pa.schema([("id", pa.int64()), ("v", pa.string())])
 

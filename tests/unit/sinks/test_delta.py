@@ -9,7 +9,8 @@ from deltalake import DeltaTable
 
 from sparkpipes.errors import SchemaMismatchError
 from sparkpipes.sinks import BatchCommit, Committed, DeltaSink
-from sparkpipes.sinks.delta import STATS_STRING_CHARS, CommitConflict, TableChanged
+from sparkpipes.sinks.delta import CommitConflict, TableChanged
+from sparkpipes.sinks.parquet import STATS_STRING_CHARS
 
 SCHEMA = pa.schema([("id", pa.int64()), ("s", pa.string())])
 
