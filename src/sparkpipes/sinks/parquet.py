@@ -151,6 +151,9 @@ class ParquetWriter(SinkWriter):
         if prefix is not None:
             listed = filesystem.get_file_info(fs.FileSelector(root, allow_not_found=True))
             paths += [i.path for i in listed if i.base_name.startswith(prefix)]
-        for info in filesystem.get_file_info(paths):
+        for info in filesystem.get_file_info(list(dict.fromkeys(paths))):
             if info.type != fs.FileType.NotFound:
-                filesystem.delete_file(info.path)
+                try:
+                    filesystem.delete_file(info.path)
+                except FileNotFoundError:
+                    pass  # removed meanwhile (another cleanup of the same attempt)

@@ -7,10 +7,8 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
-from sparkpipes.errors import SchemaMismatchError
 from sparkpipes.sinks import BatchCommit, Committed, DeltaSink
 from sparkpipes.sinks.delta import CommitConflict, TableChanged
-from sparkpipes.sinks.parquet import STATS_STRING_CHARS
 
 SCHEMA = pa.schema([("id", pa.int64()), ("s", pa.string())])
 
@@ -56,21 +54,6 @@ def test_the_table_wins_over_a_stale_catalog_hint(sink):
     assert sink.committed("a", hint=Committed(2, {"0": 20})) == Committed(3, {"0": 30})
     assert sink.committed("a", hint=Committed(3, {"0": 30})) == Committed(3, {"0": 30})
     assert sink.committed("nobody") is None
-
-
-def test_data_that_does_not_fit_the_table_is_refused(sink):
-    with pytest.raises(SchemaMismatchError, match="does not fit table 't'"):
-        sink.write_file(pa.table({"id": ["x"], "s": ["a"]}), "p")
-
-
-def test_string_statistics_are_bounds_even_when_cut(sink):
-    long = "x" * (STATS_STRING_CHARS + 5)
-    f = sink.write_file(pa.table({"id": [1, 2], "s": ["b" + long, "a" + long]}), "p")
-    stats = json.loads(f.stats)
-    assert stats["minValues"]["s"] == ("a" + long)[:STATS_STRING_CHARS]  # a prefix: still <=
-    assert "s" not in stats["maxValues"]  # a cut maximum would not be an upper bound
-    g = sink.write_file(pa.table({"id": [3], "s": [None]}, schema=SCHEMA), "q")
-    assert "s" not in json.loads(g.stats)["minValues"] and json.loads(g.stats)["nullCount"]["s"]
 
 
 def test_files_of_a_table_whose_columns_changed_are_not_committed(sink):
