@@ -21,7 +21,8 @@ sink as a pipeline drives it:
 Measured on each: ``commits`` pipeline batch commits (one small file each, the sink's own
 commit with its app transaction; delta-rs checkpoints inside the commit every 100, so the
 mean carries the checkpoint's share); writing a checkpoint alone; opening the table
-(``DeltaSink.committed`` from a new sink: what a restarted pipeline asks first); the
+(``DeltaSink.committed`` from a new sink: what a restarted pipeline asks first; its time,
+and in a new process the RSS the open table holds); the
 housekeeper's vacuum listing (dry run). Tombstones are written straight into the log as one
 commit of ``remove`` actions (as compaction's commits would have left them, without a week
 of compactions); they name files that no longer exist, as after vacuum.
@@ -34,6 +35,8 @@ import json
 import os
 import shutil
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 
@@ -81,6 +84,22 @@ def batch_file(sink: DeltaSink, batch: int, rows: int):
     return sink.write_file(table, f"part-b{batch:08d}")
 
 
+def opened_rss(uri: str, kind: str, app: str) -> float:
+    """MiB a new process's RSS grows by when it opens the table and holds it, as a
+    restarted pipeline's driver does."""
+    code = (
+        "import gc, sys, psutil\n"
+        f"sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})\n"
+        "from bench_tombstones import SCHEMA, DeltaSink\n"
+        "import deltalake\n"
+        "me = psutil.Process(); before = me.memory_info().rss\n"
+        f"s = DeltaSink({uri!r}, SCHEMA, {kind!r}); s.committed({app!r}); gc.collect()\n"
+        "print((me.memory_info().rss - before) / 2**20)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
 def measure(root: str, kind: str, n: int, commits: int, rows: int) -> dict:
     uri = os.path.join(root, kind)
     sink = DeltaSink(uri, SCHEMA, kind)
@@ -125,6 +144,7 @@ def measure(root: str, kind: str, n: int, commits: int, rows: int) -> dict:
         t = time.perf_counter()
         DeltaSink(uri, SCHEMA, kind).committed(app)
         opens.append(time.perf_counter() - t)
+    open_rss = opened_rss(uri, kind, app)
 
     vacuums = []
     for _ in range(3):
@@ -143,6 +163,7 @@ def measure(root: str, kind: str, n: int, commits: int, rows: int) -> dict:
         "checkpoint_rows": cp_rows,
         "checkpoint_mb": os.path.getsize(cp) / 1e6,
         "open_s": statistics.median(opens),
+        "open_rss_mib": open_rss,
         "vacuum_dry_run_s": statistics.median(vacuums),
     }
 
@@ -172,6 +193,7 @@ def main() -> None:
         ("checkpoint_rows", "ckpt rows", 1),
         ("checkpoint_mb", "ckpt MB", 1),
         ("open_s", "open ms", 1000),
+        ("open_rss_mib", "open +RSS MiB", 1),
         ("vacuum_dry_run_s", "vacuum ms", 1000),
     ]
     print(f"{a.tombstones:,} tombstones, {a.commits} commits of {a.rows} rows after them")
