@@ -22,10 +22,10 @@ Measured on each: ``commits`` pipeline batch commits (one small file each, the s
 commit with its app transaction; delta-rs checkpoints inside the commit every 100, so the
 mean carries the checkpoint's share); writing a checkpoint alone; opening the table
 (``DeltaSink.committed`` from a new sink: what a restarted pipeline asks first; its time,
-and in a new process the RSS the open table holds); the
-housekeeper's vacuum listing (dry run). Tombstones are written straight into the log as one
-commit of ``remove`` actions (as compaction's commits would have left them, without a week
-of compactions); they name files that no longer exist, as after vacuum.
+and in a new process the RSS the open table holds); the housekeeper's vacuum listing (dry
+run). Tombstones are written straight into the log as one commit of ``remove`` actions (as
+compaction's commits would have left them, without a week of compactions); they name
+files that no longer exist, as after vacuum.
 """
 
 from __future__ import annotations
