@@ -24,8 +24,9 @@ mean carries the checkpoint's share); writing a checkpoint alone; opening the ta
 (``DeltaSink.committed`` from a new sink: what a restarted pipeline asks first; its time,
 and in a new process the RSS the open table holds); the housekeeper's vacuum listing (dry
 run). Tombstones are written straight into the log as one commit of ``remove`` actions (as
-compaction's commits would have left them, without a week of compactions); they name
-files that no longer exist, as after vacuum.
+compaction's commits would have left them, without a week of compactions), checkpointed,
+and the commits up to it deleted (as the log trim would have); they name files that no
+longer exist, as after vacuum.
 """
 
 from __future__ import annotations
@@ -52,8 +53,9 @@ HOUR_MS = 3600 * 1000
 WEEK_MS = 168 * HOUR_MS
 
 
-def write_tombstones(sink: DeltaSink, n: int, age_ms: int) -> None:
-    """Append one commit of ``n`` remove actions, each ``age_ms`` old, to the log."""
+def write_tombstones(sink: DeltaSink, n: int, age_ms: int) -> int:
+    """Append one commit of ``n`` remove actions, each ``age_ms`` old, to the log; its
+    version."""
     from deltalake import DeltaTable
 
     version = DeltaTable(sink.uri).version() + 1
@@ -73,6 +75,18 @@ def write_tombstones(sink: DeltaSink, n: int, age_ms: int) -> None:
             }
             out.write(json.dumps({"remove": remove}, separators=(",", ":")) + "\n")
     os.rename(path + ".tmp", path)
+    return version
+
+
+def trim(uri: str, upto: int) -> None:
+    """Checkpoint the table and delete its commits up to ``upto``, as the housekeeper's
+    log trim leaves a week-old table: the removes in the checkpoint, only recent small
+    commits after it."""
+    from deltalake import DeltaTable
+
+    DeltaTable(uri).create_checkpoint()
+    for v in range(upto + 1):
+        os.remove(os.path.join(uri, "_delta_log", f"{v:020d}.json"))
 
 
 def batch_file(sink: DeltaSink, batch: int, rows: int):
@@ -118,9 +132,12 @@ def measure(root: str, kind: str, n: int, commits: int, rows: int) -> dict:
     for _ in range(10):
         commit()
     if kind != "none":
-        write_tombstones(sink, n, HOUR_MS if kind == "week" else WEEK_MS + 24 * HOUR_MS)
+        v = write_tombstones(sink, n, HOUR_MS if kind == "week" else WEEK_MS + 24 * HOUR_MS)
     else:
-        write_tombstones(sink, 0, HOUR_MS)  # same history length, nothing in it
+        v = write_tombstones(sink, 0, HOUR_MS)  # same history length, nothing in it
+    sink = DeltaSink(uri, SCHEMA, kind)
+    commit()
+    trim(uri, v)
     sink = DeltaSink(uri, SCHEMA, kind)
     while (sink.version() + 2) % 100:  # delta-rs checkpoints version 99, 199, ...
         commit()
