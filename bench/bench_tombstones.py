@@ -7,12 +7,13 @@
 Compaction replaces small files, and every replaced file stays a ``remove`` action (a
 tombstone) in each checkpoint for the table's ``delta.deletedFileRetentionDuration`` (a
 week by default, as long as vacuum's default retention, ``table_vacuum_retain_hours``,
-which judges a replaced file's age by its tombstone). At the soak's rate (5,000 events/s,
-about a batch of four files a second) a week is ~700,000 tombstones: the steady state of a
-table after its first week, rewritten into every checkpoint (every 100 commits).
+which judges a replaced file's age by its tombstone). At the soak's rate (5,000 events/s:
+about a commit a second, about one replaced file per commit) a week is ~700,000
+tombstones: the steady state of a table after its first week, rewritten into every
+checkpoint (every 100 commits).
 
-Three tables with the same live files and the same history length, through the Delta
-sink as a pipeline drives it:
+Three tables with the same live files and the same trimmed log, through the Delta sink as
+a pipeline drives it:
 
 * ``week``: N tombstones inside the retention (the steady state);
 * ``expired``: N tombstones older than the retention (what a checkpoint may drop);
