@@ -90,7 +90,7 @@ def test_background_maintenance_while_a_pipeline_loads(engine, sql, broker, topi
     assert most_files <= 40, most_files
     status = dict(zip(sql("SHOW TABLE STATUS").columns, sql("SHOW TABLE STATUS").rows[0]))
     assert status["Files"] <= 8 and status["Rows"] == total
-    assert status["Checkpoint"] is not None and (status["Checkpoint"] + 1) % 10 == 0
+    assert status["Checkpoint"] is not None
     assert status["Checkpoint"] >= status["Version"] - 10
     assert status["Last_compaction"] is not None
     done = sql(

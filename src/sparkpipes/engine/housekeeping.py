@@ -20,8 +20,11 @@ round every ``table_maintenance_interval_ms``:
    it nothing to compact or trim is not read for those (one file status tells);
 2. every pipeline's history is pruned (``catalog.history``).
 
-Delta **checkpoints** are written by delta-rs as part of a commit, every
-``delta.checkpointInterval`` commits (a new table takes ``table_checkpoint_interval``).
+Delta **checkpoints** are written as part of a commit: a pipeline's (and ``INSERT``'s)
+when re-reading the log since the last one has cost what writing one does, at the latest
+every ``delta.checkpointInterval`` commits (``sinks.checkpoints``); other commits (MERGE,
+compaction) by delta-rs, every ``delta.checkpointInterval`` commits. A new table takes
+``table_checkpoint_interval``.
 Each operation is recorded (``information_schema.TABLE_MAINTENANCE``); ``OPTIMIZE
 TABLE`` and ``VACUUM`` run the same operations on demand. A failure is logged and
 recorded, and the next round tries again; none affects a pipeline's batches.

@@ -37,6 +37,7 @@ from sparkpipes.sinks.delta import (
     CONFLICT_PAUSE_S,
     MAX_UNCOMMITTED_AGE_S,
     CommitConflict,
+    last_checkpoint,
     log_dir,
 )
 
@@ -315,18 +316,6 @@ class Layout:
         return DeltaTable(location).version()
 
 
-def last_checkpoint(location: str) -> int | None:
-    """The version of the table's last Delta checkpoint (``_last_checkpoint``), or None."""
-    import json
-
-    try:
-        filesystem, logs = log_dir(location)
-        with filesystem.open_input_stream(f"{logs}/_last_checkpoint") as f:
-            return int(json.loads(f.read())["version"])
-    except (OSError, ValueError, KeyError):
-        return None
-
-
 #: commits looked for one by one by :func:`newest_version` before it loads the table
 PROBE_COMMITS = 50
 
@@ -349,8 +338,10 @@ def newest_version(location: str, known: int | None = None) -> int:
     return Layout.version_of(location)
 
 
-#: log entries younger than this are never trimmed (a reader may be listing them)
-LOG_MIN_AGE_S = 60
+#: log entries younger than this are never trimmed: a reader that listed the log has this
+#: long to read what it listed (with a checkpoint every few seconds, the versions kept
+#: by ``trim_log``'s other rules may span less)
+LOG_MIN_AGE_S = 10
 _LOG_ENTRY = re.compile(r"^(\d{20})\.(json|crc|checkpoint(\.\d+\.\d+)?\.parquet)$")
 
 

@@ -120,7 +120,7 @@ VARIABLES = {
         ),
         Variable(
             "table_log_retention_commits",
-            200,
+            20,
             int,
             "commits of a table's log kept before its last checkpoint (at least 1)",
         ),
@@ -128,7 +128,8 @@ VARIABLES = {
             "table_checkpoint_interval",
             100,
             int,
-            "commits between Delta checkpoints of tables created from now on",
+            "most commits between Delta checkpoints of tables created from now on (a "
+            "pipeline checkpoints sooner when that costs less than re-reading the log)",
         ),
         Variable("experimental_features_config", "", str, "comma-separated feature=true flags"),
     )

@@ -53,6 +53,7 @@ import pyarrow as pa
 
 from sparkpipes.errors import ConfigError, SinkError
 from sparkpipes.sinks.base import BatchCommit, Committed, Sink, SinkContext, Staged
+from sparkpipes.sinks.checkpoints import DEFAULT_INTERVAL, CheckpointPolicy
 from sparkpipes.sinks.frames import stream_frame, write_frame
 from sparkpipes.sinks.parquet import AddFile, ParquetWriter, local_path, write_error
 from sparkpipes.sinks.upsert import Upsert
@@ -106,6 +107,16 @@ def exists(filesystem: Any, path: str) -> bool:
     return filesystem.get_file_info(path).type != fs.FileType.NotFound
 
 
+def last_checkpoint(location: str) -> int | None:
+    """The version of the table's last Delta checkpoint (``_last_checkpoint``), or None."""
+    try:
+        filesystem, logs = log_dir(location)
+        with filesystem.open_input_stream(f"{logs}/_last_checkpoint") as f:
+            return int(json.loads(f.read())["version"])
+    except (OSError, ValueError, KeyError):
+        return None
+
+
 class CommitConflict(SinkError):
     """A commit another writer's commit got in the way of (``CommitFailedError``)."""
 
@@ -119,6 +130,14 @@ class TableChanged(SinkError):
 def _columns(schema) -> list[tuple[str, Any]]:
     """A Delta schema's columns as (name, type) (nullability and metadata left out)."""
     return [(f["name"], f["type"]) for f in json.loads(schema.to_json())["fields"]]
+
+
+def _interval(dt) -> int:
+    """The table's ``delta.checkpointInterval``."""
+    try:
+        return int(dt.metadata().configuration.get("delta.checkpointInterval", DEFAULT_INTERVAL))
+    except (TypeError, ValueError):
+        return DEFAULT_INTERVAL
 
 
 def _conflict(e: BaseException) -> bool:
@@ -170,6 +189,7 @@ class DeltaSink(Sink):
         self._delta_columns: list[tuple[str, Any]] | None = None
         self._seen = None  # the table as this sink last read or committed it
         self._seen_lock = threading.Lock()
+        self._checkpoints = CheckpointPolicy()
 
     @classmethod
     def for_pipeline(cls, ctx: SinkContext) -> DeltaSink:
@@ -313,12 +333,14 @@ class DeltaSink(Sink):
             self._seen = self._latest(self._seen)
             return self._seen
 
-    def _keep(self, dt) -> None:
-        """Keep ``dt``, which this sink just committed on, as its snapshot: a table object
-        does not advance with its own commit, so it reads that one commit. A steady
-        pipeline then loads no table per batch (each load costs CPU, and delta-rs's I/O
-        threads and allocator grow with loads under CPU contention). If reading it fails,
-        the next one loads the table; the commit stands."""
+    def _keep(self, dt, started: float) -> None:
+        """Keep ``dt``, which this sink just committed on (at ``started``, a
+        ``perf_counter``), as its snapshot: a table object does not advance with its own
+        commit, so it reads that one commit. A steady pipeline then loads no table per
+        batch (each load costs CPU, and delta-rs's I/O threads and allocator grow with
+        loads under CPU contention). If reading it fails, the next one loads the table;
+        the commit stands. Then a checkpoint, when :mod:`sparkpipes.sinks.checkpoints`
+        says one is due."""
         with self._seen_lock:
             try:
                 dt.update_incremental()
@@ -326,6 +348,37 @@ class DeltaSink(Sink):
             except Exception as e:  # delta-rs raises its own; a load next time
                 log.debug("Delta table '%s': %s", self.name, e)
                 self._seen = None
+                return
+            self._checkpoint(dt, time.perf_counter() - started)
+
+    def _checkpoint(self, dt, seconds: float) -> None:
+        """Write a checkpoint of ``dt`` if its commit (``seconds``, with the refresh) makes
+        one due and no other writer wrote one meanwhile. A checkpoint that cannot be
+        written is logged and tried again later: the table is whole without it."""
+        policy = self._checkpoints
+        if policy.checkpoint is None:
+            known = last_checkpoint(self.uri)
+            policy.seen(-1 if known is None else known)
+        version = dt.version()
+        if not policy.due(version, seconds):
+            return
+        newest = last_checkpoint(self.uri)
+        if newest is not None and newest > policy.checkpoint and newest < version:
+            policy.seen(newest)
+            return
+        policy.interval = _interval(dt)
+        started = time.perf_counter()
+        try:
+            dt.create_checkpoint()
+            # a table object never drops the commits it read since it was loaded, not even
+            # for its own checkpoint: only a load starts from the checkpoint
+            self._seen = self._table()
+        except Exception as e:  # delta-rs raises its own; the commit stands
+            log.warning("checkpoint of Delta table '%s' at version %d: %s", self.name, version, e)
+            self._seen = None
+            policy.written(version, None)
+            return
+        policy.written(version, time.perf_counter() - started)
 
     def _latest(self, dt):
         """``dt`` while the log has no version after it and still has its own (two file
@@ -452,16 +505,26 @@ class DeltaSink(Sink):
         raise AssertionError("unreachable")
 
     def _add(self, dt, files: Sequence[Staged], props, what: str) -> None:
+        """Append ``files`` in one commit on ``dt``; its checkpoint is this sink's choice
+        (:meth:`_checkpoint`), not delta-rs's every ``delta.checkpointInterval``."""
+        from deltalake import PostCommitHookProperties
         from deltalake.transaction import AddAction
 
         actions = [AddAction(f.path, f.size, {}, f.modification_time, True, f.stats) for f in files]
+        started = time.perf_counter()
         try:
-            dt.create_write_transaction(actions, "append", self.schema, commit_properties=props)
+            dt.create_write_transaction(
+                actions,
+                "append",
+                self.schema,
+                commit_properties=props,
+                post_commithook_properties=PostCommitHookProperties(create_checkpoint=False),
+            )
         except Exception as e:  # delta-rs raises its own and Rust panics; keep the message
             failed = f"{what} Delta table '{self.name}' failed"
             err = write_error(failed, self._log_dir(), e)
             raise (CommitConflict(err.message) if _conflict(e) else err) from None
-        self._keep(dt)
+        self._keep(dt, started)
 
     def _log_dir(self) -> str:
         return f"{local_path(self.uri).rstrip('/')}/_delta_log"

@@ -1,5 +1,6 @@
 """The Delta sink's half of the commit protocol, on a real delta-rs table."""
 
+import itertools
 import json
 import os
 
@@ -169,3 +170,53 @@ def test_a_kept_snapshot_that_another_writer_overtook_commits_nothing_twice(sink
     assert loads == [1]  # the stale attempt was refused; the second one loaded the table
     assert sorted(DeltaTable(sink.uri).to_pyarrow_table().column("id").to_pylist()) == [1, 2]
     assert DeltaTable(sink.uri).transaction_version("a") == 2
+
+
+def checkpoints(sink) -> list[int]:
+    logs = os.path.join(sink.uri, "_delta_log")
+    return sorted(int(n[:20]) for n in os.listdir(logs) if n.endswith(".checkpoint.parquet"))
+
+
+def test_a_young_tables_commits_checkpoint_sooner_than_its_interval(sink):
+    """A table with few files: its checkpoint costs less than re-reading a hundred commits,
+    so the pipeline's commits write one sooner than ``delta.checkpointInterval`` (100), never
+    within ``MIN_COMMITS`` of the last; the table reads whole from them."""
+    from sparkpipes.sinks.checkpoints import MIN_COMMITS
+
+    for b in range(1, 61):
+        f = sink.write_file(pa.table({"id": [b], "s": ["x"]}), f"part-b{b}")
+        assert sink.commit([f], batch("a", b, {"0": b}))
+    made = checkpoints(sink)
+    assert made and made[0] < 60, made
+    assert all(b - a >= MIN_COMMITS for a, b in itertools.pairwise(made)), made
+    dt = DeltaTable(sink.uri)
+    assert dt.version() == 60 and dt.transaction_version("a") == 60
+    assert sorted(dt.to_pyarrow_table().column("id").to_pylist()) == list(range(1, 61))
+    assert DeltaSink(sink.uri, SCHEMA, "t").committed("a") == Committed(60, {"0": 60})
+
+
+def test_a_checkpoint_that_cannot_be_written_leaves_the_commits_whole(sink, monkeypatch, caplog):
+    """Writing the checkpoint fails (delta-rs's own error, made to happen here: the only
+    mock): every commit stands, the failure is logged with the table's name, and the
+    checkpoint is tried again later, not at every commit."""
+    tries = []
+
+    def fail(self):
+        tries.append(self.version())
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(DeltaTable, "create_checkpoint", fail)
+    for b in range(1, 41):
+        f = sink.write_file(pa.table({"id": [b], "s": ["x"]}), f"part-b{b}")
+        assert sink.commit([f], batch("a", b, {"0": b}))
+    assert checkpoints(sink) == []
+    assert 1 <= len(tries) <= 4, tries
+    assert "checkpoint of Delta table 't'" in caplog.text and "No space left" in caplog.text
+    monkeypatch.undo()
+    for b in range(41, 61):
+        f = sink.write_file(pa.table({"id": [b], "s": ["x"]}), f"part-b{b}")
+        assert sink.commit([f], batch("a", b, {"0": b}))
+    assert checkpoints(sink)
+    assert sorted(DeltaTable(sink.uri).to_pyarrow_table().column("id").to_pylist()) == list(
+        range(1, 61)
+    )
