@@ -5,9 +5,10 @@ after the table's last checkpoint again on each commit and each refresh of a tab
 table object even keeps every commit it read since it was loaded, its own checkpoints
 notwithstanding, so the sink loads the table after writing one): 0.15-0.25 ms per such
 commit in a batch's commit, so the 100th commit after a checkpoint costs ~20 ms more than
-the first (``bench/README.md``, "Checkpoints"). A checkpoint rewrites the table's whole
-state, its live files and every tombstone still in retention: ~20 ms with the load for a
-young table, ~1.3 s with a week of tombstones. No fixed interval suits both.
+the first (``bench/README.md``, ``bench_commits.py`` of 2026-11-25). A checkpoint
+rewrites the table's whole state, its live files and every tombstone still in retention:
+~20 ms with the load for a young table, ~1.3 s with a week of tombstones. No fixed
+interval suits both.
 
 :class:`CheckpointPolicy` uses the rent-or-buy rule instead: a checkpoint is written once
 the re-reading paid since the last one has cost what writing the last one did. With
