@@ -122,6 +122,25 @@ class AlreadyExistsError(SparkpipesError):
     code = "SP102"
 
 
+class NotAdmittedError(SparkpipesError):
+    """A statement asks for what no user of the server may do (a file, a Java method, a
+    Spark setting): the query sandbox (``engine.sandbox``) refused it."""
+
+    code = "SP103"
+
+
+class AccessDeniedError(SparkpipesError):
+    """The signed-in user lacks the privilege a statement or request needs."""
+
+    code = "SP104"
+
+
+class QueryError(SparkpipesError):
+    """Spark SQL rejected a query (unknown column, type mismatch …)."""
+
+    code = "SP702"
+
+
 class SourceError(SparkpipesError):
     """The source failed in a way that retrying will not fix."""
 

@@ -57,6 +57,20 @@ def view_name(view: str) -> str:
     return f"__information_schema_{view.upper()}"
 
 
+#: name prefixes of the session's internal views (information_schema, a procedure's batch):
+#: only the dialect's translation may write them
+INTERNAL = (view_name("").lower(), "__sp_")
+
+
+def internal_names(text: str) -> list[str]:
+    """The names in user text that only the engine may use (:data:`INTERNAL`)."""
+    return [
+        t.text
+        for t in _tokens(text)
+        if _is_name(t) and t.token_type != TokenType.STRING and t.text.lower().startswith(INTERNAL)
+    ]
+
+
 def _tokens(text: str) -> list[Token]:
     import sqlglot
     from sqlglot.errors import TokenError

@@ -16,9 +16,10 @@ from sparkpipes.catalog import TableRecord
 from sparkpipes.config import PipelineSpec
 from sparkpipes.config.procedure import ProcedureSpec, ProcedureStatement
 from sparkpipes.engine.dialect import translate
+from sparkpipes.engine.sandbox import check_query
 from sparkpipes.engine.schema import to_arrow
 from sparkpipes.engine.transform import REJECT_COLUMN, Transform, apply
-from sparkpipes.errors import ConfigError, NotFoundError, SinkError
+from sparkpipes.errors import ConfigError, NotAdmittedError, NotFoundError, SinkError
 
 
 class Procedures:
@@ -77,6 +78,11 @@ class Procedures:
                 k.get("kind") == "PRIMARY" for k in rec.options.get("keys", [])
             ):
                 raise ConfigError(f"{where}: REPLACE INTO needs a PRIMARY KEY on table '{s.table}'")
+            if self.rt.spark_started:  # else the first batch checks it (no JVM for a CREATE)
+                try:
+                    check_query(self.rt.spark, translate(bind(s.query, spec.param, "__sp_b")))
+                except NotAdmittedError as e:
+                    raise NotAdmittedError(f"{where}: {e.message}") from None
         return tables
 
     def batch_table(self, spec: ProcedureSpec) -> TableRecord:
@@ -156,8 +162,13 @@ class ProcedureBody:
 
         where = f"procedure '{self.spec.name}', line {statement.line}"
         rec = self.tables[statement.table]
+        text = translate(bind(statement.query, self.spec.param, view))
         try:
-            df = spark.sql(translate(_bind(statement.query, self.spec.param, view)))
+            check_query(spark, text)
+        except NotAdmittedError as e:
+            raise NotAdmittedError(f"{where}: {e.message}") from None
+        try:
+            df = spark.sql(text)
         except PySparkException as e:
             raise ProcedureError(f"{where}: {_spark_message(e)} ({statement.text[:80]})") from None
         cols = list(statement.columns) or [n for n in rec.schema.names if n not in rec.computed]
@@ -184,7 +195,7 @@ class ProcedureBody:
         return checked.drop(REJECT_COLUMN)
 
 
-def _bind(query: str, param: str, view: str) -> str:
+def bind(query: str, param: str, view: str) -> str:
     """``query`` with every identifier ``param`` (the batch) replaced by ``view``."""
     import sqlglot
     from sqlglot.tokens import TokenType

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import tempfile
 import threading
 from collections.abc import Iterator, Mapping
@@ -34,11 +35,15 @@ def build_session(master: str | None = None, conf: Mapping[str, str] | None = No
     os.environ.setdefault("PYSPARK_PYTHON", os.environ.get("PYSPARK_PYTHON") or _python())
     from pyspark.sql import SparkSession
 
-    builder = SparkSession.builder.appName("sparkpipes").master(
-        master or os.environ.get("SPARKPIPES_SPARK_MASTER", "local[*]")
-    )
+    master = master or os.environ.get("SPARKPIPES_SPARK_MASTER", "local[*]")
+    builder = SparkSession.builder.appName("sparkpipes").master(master)
     log4j = os.path.join(os.path.dirname(__file__), "log4j2.properties")
     quiet = {"spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{log4j}"}
+    if master.startswith("local"):
+        # the driver's RPC and block ports listen on loopback, which every account of the
+        # machine reaches: they answer only this process (a secret of this run)
+        quiet["spark.authenticate"] = "true"
+        quiet["spark.authenticate.secret"] = secrets.token_hex(32)
     for k, v in {**DEFAULTS, **quiet, **(conf or {})}.items():
         builder = builder.config(k, v)
     from pyspark import SparkContext

@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from sparkpipes.engine.contract import ErrorRecord
 from sparkpipes.engine.dialect import translate
+from sparkpipes.engine.sandbox import check_expression
 from sparkpipes.engine.schema import to_spark
 from sparkpipes.errors import ConfigError, DecodeError
 
@@ -31,6 +32,11 @@ class Transform:
 
     def __bool__(self) -> bool:
         return bool(self.assignments or self.where or self.computed)
+
+    def expressions(self) -> list[str]:
+        """Every expression, as the user wrote it (the sandbox admits each before use)."""
+        out = [e for _, e in self.assignments] + [e for _, e in self.computed]
+        return out + ([self.where] if self.where else [])
 
 
 def _q(name: str) -> str:
@@ -81,6 +87,9 @@ def apply(
         reasons.append(reason)
         return f"{value} AS {_q(name)}"
 
+    spark = df.sparkSession
+    for text in transform.expressions():
+        check_expression(spark, translate(text))
     try:
         if transform.assignments:
             assigned = {c for c, _ in transform.assignments}
