@@ -3,8 +3,9 @@
 Everything a user hands in (Python keyword arguments, SQL clauses, later JSON table
 configs and connector properties) becomes a :class:`PipelineSpec` before any work
 starts; unknown keys are rejected there with a message naming the key and the keys that
-are accepted. ``core`` holds the building blocks (secrets, checks), ``spec`` the nested
-spec, ``lower`` one module per front end that lowers into it and back.
+are accepted. ``core`` holds the building blocks (secrets, checks), ``urls`` the passwords
+inside URLs (taken out as secrets, shown redacted), ``spec`` the nested spec, ``lower`` one
+module per front end that lowers into it and back.
 """
 
 from sparkpipes.config.core import (

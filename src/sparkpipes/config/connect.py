@@ -6,7 +6,10 @@ The destination follows from the keys given: ``connection.ddlEndpoint`` (with
 ``connection.database``) is a MySQL-protocol database (SingleStore's own keys; MariaDB
 and MySQL answer them), ``connection.url`` (``jdbc:postgresql://host:5432/db``) is
 PostgreSQL, and neither is the warehouse (Delta tables). ``connection.password`` is a
-secret wherever it is given.
+secret wherever it is given, and so is a password inside ``connection.url`` (the login's,
+as a JDBC driver takes it) or the schema registry's URL (its basic auth); the config
+shown back has them ``<redacted>``. A password in ``bootstrap.servers`` or
+``connection.ddlEndpoint`` is refused: neither takes one.
 """
 
 from __future__ import annotations
@@ -16,9 +19,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, unquote, unquote_plus, urlsplit
 
-from sparkpipes.config.core import Secret, reject_unknown
+from sparkpipes.config import urls
+from sparkpipes.config.core import REDACTED, Secret, reject_unknown
 from sparkpipes.errors import ConfigError
 
 #: the connector classes users write for a sink into tables
@@ -72,6 +76,18 @@ KEYS = frozenset(
 #: params.<name>
 PREFIXES = ("tableKey.", "singlestore.tableName.", "params.")
 SECRET_KEYS = frozenset({"connection.password"})
+#: the converter option naming a schema registry, as a FormatSpec takes it
+REGISTRY_OPTION = "schema.registry.url"
+#: keys whose value may not hold a password, and where the login goes instead
+NO_PASSWORD = {
+    "bootstrap.servers": (
+        "Kafka clients take no user or password in the broker list (neither librdkafka nor "
+        "Kafka's bootstrap.servers)"
+    ),
+    "connection.ddlEndpoint": (
+        "it is host[:port]; give the login as connection.user and connection.password"
+    ),
+}
 #: MySQL connection parameters understood (``params.<name>``)
 PARAMS = ("connectTimeout", "ssl", "useSSL")
 
@@ -87,8 +103,9 @@ class Key:
 
 @dataclass(frozen=True)
 class SinkConnectorConfig:
-    """One sink connector, checked. ``raw`` is the config as given (secrets removed),
-    which ``GET /connectors/{name}/config`` shows back."""
+    """One sink connector, checked. ``raw`` is the config as given (secrets removed, a
+    password inside a URL ``<redacted>``), which ``GET /connectors/{name}/config`` shows
+    back."""
 
     name: str
     connector_class: str
@@ -97,7 +114,10 @@ class SinkConnectorConfig:
     tasks_max: int
     value_converter: str
     schemas_enable: bool
+    #: the registry's URL, its password (if any) ``<redacted>`` …
     schema_registry: str | None
+    #: … and kept here, as ``FormatSpec.credentials`` take it
+    registry_secrets: Mapping[str, Secret]
     destination: str  # delta, postgresql, mysql
     host: str | None
     port: int | None
@@ -191,8 +211,13 @@ def _text(key: str, value: Any) -> str:
     raise ConfigError(f"connector config key '{key}' must be a string, got {json.dumps(value)}")
 
 
-def build(cfg: Mapping[str, str]) -> SinkConnectorConfig:
+def build(given: Mapping[str, str]) -> SinkConnectorConfig:
     """Check a flat config (string values) into a :class:`SinkConnectorConfig`."""
+    passwords: dict[str, Secret] = {}
+    cfg = urls.lift(given, passwords, what="connector config key")
+    for key, why in NO_PASSWORD.items():
+        if urls.secret_key(key) in passwords:
+            raise ConfigError(f"{key} '{cfg[key]}' holds a password: {why}")
     plain = [k for k in cfg if not k.startswith(PREFIXES)]
     reject_unknown(plain, KEYS, what="connector config key")
     name = cfg.get("name", "").strip()
@@ -214,9 +239,10 @@ def build(cfg: Mapping[str, str]) -> SinkConnectorConfig:
             re.compile(regex)
         except re.error as e:
             raise ConfigError(f"topics.regex '{regex}' is not a regular expression: {e}") from None
-    dest, host, port, database, schema = _destination(cfg)
+    dest, host, port, database, schema, url_user = _destination(cfg)
     value_conv = cfg.get("value.converter", JSON_CONVERTER).strip()
     registry = cfg.get("value.converter.schema.registry.url", "").strip() or None
+    registry_password = passwords.get(urls.secret_key("value.converter.schema.registry.url"))
     if value_conv in AVRO_CONVERTERS and not registry:
         raise ConfigError(f"value.converter {value_conv} needs value.converter.schema.registry.url")
     if value_conv not in (JSON_CONVERTER, STRING_CONVERTER, *AVRO_CONVERTERS):
@@ -260,7 +286,7 @@ def build(cfg: Mapping[str, str]) -> SinkConnectorConfig:
             )
         if param == "connectTimeout":
             timeout = max(1, _int(cfg, k, 1) // 1000)
-    password = cfg.get("connection.password")
+    password = _password(cfg, passwords.get(urls.secret_key("connection.url")))
     return SinkConnectorConfig(
         name=name,
         connector_class=cls,
@@ -270,13 +296,16 @@ def build(cfg: Mapping[str, str]) -> SinkConnectorConfig:
         value_converter=value_conv,
         schemas_enable=_bool(cfg, "value.converter.schemas.enable", True),
         schema_registry=registry,
+        registry_secrets=(
+            {urls.secret_key(REGISTRY_OPTION): registry_password} if registry_password else {}
+        ),
         destination=dest,
         host=host,
         port=port,
         database=database,
         schema=schema,
-        user=cfg.get("connection.user") or ("root" if dest == "mysql" else None),
-        password=Secret(password) if password else None,
+        user=cfg.get("connection.user") or url_user or ("root" if dest == "mysql" else None),
+        password=password,
         keys=keys,
         metadata_table=(
             cfg.get("singlestore.metadata.table", DEFAULT_METADATA_TABLE) if meta_allowed else None
@@ -318,9 +347,30 @@ def _keys(cfg: Mapping[str, str]) -> tuple[Key, ...]:
     return tuple(out)
 
 
+def _password(cfg: Mapping[str, str], in_url: Secret | None) -> Secret | None:
+    """The destination's password: ``connection.password``, or the one inside
+    ``connection.url`` (as a JDBC driver takes it), not two different ones. A URL that
+    shows it ``<redacted>`` (a config shown by ``GET …/config`` sent back) keeps the
+    stored one (``PipelineSpec.keep_secrets``)."""
+    given = cfg.get("connection.password")
+    url = cfg.get("connection.url", "")
+    if in_url is not None:
+        raw = in_url.reveal()
+        found = unquote_plus(raw) if urls.in_query(url) else unquote(raw)
+        if given and given != found:
+            raise ConfigError(
+                "connection.url and connection.password give different passwords: give one"
+            )
+        return Secret(found)
+    if given:
+        return Secret(given)
+    return Secret(REDACTED) if urls.is_redacted(url) else None
+
+
 def _destination(
     cfg: Mapping[str, str],
-) -> tuple[str, str | None, int | None, str | None, str | None]:
+) -> tuple[str, str | None, int | None, str | None, str | None, str | None]:
+    """``(kind, host, port, database, schema, user named by the URL)``."""
     endpoint, url = cfg.get("connection.ddlEndpoint"), cfg.get("connection.url")
     if endpoint and url:
         raise ConfigError(
@@ -331,7 +381,7 @@ def _destination(
         database = cfg.get("connection.database", "").strip()
         if not database:
             raise ConfigError("connection.ddlEndpoint needs connection.database")
-        return "mysql", host, _port(port, 3306, "connection.ddlEndpoint"), database, None
+        return "mysql", host, _port(port, 3306, "connection.ddlEndpoint"), database, None, None
     if url:
         parts = urlsplit(url.strip().removeprefix("jdbc:"))
         if parts.scheme not in ("postgresql", "postgres") or not parts.hostname:
@@ -339,12 +389,11 @@ def _destination(
                 f"connection.url must be jdbc:postgresql://host:5432/database, got '{url}'"
             )
         params = dict(parse_qsl(parts.query))
-        if parts.password or "password" in params:
-            raise ConfigError("connection.url holds a password: give it as connection.password")
-        unknown = [p for p in params if p != "currentSchema"]
+        unknown = [p for p in params if p not in ("currentSchema", "user", "password")]
         if unknown:
             raise ConfigError(
-                f"connection.url parameter '{unknown[0]}' is not understood (currentSchema)"
+                f"connection.url parameter '{unknown[0]}' is not understood "
+                "(currentSchema, user, password)"
             )
         database = parts.path.lstrip("/") or cfg.get("connection.database", "")
         if not database:
@@ -353,13 +402,14 @@ def _destination(
             port = parts.port or 5432
         except ValueError:
             raise ConfigError(f"connection.url '{url}' has an invalid port") from None
-        return "postgresql", parts.hostname, port, database, params.get("currentSchema")
+        user = params.get("user") or (unquote(parts.username) if parts.username else None)
+        return "postgresql", parts.hostname, port, database, params.get("currentSchema"), user
     if cfg.get("connection.database"):
         raise ConfigError(
             "connection.database needs connection.ddlEndpoint (a MySQL-protocol database); "
             "without either the connector loads Delta tables of the warehouse"
         )
-    return "delta", None, None, None, None
+    return "delta", None, None, None, None, None
 
 
 def _port(text: str, default: int, key: str) -> int:

@@ -9,10 +9,10 @@ uses only for its own servers (``loadMode``, ``replicasPerPartition``, ``tenants
 most values empty) mean "not given".
 
 Secrets — the password in ``sasl.jaas.config``, ``ssl.*.password``, the schema registry's
-``basic.auth.user.info`` — become :class:`Secret` values; :meth:`PinotTableConfig.shown`
-is the config with them redacted, which is all the catalog keeps and all any surface
-shows. The JAAS string itself is never handed to the Kafka client: its user name and
-password are taken out of it.
+``basic.auth.user.info``, a password inside a URL (the registry's, ``stream.redis.url``) —
+become :class:`Secret` values; :meth:`PinotTableConfig.shown` is the config with them
+redacted, which is all the catalog keeps and all any surface shows. The JAAS string itself
+is never handed to the Kafka client: its user name and password are taken out of it.
 
 Types (Pinot → table column): INT → INT, LONG → BIGINT, FLOAT → FLOAT, DOUBLE → DOUBLE,
 BIG_DECIMAL → DECIMAL(38,18), BOOLEAN → BOOLEAN, TIMESTAMP → TIMESTAMP, STRING → STRING,
@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from sparkpipes.config import urls
 from sparkpipes.config.core import REDACTED, parse_json_object, reject_unknown
 from sparkpipes.config.pinot_stream import StreamConfig, is_secret_key, load_stream
 from sparkpipes.config.pinot_upsert import UpsertConfig, dedup_enabled, retention_ms, upsert_config
@@ -371,15 +372,17 @@ class PinotTableConfig:
         return dict(self.raw)
 
 
-def redacted(doc: Any) -> Any:
+def redacted(doc: Any, key: str = "") -> Any:
+    """``doc`` with every secret value, and every password inside a URL (or a broker
+    list), replaced by ``<redacted>``."""
     if isinstance(doc, Mapping):
         return {
-            k: (REDACTED if is_secret_key(k) and v not in ("", None) else redacted(v))
+            k: (REDACTED if is_secret_key(k) and v not in ("", None) else redacted(v, k))
             for k, v in doc.items()
         }
     if isinstance(doc, list):
-        return [redacted(v) for v in doc]
-    return doc
+        return [redacted(v, key) for v in doc]
+    return urls.redact_all(doc, key)
 
 
 def _object(d: Mapping[str, Any], key: str, where: str) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from sparkpipes.config import urls
 from sparkpipes.config.core import Secret, reject_unknown
 from sparkpipes.config.pinot_security import (
     CLIENT_IGNORED,
@@ -190,6 +191,12 @@ def load_stream(d: Mapping[str, Any], where: str, *, table: str) -> StreamConfig
     brokers = given.get(p + "broker.list")
     if not brokers:
         raise ConfigError(f"{where} needs {p}broker.list (host:port of the Kafka brokers)")
+    if urls.split(brokers, bare=True, what=f"{p}broker.list")[1] is not None:
+        raise ConfigError(
+            f"{where}: {p}broker.list '{urls.redact(brokers, bare=True)}' holds a password; "
+            "Kafka clients take no user or password there: give them in sasl.jaas.config "
+            "with security.protocol and sasl.mechanism"
+        )
     factory = given.get(p + "consumer.factory.class.name")
     if factory and not _KAFKA_FACTORY.fullmatch(factory):
         raise ConfigError(

@@ -22,10 +22,12 @@ PIPELINE`` is that lowering run backwards. The catalog stores :meth:`PipelineSpe
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from sparkpipes.config import urls
 from sparkpipes.config.core import (
     REDACTED,
     Secret,
@@ -57,6 +59,14 @@ FORMAT_OPTIONS = (
 FORMAT_PROP_PREFIX = "decoder.prop."
 #: the decoder's secrets (``FormatSpec.credentials``)
 FORMAT_SECRETS = ("schema.registry.basic.auth.user.info",)
+
+
+def _set_lifted(spec: Any, name: str, lifted: Any, creds: dict[str, Secret]) -> None:
+    """Set a frozen spec's URL-bearing field and its credentials, where passwords were
+    lifted out of them (each lifted password is a credential it did not have)."""
+    if creds != dict(spec.credentials):
+        object.__setattr__(spec, name, lifted)
+        object.__setattr__(spec, "credentials", creds)
 
 
 @dataclass(frozen=True)
@@ -94,7 +104,11 @@ class SourceSpec:
     ``config`` and ``credentials`` are its options, checked by that plugin. ``start`` is
     where a new pipeline's partitions begin; ``on_out_of_range`` what a batch does when
     its resume offset no longer exists (``fail``, or resume at ``earliest`` and record
-    the gap)."""
+    the gap).
+
+    A password inside the location or a CONFIG URL is taken out when the spec is made
+    (``config.urls``): the field keeps the URL with ``<redacted>`` in its place and the
+    password is a credential, ``url:location`` or ``url:<option>``."""
 
     kind: str
     location: str
@@ -103,6 +117,33 @@ class SourceSpec:
     #: ``earliest``, ``latest`` or ``at:<epoch ms>`` (Pinot's offset criteria by time)
     start: str = "earliest"
     on_out_of_range: str = "fail"
+
+    def __post_init__(self) -> None:
+        creds = dict(self.credentials)
+        if isinstance(self.location, str):
+            shown, password = urls.split(self.location, bare=self.hosts, what="the location")
+            if password is not None:
+                object.__setattr__(self, "location", shown)
+                creds[urls.secret_key(urls.LOCATION)] = Secret(password)
+        config = self.config
+        if isinstance(config, Mapping):
+            config = urls.lift(config, creds, what="CONFIG option")
+        _set_lifted(self, "config", config, creds)
+
+    @property
+    def hosts(self) -> bool:
+        """The location starts with a host list (``[user:pass@]host:port,…``)."""
+        return str(self.kind).lower() == "kafka"
+
+    def url_options(self) -> dict[str, Any]:
+        """The location and the CONFIG options, by the names their passwords are kept
+        under (``url:<name>``)."""
+        return {urls.LOCATION: self.location, **self.config}
+
+    def redacted_urls(self) -> list[str]:
+        """The options (``location`` among them) that show a password as ``<redacted>``."""
+        bare = frozenset([urls.LOCATION]) if self.hosts else frozenset()
+        return urls.redacted_options(self.url_options(), bare=bare)
 
     def check(self, pipeline: str | None = None) -> None:
         if not self.kind:
@@ -131,9 +172,17 @@ class FormatSpec:
     skip_parser_errors: bool = False
     #: the decoder's own options: ``schema.registry.url`` or ``schema`` (Avro messages)
     options: Mapping[str, str] = field(default_factory=dict)
-    #: its secrets (a schema registry's user and password), kept with the pipeline's
-    #: under ``format.``-prefixed keys
+    #: its secrets (a schema registry's user and password, the password of a registry
+    #: URL as ``url:schema.registry.url``), kept with the pipeline's under
+    #: ``format.``-prefixed keys
     credentials: Mapping[str, Secret] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.options, Mapping):
+            creds = dict(self.credentials)
+            _set_lifted(
+                self, "options", urls.lift(self.options, creds, what="format option"), creds
+            )
 
     def check(self, pipeline: str | None = None) -> None:
         check_int(self.skip_lines, "skip_lines", 0, pipeline=pipeline)
@@ -143,14 +192,24 @@ class FormatSpec:
             what="format option",
             pipeline=pipeline,
         )
-        reject_unknown(self.credentials, FORMAT_SECRETS, what="format secret", pipeline=pipeline)
+        reject_unknown(
+            [k for k in self.credentials if urls.option_of(k) not in self.options],
+            FORMAT_SECRETS,
+            what="format secret",
+            pipeline=pipeline,
+        )
         for k, v in self.credentials.items():
             if not isinstance(v, Secret):
                 raise ConfigError(f"format credential '{k}' must be a Secret", pipeline=pipeline)
 
     def decoder_options(self) -> dict[str, str]:
-        """The options the decoder is built with: its options and, revealed, its secrets."""
+        """The options the decoder is built with: its options and, revealed, its secrets
+        (a URL's password under ``url:<option>``, the URL itself kept redacted)."""
         return {**self.options, **{k: v.reveal() for k, v in self.credentials.items()}}
+
+    def redacted_urls(self) -> list[str]:
+        """The options that show a password as ``<redacted>``."""
+        return urls.redacted_options(self.options)
 
 
 @dataclass(frozen=True)
@@ -171,7 +230,8 @@ class SinkSpec:
     same key or ``ignore``s the new one. ``provenance`` fills ``__source_partition`` and
     ``__source_offset``. ``config`` and ``credentials`` are the options of a sink outside
     the warehouse (a database's address and user; its password), checked by that plugin;
-    the catalog keeps the credentials with the source's, under ``sink.``-prefixed keys."""
+    the catalog keeps the credentials with the source's, under ``sink.``-prefixed keys
+    (a password inside a URL option among them, as for the source)."""
 
     table: str
     kind: str = "delta"
@@ -179,6 +239,15 @@ class SinkSpec:
     provenance: bool = False
     config: Mapping[str, Any] = field(default_factory=dict)
     credentials: Mapping[str, Secret] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.config, Mapping):
+            creds = dict(self.credentials)
+            _set_lifted(self, "config", urls.lift(self.config, creds, what="sink option"), creds)
+
+    def redacted_urls(self) -> list[str]:
+        """The options that show a password as ``<redacted>``."""
+        return urls.redacted_options(self.config)
 
     def check(self, pipeline: str | None = None) -> None:
         if self.kind != "database":  # a database's own names may hold any character
@@ -195,6 +264,8 @@ class SinkSpec:
 SINK_SECRET = "sink."
 FORMAT_SECRET = "format."
 _OWNED = {"sink": SINK_SECRET, "format": FORMAT_SECRET}
+#: the components that hold secrets, and how an error names their URL options
+_SECRET_PARTS = {"source": "CONFIG option", "format": "format option", "sink": "sink option"}
 
 
 @dataclass(frozen=True)
@@ -355,6 +426,63 @@ class PipelineSpec:
         """A copy with whole components (or the name) replaced."""
         return dataclasses.replace(self, **changes)
 
+    # -- secrets given back as shown -------------------------------------------------------
+    def redacted_secrets(self) -> list[tuple[str, str]]:
+        """``(component, credential key)`` of every secret this spec shows as
+        ``<redacted>`` without holding its value: a credential given as ``<redacted>``, a
+        URL whose password is ``<redacted>`` and not among the credentials. That is how a
+        statement printed by SHOW CREATE PIPELINE (or a config shown by an API) comes
+        back."""
+        out: list[tuple[str, str]] = []
+        for part in _SECRET_PARTS:
+            comp = getattr(self, part)
+            for key, value in comp.credentials.items():
+                if isinstance(value, Secret) and value.reveal() == REDACTED:
+                    out.append((part, key))
+            for option in comp.redacted_urls():
+                if urls.secret_key(option) not in comp.credentials:
+                    out.append((part, urls.secret_key(option)))
+        return out
+
+    def keep_secrets(self, stored: PipelineSpec | None) -> PipelineSpec:
+        """This spec with each secret it shows as ``<redacted>`` (:meth:`redacted_secrets`)
+        taken from ``stored``, the pipeline's stored spec: so running SHOW CREATE PIPELINE's
+        text again (CREATE OR REPLACE) keeps the sealed values instead of storing the word
+        ``<redacted>``. A secret ``stored`` does not hold (or no ``stored``) is a
+        ConfigError naming it."""
+        creds = {p: dict(getattr(self, p).credentials) for p in _SECRET_PARTS}
+        missing = []
+        for part, key in self.redacted_secrets():
+            kept = getattr(stored, part).credentials.get(key) if stored is not None else None
+            if kept is None or kept.reveal() == REDACTED:
+                option = urls.option_of(key)
+                missing.append(
+                    f"credential '{key}'"
+                    if option is None
+                    else "the password in the location"
+                    if part == "source" and option == urls.LOCATION
+                    else f"the password in {_SECRET_PARTS[part]} '{option}'"
+                )
+            else:
+                creds[part][key] = kept
+        if missing:
+            why = (
+                f"pipeline '{self.name}' has no stored value to keep"
+                if stored is not None
+                else "only CREATE OR REPLACE of an existing pipeline keeps its stored value"
+            )
+            raise ConfigError(
+                f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} '{REDACTED}', "
+                f"as SHOW CREATE PIPELINE shows secrets: give the value ({why})",
+                pipeline=self.name,
+            )
+        changed = {
+            p: dataclasses.replace(getattr(self, p), credentials=c)
+            for p, c in creds.items()
+            if c != dict(getattr(self, p).credentials)
+        }
+        return self.replace(**changed) if changed else self
+
     # -- short names used everywhere ------------------------------------------------------
     @property
     def table(self) -> str:
@@ -374,3 +502,34 @@ class PipelineSpec:
     @property
     def mapping(self) -> tuple[FieldMapping, ...]:
         return self.format.mapping
+
+
+def lift_stored_urls(definition: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """A stored definition (:meth:`PipelineSpec.to_json`) written before passwords inside
+    URLs were taken out: the definition with them ``<redacted>``, and the passwords under
+    the catalog's credential keys (``url:location``, ``format.url:<option>`` …). For the
+    catalog's upgrade; works on the JSON, so a definition its plugins would refuse is
+    sealed all the same."""
+    d = json.loads(json.dumps(definition))
+    found: dict[str, str] = {}
+    for part, prefix in (("source", ""), *_OWNED.items()):
+        comp = d.get(part)
+        if not isinstance(comp, dict):
+            continue
+        lifted: dict[str, Secret] = {}
+        field_ = "options" if part == "format" else "config"
+        if isinstance(comp.get(field_), dict):
+            comp[field_] = urls.lift(comp[field_], lifted, what=f"{part} option")
+        if part == "source" and isinstance(comp.get("location"), str):
+            kafka = str(comp.get("kind", "")).lower() == "kafka"
+            shown, password = urls.split(comp["location"], bare=kafka)
+            if password is not None:
+                comp["location"] = shown
+                lifted[urls.secret_key(urls.LOCATION)] = Secret(password)
+        if lifted:
+            comp["credentials"] = {
+                **(comp.get("credentials") or {}),
+                **dict.fromkeys(lifted, REDACTED),
+            }
+            found.update({prefix + k: v.reveal() for k, v in lifted.items()})
+    return d, found

@@ -16,6 +16,7 @@ without a schema need the table to exist, as in seed 001.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import re
@@ -23,7 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sparkpipes.catalog.states import PipelineState
-from sparkpipes.config import FieldMapping, PipelineSpec
+from sparkpipes.config import REDACTED, FieldMapping, PipelineSpec, Secret, urls
 from sparkpipes.config.connect import (
     STRING_CONVERTER,
     Key,
@@ -87,6 +88,8 @@ class Connectors:
 
             raise AlreadyExistsError(f"connector '{cfg.name}' already exists")
         old = catalog.connector(cfg.name) if replace and cfg.name in catalog.connectors() else None
+        if old is not None:  # a config as GET …/config shows it: its passwords <redacted>
+            cfg = self._with_stored(cfg, old)
         topics = list(cfg.topics) or self._matching(cfg)
         if not topics:
             raise ConfigError(
@@ -134,6 +137,7 @@ class Connectors:
                 mapping=tuple(FieldMapping(c, (c,)) for c in wanted),
                 skip_parser_errors=cfg.tolerate_errors,
                 options={"schema.registry.url": cfg.schema_registry},
+                credentials=cfg.registry_secrets,
             )
         else:
             root = ("payload",) if cfg.schemas_enable else ()
@@ -232,7 +236,8 @@ class Connectors:
             )
         sid = int.from_bytes(raw[1:5], "big")
         try:
-            text = registry_client(cfg.schema_registry or "").get_schema(sid).schema_str
+            secrets = {k: v.reveal() for k, v in cfg.registry_secrets.items()}
+            text = registry_client(cfg.schema_registry or "", secrets).get_schema(sid).schema_str
         except Exception as e:
             raise SourceUnavailableError(
                 f"cannot get schema id {sid} of topic '{topic}' from the schema registry at "
@@ -322,6 +327,7 @@ class Connectors:
             if not d["config"].get("topics.regex"):
                 continue
             cfg = load(d["config"] | {"connection.password": self._password(d)}, name=name)
+            cfg = self._with_stored(cfg, d)
             new = [t for t in self._matching(cfg) if t not in d["topics"]]
             for topic in new:
                 spec = self._spec(cfg, topic, pipeline_name(cfg.name, topic, True))
@@ -342,6 +348,20 @@ class Connectors:
             if secret is not None:
                 return secret.reveal()
         return None
+
+    def _with_stored(self, cfg: SinkConnectorConfig, d: Mapping[str, Any]) -> SinkConnectorConfig:
+        """``cfg`` with each password it shows as ``<redacted>`` (inside a URL) taken from
+        the sealed credentials of the connector's pipelines (``d``, as stored)."""
+        changes: dict[str, Any] = {}
+        if cfg.password == Secret(REDACTED) and (password := self._password(d)) is not None:
+            changes["password"] = Secret(password)
+        if cfg.schema_registry and urls.is_redacted(cfg.schema_registry):
+            for p in d["pipelines"]:
+                found = dict(self.engine.spec(p).format.credentials)
+                if found:
+                    changes["registry_secrets"] = found
+                    break
+        return dataclasses.replace(cfg, **changes) if changes else cfg
 
     # -- the rest of the REST API -------------------------------------------------------
     def names(self) -> list[str]:

@@ -39,7 +39,14 @@ class Pipelines:
     def prepare(self, spec: PipelineSpec) -> PipelineSpec:
         """Check what must hold before anything is created for ``spec`` (the source's
         own options as the user wrote them, an experimental feature switched on) and
-        move secrets given in CONFIG into the credentials."""
+        move secrets given in CONFIG into the credentials. Secrets given back as
+        ``<redacted>`` (SHOW CREATE PIPELINE's text run again) keep the stored ones."""
+        if spec.redacted_secrets():
+            try:
+                stored = self.spec(spec.name)
+            except NotFoundError:
+                stored = None
+            spec = spec.keep_secrets(stored)
         source = build_source_of(spec)
         if source.feature:
             flags = str(variables.resolve(self.rt.catalog.variables())[FEATURES])

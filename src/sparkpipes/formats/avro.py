@@ -3,7 +3,9 @@ format: a zero byte, the schema id in 4 big-endian bytes, then the Avro binary w
 that schema) or ``FORMAT AVRO SCHEMA '<schema JSON>'`` (bare Avro binary, one fixed
 schema). Decoded with fastavro; writer schemas come from the registry through
 confluent-kafka's client, fetched once per id and task (a registry that does not answer
-fails the batch, which is retried; an id it does not know is a bad record).
+fails the batch, which is retried; an id it does not know is a bad record). A user and
+password in the registry's URL are its basic auth (sealed with the pipeline's secrets;
+see :func:`registry_conf`).
 
 Columns are taken by ``col <- path`` as for JSON (nested records are paths); a nested
 record, map or array loaded into a text column is JSON text; logical types arrive as
@@ -22,11 +24,13 @@ from typing import Any
 
 import pyarrow as pa
 
-from sparkpipes.config import CsvOptions, FieldMapping
+from sparkpipes.config import REDACTED, CsvOptions, FieldMapping, urls
 from sparkpipes.errors import ConfigError, SourceUnavailableError
 from sparkpipes.formats.base import Decoder, Mismatch
 
 MAGIC = 0
+#: the decoder option naming the registry
+URL_OPTION = "schema.registry.url"
 #: registry client keys users give with the ``schema.registry.`` prefix (Pinot's decoder
 #: props and Kafka Connect's converter props use it)
 REGISTRY_KEYS = (
@@ -37,16 +41,49 @@ REGISTRY_KEYS = (
 )
 
 
-def registry_client(url: str, options: Mapping[str, str] | None = None) -> Any:
-    """confluent-kafka's registry client for ``url`` (no request until a schema is asked)."""
-    from confluent_kafka.schema_registry import SchemaRegistryClient
+def registry_conf(url: str, options: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The settings of confluent-kafka's registry client for ``url``, checked (no I/O).
 
-    conf = {"url": url}
+    A user and password in the URL are the registry's basic auth, as the client itself
+    takes them; they are handed to it as ``basic.auth.user.info`` with the URL stripped
+    of its user info, so neither the log lines of its HTTP requests (httpx) nor its errors
+    hold the password. ``url`` is as stored, its password ``<redacted>`` and kept in
+    ``options`` under ``url:schema.registry.url`` (:meth:`FormatSpec.decoder_options`),
+    or a URL in clear."""
+    opts = options or {}
+    secret = opts.get(urls.secret_key(URL_OPTION))
+    if urls.in_query(url):
+        raise ConfigError(
+            "the schema registry takes a password in the URL's user info "
+            "(http://user:password@host:8081), as basic auth, not as a parameter"
+        )
+    if secret is None and urls.is_redacted(url):
+        raise ConfigError(
+            f"the schema registry URL '{url}' shows its password as {REDACTED} and none is "
+            "stored: give the password"
+        )
+    bare, user, password = urls.login(url, secret)
+    conf = {"url": bare}
     for key in REGISTRY_KEYS:
-        value = (options or {}).get(f"schema.registry.{key}")
+        value = opts.get(f"schema.registry.{key}")
         if value:
             conf[key] = value
-    return SchemaRegistryClient(conf)
+    if password is not None:
+        if "basic.auth.user.info" in conf:
+            raise ConfigError(
+                "the schema registry's user and password are given twice, in its URL and "
+                "in basic.auth.user.info: give them once"
+            )
+        conf["basic.auth.user.info"] = f"{user or ''}:{password}"
+    return conf
+
+
+def registry_client(url: str, options: Mapping[str, str] | None = None) -> Any:
+    """confluent-kafka's registry client for ``url`` (no request until a schema is asked);
+    see :func:`registry_conf`."""
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+
+    return SchemaRegistryClient(registry_conf(url, options))
 
 
 def parsed(schema_text: str) -> Any:
@@ -72,12 +109,16 @@ class AvroMessageDecoder(Decoder):
     ) -> None:
         super().__init__(schema, mapping, csv)
         self.options = dict(options)
-        self.url = self.options.get("schema.registry.url")
+        url = self.options.get(URL_OPTION)
+        #: the registry as messages name it: its password, if any, redacted
+        self.url = urls.redact(url) if url else url
         self.fixed = self.options.get("schema")
         if not self.url and not self.fixed:
             raise ConfigError("FORMAT AVRO for messages needs SCHEMA REGISTRY 'url' or SCHEMA")
         if self.fixed:
             parsed(self.fixed)  # a schema that does not parse fails CREATE PIPELINE
+        else:
+            registry_conf(url or "", self.options)  # a login it cannot take fails it too
         self._schemas: dict[int, Any] = {}
         self._client: Any = None
         self._fixed: Any = None
@@ -134,7 +175,7 @@ class AvroMessageDecoder(Decoder):
         found = self._schemas.get(sid)
         if found is None:
             if self._client is None:
-                self._client = registry_client(self.url or "", self.options)
+                self._client = registry_client(self.options.get(URL_OPTION) or "", self.options)
             try:
                 text = self._client.get_schema(sid).schema_str
             except Exception as e:  # the registry's own errors, and its HTTP ones

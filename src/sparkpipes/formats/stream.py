@@ -10,7 +10,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from sparkpipes.config import CsvOptions, FieldMapping
+from sparkpipes.config import CsvOptions, FieldMapping, urls
 from sparkpipes.errors import ConfigError
 from sparkpipes.formats.base import Decoder
 
@@ -19,7 +19,8 @@ PROP = "decoder.prop."
 
 class StreamDecoder(Decoder):
     """Options: ``decoder.class`` (a Python path), ``decoder.topic`` and
-    ``decoder.prop.<name>`` (the plugin decoder's props)."""
+    ``decoder.prop.<name>`` (the plugin decoder's props, a URL among them with its
+    password, sealed as ``url:decoder.prop.<name>``, put back as the user wrote it)."""
 
     def __init__(
         self,
@@ -37,7 +38,8 @@ class StreamDecoder(Decoder):
             raise ConfigError("a stream plugin decoder needs decoder.class")
         self.cls = resolve_decoder(self.class_name)
         self.topic = options.get("decoder.topic", "")
-        self.props = {k[len(PROP) :]: v for k, v in options.items() if k.startswith(PROP)}
+        given = urls.revealed(options, options)  # URLs with their passwords put back
+        self.props = {k[len(PROP) :]: v for k, v in given.items() if k.startswith(PROP)}
         self._decoder: Any = None
 
     def __getstate__(self) -> dict[str, Any]:

@@ -5,6 +5,10 @@ are an allow-list: anything else, and options that would run code or commands on
 executors (``sasl.jaas.config``, ``plugin.library.paths``, ``sasl.kerberos.kinit.cmd``,
 ``ssl.engine.location``), is refused by name. Secrets (``sasl.password``,
 ``ssl.key.password``, ``ssl.keystore.password``) belong in CREDENTIALS, never in CONFIG.
+A user and password in the broker list (``user:pass@host:9092/topic``) are refused, saying
+so: no Kafka client takes them there (librdkafka would look the whole text up as a host
+name, and log it), and guessing SASL's protocol and mechanism could send the password
+over a connection the user did not ask for.
 
 Offsets are Kafka offsets (ints), "next offset to read". The source hands out a metadata
 provider (``kafka_metadata``: partitions, watermarks, time lookups; the driver's) and
@@ -19,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from sparkpipes.config import Secret
+from sparkpipes.config import Secret, urls
 from sparkpipes.errors import ConfigError
 from sparkpipes.sources.base import MetadataProvider, Source
 
@@ -68,6 +72,14 @@ ISOLATION_LEVELS = {"read_committed", "read_uncommitted"}
 #: timestamp with its payload (Pinot's ``metadata.populate``)
 RECORD_METADATA = "record.metadata"
 
+#: why a password in the broker list is refused, and what to write instead
+NO_USERINFO = (
+    "Kafka clients take no user or password in the broker list (neither librdkafka nor "
+    "Kafka's bootstrap.servers): give them as CREDENTIALS "
+    '\'{"sasl.username": "…", "sasl.password": "…"}\' with CONFIG security.protocol '
+    "(SASL_SSL or SASL_PLAINTEXT) and sasl.mechanism"
+)
+
 #: how long a client tries to reach the brokers before the batch fails (CONFIG
 #: ``socket.connection.setup.timeout.ms`` changes it, as it does librdkafka's own)
 CONNECT_TIMEOUT_MS = 10_000
@@ -96,6 +108,12 @@ class KafkaSource(Source):
     def __init__(
         self, location: str, config: Mapping[str, Any], credentials: Mapping[str, Secret]
     ) -> None:
+        urls.refuse(
+            credentials,
+            {urls.LOCATION: location, "bootstrap.servers": config.get("bootstrap.servers")},
+            NO_USERINFO,
+            bare=frozenset([urls.LOCATION]),
+        )
         self.servers, self.topic = parse_location(location)
         config = dict(config)
         metadata = config.pop(RECORD_METADATA, False)

@@ -42,7 +42,7 @@ from typing import Any, ClassVar
 
 import pyarrow as pa
 
-from sparkpipes.config import Secret, reject_unknown
+from sparkpipes.config import Secret, reject_unknown, urls
 from sparkpipes.config.core import check_int
 from sparkpipes.errors import (
     ConfigError,
@@ -206,6 +206,7 @@ class ObjectSource(Source):
         filesystem: Any = None,
     ) -> None:
         label = self.name.upper()
+        urls.refuse(credentials, {urls.LOCATION: location, **config}, self.login_hint())
         reject_unknown(config, self.config_keys, what=f"{label} option")
         reject_unknown(credentials, self.credential_keys, what=f"{label} credential")
         if not isinstance(location, str) or not location.strip():
@@ -233,6 +234,12 @@ class ObjectSource(Source):
     @classmethod
     def location_hint(cls) -> str:
         return "give a path or glob"
+
+    @classmethod
+    def login_hint(cls) -> str:
+        """Why a password inside the location or a CONFIG URL is refused, and where the
+        store's login goes instead."""
+        return f"{cls.name.upper()} takes no user or password in a URL"
 
     def _pattern(self, location: str) -> str:
         """The location as a path pattern of the filesystem (no scheme)."""

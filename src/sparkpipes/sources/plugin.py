@@ -38,7 +38,7 @@ from typing import Any, TypeVar
 
 import pyarrow as pa
 
-from sparkpipes.config import Secret
+from sparkpipes.config import Secret, urls
 from sparkpipes.errors import (
     ConfigError,
     OffsetOutOfRangeError,
@@ -216,7 +216,8 @@ def _within(timeout_ms: int, what: str, call: Callable[[], _T], **where: Any) ->
 class PluginSource(Source):
     """A Pinot-style stream plugin as a source. ``location`` is ``<type>/<topic>``;
     ``config`` the stream config's ``streamType`` and ``stream.<type>.*`` keys, and
-    ``credentials`` its secret ones."""
+    ``credentials`` its secret ones, with the password of any URL among them
+    (``url:<key>``), which the plugin gets back inside its URL, as the user wrote it."""
 
     name = "stream"
     position_type = pa.int64()
@@ -229,7 +230,9 @@ class PluginSource(Source):
             raise ConfigError("a stream plugin source needs streamType")
         prefix = f"stream.{stype}."
         props: dict[str, str] = {}
-        for key, value in {**config, **{k: v.reveal() for k, v in credentials.items()}}.items():
+        secrets = {k: v for k, v in credentials.items() if urls.option_of(k) is None}
+        given = urls.revealed(config, credentials)  # URLs as the user wrote them
+        for key, value in {**given, **{k: v.reveal() for k, v in secrets.items()}}.items():
             if key == "streamType":
                 continue
             if not key.startswith(prefix):
@@ -241,7 +244,7 @@ class PluginSource(Source):
         topic = props.get("topic.name") or location.partition("/")[2]
         if not topic:
             raise ConfigError(f"stream type {stype} needs {prefix}topic.name")
-        self.secret_keys = frozenset(k[len(prefix) :] for k in credentials)
+        self.secret_keys = frozenset(k[len(prefix) :] for k in secrets)
         self.stream = StreamConfig(
             stype,
             topic,

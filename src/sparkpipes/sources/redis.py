@@ -1,7 +1,8 @@
 """Redis Streams as a Pinot-style stream plugin (``streamType: redis``), on redis-py.
 
 Keys (after ``stream.redis.``): ``topic.name``, ``url`` (default
-``redis://127.0.0.1:6379/0``), ``password`` (a secret), and the common
+``redis://127.0.0.1:6379/0``; a password in it, ``redis://[user]:password@host``, is a
+secret as in redis-py, which logs in with it), ``password`` (a secret), and the common
 ``consumer.type``, ``consumer.factory.class.name``, ``consumer.prop.auto.offset.reset``,
 ``decoder.class.name``, ``decoder.prop.*``, ``connection.timeout.millis``,
 ``fetch.timeout.millis``; another key is an error naming it.
@@ -24,6 +25,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from sparkpipes.config import urls
 from sparkpipes.errors import ConfigError, SourceAuthError
 from sparkpipes.sources.plugin import (
     MessageBatch,
@@ -73,7 +75,14 @@ class RedisConsumerFactory(StreamConsumerFactory):
                 raise ConfigError(f"unknown Redis stream key 'stream.redis.{key}'{hint}")
         self.url = config.get("url") or "redis://127.0.0.1:6379/0"
         if not self.url.startswith(("redis://", "rediss://", "unix://")):
-            raise ConfigError(f"stream.redis.url must be a redis:// URL, got '{self.url}'")
+            raise ConfigError(
+                f"stream.redis.url must be a redis:// URL, got '{urls.redact(self.url)}'"
+            )
+        in_url = urls.login(self.url, None)[2]
+        if in_url is not None and config.get("password") not in (None, in_url):
+            raise ConfigError(
+                "stream.redis.url and stream.redis.password give different passwords: give one"
+            )
 
     def client(self, timeout_ms: int) -> Any:
         import redis

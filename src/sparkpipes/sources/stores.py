@@ -60,6 +60,14 @@ class S3Source(ObjectSource):
     def location_hint(cls) -> str:
         return "give 'bucket/prefix' or 'bucket/path/*.json'"
 
+    @classmethod
+    def login_hint(cls) -> str:
+        return (
+            "S3 takes no user or password in a URL (botocore does not log in with them, "
+            "and shows the URL in its errors); S3 requests are signed with the keys in "
+            "CREDENTIALS: aws_access_key_id and aws_secret_access_key"
+        )
+
     def _pattern(self, location: str) -> str:
         for scheme in ("s3://", "s3a://"):
             if location.startswith(scheme):
@@ -113,6 +121,13 @@ class AzureSource(ObjectSource):
     @classmethod
     def location_hint(cls) -> str:
         return "give 'container/prefix'"
+
+    @classmethod
+    def login_hint(cls) -> str:
+        return (
+            "Azure Blob takes no user or password in a URL; give CREDENTIALS account_name "
+            "with account_key or sas_token (or connection_string)"
+        )
 
     def _pattern(self, location: str) -> str:
         for scheme in ("az://", "abfs://", "abfss://"):
@@ -178,6 +193,13 @@ class HdfsSource(ObjectSource):
     @classmethod
     def location_hint(cls) -> str:
         return "give 'hdfs://namenode:8020/path'"
+
+    @classmethod
+    def login_hint(cls) -> str:
+        return (
+            "HDFS takes no password (Hadoop authenticates by Kerberos or by the user "
+            "name alone); CONFIG user names the user"
+        )
 
     def _pattern(self, location: str) -> str:
         if not location.startswith("hdfs://"):

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from lark import Lark, Token
 
+from sparkpipes.config import urls
 from sparkpipes.sql.errors import ParseError, position
 
 from . import grammar as g
@@ -173,10 +174,13 @@ _MASKED_AFTER = ("CREDENTIALS", "IDENTIFIED", "BY")
 def mask_credentials(text: str) -> str:
     """``text`` with the string after every CREDENTIALS and IDENTIFIED BY masked by ``*``
     (newlines kept, so lines and columns stay where they were): for echoing statements.
-    A CONFIG string that holds a secret by mistake is masked as well."""
+    A CONFIG string that holds a secret by mistake is masked as well, and so is a password
+    inside a URL of any string (``'user:pass@host:9092/t'`` after KAFKA)."""
     upper = text.upper()
-    if not any(k in upper for k in _MASKED_AFTER) and not any(
-        h in text.lower() for h in _SECRET_HINTS
+    if (
+        not any(k in upper for k in _MASKED_AFTER)
+        and not any(h in text.lower() for h in _SECRET_HINTS)
+        and "@" not in text
     ):
         return text
     chars = list(text)
@@ -191,11 +195,19 @@ def mask_credentials(text: str) -> str:
         for tok in _tokens(text):
             if tok.type in ("WS", "LINE_COMMENT", "BLOCK_COMMENT"):
                 continue
-            if armed is not None and tok.type == "STRING":
-                if armed.value.upper() in _MASKED_AFTER or any(
-                    h in tok.value.lower() for h in _SECRET_HINTS
-                ):
-                    mask(tok.start_pos + 1, tok.end_pos - 1)
+            if (
+                armed is not None
+                and tok.type == "STRING"
+                and (
+                    armed.value.upper() in _MASKED_AFTER
+                    or any(h in tok.value.lower() for h in _SECRET_HINTS)
+                )
+            ):
+                mask(tok.start_pos + 1, tok.end_pos - 1)
+            elif tok.type == "STRING":
+                kafka = previous is not None and previous.value.upper() == "KAFKA"
+                for start, end in urls.spans_in(tok.value, bare=kafka):
+                    mask(tok.start_pos + start, tok.start_pos + end)
             elif armed is not None and tok.type == "OTHER" and tok.value in "'\"":
                 mask(tok.start_pos + 1, len(text))  # unterminated: mask the rest
                 break

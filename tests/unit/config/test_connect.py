@@ -89,7 +89,18 @@ def test_the_rest_api_shape_and_the_three_destinations():
             r"needs value.converter.schema.registry.url",
         ),
         ({"connection.ddlEndpoint": "h"}, r"needs connection.database"),
-        ({"connection.url": "jdbc:postgresql://h/db?password=x"}, r"holds a password"),
+        (
+            {"connection.url": "jdbc:postgresql://h/db?password=x", "connection.password": "y"},
+            r"connection.url and connection.password give different passwords",
+        ),
+        (
+            {"bootstrap.servers": "svc:Pw-9@127.0.0.1:9092"},
+            r"bootstrap.servers 'svc:<redacted>@127.0.0.1:9092' holds a password: Kafka clients",
+        ),
+        (
+            {"connection.ddlEndpoint": "root:Pw-9@h:3306", "connection.database": "d"},
+            r"connection.ddlEndpoint 'root:<redacted>@h:3306' holds a password: it is host",
+        ),
         ({"connection.url": "jdbc:mysql://h/db"}, r"must be jdbc:postgresql"),
         ({"params.allowLoadLocalInfile": "true"}, r"parameter 'allowLoadLocalInfile'"),
         ({"singlestore.metadata.allow": "yes"}, r"must be true or false"),

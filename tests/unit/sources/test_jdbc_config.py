@@ -64,8 +64,8 @@ def test_jdbc_urls_of_the_three_servers(url, kind, port, database):
     [
         ("jdbc:oracle:thin:@h:1521:x", "not a JDBC URL sparkpipes can read"),
         ("jdbc:postgresql://h/", "names no database"),
-        ("jdbc:postgresql://h/db?password=s3cret", "give it as connection.password"),
-        ("jdbc:mysql://u:s3cret@h/db", "give it as connection.password"),
+        ("jdbc:postgresql://h:x/db?password=s3cret", "'jdbc:postgresql://h:x/db.*invalid port"),
+        ("jdbc:mysql://u:s3cret@h/db?password=other", "holds two different passwords"),
         ("jdbc:mysql://h/db?useSSL=false", "parameter 'useSSL' is not understood"),
     ],
 )

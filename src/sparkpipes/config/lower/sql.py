@@ -4,7 +4,8 @@
 is left to ``defaults`` (the engine's variables under their flat option names, e.g.
 ``batch_interval_ms``), which the engine hands in, so SQL and the Python API share one
 set of defaults and this module never reads the engine. :func:`to_create_pipeline` is
-the way back, which ``SHOW CREATE PIPELINE`` prints (credentials redacted):
+the way back, which ``SHOW CREATE PIPELINE`` prints (credentials redacted, and a
+password inside a URL as ``<redacted>`` in its URL):
 ``to_spec(parse_one(create_pipeline_sql(spec)), defaults) == spec`` for every spec SQL
 can express and whose fetch timeout and chunk size are the ``defaults``' (no clause sets
 them).
@@ -17,6 +18,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from sparkpipes.config import urls
 from sparkpipes.config.core import REDACTED, reject_unknown
 from sparkpipes.config.lower.kwargs import OPTIONS, from_kwargs
 from sparkpipes.config.procedure import ProcedureSpec, ProcedureStatement
@@ -118,15 +120,15 @@ def to_create_pipeline(spec: PipelineSpec) -> A.CreatePipeline:
         else:
             mappings.append(A.FieldMapping(name, m.path, m.is_variable, rooted=not m.path))
     src, batch, tr = spec.source, spec.batch, spec.transform
+    # a URL's password shows as ``<redacted>`` in the URL itself, not as a credential
+    shown = sorted(k for k in src.credentials if urls.option_of(k) is None)
     return A.CreatePipeline(
         name=spec.name,
         source=src.kind.upper(),
         location=src.location,
         target=A.Target("PROCEDURE" if spec.sink.kind == "procedure" else "TABLE", spec.sink.table),
         config=json.dumps(dict(src.config), sort_keys=True) if src.config else None,
-        credentials=json.dumps({k: REDACTED for k in src.credentials}, sort_keys=True)
-        if src.credentials
-        else None,
+        credentials=json.dumps({k: REDACTED for k in shown}) if shown else None,
         batch_interval=batch.interval_ms,
         max_partitions_per_batch=batch.max_partitions,
         max_offsets_per_batch_partition=batch.max_offsets_per_partition,

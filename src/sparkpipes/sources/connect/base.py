@@ -34,7 +34,7 @@ from typing import Any, ClassVar
 
 import pyarrow as pa
 
-from sparkpipes.config import Secret
+from sparkpipes.config import Secret, urls
 from sparkpipes.errors import ConfigError
 
 #: every connector's keys; the rest belong to the connector
@@ -52,7 +52,8 @@ def compact(value: Any) -> str:
 class ConnectorConfig:
     """A connector's CONFIG, checked for the keys every connector shares. ``values`` holds
     the non-secret keys, ``secrets`` the keys the connector declares secret (lifted out of
-    CONFIG at the boundary, so that they are stored and shown as credentials are)."""
+    CONFIG at the boundary, so that they are stored and shown as credentials are) and the
+    password of each URL option that held one (``url:<key>``, see :meth:`url`)."""
 
     connector_class: str
     tasks_max: int
@@ -64,6 +65,13 @@ class ConnectorConfig:
         if key in self.secrets:
             return self.secrets[key].reveal()
         return self.values.get(key, default)
+
+    def url(self, key: str) -> str | None:
+        """A URL option as the user wrote it, its password (sealed as ``url:<key>``) put
+        back: for a client that takes the URL whole. :meth:`get` gives it redacted, as
+        it is shown."""
+        text = self.text(key)
+        return urls.restore(text, self.secrets.get(urls.secret_key(key))) if text else text
 
     def require(self, key: str) -> Any:
         value = self.get(key)

@@ -21,8 +21,9 @@ SQLAlchemy with psycopg2 or PyMySQL.
   table's name; its id is the table and the row's offset.
 
 CONFIG: ``connection.url`` (``jdbc:postgresql://host:5432/db``, ``jdbc:mysql://…`` or
-``jdbc:mariadb://…``), ``connection.user``, ``connection.password`` (a secret, also
-accepted in CREDENTIALS; not in the URL), ``table.whitelist`` / ``table.blacklist`` (or
+``jdbc:mariadb://…``; a password in it, ``user:password@`` or ``?password=``, is taken as
+the login's, sealed and shown ``<redacted>``), ``connection.user``, ``connection.password``
+(a secret, also accepted in CREDENTIALS), ``table.whitelist`` / ``table.blacklist`` (or
 their ``include``/``exclude.list`` spellings; default: every table of the schema),
 ``schema.pattern``, ``mode``, ``incrementing.column.name``, ``timestamp.column.name`` (one
 column, or several: the first not NULL counts), ``timestamp.delay.interval.ms``,
@@ -42,12 +43,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, unquote, unquote_plus, urlsplit
 from uuid import UUID
 
 import pyarrow as pa
 
-from sparkpipes.config import Secret
+from sparkpipes.config import REDACTED, Secret, urls
 from sparkpipes.errors import ConfigError, SourceAuthError, SourceError, SourceUnavailableError
 from sparkpipes.sources.connect.base import (
     PartitionReader,
@@ -67,7 +68,7 @@ DRIVERS = {
     "mariadb": ("mysql+pymysql", "pymysql", "jdbc", "MariaDB", 3306),
 }
 #: JDBC URL parameters understood (others are an error naming them)
-URL_PARAMS = frozenset({"user", "currentSchema", "sslmode"})
+URL_PARAMS = frozenset({"user", "password", "currentSchema", "sslmode"})
 CONNECT_TIMEOUT_S = 5
 
 
@@ -120,9 +121,21 @@ class Database:
         return SourceError(f"{self.where()}: {d.text} (while {doing})")
 
 
-def parse_url(url: str, user: str | None, password: Secret | None, schema: str | None) -> Database:
-    """``jdbc:<postgresql|mysql|mariadb>://host[:port]/database[?user=…]``, checked."""
-    text = url.strip()
+def parse_url(
+    url: str,
+    user: str | None,
+    password: Secret | None,
+    schema: str | None,
+    url_password: Secret | None = None,
+) -> Database:
+    """``jdbc:<postgresql|mysql|mariadb>://[user[:password]@]host[:port]/database[?user=…
+    &password=…]``, checked. ``url`` is as stored, its password ``<redacted>`` and kept in
+    ``url_password``; a password in a URL given in clear is taken out here. As the JDBC
+    drivers (and psycopg2 / PyMySQL URLs) do, a password in the URL is the login's, the
+    same as ``connection.password`` would give."""
+    text, clear = urls.split(url.strip(), what="connection.url")
+    if clear is not None:
+        url_password = Secret(clear)
     rest = text[5:] if text.lower().startswith("jdbc:") else text
     parts = urlsplit(rest)
     scheme = "postgresql" if parts.scheme == "postgres" else parts.scheme.lower()
@@ -132,23 +145,26 @@ def parse_url(url: str, user: str | None, password: Secret | None, schema: str |
             "jdbc:postgresql://host:5432/database, jdbc:mysql://host:3306/database or "
             "jdbc:mariadb://host:3306/database"
         )
-    if parts.password is not None:
-        raise ConfigError(
-            "connection.url holds a password: give it as connection.password (in CONFIG "
-            "or CREDENTIALS), where it is kept secret"
-        )
     params = dict(parse_qsl(parts.query))
     for key in params:
-        if key == "password":
-            raise ConfigError(
-                "connection.url holds a password parameter: give it as connection.password "
-                "(in CONFIG or CREDENTIALS), where it is kept secret"
-            )
         if key not in URL_PARAMS:
             raise ConfigError(
                 f"connection.url parameter '{key}' is not understood (accepted: "
                 f"{', '.join(sorted(URL_PARAMS))})"
             )
+    if url_password is not None:
+        raw = url_password.reveal()
+        given = Secret(unquote_plus(raw) if urls.in_query(text) else unquote(raw))
+        if password is not None and password != given:
+            raise ConfigError(
+                "connection.url and connection.password give different passwords: give one"
+            )
+        password = given
+    elif urls.is_redacted(text):
+        raise ConfigError(
+            f"connection.url '{text}' shows its password as {REDACTED} and none is stored: "
+            "give the password"
+        )
     database = parts.path.lstrip("/")
     if not database:
         raise ConfigError(f"connection.url '{text}' names no database (…/database)")
@@ -161,7 +177,7 @@ def parse_url(url: str, user: str | None, password: Secret | None, schema: str |
         parts.hostname,
         port,
         database,
-        user or params.get("user") or parts.username,
+        user or params.get("user") or (unquote(parts.username) if parts.username else None),
         password,
         schema or params.get("currentSchema"),
         params.get("sslmode"),
@@ -239,6 +255,7 @@ class JdbcConnector(SourceConnector):
             cfg.text("connection.user"),
             password,
             cfg.text("schema.pattern"),
+            config.secrets.get(urls.secret_key("connection.url")),
         )
         _, module, extra, kind, _ = DRIVERS[db.scheme]
         if importlib.util.find_spec(module) is None:

@@ -16,7 +16,8 @@
   stream's name).
 
 CONFIG: ``kinesis.stream`` (required), ``kinesis.region`` (default us-east-1),
-``kafka.topic``, ``kinesis.endpoint`` (a local or VPC endpoint URL) and the AWS keys
+``kafka.topic``, ``kinesis.endpoint`` (a local or VPC endpoint URL; a password in it is
+refused, naming the keys) and the AWS keys
 ``aws.access.key.id``, ``aws.secret.key.id`` (seed 000's spelling; ``aws.secret.access.key``
 is accepted too) and ``aws.session.token``, which are secrets wherever they are given.
 Without keys the AWS default chain (environment, profile, instance role) applies.
@@ -33,6 +34,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from sparkpipes.config import urls
 from sparkpipes.errors import ConfigError, SourceAuthError, SourceError, SourceUnavailableError
 from sparkpipes.sources.connect.base import (
     PartitionReader,
@@ -45,6 +47,12 @@ from sparkpipes.sources.connect.source import backoff
 
 SECRET_KEYS = frozenset(
     {"aws.access.key.id", "aws.secret.key.id", "aws.secret.access.key", "aws.session.token"}
+)
+#: why a password inside kinesis.endpoint is refused, and where the login goes instead
+NO_LOGIN = (
+    "Kinesis takes no user or password in a URL (botocore does not log in with them, and "
+    "shows the URL in its errors): give aws.access.key.id and aws.secret.key.id in CONFIG "
+    "or CREDENTIALS"
 )
 #: records one GetRecords call may return (the API's own limit)
 MAX_LIMIT = 10_000
@@ -163,6 +171,7 @@ class KinesisConnector(SourceConnector):
             raise ConfigError(
                 "reading Kinesis needs Python package 'boto3': pip install 'sparkpipes[kinesis]'"
             )
+        urls.refuse(config.secrets, {"kinesis.endpoint": config.get("kinesis.endpoint")}, NO_LOGIN)
         self.stream = config.require("kinesis.stream")
         self.topic = config.text("kafka.topic") or self.stream
         self.client = _Client(self)

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 import pyarrow as pa
 
-from sparkpipes.config import Secret
+from sparkpipes.config import Secret, urls
 from sparkpipes.config.core import reject_unknown
 from sparkpipes.errors import ConfigError
 from sparkpipes.sources.base import Fetched, Gap, MetadataProvider, PartitionConsumer, Source
@@ -108,7 +108,8 @@ class KafkaConnectSource(Source):
     holds ``connector.class`` (required), ``tasks.max`` (default 4) and the connector's
     own keys. Keys the connector declares secret may be given in CONFIG (seed 000 puts
     the AWS keys there) or CREDENTIALS; either way they are stored and shown as
-    credentials."""
+    credentials. The password inside a URL option reaches the connector as a secret
+    (``ConnectorConfig.url`` puts it back), the option itself redacted."""
 
     name = "kafkaconnect"
     position_type = pa.string()
@@ -135,10 +136,15 @@ class KafkaConnectSource(Source):
         reject_unknown(
             cfg, COMMON_KEYS | cls.config_keys | secret, what=f"CONFIG key of {class_name}"
         )
-        reject_unknown(credentials, secret, what=f"CREDENTIALS key of {class_name}")
+        reject_unknown(
+            [k for k in credentials if urls.option_of(k) not in cfg],
+            secret,
+            what=f"CREDENTIALS key of {class_name}",
+        )
         secrets = {k: v if isinstance(v, Secret) else Secret(v) for k, v in credentials.items()}
         secrets.update({k: Secret(v) for k, v in cfg.items() if k in secret})
         values = {k: v for k, v in cfg.items() if k not in secret and k not in COMMON_KEYS}
+        values = urls.lift(values, secrets, what=f"CONFIG key of {class_name}")
         tasks = _tasks_max(cfg.get("tasks.max", DEFAULT_TASKS_MAX))
         self._given_secrets = {k for k in cfg if k in secret}
         self.connector = cls(ConnectorConfig(class_name.strip(), tasks, values, secrets))

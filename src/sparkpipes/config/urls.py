@@ -1,0 +1,247 @@
+"""Passwords inside URLs: found, taken out as secrets, and put back only where a client is
+built.
+
+A user may write a password into a URL-valued option: ``http://user:pass@registry:8081``,
+``jdbc:mysql://db/app?user=u&password=p``, a Kafka location ``user:pass@host:9092/topic``.
+When a spec is built (:mod:`sparkpipes.config.spec`) every such password is taken out of
+the option, which keeps the URL with ``<redacted>`` in the password's place (what is stored
+in clear, shown and logged), and kept as a :class:`Secret` among the component's
+credentials under ``url:<option>`` (sealed with the other credentials). A client's
+constructor asks :func:`restore` (or :func:`login`) for what its client takes.
+
+What counts as a password: the part after the first ``:`` of a URL's user info
+(``scheme://user:password@host``; the last ``@`` of the authority ends it, so a password
+may hold ``@``) and the value of a ``password`` query parameter. Host lists without a
+scheme (Kafka's ``host:port,host:port``) have user info only where :func:`spans` is told
+they are host lists (``bare``): elsewhere ``a:b@c`` is not read as a URL.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import unquote
+
+from sparkpipes.config.core import REDACTED, Secret
+from sparkpipes.errors import ConfigError
+
+#: the credential key prefix of a URL option's password: ``url:<option>``
+URL_SECRET = "url:"
+#: the location's own key among a source's URL options
+LOCATION = "location"
+
+_SCHEME = re.compile(r"\s*[A-Za-z][A-Za-z0-9+.\-]*(?::[A-Za-z][A-Za-z0-9+.\-]*)*://")
+_SCHEME_IN = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*(?::[A-Za-z][A-Za-z0-9+.\-]*)*://")
+_HOST_LIST_IN = re.compile(
+    r'"([\w.]*(?:bootstrap\.servers|broker\.list|ddlEndpoint))"\s*:\s*"([^"]*)"'
+)
+_URL_END = re.compile(r"[\s\"'`]")
+_PARAM = re.compile(r"(?:^|[?&;])password=([^&;#]*)", re.IGNORECASE)
+
+
+def secret_key(option: str) -> str:
+    """The credential key that holds the password of URL option ``option``."""
+    return URL_SECRET + option
+
+
+def option_of(key: str) -> str | None:
+    """The URL option a credential key holds the password of; None for other keys."""
+    return key[len(URL_SECRET) :] if key.startswith(URL_SECRET) else None
+
+
+def is_host_list(option: str) -> bool:
+    """Options whose values are ``[user:pass@]host:port[,…]`` without a scheme."""
+    return option.endswith(("bootstrap.servers", "broker.list", "ddlEndpoint"))
+
+
+def spans(text: str, *, bare: bool = False) -> list[tuple[int, int]]:
+    """Where the passwords of ``text`` are (``(start, end)``, empty ones left out)."""
+    m = _SCHEME.match(text)
+    out: list[tuple[int, int]] = []
+    if m is not None:
+        start = m.end()
+        end = _authority_end(text, start)
+        out += _userinfo(text, start, end)
+        query = text.find("?", end)
+        if query >= 0:
+            stop = text.find("#", query)
+            stop = len(text) if stop < 0 else stop
+            for p in _PARAM.finditer(text, query, stop):
+                if p.end(1) > p.start(1):
+                    out.append((p.start(1), p.end(1)))
+    elif bare:
+        end = _authority_end(text, 0)
+        start = 0
+        for entry in text[:end].split(","):
+            out += _userinfo(text, start, start + len(entry))
+            start += len(entry) + 1
+    return out
+
+
+def spans_in(text: str, *, bare: bool = False) -> list[tuple[int, int]]:
+    """The passwords of every URL anywhere in ``text`` (a JSON document, a statement's
+    string), each URL ending at a quote or white space, and of the host lists of JSON
+    keys that name one; with ``bare``, ``text`` is also read as a host list from its
+    start."""
+    out = spans(text, bare=True) if bare else []
+    for m in _SCHEME_IN.finditer(text):
+        end = _URL_END.search(text, m.end())
+        url = text[m.start() : end.start() if end else len(text)]
+        out += [(m.start() + s, m.start() + e) for s, e in spans(url)]
+    for m in _HOST_LIST_IN.finditer(text):  # "bootstrap.servers": "user:pass@host" in JSON
+        out += [(m.start(2) + s, m.start(2) + e) for s, e in spans(m.group(2), bare=True)]
+    return sorted(set(out))
+
+
+def _authority_end(text: str, start: int) -> int:
+    ends = [i for i in (text.find(c, start) for c in "/?#") if i >= 0]
+    return min(ends) if ends else len(text)
+
+
+def _userinfo(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    at = text.rfind("@", start, end)
+    colon = text.find(":", start, at) if at >= 0 else -1
+    return [(colon + 1, at)] if 0 <= colon < at - 1 else []
+
+
+def redact(text: str, *, bare: bool = False) -> str:
+    """``text`` with every password in it replaced by ``<redacted>``: what may be shown."""
+    for start, end in reversed(spans(text, bare=bare)):
+        text = text[:start] + REDACTED + text[end:]
+    return text
+
+
+def split(text: str, *, bare: bool = False, what: str = "the URL") -> tuple[str, str | None]:
+    """``(text redacted, its password)``; no password (or one already ``<redacted>``):
+    ``(text, None)``. Two different passwords in one URL are a ConfigError naming
+    ``what`` (never the passwords)."""
+    found = {text[s:e] for s, e in spans(text, bare=bare)} - {REDACTED}
+    if not found:
+        return text, None
+    if len(found) > 1:
+        raise ConfigError(f"{what} holds two different passwords: give one")
+    return redact(text, bare=bare), found.pop()
+
+
+def redact_all(doc: Any, key: str = "") -> Any:
+    """A JSON document with the password of every URL in it (host lists by their key)
+    redacted: a stored config shown back."""
+    if isinstance(doc, Mapping):
+        return {k: redact_all(v, str(k)) for k, v in doc.items()}
+    if isinstance(doc, list):
+        return [redact_all(v, key) for v in doc]
+    if isinstance(doc, str):
+        return redact(doc, bare=is_host_list(key))
+    return doc
+
+
+def is_redacted(text: str, *, bare: bool = False) -> bool:
+    """Whether ``text`` shows a password as ``<redacted>`` (SHOW CREATE PIPELINE's form)."""
+    return any(text[s:e] == REDACTED for s, e in spans(text, bare=bare))
+
+
+def restore(text: str, password: str | Secret | None, *, bare: bool = False) -> str:
+    """``text`` with each ``<redacted>`` password replaced by ``password`` (the URL as the
+    user wrote it, for a client that takes the URL whole)."""
+    if password is None:
+        return text
+    value = password.reveal() if isinstance(password, Secret) else password
+    for start, end in reversed(spans(text, bare=bare)):
+        if text[start:end] == REDACTED:
+            text = text[:start] + value + text[end:]
+    return text
+
+
+def login(text: str, password: str | Secret | None) -> tuple[str, str | None, str | None]:
+    """For a client that takes the login apart from the URL (basic auth, a driver's
+    ``password=``): ``(URL without user info, user, password)``, percent-decoded as a
+    URL's user info is. ``text`` is the URL as stored (its password ``<redacted>``) with
+    ``password`` its secret, or a URL in clear with ``password`` None."""
+    clear = restore(text, password)
+    m = _SCHEME.match(clear)
+    if m is None:
+        return clear, None, None
+    start, end = m.end(), _authority_end(clear, m.end())
+    at = clear.rfind("@", start, end)
+    if at < 0:
+        return clear, None, None
+    user, colon, secret = clear[start:at].partition(":")
+    bare = clear[:start] + clear[at + 1 :]
+    return bare, unquote(user) or None, unquote(secret) if colon else None
+
+
+def in_query(text: str) -> bool:
+    """Whether a password of ``text`` is a ``password=`` query parameter."""
+    m = _SCHEME.match(text)
+    if m is None:
+        return False
+    end = _authority_end(text, m.end())
+    return any(s > end for s, _ in spans(text))
+
+
+def lift(
+    values: Mapping[str, Any],
+    credentials: dict[str, Secret],
+    *,
+    what: str,
+    bare: frozenset[str] = frozenset(),
+) -> dict[str, Any]:
+    """``values`` (a config's top-level options) with the password of every string value
+    taken out into ``credentials`` (under ``url:<option>``); options in ``bare`` (and
+    host lists) are read as host lists too."""
+    out = dict(values)
+    for key, value in values.items():
+        if not isinstance(value, str):
+            continue
+        shown, password = split(
+            value, bare=key in bare or is_host_list(key), what=f"{what} '{key}'"
+        )
+        if password is not None:
+            out[key] = shown
+            credentials[secret_key(key)] = Secret(password)
+    return out
+
+
+def redacted_options(values: Mapping[str, Any], *, bare: frozenset[str] = frozenset()) -> list[str]:
+    """The options of ``values`` that show a password as ``<redacted>``."""
+    return [
+        k
+        for k, v in values.items()
+        if isinstance(v, str) and is_redacted(v, bare=k in bare or is_host_list(k))
+    ]
+
+
+def revealed(values: Mapping[str, Any], secrets: Mapping[str, Any]) -> dict[str, Any]:
+    """``values`` with each URL option whose password is in ``secrets`` (``url:<option>``,
+    a Secret or the clear text) put back as the user wrote it: for a plugin that takes
+    its options as given."""
+    out = dict(values)
+    for key, secret in secrets.items():
+        option = option_of(key)
+        if option is not None and isinstance(out.get(option), str):
+            out[option] = restore(out[option], secret, bare=is_host_list(option))
+    return out
+
+
+def refuse(
+    credentials: Mapping[str, Any],
+    texts: Mapping[str, Any],
+    why: str,
+    *,
+    bare: frozenset[str] = frozenset(),
+) -> None:
+    """A ConfigError for the first URL option (``texts``: option → its text as given)
+    that holds a password, sealed (``url:<option>`` among ``credentials``) or still in
+    clear: ``why`` says what to write instead. The option is shown redacted."""
+    for option, text in texts.items():
+        if not isinstance(text, str):
+            continue
+        host_list = option in bare or is_host_list(option)
+        if secret_key(option) in credentials or split(text, bare=host_list)[1] is not None:
+            shown = redact(text, bare=host_list)
+            raise ConfigError(f"{_named(option)} '{shown}' holds a password: {why}")
+
+
+def _named(option: str) -> str:
+    return "the location" if option == LOCATION else f"option '{option}'"
