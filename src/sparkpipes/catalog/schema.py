@@ -11,6 +11,7 @@ import base64
 import pyarrow as pa
 import sqlalchemy as sa
 
+from sparkpipes.catalog.grants import grants_table
 from sparkpipes.catalog.history import maintenance_table, pruned_table
 from sparkpipes.catalog.leases import leases_table
 from sparkpipes.catalog.users import users_table
@@ -78,7 +79,7 @@ errors_t = sa.Table(
     sa.Column("created_at", sa.DateTime, nullable=False),
 )
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 4
 
 meta_t = sa.Table(
     "sp_meta",
@@ -106,6 +107,7 @@ pinot_tables_t = _definitions("sp_pinot_tables")
 PINOT = {"schema": pinot_schemas_t, "table": pinot_tables_t}
 
 users_t = users_table(meta)
+grants_t = grants_table(meta)
 leases_t = leases_table(meta)
 pruned_t = pruned_table(meta)
 maintenance_t = maintenance_table(meta)

@@ -24,6 +24,7 @@ import pyarrow as pa
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError, OperationalError
 
+from sparkpipes.catalog.grants import Grants
 from sparkpipes.catalog.history import History
 from sparkpipes.catalog.leases import Leases
 from sparkpipes.catalog.migrations import migrate
@@ -33,6 +34,7 @@ from sparkpipes.catalog.schema import (
     batches_t,
     connectors_t,
     errors_t,
+    grants_t,
     leases_t,
     maintenance_t,
     meta,
@@ -125,13 +127,15 @@ class Catalog:
         try:
             self.engine = sa.create_engine(url, **kwargs)
             _owner_only(url)
-            migrate(self.engine, meta, target=SCHEMA_VERSION, url=self.safe_url)
+            migrate(self.engine, meta, target=SCHEMA_VERSION, url=self.safe_url, secrets=self._box)
             self._seal_clear_credentials()
         except (OperationalError, sa.exc.ArgumentError) as e:
             raise CatalogError(f"cannot open catalog {self.safe_url}: {e.args[0]}") from None
         self._lock = threading.RLock()
         #: users of ``sparkpipes serve`` (hashed passwords; ``catalog.users``)
-        self.users = Users(users_t, self._tx)
+        self.users = Users(users_t, self._tx, grants_t)
+        #: their privileges (``GRANT`` / ``REVOKE``; ``catalog.grants``)
+        self.grants = Grants(grants_t, users_t, self._tx)
         #: which engine runs each pipeline (by pipeline id; ``catalog.leases``)
         self.leases = Leases(leases_t, self._tx, self.engine.dialect.name)
         #: pruning of batches and errors, the table maintenance log (``catalog.history``)

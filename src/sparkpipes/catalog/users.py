@@ -28,6 +28,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
+from sparkpipes.catalog.grants import admins, last_admin_stays, make_admin
 from sparkpipes.errors import AlreadyExistsError, ConfigError, NotFoundError
 
 _N, _R, _P = 2**14, 8, 1
@@ -85,9 +86,15 @@ class UserRecord:
     created_at: dt.datetime
 
 
+#: the name ``sparkpipes serve`` gives the owner of the server (its local token)
+RESERVED = "(local)"
+
+
 def _check_name(name: str) -> None:
     if not name or len(name) > MAX_NAME:
         raise ConfigError(f"a user name has 1 to {MAX_NAME} characters, not {len(name)}")
+    if name == RESERVED:
+        raise ConfigError(f"'{RESERVED}' is the server owner's name; choose another user name")
 
 
 def _check_password(password: str) -> None:
@@ -99,13 +106,18 @@ class Users:
     """The ``sp_users`` table of one catalog."""
 
     def __init__(
-        self, table: sa.Table, tx: Callable[[], AbstractContextManager[sa.Connection]]
+        self,
+        table: sa.Table,
+        tx: Callable[[], AbstractContextManager[sa.Connection]],
+        grants: sa.Table,
     ) -> None:
         self.t = table
         self._tx = tx
+        self.grants = grants
 
     def create(self, name: str, password: str, *, if_not_exists: bool = False) -> bool:
-        """Add a user; False when it exists and ``if_not_exists``."""
+        """Add a user; False when it exists and ``if_not_exists``. The first user is the
+        admin (``ALL PRIVILEGES ON *.* WITH GRANT OPTION``); others start with none."""
         _check_name(name)
         _check_password(password)
         row: dict[str, Any] = {
@@ -116,7 +128,11 @@ class Users:
         }
         try:
             with self._tx() as c:
+                first = not c.execute(sa.select(self.t.c.name).limit(1)).first()
                 c.execute(self.t.insert().values(**row))
+                c.execute(self.grants.delete().where(self.grants.c.user_name == name))
+                if first:
+                    make_admin(c, self.grants, name)
         except IntegrityError:
             if if_not_exists:
                 return False
@@ -135,8 +151,13 @@ class Users:
             raise NotFoundError(f"user '{name}' does not exist")
 
     def drop(self, name: str, *, if_exists: bool = False) -> bool:
+        """Drop a user and their grants; never the last admin while others remain."""
         with self._tx() as c:
+            admin = admins(c, self.grants)
             n = c.execute(self.t.delete().where(self.t.c.name == name)).rowcount
+            c.execute(self.grants.delete().where(self.grants.c.user_name == name))
+            if admin:
+                last_admin_stays(c, self.grants, "drop")
         if not n and not if_exists:
             raise NotFoundError(f"user '{name}' does not exist")
         return bool(n)
@@ -162,6 +183,16 @@ class Users:
     def count(self) -> int:
         with self._tx() as c:
             return int(c.execute(sa.select(sa.func.count()).select_from(self.t)).scalar() or 0)
+
+    def version(self, name: str) -> str | None:
+        """A digest of ``name``'s stored password hash (None: no such user). It changes
+        whenever the password is set and when the user is made again, even with the same
+        password (a fresh salt each time): sessions bound to it end then."""
+        with self._tx() as c:
+            stored = c.execute(
+                sa.select(self.t.c.password_hash).where(self.t.c.name == name)
+            ).scalar()
+        return None if stored is None else hashlib.sha256(stored.encode()).hexdigest()[:32]
 
     def verify(self, name: str, password: str) -> bool:
         """Whether ``name`` exists and ``password`` is its password. An unknown name

@@ -111,6 +111,12 @@ class Tables:
         check_name(name, "table name")
         if if_not_exists and name in self.names():
             return
+        twin = next((t for t in self.names() if t.lower() == name.lower() and t != name), None)
+        if twin is not None:  # SQL resolves names without regard to case
+            raise AlreadyExistsError(
+                f"table '{twin}' exists: a table's name must differ from every other's by "
+                f"more than case ('{name}')"
+            )
         if isinstance(schema, str):
             self.rt.spark  # noqa: B018 - DDL parsing needs a session
         arrow, ddl = to_arrow(schema)

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from typing import Any
 from typing import Literal as Lit
 
-from sparkpipes.config.core import Secret
 from sparkpipes.sql import grammar
 
 _IDENT_START = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
@@ -861,58 +860,3 @@ class CreateProcedure(Statement):
         if self.returns is not None:
             out += f" RETURNS {self.returns.to_sql()}"
         return f"{out} AS {self.body}"
-
-
-@dataclass(frozen=True)
-class CreateUser(Statement):
-    """``CREATE USER [IF NOT EXISTS] 'name'[@'%'] IDENTIFIED BY 'password'``: a user of
-    ``sparkpipes serve`` (HTTP API, console, MySQL endpoint). Only the host ``'%'`` (any)
-    is accepted. ``to_sql`` gives the password back (for a round trip); statements are
-    echoed through ``mask_credentials``, which masks it."""
-
-    name: str
-    password: Secret
-    if_not_exists: bool = False
-
-    def to_sql(self) -> str:
-        exists = "IF NOT EXISTS " if self.if_not_exists else ""
-        return (
-            f"CREATE USER {exists}{quote_string(self.name)} "
-            f"IDENTIFIED BY {quote_string(self.password.reveal())}"
-        )
-
-
-@dataclass(frozen=True)
-class AlterUser(Statement):
-    """``ALTER USER 'name' IDENTIFIED BY 'password'``: a new password."""
-
-    name: str
-    password: Secret
-
-    def to_sql(self) -> str:
-        return (
-            f"ALTER USER {quote_string(self.name)} "
-            f"IDENTIFIED BY {quote_string(self.password.reveal())}"
-        )
-
-
-@dataclass(frozen=True)
-class DropUser(Statement):
-    """``DROP USER [IF EXISTS] 'name'``."""
-
-    name: str
-    if_exists: bool = False
-
-    def to_sql(self) -> str:
-        return "DROP USER " + ("IF EXISTS " if self.if_exists else "") + quote_string(self.name)
-
-
-@dataclass(frozen=True)
-class ShowUsers(Statement):
-    """``SHOW USERS [LIKE 'pattern']``."""
-
-    like: str | None = None
-
-    def to_sql(self) -> str:
-        like = f" LIKE {quote_string(self.like)}" if self.like is not None else ""
-        return "SHOW USERS" + like

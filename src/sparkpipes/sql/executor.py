@@ -11,78 +11,41 @@ table, with ``information_schema`` views and the SingleStore JSON helpers transl
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from sparkpipes.catalog import BatchState, PipelineState, views
+from sparkpipes.catalog import BatchState, PipelineState
+from sparkpipes.catalog.grants import Access
 from sparkpipes.config.lower.sql import create_pipeline_sql, to_procedure, to_spec
 from sparkpipes.engine import Engine
-from sparkpipes.engine.dialect import translate, view_name
+from sparkpipes.engine.dialect import internal_names, translate, view_name
+from sparkpipes.engine.procedures import bind
+from sparkpipes.engine.sandbox import check_expression, check_query
 from sparkpipes.engine.variables import like
-from sparkpipes.errors import ConfigError, NotFoundError, SparkpipesError
+from sparkpipes.errors import (
+    ConfigError,
+    NotAdmittedError,
+    NotFoundError,
+    QueryError,
+    SparkpipesError,
+)
 from sparkpipes.sql import ast as A
 from sparkpipes.sql import quick
 from sparkpipes.sql.parser import iter_parse, locate
-from sparkpipes.sql.types import arrow_type, spark_type
+from sparkpipes.sql.privileges import authorize, sees_pipeline, sees_table
+from sparkpipes.sql.results import Result, ok
+from sparkpipes.sql.tables import TableStatements
+from sparkpipes.sql.users import UserStatements
 
 DATABASE = "sparkpipes"
-#: ``SHOW TABLE STATUS``
-TABLE_STATUS_COLUMNS = [
-    "Name",
-    "Engine",
-    "Version",
-    "Rows",
-    "Data_length",
-    "Files",
-    "Small_files",
-    "Checkpoint",
-    "Last_compaction",
-    "Last_vacuum",
-    "Create_time",
-]
-_STATUS_KEYS = (
-    "name",
-    "engine",
-    "version",
-    "rows",
-    "bytes",
-    "files",
-    "small_files",
-    "checkpoint",
-    "last_compaction",
-    "last_vacuum",
-    "created_at",
-)
+#: the tables this process registered as views of the Spark session (a dropped table's
+#: view goes with the next query, so no query reads a table that is gone)
+_VIEWS: set[str] = set()
+#: a streaming session takes a query's rows from the quick path up to this many
+QUICK_STREAM_ROWS = 10_000
 
 
-class QueryError(SparkpipesError):
-    """Spark SQL rejected a query (unknown column, type mismatch …)."""
-
-    code = "SP702"
-
-
-@dataclass
-class Result:
-    """Rows (``columns`` + ``rows``) and/or a status ``message``."""
-
-    columns: list[str] = field(default_factory=list)
-    rows: list[tuple[Any, ...]] = field(default_factory=list)
-    message: str | None = None
-    #: a query's rows as they come from Spark, partition by partition, when the session
-    #: streams (``rows`` is then empty); iterating raises QueryError if the query fails
-    stream: Iterator[tuple[Any, ...]] | None = None
-
-    @property
-    def has_rows(self) -> bool:
-        return bool(self.columns)
-
-
-def _ok(n: int = 0, what: str = "row") -> Result:
-    return Result(message=f"Query OK, {n} {what}{'' if n == 1 else 's'} affected")
-
-
-class SqlSession:
+class SqlSession(TableStatements, UserStatements):
     def __init__(
         self,
         engine: Engine,
@@ -91,11 +54,15 @@ class SqlSession:
         progress: Callable[[Any], None] | None = None,
         max_rows: int | None = None,
         stream: bool = False,
+        user: str | None = None,
     ) -> None:
         """``max_rows``: a query answers at most this many rows plus one (so a caller can
         tell there were more) and Spark computes no more. ``stream``: a query answers its
-        rows as ``Result.stream``, fetched a partition at a time, never all in memory."""
+        rows as ``Result.stream``, fetched a partition at a time, never all in memory.
+        ``user``: the signed-in user whose privileges every statement is checked against
+        (``sql.privileges``); None is the warehouse's owner, who may do everything."""
         self.engine = engine
+        self.access = Access(engine.catalog.grants, user)
         self.max_rows = max_rows
         self.stream = stream
         self.background = background  # START PIPELINE also runs it in this process
@@ -125,13 +92,19 @@ class SqlSession:
         handler = getattr(self, f"_{type(stmt).__name__}", None)
         if handler is None:
             raise ConfigError(f"{type(stmt).__name__} statements are not supported yet")
+        self.access.refresh()
+        authorize(self.access, stmt)
         return handler(stmt)
 
     # -- pipelines --------------------------------------------------------------------
     def _CreatePipeline(self, s: A.CreatePipeline) -> Result:
         if s.if_not_exists and s.name in {p.name for p in self.engine.pipelines()}:
-            return _ok(0)
+            return ok(0)
         spec = self.engine.prepare_pipeline(to_spec(s, self.engine.pipeline_defaults()))
+        if spec.transform and self.engine.rt.spark_started:  # else its first batch checks
+            t = spec.transform
+            for text in [e for _, e in t.assignments] + ([t.where] if t.where else []):
+                check_expression(self.engine.spark, translate(text))
         made = None
         if s.inferred and s.target is None and spec.table not in self.engine.tables():
             (stmt, _), *_ = iter_parse(self.engine.inferred_table(spec))
@@ -144,10 +117,10 @@ class SqlSession:
             if made is not None:
                 self.engine.drop_table(made, if_exists=True)
             raise
-        ok = _ok(0)
+        done = ok(0)
         if checked is None:
-            return ok
-        return Result(message=f"{ok.message}; {checked}")
+            return done
+        return Result(message=f"{done.message}; {checked}")
 
     def _StartPipeline(self, s: A.StartPipeline) -> Result:
         rec = self.engine.pipeline(s.name)
@@ -170,26 +143,39 @@ class SqlSession:
         if rec.state == PipelineState.RUNNING and not s.if_not_running:
             raise ConfigError(f"pipeline '{s.name}' is already running", pipeline=s.name)
         self.engine.start(s.name, run=self.background)
-        return _ok(0)
+        return ok(0)
 
     def _StartAllPipelines(self, s: A.StartAllPipelines) -> Result:
-        self.engine.start(None, run=self.background)
-        return _ok(0)
+        if self.access.owner:
+            self.engine.start(None, run=self.background)
+        for name in self._pipelines_allowed("START PIPELINE"):
+            self.engine.start(name, run=self.background)
+        return ok(0)
+
+    def _pipelines_allowed(self, privilege: str) -> list[str]:
+        """Pipelines a user (not the owner) holds ``privilege`` on; ALL statements skip
+        the others, as SingleStore's do."""
+        if self.access.owner:
+            return []
+        return [p.name for p in self.engine.pipelines() if self.access.may(privilege, p.name)]
 
     def _StopPipeline(self, s: A.StopPipeline) -> Result:
         rec = self.engine.pipeline(s.name)
         if rec.state != PipelineState.RUNNING and not s.if_running:
             raise ConfigError(f"pipeline '{s.name}' is not running", pipeline=s.name)
         self.engine.stop(s.name)
-        return _ok(0)
+        return ok(0)
 
     def _StopAllPipelines(self, s: A.StopAllPipelines) -> Result:
-        self.engine.stop(None)
-        return _ok(0)
+        if self.access.owner:
+            self.engine.stop(None)
+        for name in self._pipelines_allowed("START PIPELINE"):
+            self.engine.stop(name)
+        return ok(0)
 
     def _DropPipeline(self, s: A.DropPipeline) -> Result:
         self.engine.drop_pipeline(s.name, if_exists=s.if_exists)
-        return _ok(0)
+        return ok(0)
 
     def _pipeline_absent(self, name: str, if_exists: bool) -> bool:
         """True if ``name`` does not exist and IF EXISTS allows that; raises otherwise."""
@@ -203,7 +189,7 @@ class SqlSession:
 
     def _AlterPipeline(self, s: A.AlterPipeline) -> Result:
         if self._pipeline_absent(s.name, s.if_exists):
-            return _ok(0)
+            return ok(0)
         if s.offsets or s.offsets_json:
             target = s.offsets or json.loads(s.offsets_json)
             if isinstance(target, list):
@@ -223,20 +209,22 @@ class SqlSession:
         }
         if changes:
             self.engine.alter_pipeline(s.name, **changes)
-        return _ok(0)
+        return ok(0)
 
     def _AlterPipelineDropFile(self, s: A.AlterPipelineDropFile) -> Result:
         if self._pipeline_absent(s.name, s.if_exists):
-            return _ok(0)
+            return ok(0)
         self.engine.drop_file(s.name, s.file)
-        return _ok(1)
+        return ok(1)
 
     def _TestPipeline(self, s: A.TestPipeline) -> Result:
         table = self.engine.test_pipeline(s.name, s.limit or 10)
         return Result(table.column_names, [tuple(r.values()) for r in table.to_pylist()])
 
     def _ShowPipelines(self, s: A.ShowPipelines) -> Result:
-        rows = [(p.name, p.state) for p in self.engine.pipelines()]
+        rows = [
+            (p.name, p.state) for p in self.engine.pipelines() if sees_pipeline(self.access, p.name)
+        ]
         return Result([f"Pipelines_in_{DATABASE}", "State"], rows)
 
     def _ShowCreatePipeline(self, s: A.ShowCreatePipeline) -> Result:
@@ -258,9 +246,13 @@ class SqlSession:
 
     # -- variables --------------------------------------------------------------------
     def _SetVariable(self, s: A.SetVariable) -> Result:
-        name = s.name.split(".")[-1]
-        self.engine.set_variable(name, s.value.value)
-        return _ok(0)
+        if "." in s.name:  # spark.sql.…, spark.hadoop.…: the server's own settings
+            raise NotAdmittedError(
+                f"'{s.name}' is not a sparkpipes variable: SET changes the engine's variables "
+                "(SHOW VARIABLES lists them), never Spark's or Hadoop's settings"
+            )
+        self.engine.set_variable(s.name, s.value.value)
+        return ok(0)
 
     def _ShowVariables(self, s: A.ShowVariables) -> Result:
         rows = [
@@ -269,171 +261,6 @@ class SqlSession:
             if s.like is None or like(s.like, k)
         ]
         return Result(["Variable_name", "Value"], rows)
-
-    # -- tables -----------------------------------------------------------------------
-    def _CreateTable(self, s: A.CreateTable) -> Result:
-        if s.if_not_exists and s.name in self.engine.tables():
-            return _ok(0)
-        import pyarrow as pa
-
-        # an Arrow schema, not Spark DDL: only a computed column needs Spark (to check it)
-        schema = pa.schema([pa.field(c.name, arrow_type(c.type)) for c in s.columns])
-        computed = {c.name: c.computed.text for c in s.columns if c.computed is not None}
-        keys = [
-            {"kind": k.kind, "name": k.name, "columns": list(k.columns), "using": k.using}
-            for k in s.keys
-        ]
-        keys += [
-            {"kind": "PRIMARY", "name": None, "columns": [c.name], "using": None}
-            for c in s.columns
-            if c.primary_key
-        ]
-        names = {c.name for c in s.columns}
-        for k in keys:
-            missing = [c for c in k["columns"] if c not in names]
-            if missing:
-                raise ConfigError(f"{k['kind']} KEY names unknown column(s) {', '.join(missing)}")
-        declared = {c.name: c.type.to_sql() for c in s.columns}
-        primary = {c for k in keys if k["kind"] == "PRIMARY" for c in k["columns"]}
-        not_null = [c.name for c in s.columns if c.nullable is False or c.name in primary]
-        self.engine.create_table(
-            s.name,
-            schema,
-            keys=keys,
-            computed=computed,
-            declared=declared,
-            not_null=not_null,
-        )
-        return _ok(0)
-
-    def _ShowCreateTable(self, s: A.ShowCreateTable) -> Result:
-        """The table's DDL as SingleStore prints it: declared types, NOT NULL, computed
-        columns and keys; running it again (after DROP TABLE) makes the same table."""
-        rec = self.engine.catalog.table(s.name)
-        declared = rec.options.get("declared", {})
-        types = _ddl_types(rec.ddl)
-        lines = []
-        for f in rec.schema:
-            typ = declared.get(f.name) or types.get(f.name, str(f.type))
-            if f.name in rec.computed:
-                lines.append(f"{_bq(f.name)} AS ({rec.computed[f.name]}) PERSISTED {typ}")
-            else:
-                null = " NOT NULL" if f.name in rec.not_null else ""
-                lines.append(f"{_bq(f.name)} {typ}{null}")
-        for k in rec.options.get("keys", []):
-            key = "KEY" if k["kind"] == "KEY" else f"{k['kind']} KEY"
-            if k.get("name"):
-                key += f" {_bq(k['name'])}"
-            key += " (" + ", ".join(_bq(c) for c in k["columns"]) + ")"
-            lines.append(key + (f" USING {k['using']}" if k.get("using") else ""))
-        ddl = f"CREATE TABLE {_bq(s.name)} (\n  " + ",\n  ".join(lines) + "\n)"
-        return Result(["Table", "Create Table"], [(s.name, ddl)])
-
-    def _DropTable(self, s: A.DropTable) -> Result:
-        self.engine.drop_table(s.name, if_exists=s.if_exists)
-        return _ok(0)
-
-    def _ShowTables(self, s: A.ShowTables) -> Result:
-        rows = [(t,) for t in self.engine.tables() if s.like is None or like(s.like, t)]
-        return Result([f"Tables_in_{DATABASE}"], rows)
-
-    # -- table maintenance ------------------------------------------------------------
-    def _ShowTableStatus(self, s: A.ShowTableStatus) -> Result:
-        rows = []
-        for t in self.engine.tables():
-            if s.like is None or like(s.like, t):
-                st = {**self.engine.table_status(t), "engine": "Delta"}
-                rows.append(tuple(st[k] for k in _STATUS_KEYS))
-        return Result(TABLE_STATUS_COLUMNS, rows)
-
-    def _OptimizeTable(self, s: A.OptimizeTable) -> Result:
-        done = self.engine.optimize_table(s.name, full=s.full)
-        if done["files_removed"]:
-            text = f"OK: {done['files_removed']} files compacted into {done['files_added']}"
-        else:
-            text = "Table is already up to date"
-        if s.full:
-            text += f"; clustered into {done['clustered']} files" if done["clustered"] else ""
-        return Result(
-            ["Table", "Op", "Msg_type", "Msg_text"], [(s.name, "optimize", "status", text)]
-        )
-
-    def _Vacuum(self, s: A.Vacuum) -> Result:
-        files = self.engine.vacuum_table(s.name, retain_hours=s.retain_hours, dry_run=s.dry_run)
-        if s.dry_run:
-            return Result(["path"], [(f,) for f in files])
-        return Result(["Table", "Files_deleted"], [(s.name, len(files))])
-
-    def _DescribeTable(self, s: A.DescribeTable) -> Result:
-        cols = ["Field", "Type", "Null", "Key", "Default", "Extra"]
-        db = (s.database or DATABASE).lower()
-        if db == "information_schema":
-            schema = views.SCHEMAS.get(s.name.upper())
-            if schema is None:
-                raise NotFoundError(
-                    f"information_schema.{s.name} does not exist (views: {', '.join(views.VIEWS)})"
-                )
-            return Result(cols, [(f.name, _type_name(f.type), "YES", "", None, "") for f in schema])
-        if db != DATABASE:
-            raise NotFoundError(
-                f"database '{s.database}' does not exist (databases: {DATABASE}, "
-                "information_schema)"
-            )
-        rec = self.engine.catalog.table(s.name)
-        types = _ddl_types(rec.ddl)
-        key_of: dict[str, str] = {}
-        for k in rec.options.get("keys", []):
-            for c in k["columns"]:
-                key_of.setdefault(c, {"PRIMARY": "PRI", "UNIQUE": "UNI"}.get(k["kind"], "MUL"))
-        rows = []
-        for f in rec.schema:
-            extra = f"computed: {rec.computed[f.name]}" if f.name in rec.computed else ""
-            typ = rec.options.get("declared", {}).get(f.name) or types.get(f.name, str(f.type))
-            null = "NO" if f.name in rec.not_null else "YES"
-            rows.append((f.name, typ, null, key_of.get(f.name, ""), None, extra))
-        return Result(cols, rows)
-
-    def _AlterTableAddColumn(self, s: A.AlterTableAddColumn) -> Result:
-        c = s.column
-        self.engine.add_column(
-            s.table,
-            c.name,
-            spark_type(c.type),
-            c.computed.text if c.computed else None,
-            declared=c.type.to_sql(),
-            progress=self.progress,
-        )
-        return _ok(0)
-
-    def _AlterTableDropColumn(self, s: A.AlterTableDropColumn) -> Result:
-        self.engine.drop_column(s.table, s.column, progress=self.progress)
-        return _ok(0)
-
-    def _AlterTableModifyColumn(self, s: A.AlterTableModifyColumn) -> Result:
-        c = s.column
-        if c.primary_key or c.auto_increment or c.default is not None:
-            raise ConfigError(
-                f"MODIFY COLUMN '{c.name}' takes a type and NULL / NOT NULL only; keys and "
-                "defaults are not supported"
-            )
-        self.engine.modify_column(
-            s.table,
-            c.name,
-            spark_type(c.type),
-            declared=c.type.to_sql(),
-            not_null=c.nullable is False,
-            progress=self.progress,
-        )
-        return _ok(0)
-
-    def _CreateIndex(self, s: A.CreateIndex) -> Result:
-        key = {"kind": "KEY", "name": s.name, "columns": list(s.columns), "using": None}
-        self.engine.add_key(s.table, key)
-        return _ok(0)
-
-    def _DropIndex(self, s: A.DropIndex) -> Result:
-        self.engine.drop_key(s.table, s.name)
-        return _ok(0)
 
     def _Insert(self, s: A.Insert) -> Result:
         if s.replace:
@@ -463,17 +290,20 @@ class SqlSession:
                 f"INSERT gives {len(df.columns)} columns for {len(cols)} ({', '.join(cols)})"
             )
         df = df.toDF(*cols)
-        return _ok(self.engine.insert(s.table, df))
+        return ok(self.engine.insert(s.table, df))
 
     # -- everything else: Spark SQL ---------------------------------------------------
     def _Query(self, s: A.Query) -> Result:
-        if not self.stream and quick.usable(self.engine):  # a cold process: no JVM if we can
-            fast = quick.answer(self.engine, s.text, max_rows=self.max_rows)
-            if fast is not None:
+        if quick.usable(self.engine):  # a cold process: no JVM if we can
+            # a streamed result is taken from the quick path only if it is small
+            cap = QUICK_STREAM_ROWS if self.stream else self.max_rows
+            fast = quick.answer(self.engine, s.text, max_rows=cap, reads=self._may_read)
+            if fast is not None and (not self.stream or len(fast.rows) <= QUICK_STREAM_ROWS):
                 return fast
         df = self._spark_sql(s.text)
         if self.stream:
-            return Result(list(df.columns), stream=_iterate(df))
+            types = [f.dataType.simpleString() for f in df.schema.fields]
+            return Result(list(df.columns), stream=_iterate(df), types=types)
         if self.max_rows is not None:
             df = df.limit(self.max_rows + 1)
         rows = [tuple(r) for r in _collect(df)]
@@ -481,12 +311,19 @@ class SqlSession:
 
     def _CreateProcedure(self, s: A.CreateProcedure) -> Result:
         text = getattr(self, "_source", None) or s.to_sql()
-        self.engine.create_procedure(to_procedure(s, text), replace=s.or_replace)
-        return _ok(0)
+        spec = to_procedure(s, text)
+        if not self.access.owner:  # its batches run as the server: what its author may do
+            for statement in spec.statements:
+                self.access.require("INSERT", statement.table)
+                query = translate(bind(statement.query, spec.param, spec.param))
+                admitted = check_query(self.engine.spark, query)
+                self._may_read(admitted.relations - {spec.param}, admitted.ctes)
+        self.engine.create_procedure(spec, replace=s.or_replace)
+        return ok(0)
 
     def _DropProcedure(self, s: A.DropProcedure) -> Result:
         self.engine.drop_procedure(s.name, if_exists=s.if_exists)
-        return _ok(0)
+        return ok(0)
 
     def _ShowProcedures(self, s: A.ShowProcedures) -> Result:
         rows = [
@@ -494,48 +331,68 @@ class SqlSession:
         ]
         return Result([f"Procedures_in_{DATABASE}", "Definer"], rows)
 
-    # -- users ------------------------------------------------------------------------
-    def _CreateUser(self, s: A.CreateUser) -> Result:
-        made = self.engine.catalog.users.create(
-            s.name, s.password.reveal(), if_not_exists=s.if_not_exists
-        )
-        return _ok(int(made))
+    def _may_read(self, relations: Iterable[str], ctes: Iterable[str] = ()) -> None:
+        """SELECT on every table a query names (as Spark resolves names: without regard
+        to case; a CTE of a table's name counts as the table). information_schema rows
+        are filtered instead (``_visible``); a user other than the owner may name nothing
+        else."""
+        if self.access.owner:
+            return
+        tables = self.engine.tables()
+        defined = {c.lower() for c in ctes}
+        for name in relations:
+            low = name.lower()
+            if low.startswith(view_name("").lower()):
+                continue
+            found = [t for t in tables if t.lower() == low]
+            if not found and low not in defined:
+                raise NotFoundError(f"table '{name}' does not exist")
+            for t in found:
+                self.access.require("SELECT", t)
 
-    def _AlterUser(self, s: A.AlterUser) -> Result:
-        self.engine.catalog.users.set_password(s.name, s.password.reveal())
-        return _ok(0)
+    def _visible(self, view):
+        """An information_schema view's rows about the pipelines (or, for a view of
+        tables, the tables) the user may see."""
+        if self.access.owner:
+            return view
+        import pyarrow as pa
+        import pyarrow.compute as pc
 
-    def _DropUser(self, s: A.DropUser) -> Result:
-        return _ok(int(self.engine.catalog.users.drop(s.name, if_exists=s.if_exists)))
-
-    def _ShowUsers(self, s: A.ShowUsers) -> Result:
-        rows = [
-            (u.name, u.created_at)
-            for u in self.engine.catalog.users.all()
-            if s.like is None or like(s.like, u.name)
-        ]
-        return Result(["User", "Created"], rows)
+        if "PIPELINE_NAME" in view.column_names:
+            column = "PIPELINE_NAME"
+            shown = [p.name for p in self.engine.pipelines() if sees_pipeline(self.access, p.name)]
+        elif "TABLE_NAME" in view.column_names:
+            column = "TABLE_NAME"
+            shown = [t for t in self.engine.tables() if sees_table(self.access, t)]
+        else:  # a view of neither shows nothing to a user
+            return view.slice(0, 0)
+        return view.filter(pc.is_in(view[column], value_set=pa.array(shown, pa.string())))
 
     def _spark_sql(self, text: str):
         from pyspark.errors import PySparkException
 
+        for name in internal_names(text):  # the session's own views: never a user's
+            raise NotFoundError(f"table '{name}' does not exist")
         views: list[str] = []
         spark_text = translate(text, on_view=views.append)
         spark = self.engine.spark
-        for t in self.engine.tables():
+        admitted = check_query(spark, spark_text)
+        self._may_read(admitted.relations, admitted.ctes)
+        tables = self.engine.tables()
+        for gone in _VIEWS - set(tables):  # dropped since (by this process or another)
+            spark.catalog.dropTempView(gone)
+            _VIEWS.discard(gone)
+        for t in tables:
             self.engine.table(t).createOrReplaceTempView(t)
+            _VIEWS.add(t)
         cache: dict = {}
         for v in dict.fromkeys(views):
-            arrow = self.engine.information_schema(v, cache)
+            arrow = self._visible(self.engine.information_schema(v, cache))
             spark.createDataFrame(arrow).createOrReplaceTempView(view_name(v))
         try:
             return spark.sql(spark_text)
         except PySparkException as e:
             raise QueryError(_spark_message(e)) from None
-
-
-def _bq(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 def _key_values(items: list[dict[str, Any]]) -> dict[str, Any]:
@@ -559,6 +416,7 @@ def _collect(df) -> Iterable[Any]:
 
 
 def _iterate(df) -> Iterator[tuple[Any, ...]]:
+    from py4j.protocol import Py4JJavaError
     from pyspark.errors import PySparkException
 
     try:
@@ -566,44 +424,22 @@ def _iterate(df) -> Iterator[tuple[Any, ...]]:
             yield tuple(row)
     except PySparkException as e:
         raise QueryError(_spark_message(e)) from None
+    except Py4JJavaError as e:  # a partition failed (PySpark leaves it unconverted here)
+        raise QueryError(_java_message(e)) from None
+
+
+def _java_message(e: Any) -> str:
+    """What ``_spark_message`` would say of the failure: its root cause's first line (the
+    Spark error, e.g. ``[DIVIDE_BY_ZERO] …``), not Py4J's wrapper."""
+    try:
+        cause = e.java_exception
+        while cause.getCause() is not None:
+            cause = cause.getCause()
+        return _spark_message(Exception(str(cause.getMessage() or cause.getClass().getName())))
+    except Exception:  # the JVM could not say
+        return "the query failed while its rows were read"
 
 
 def _spark_message(e: Exception) -> str:
     lines = [ln for ln in str(e).strip().splitlines() if ln.strip()]
     return lines[0] if lines else type(e).__name__
-
-
-def _ddl_types(ddl: str) -> dict[str, str]:
-    out = {}
-    for part in _split_top(ddl):
-        name, _, typ = part.strip().partition(" ")
-        out[name.strip("`")] = typ.strip()
-    return out
-
-
-def _split_top(text: str) -> Sequence[str]:
-    parts, depth, cur = [], 0, []
-    for ch in text:
-        if ch in "<(":
-            depth += 1
-        elif ch in ">)":
-            depth -= 1
-        if ch == "," and depth == 0:
-            parts.append("".join(cur))
-            cur = []
-        else:
-            cur.append(ch)
-    if cur:
-        parts.append("".join(cur))
-    return parts
-
-
-def _type_name(t) -> str:
-    """A view column's type as DESCRIBE shows it."""
-    import pyarrow as pa
-
-    if pa.types.is_string(t):
-        return "TEXT"
-    if pa.types.is_timestamp(t):
-        return "TIMESTAMP"
-    return {pa.int64(): "BIGINT", pa.int32(): "INT", pa.float64(): "DOUBLE"}.get(t, str(t).upper())

@@ -32,6 +32,7 @@ KEYWORDS: tuple[str, ...] = tuple(
     REFERENCE REGEXP REGISTRY REPLACE RETURNS RLIKE ROWSTORE RUNNING SELECT SESSION SET SHARD SHOW
     SCHEMA SKIP SORT SOURCE START STARTING STOP TABLE TABLES TERMINATED TEST THEN TRUE UNION UNIQUE
     UNSIGNED USING VALUES VARIABLES WHEN WHERE WITH XOR USER USERS IDENTIFIED
+    GRANT GRANTS REVOKE TO
     OPTIMIZE VACUUM RETAIN HOURS DRY RUN FULL STATUS
     """.split()  # noqa: SIM905
 )
@@ -129,6 +130,9 @@ _statement: create_pipeline
           | alter_user
           | drop_user
           | show_users
+          | grant
+          | revoke
+          | show_grants
           | optimize_table
           | vacuum_table
           | show_table_status
@@ -214,7 +218,8 @@ show_tables: SHOW TABLES (LIKE STRING)?
 show_procedures: SHOW PROCEDURES (LIKE STRING)?
 show_users: SHOW USERS (LIKE STRING)?
 show_table_status: SHOW TABLE STATUS (LIKE STRING)?
-show_other: SHOW (CREATE | PIPELINES | TABLES | TABLE | VARIABLES | PROCEDURES | USERS)? REST
+show_other: SHOW (CREATE | PIPELINES | TABLES | TABLE | VARIABLES | PROCEDURES | USERS
+                 | GRANTS)? REST
           | SHOW show_scope VARIABLES? REST
 // Not shared with SET's scope: LALR would merge the two states and their lookaheads, and
 // the lexer would then read SHOW GLOBAL STATUS's STATUS as an identifier, not as REST.
@@ -296,6 +301,15 @@ create_user: CREATE USER if_not_exists? user_name IDENTIFIED BY STRING
 alter_user: ALTER USER user_name IDENTIFIED BY STRING
 drop_user: DROP USER if_exists? user_name
 user_name: (name | STRING) (AT (name | STRING))?
+show_grants: SHOW GRANTS (FOR user_name)?
+grant: GRANT privileges ON priv_level TO user_names (WITH GRANT name)?
+revoke: REVOKE privileges ON priv_level FROM user_names
+privileges: privilege ("," privilege)*
+privilege: priv_word+
+priv_word: SELECT | INSERT | CREATE | DROP | ALTER | INDEX | PIPELINE | START | SHOW | USER
+         | ALL | GRANT | FILE | name
+priv_level: STAR (DOT STAR)? | name DOT (STAR | name) | name
+user_names: user_name ("," user_name)*
 _proc_params: "(" (proc_param ("," proc_param)*)? ")"
 proc_param: name (data_type | query_type)
 

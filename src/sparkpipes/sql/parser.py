@@ -18,9 +18,11 @@ from typing import Any, NoReturn
 from lark import Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
+from sparkpipes.catalog.grants import GRANT_OPTION, PRIVILEGES
 from sparkpipes.config.core import Secret, strict_json
 from sparkpipes.errors import SparkpipesError
 from sparkpipes.sql import ast as a
+from sparkpipes.sql import ast_users as u
 from sparkpipes.sql import grammar, script
 from sparkpipes.sql.errors import ParseError, SemanticError, position
 
@@ -913,24 +915,70 @@ class _Builder:
             self.fail("a user's password must not be empty", tok)
         return Secret(value)
 
-    def _create_user(self, tree: Tree) -> a.CreateUser:
-        return a.CreateUser(
+    def _create_user(self, tree: Tree) -> u.CreateUser:
+        return u.CreateUser(
             self.user_name(_sub(tree, "user_name")),
             self.password(tree),
             if_not_exists=_sub(tree, "if_not_exists") is not None,
         )
 
-    def _alter_user(self, tree: Tree) -> a.AlterUser:
-        return a.AlterUser(self.user_name(_sub(tree, "user_name")), self.password(tree))
+    def _alter_user(self, tree: Tree) -> u.AlterUser:
+        return u.AlterUser(self.user_name(_sub(tree, "user_name")), self.password(tree))
 
-    def _drop_user(self, tree: Tree) -> a.DropUser:
-        return a.DropUser(
+    def _drop_user(self, tree: Tree) -> u.DropUser:
+        return u.DropUser(
             self.user_name(_sub(tree, "user_name")), if_exists=_sub(tree, "if_exists") is not None
         )
 
-    def _show_users(self, tree: Tree) -> a.ShowUsers:
+    def _show_users(self, tree: Tree) -> u.ShowUsers:
         like = _tok(tree, "STRING")
-        return a.ShowUsers(None if like is None else self.string(like))
+        return u.ShowUsers(None if like is None else self.string(like))
+
+    def _show_grants(self, tree: Tree) -> u.ShowGrants:
+        who = _sub(tree, "user_name")
+        return u.ShowGrants(None if who is None else self.user_name(who))
+
+    def privileges(self, tree: Tree) -> tuple[str, ...]:
+        out = []
+        for priv in _subs(_at(tree, 1), "privilege"):
+            words = []
+            for w in _subs(priv, "priv_word"):
+                c = w.children[0]
+                tok = c.children[0] if isinstance(c, Tree) else c
+                if tok.type == "QUOTED_IDENT":
+                    self.fail("a privilege is written without quotes", tok)
+                words.append(tok.value.upper())
+            name = " ".join(words)
+            if name not in (*PRIVILEGES, GRANT_OPTION, "ALL", "ALL PRIVILEGES", "USAGE"):
+                self.fail(f"unknown privilege '{name}' (privileges: {', '.join(PRIVILEGES)})", priv)
+            out.append(name)
+        return tuple(out)
+
+    def priv_level(self, tree: Tree) -> str:
+        """As written (quoted names keep their backquotes)."""
+        level = _sub(tree, "priv_level")
+        assert level is not None
+        parts = [c.children[0] if isinstance(c, Tree) else c for c in level.children]
+        return "".join(p.value for p in parts)
+
+    def user_names(self, tree: Tree) -> tuple[str, ...]:
+        names = _sub(tree, "user_names")
+        assert names is not None
+        return tuple(self.user_name(n) for n in _subs(names, "user_name"))
+
+    def _grant(self, tree: Tree) -> u.Grant:
+        option = _sub(tree, "name")
+        if option is not None and self.name(option).upper() != "OPTION":
+            self.fail("expected WITH GRANT OPTION", option.children[0])
+        return u.Grant(
+            self.privileges(tree),
+            self.priv_level(tree),
+            self.user_names(tree),
+            grant_option=option is not None,
+        )
+
+    def _revoke(self, tree: Tree) -> u.Revoke:
+        return u.Revoke(self.privileges(tree), self.priv_level(tree), self.user_names(tree))
 
     def _query(self, tree: Tree) -> a.Query:
         return a.Query(script.normalize(self.stmt))

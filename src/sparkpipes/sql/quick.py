@@ -33,9 +33,12 @@ import datetime as dt
 import logging
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
+
+from sparkpipes.errors import SparkpipesError
 
 if TYPE_CHECKING:
     from sparkpipes.engine import Engine
@@ -64,6 +67,14 @@ class _Fallback(Exception):
     """The query is Spark's to answer."""
 
 
+class _Refused(Exception):
+    """``reads`` refused the table: its error is the answer."""
+
+    def __init__(self, error: SparkpipesError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
 def wanted() -> bool:
     """False when ``$SPARKPIPES_QUICK_QUERIES`` is 0."""
     return os.environ.get(ENV, "1").strip() != "0"
@@ -75,14 +86,23 @@ def usable(engine: Engine) -> bool:
     return wanted() and runtime is not None and not runtime.spark_started
 
 
-def answer(engine: Engine, text: str, *, max_rows: int | None = None) -> Result | None:
+def answer(
+    engine: Engine,
+    text: str,
+    *,
+    max_rows: int | None = None,
+    reads: Callable[[list[str]], None] | None = None,
+) -> Result | None:
     """Spark's result of query ``text``, computed without Spark; ``None`` when the query is
     not one this module can answer exactly as Spark would (never an error of its own).
-    ``max_rows`` as in ``SqlSession``: at most this many rows plus one."""
+    ``max_rows`` as in ``SqlSession``: at most this many rows plus one. ``reads`` is told
+    the table before it is read (the privilege check: its errors are raised)."""
     try:
-        return _answer(engine, text, max_rows)
+        return _answer(engine, text, max_rows, reads)
     except _Fallback:
         return None
+    except _Refused as e:
+        raise e.error from None
     except Exception:  # promised: the fast path never raises; Spark answers instead
         log.debug("quick path gave up on %r", text, exc_info=True)
         return None
@@ -161,7 +181,9 @@ def _only(node: Any, *allowed: str) -> None:
 
 
 # -- the query --------------------------------------------------------------------------
-def _answer(engine: Engine, text: str, max_rows: int | None) -> Result:
+def _answer(
+    engine: Engine, text: str, max_rows: int | None, reads: Callable[[list[str]], None] | None
+) -> Result:
     import sqlglot
     from sqlglot import exp
 
@@ -196,6 +218,11 @@ def _answer(engine: Engine, text: str, max_rows: int | None) -> Result:
     names = [t for t in engine.tables() if t.lower() == table.name.lower()]
     if len(names) != 1:
         raise _Fallback
+    if reads is not None:
+        try:
+            reads(names)
+        except SparkpipesError as e:
+            raise _Refused(e) from None
     rec = engine.catalog.table(names[0])
     if remote(rec.location):
         raise _Fallback

@@ -78,7 +78,10 @@ def test_a_catalog_of_another_schema_version_is_refused(tmp_path):
     with db.begin() as c:
         c.execute(sa.text("UPDATE sp_meta SET value = '0' WHERE key = 'schema'"))
     db.dispose()
-    with pytest.raises(CatalogError, match="has schema version 0; this sparkpipes needs 2"):
+    from sparkpipes.catalog.schema import SCHEMA_VERSION
+
+    want = f"has schema version 0; this sparkpipes needs {SCHEMA_VERSION}"
+    with pytest.raises(CatalogError, match=want):
         Catalog(url)
 
 

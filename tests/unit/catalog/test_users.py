@@ -25,11 +25,14 @@ def test_users_are_created_verified_changed_and_dropped(users, tmp_path):
     users.set_password("ana", "second-Pw")
     assert users.verify("ana", "second-Pw") and not users.verify("ana", "first-Pw")
     assert [u.name for u in users.all()] == ["ana"] and users.count() == 1
-    assert users.drop("ana") and not users.drop("ana", if_exists=True)
-    with pytest.raises(NotFoundError, match="user 'ana' does not exist"):
-        users.drop("ana")
+    assert users.create("bo", "bo-Pw")
+    assert users.drop("bo") and not users.drop("bo", if_exists=True)
+    with pytest.raises(NotFoundError, match="user 'bo' does not exist"):
+        users.drop("bo")
     with pytest.raises(NotFoundError):
-        users.set_password("ana", "x")
+        users.set_password("bo", "x")
+    with pytest.raises(ConfigError, match="the last admin"):  # ana, the first user
+        users.drop("ana")
     with pytest.raises(ConfigError, match="must not be empty"):
         users.create("bo", "")
     assert b"second-Pw" not in (tmp_path / "catalog.db").read_bytes()

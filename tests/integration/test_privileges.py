@@ -1,0 +1,201 @@
+"""Privileges on a real engine, as each signed-in user's SqlSession enforces them (every
+surface of ``sparkpipes serve`` runs statements through one): what a user reads, loads,
+creates, starts and administers is what they were granted, SingleStore's way; listings
+and information_schema show only what they hold a privilege on."""
+
+from __future__ import annotations
+
+import pytest
+
+from sparkpipes.errors import AccessDeniedError, ConfigError, NotFoundError, SparkpipesError
+from sparkpipes.sql import quick
+from sparkpipes.sql.executor import SqlSession
+
+
+@pytest.fixture
+def served(engine, tmp_path):
+    """The owner's session (tables, a pipeline, two users: ana the admin, bo)."""
+    owner = SqlSession(engine)
+    (tmp_path / "in.json").write_text('{"a": 7}\n')
+    owner.execute(
+        "CREATE TABLE t (a BIGINT); CREATE TABLE secret (s TEXT);"
+        "INSERT INTO t VALUES (1); INSERT INTO secret VALUES ('classified');"
+        f"CREATE PIPELINE p AS LOAD DATA FS '{tmp_path}/in.json' INTO TABLE t FORMAT JSON;"
+        "CREATE USER ana IDENTIFIED BY 'ana-pw'; CREATE USER bo IDENTIFIED BY 'bo-pw'"
+    )
+    ana = SqlSession(engine, user="ana")
+    bo = SqlSession(engine, user="bo")
+    return owner, ana, bo
+
+
+def rows(session, text):
+    return [tuple(r) for r in session.execute(text)[-1].rows]
+
+
+def refused(session, text, match):
+    with pytest.raises(AccessDeniedError, match=match) as e:
+        session.execute(text)
+    assert "classified" not in str(e.value)
+
+
+def test_reads_need_select_on_every_table_a_query_names(served):
+    _owner, ana, bo = served
+    refused(bo, "SELECT * FROM t", "SELECT command denied to user 'bo' for table 't'")
+    ana.execute("GRANT SELECT ON sparkpipes.t TO bo")
+    assert rows(bo, "SELECT a FROM t") == [(1,)]
+    for text in (
+        "SELECT * FROM secret",
+        "SELECT * FROM SECRET",  # names resolve without regard to case
+        "SELECT * FROM `Secret`",
+        "SELECT a FROM t JOIN secret ON true",
+        "SELECT a FROM t WHERE EXISTS (SELECT 1 FROM secret)",
+        "SELECT (SELECT max(s) FROM secret)",
+        "SELECT * FROM t, (WITH secret AS (SELECT 1 AS x) SELECT * FROM secret)",
+        "WITH x AS (SELECT * FROM secret) SELECT * FROM x",
+        "EXPLAIN SELECT * FROM secret",
+        "SHOW COLUMNS FROM secret",
+        "SHOW CREATE TABLE secret",
+        "DESCRIBE secret",
+        "SELECT * FROM t UNION ALL SELECT length(s) FROM secret",
+    ):
+        refused(bo, text, "denied to user 'bo'")
+    # a CTE of its own name reads no table
+    assert rows(bo, "WITH x AS (SELECT 2 AS a) SELECT a FROM x") == [(2,)]
+    with pytest.raises(NotFoundError, match="table 'nosuch' does not exist"):
+        bo.execute("SELECT * FROM nosuch")
+
+
+def test_the_quick_path_checks_the_same(served):
+    """A process that has not started Spark answers simple queries with DataFusion
+    (``sql.quick``): it asks the session's check before it reads a table."""
+    _owner, ana, bo = served
+    ana.execute("GRANT SELECT ON t TO bo")
+    fast = quick.answer(bo.engine, "SELECT count(*) FROM t", reads=bo._may_read)
+    assert fast is not None and fast.rows == [(1,)]
+    for text in ("SELECT count(*) FROM secret", "SELECT s FROM SECRET LIMIT 1"):
+        with pytest.raises(AccessDeniedError, match="SELECT command denied"):
+            quick.answer(bo.engine, text, reads=bo._may_read)
+
+
+def test_writes_and_ddl_need_their_privileges(served):
+    owner, ana, bo = served
+    refused(bo, "INSERT INTO t VALUES (2)", "INSERT command denied to user 'bo' for table 't'")
+    refused(bo, "CREATE TABLE u (a INT)", "CREATE command denied")
+    refused(bo, "DROP TABLE t", "DROP command denied")
+    refused(bo, "ALTER TABLE t ADD COLUMN b INT", "ALTER command denied")
+    refused(bo, "CREATE INDEX i ON t (a)", "INDEX command denied")
+    refused(bo, "OPTIMIZE TABLE t", "ALTER command denied")
+    ana.execute("GRANT INSERT ON t TO bo")
+    bo.execute("INSERT INTO t VALUES (2)")
+    refused(bo, "INSERT INTO t SELECT length(s) FROM secret", "SELECT command denied")
+    ana.execute("GRANT CREATE, DROP ON * TO bo")
+    bo.execute("CREATE TABLE u (a INT); DROP TABLE u")
+    assert rows(owner, "SELECT count(*) FROM t") == [(2,)]
+
+
+def test_pipelines_need_pipeline_privileges_and_lists_show_what_is_held(served, tmp_path):
+    _owner, ana, bo = served
+    assert rows(bo, "SHOW PIPELINES") == [] and rows(bo, "SHOW TABLES") == []
+    assert rows(bo, "SELECT PIPELINE_NAME FROM information_schema.PIPELINES") == []
+    refused(bo, "START PIPELINE p FOREGROUND", "START PIPELINE command denied")
+    refused(bo, "STOP PIPELINE p", "START PIPELINE command denied")
+    refused(bo, "SHOW CREATE PIPELINE p", "SHOW PIPELINE command denied")
+    refused(bo, "ALTER PIPELINE p SET OFFSETS EARLIEST", "ALTER PIPELINE command denied")
+    refused(bo, "DROP PIPELINE p", "DROP PIPELINE command denied")
+    refused(
+        bo,
+        f"CREATE PIPELINE q AS LOAD DATA FS '{tmp_path}/in.json' INTO TABLE t",
+        "CREATE PIPELINE",
+    )
+    ana.execute("GRANT START PIPELINE, SHOW PIPELINE ON p TO bo; GRANT SELECT ON t TO bo")
+    assert rows(bo, "SHOW PIPELINES") == [("p", "Stopped")]
+    assert rows(bo, "SHOW TABLES") == [("t",)]
+    assert rows(bo, "SELECT PIPELINE_NAME FROM information_schema.PIPELINES") == [("p",)]
+    assert "1 row loaded" in bo.execute("START PIPELINE p FOREGROUND")[0].message
+    ana.execute("GRANT CREATE PIPELINE ON * TO bo; GRANT FILE READ ON *.* TO bo")
+    refused(  # loading a table needs INSERT on it
+        bo, f"CREATE PIPELINE q AS LOAD DATA FS '{tmp_path}/in.json' INTO TABLE t", "INSERT"
+    )
+    ana.execute("GRANT INSERT ON t TO bo")
+    bo.execute(f"CREATE PIPELINE q AS LOAD DATA FS '{tmp_path}/in.json' INTO TABLE t")
+    refused(bo, "START PIPELINE q FOREGROUND", "START PIPELINE command denied")
+
+
+def test_users_grants_and_the_admin(served):
+    owner, ana, bo = served
+    refused(bo, "CREATE USER cy IDENTIFIED BY 'cy-pw'", "CREATE USER")
+    refused(bo, "ALTER USER ana IDENTIFIED BY 'mine-now'", "CREATE USER")
+    refused(bo, "DROP USER ana", "CREATE USER")
+    refused(bo, "SET GLOBAL pipelines_batch_interval = 10", "SUPER")
+    refused(bo, "GRANT SELECT ON secret TO bo", "GRANT OPTION")
+    refused(bo, "SHOW GRANTS FOR ana", "CREATE USER")
+    bo.execute("ALTER USER bo IDENTIFIED BY 'bo-new-pw'")  # one's own password
+    assert owner.engine.catalog.users.verify("bo", "bo-new-pw")
+    assert rows(bo, "SHOW USERS") == [("bo", rows(ana, "SHOW USERS")[1][1])]
+    assert rows(bo, "SHOW GRANTS") == [("GRANT USAGE ON *.* TO 'bo'@'%'",)]
+    assert rows(ana, "SHOW GRANTS") == [
+        ("GRANT ALL PRIVILEGES ON *.* TO 'ana'@'%' WITH GRANT OPTION",)
+    ]
+    # WITH GRANT OPTION passes on what one holds, and nothing more
+    ana.execute("CREATE USER cy IDENTIFIED BY 'cy-pw'")
+    ana.execute("GRANT SELECT ON t TO bo WITH GRANT OPTION")
+    bo.execute("GRANT SELECT ON t TO cy")
+    refused(bo, "GRANT INSERT ON t TO cy", "INSERT")
+    refused(bo, "GRANT SELECT ON secret TO cy", "GRANT OPTION")
+    assert rows(SqlSession(owner.engine, user="cy"), "SELECT a FROM t") == [(1,)]
+    assert rows(ana, "SHOW GRANTS FOR bo") == [
+        ("GRANT USAGE ON *.* TO 'bo'@'%'",),
+        ("GRANT SELECT ON sparkpipes.`t` TO 'bo'@'%' WITH GRANT OPTION",),
+    ]
+    bo.execute("REVOKE SELECT ON t FROM cy")
+    refused(SqlSession(owner.engine, user="cy"), "SELECT a FROM t", "SELECT command denied")
+    # the last admin stays
+    with pytest.raises(ConfigError, match="last admin"):
+        ana.execute("DROP USER ana")
+    with pytest.raises(ConfigError, match="last admin"):
+        ana.execute("REVOKE SUPER ON *.* FROM ana")
+    ana.execute("GRANT SUPER ON *.* TO bo")
+    bo.execute("SET GLOBAL pipelines_batch_interval = 10")
+    ana.execute("DROP USER cy")
+    with pytest.raises(SparkpipesError, match="user 'cy' does not exist"):
+        ana.execute("SHOW GRANTS FOR cy")
+
+
+def test_what_the_review_found_stays_shut(served, engine, tmp_path):
+    """The held-out review's findings: the server's files through an FS pipeline, a
+    procedure writing what its author may not, the session's internal views, a table
+    named like another but for case, the views of a dropped table."""
+    owner, ana, bo = served
+    ana.execute("GRANT CREATE PIPELINE, START PIPELINE ON * TO bo; GRANT INSERT, SELECT ON t TO bo")
+    refused(  # loading the server's own files needs FILE READ, on *.*
+        bo,
+        f"CREATE PIPELINE leak AS LOAD DATA FS '{engine.warehouse}/secret.key' INTO TABLE t",
+        "FILE READ",
+    )
+    ana.execute("GRANT CREATE ROUTINE ON * TO bo")
+    body = "AS\nBEGIN\nINSERT INTO {into} SELECT {what} FROM {src};\nEND"
+    for into, what, src, match in (
+        ("secret", "'x'", "batch", "INSERT command denied to user 'bo' for table 'secret'"),
+        ("t", "length(s)", "secret", "SELECT command denied to user 'bo' for table 'secret'"),
+    ):
+        text = body.format(into=into, what=what, src=src)
+        refused(bo, f"CREATE PROCEDURE p1(batch QUERY(a BIGINT))\n{text}", match)
+    bo.execute(
+        "CREATE PROCEDURE p2(batch QUERY(a BIGINT))\nAS\nBEGIN\nINSERT INTO t SELECT a FROM batch;\nEND"
+    )
+    # information_schema's views are the engine's: named directly, they do not exist
+    owner.execute("SELECT * FROM information_schema.PIPELINES")
+    for text in (
+        "SELECT * FROM __information_schema_PIPELINES",
+        "SELECT * FROM `__information_schema_pipelines_errors`",
+    ):
+        with pytest.raises(NotFoundError, match="does not exist"):
+            bo.execute(text)
+    assert rows(bo, "SELECT TABLE_NAME FROM information_schema.TABLE_MAINTENANCE") == []
+    # a table's name differs from every other's by more than case
+    with pytest.raises(SparkpipesError, match="more than case"):
+        owner.execute("CREATE TABLE SECRET (s TEXT)")
+    # a dropped table's view is gone with it, even under a CTE of its name
+    owner.execute("CREATE TABLE gone (g TEXT); INSERT INTO gone VALUES ('old'); DROP TABLE gone")
+    with pytest.raises(SparkpipesError, match="gone"):
+        bo.execute("SELECT * FROM t, (WITH gone AS (SELECT 1 AS x) SELECT x FROM gone) q, gone")
