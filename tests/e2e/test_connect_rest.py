@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 
-import requests
-
 from tests.e2e.serving import serve, wait
 from tests.integration.databases import ScratchDb
 
@@ -17,8 +15,8 @@ def test_the_rest_api_manages_a_connector_into_postgresql(broker, topic, tmp_pat
     db = ScratchDb("postgresql")
     try:
         with serve(tmp_path / "wh", "/connectors") as server:
-            url = server.url
-            plugins = requests.get(f"{url}/connector-plugins").json()
+            url, http = server.url, server.http
+            plugins = http.get(f"{url}/connector-plugins").json()
             assert {
                 "class": "com.singlestore.kafka.SingleStoreSinkConnector",
                 "type": "sink",
@@ -51,30 +49,30 @@ def test_the_rest_api_manages_a_connector_into_postgresql(broker, topic, tmp_pat
                 "tableKey.PRIMARY": "id",
                 "batch.interval.ms": "200",
             }
-            made = requests.post(f"{url}/connectors", json={"name": "pg-sink", "config": config})
+            made = http.post(f"{url}/connectors", json={"name": "pg-sink", "config": config})
             assert made.status_code == 201, made.text
             assert made.json()["name"] == "pg-sink" and made.json()["type"] == "sink"
             wait(lambda: db.rows(f"SELECT COUNT(*) FROM {db.name(topic)}") == [(100,)], 180, "rows")
 
-            status = requests.get(f"{url}/connectors/pg-sink/status").json()
+            status = http.get(f"{url}/connectors/pg-sink/status").json()
             assert status["connector"]["state"] == "RUNNING"
             assert [t["state"] for t in status["tasks"]] == ["RUNNING"]
-            assert requests.put(f"{url}/connectors/pg-sink/pause").status_code == 202
+            assert http.put(f"{url}/connectors/pg-sink/pause").status_code == 202
             assert (
-                requests.get(f"{url}/connectors/pg-sink/status").json()["connector"]["state"]
+                http.get(f"{url}/connectors/pg-sink/status").json()["connector"]["state"]
                 == "PAUSED"
             )
-            assert requests.put(f"{url}/connectors/pg-sink/resume").status_code == 202
+            assert http.put(f"{url}/connectors/pg-sink/resume").status_code == 202
             assert (
-                requests.get(f"{url}/connectors/pg-sink/status").json()["connector"]["state"]
+                http.get(f"{url}/connectors/pg-sink/status").json()["connector"]["state"]
                 == "RUNNING"
             )
 
-            updated = requests.put(
+            updated = http.put(
                 f"{url}/connectors/pg-sink/config", json={**config, "tasks.max": "4"}
             )
             assert updated.status_code == 200, updated.text
-            shown = requests.get(f"{url}/connectors/pg-sink/config").json()
+            shown = http.get(f"{url}/connectors/pg-sink/config").json()
             assert shown["tasks.max"] == "4" and "connection.password" not in shown
             broker.produce(
                 topic,
@@ -93,24 +91,24 @@ def test_the_rest_api_manages_a_connector_into_postgresql(broker, topic, tmp_pat
                 "more rows",
             )
 
-            bad = requests.post(
+            bad = http.post(
                 f"{url}/connectors", data="{not json", headers={"Content-Type": "application/json"}
             )
             assert bad.status_code == 400 and bad.json()["error_code"] == 400
             assert "not valid JSON" in bad.json()["message"]
-            unknown = requests.post(
+            unknown = http.post(
                 f"{url}/connectors", json={"name": "x", "config": {**config, "topic": "t"}}
             )
             assert unknown.status_code == 400
             assert "did you mean 'topics'" in unknown.json()["message"]
-            dup = requests.post(f"{url}/connectors", json={"name": "pg-sink", "config": config})
+            dup = http.post(f"{url}/connectors", json={"name": "pg-sink", "config": config})
             assert dup.status_code == 409
-            missing = requests.get(f"{url}/connectors/nope/status")
+            missing = http.get(f"{url}/connectors/nope/status")
             assert missing.status_code == 404 and "does not exist" in missing.json()["message"]
 
-            assert requests.get(f"{url}/connectors").json() == ["pg-sink"]
-            assert requests.delete(f"{url}/connectors/pg-sink").status_code == 204
-            assert requests.get(f"{url}/connectors").json() == []
+            assert http.get(f"{url}/connectors").json() == ["pg-sink"]
+            assert http.delete(f"{url}/connectors/pg-sink").status_code == 204
+            assert http.get(f"{url}/connectors").json() == []
     finally:
         db.drop()
     assert "pg-Secret-123" not in server.output and "Traceback" not in server.output

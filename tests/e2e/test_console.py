@@ -13,11 +13,10 @@ import re
 import time
 from pathlib import Path
 
-import requests
 from playwright import sync_api
 
 from sparkpipes.cli.quickstart import datagen
-from tests.e2e.serving import serve
+from tests.e2e.serving import Served, serve
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = [
@@ -35,14 +34,15 @@ HALF = 600
 TEXT_TYPES = ("text/html", "javascript", "text/css", "application/json")
 
 
-def sql(url: str, statement: str) -> dict:
-    r = requests.post(f"{url}/api/query", json={"sql": statement}, timeout=60)
+def sql(server: Served, statement: str) -> dict:
+    r = server.http.post(f"{server.url}/api/query", json={"sql": statement}, timeout=60)
     assert r.status_code == 200, r.text
     return r.json()
 
 
-def state_of(url: str, name: str) -> str:
-    (p,) = [p for p in requests.get(f"{url}/api/pipelines", timeout=30).json() if p["name"] == name]
+def state_of(server: Served, name: str) -> str:
+    answer = server.http.get(f"{server.url}/api/pipelines", timeout=30).json()
+    (p,) = [p for p in answer if p["name"] == name]
     return p["state"]
 
 
@@ -56,11 +56,11 @@ def test_console_in_a_browser(broker, topic, tmp_path):
     with serve(tmp_path / "wh", "/api/status") as server, sync_api.sync_playwright() as pw:
         url = server.url
         sql(
-            url,
+            server,
             "CREATE TABLE events (ts BIGINT, uuid VARCHAR(32), count INT, SHARD KEY (uuid), SORT KEY (ts))",
         )
         sql(
-            url,
+            server,
             f"CREATE PIPELINE events_pipeline AS LOAD DATA KAFKA '{broker.bootstrap}/{topic}' "
             f'CREDENTIALS \'{{"sasl.password": "{CANARY}"}}\' BATCH_INTERVAL 500 '
             "INTO TABLE events FORMAT JSON (ts <- ts, uuid <- uuid, count <- count)",
@@ -86,6 +86,14 @@ def test_console_in_a_browser(broker, topic, tmp_path):
         page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
         page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
 
+        # the owner signs in with the link `serve` printed (no users yet); it works once
+        page.goto(server.link())
+        assert page.url == f"{url}/console"
+        other = browser.new_page()  # another browser profile, given the same link later
+        other.goto(server.link())
+        assert other.url.startswith(f"{url}/login") and "used already" in other.content()
+        other.close()
+
         # pipelines at a glance: started from the page, rows followed live
         page.goto(f"{url}/")
         assert page.url == f"{url}/console"
@@ -94,7 +102,7 @@ def test_console_in_a_browser(broker, topic, tmp_path):
         page.evaluate("window.notReloaded = true")
         row.get_by_role("button", name="Start").click()
         expect(row.locator(".state")).to_contain_text("Running")
-        assert state_of(url, "events_pipeline") == "Running"
+        assert state_of(server, "events_pipeline") == "Running"
         expect(row.locator(".rows")).to_have_text(f"{HALF:,}", timeout=90_000)
         broker.produce(topic, events[HALF:], partitions=4)
         expect(row.locator(".rows")).to_have_text(f"{2 * HALF:,}", timeout=60_000)
@@ -121,10 +129,10 @@ def test_console_in_a_browser(broker, topic, tmp_path):
         status = page.locator("#status")
         status.get_by_role("button", name="Stop").click()
         expect(page.locator("#state")).to_have_text("Stopped")
-        assert state_of(url, "events_pipeline") == "Stopped"
+        assert state_of(server, "events_pipeline") == "Stopped"
         status.get_by_role("button", name="Start").click()
         expect(page.locator("#state")).to_have_text("Running")
-        assert state_of(url, "events_pipeline") == "Running"
+        assert state_of(server, "events_pipeline") == "Running"
 
         # tables: columns and the row count
         nav.get_by_role("link", name="Tables").click()
@@ -175,11 +183,11 @@ def test_console_in_a_browser(broker, topic, tmp_path):
         nav.get_by_role("link", name="Pipelines").click()
         row.get_by_role("button", name="Stop").click()
         expect(row.locator(".state")).to_contain_text("Stopped")
-        assert state_of(url, "events_pipeline") == "Stopped"
+        assert state_of(server, "events_pipeline") == "Stopped"
         page.screenshot(path=SHOTS / "pipelines-stopped.png", full_page=True)
         row.get_by_role("button", name="Start").click()
         expect(row.locator(".state")).to_contain_text("Running")
-        assert state_of(url, "events_pipeline") == "Running"
+        assert state_of(server, "events_pipeline") == "Running"
 
         missing = page.goto(f"{url}/console/pipelines/nope")
         assert missing.status == 404

@@ -1,5 +1,6 @@
 """The MySQL-protocol endpoint (``sparkpipes serve --mysql-port``) as MySQL users reach it:
-the real ``mariadb`` command-line client in batch mode and PyMySQL run the quickstart's
+the real ``mariadb`` command-line client in batch mode and PyMySQL, signed in as the server's
+owner (no users yet: any user name, the local token as the password), run the quickstart's
 statements (a table, a Kafka pipeline, START, SHOW PIPELINES, SELECT) and the metadata
 queries clients send on connect; a statement that fails answers a MySQL error code with
 the sparkpipes message; 20 connections query at once while the pipeline loads."""
@@ -22,22 +23,27 @@ def test_mysql_clients_run_sparkpipes_statements(broker, topic, tmp_path):
         topic, [json.dumps({"id": i, "name": f"n{i}"}) for i in range(500)], partitions=4
     )
     port = free_port()
-    with serve(tmp_path / "wh", "/api/status", "--mysql-port", str(port)):
+    with serve(tmp_path / "wh", "/api/status", "--mysql-port", str(port)) as server:
+        token = server.token
         out = mariadb(
-            port, "SELECT @@version_comment LIMIT 1; CREATE TABLE people (id BIGINT, name TEXT);"
+            port,
+            "SELECT @@version_comment LIMIT 1; CREATE TABLE people (id BIGINT, name TEXT);",
+            password=token,
         )
         assert out.returncode == 0, out.stderr
         create = (
             f"CREATE PIPELINE people_p AS LOAD DATA KAFKA '{broker.bootstrap}/{topic}' "
             f'CREDENTIALS \'{{\\"sasl.password\\": \\"{CANARY}\\"}}\' INTO TABLE people FORMAT JSON; START PIPELINE people_p;'
         )
-        out = mariadb(port, create)
+        out = mariadb(port, create, password=token)
         assert out.returncode == 0, out.stderr
-        out = mariadb(port, "SHOW PIPELINES")
+        out = mariadb(port, "SHOW PIPELINES", password=token)
         assert out.stdout.splitlines()[0].split("\t") == ["Pipelines_in_sparkpipes", "State"]
         assert "people_p\tRunning" in out.stdout
 
-        conn = pymysql.connect(host="127.0.0.1", port=port, user="anyone", database="sparkpipes")
+        conn = pymysql.connect(
+            host="127.0.0.1", port=port, user="anyone", password=token, database="sparkpipes"
+        )
         with conn.cursor() as cur:
             wait(
                 lambda: cur.execute("SELECT count(*) FROM people") and cur.fetchone()[0] == 500,
@@ -97,7 +103,11 @@ def test_mysql_clients_run_sparkpipes_statements(broker, topic, tmp_path):
         def client():
             try:
                 c = pymysql.connect(
-                    host="127.0.0.1", port=port, user="anyone", database="sparkpipes"
+                    host="127.0.0.1",
+                    port=port,
+                    user="anyone",
+                    password=token,
+                    database="sparkpipes",
                 )
                 with c.cursor() as cur:
                     for _ in range(3):

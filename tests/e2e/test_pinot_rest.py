@@ -1,9 +1,10 @@
 """Pinot's controller endpoints on ``sparkpipes serve``, driven over HTTP as Pinot users
-drive them (``curl -X POST -d @schema.json …/schemas``, then ``…/tables``): seed 002's
+drive them (``curl -H 'Content-Type: application/json' -d @schema.json …/schemas``, then
+``…/tables``), signed in as the server's owner (no users: the local token): seed 002's
 schema-registry Avro config (``KafkaConfluentSchemaRegistryAvroMessageDecoder`` with the
 registry's basic auth), rows arriving while the server runs, the config shown back with its
 secrets redacted, errors in Pinot's shape, and ``AddTable -controllerHost`` sending the
-files to the server. The registry is the stand-in of sparkpipes.testing.registry (no
+files to the server (``-authToken``, as pinot-admin takes it). The registry is the stand-in of sparkpipes.testing.registry (no
 Confluent-compatible registry server can be installed here), asking for basic auth."""
 
 from __future__ import annotations
@@ -12,12 +13,11 @@ import json
 import subprocess
 import sys
 
-import requests
-
 from sparkpipes import Engine
 from sparkpipes.testing.registry import Registry, encode
 from tests.e2e.serving import serve, wait
 
+JSON = {"Content-Type": "application/json"}
 AVRO = {
     "type": "record",
     "name": "transcript",
@@ -103,23 +103,23 @@ def test_pinot_endpoints_add_a_registry_avro_table_and_load_it(broker, topic, tm
         ]
         broker.produce(topic, records, partitions=4)
         with serve(wh, "/tables") as server:
-            url, port = server.url, server.port
-            r = requests.post(f"{url}/schemas", data=json.dumps(SCHEMA), timeout=30)
+            url, port, http = server.url, server.port, server.http
+            r = http.post(f"{url}/schemas", data=json.dumps(SCHEMA), headers=JSON, timeout=30)
             assert r.status_code == 200 and r.json()["status"] == "transcript successfully added"
-            assert requests.get(f"{url}/schemas", timeout=5).json() == ["transcript"]
+            assert http.get(f"{url}/schemas", timeout=5).json() == ["transcript"]
 
             bad = table(broker, topic, reg.url)
             bad["tableIndexConfig"]["streamConfigs"]["stream.kafka.topic.nam"] = "x"
-            r = requests.post(f"{url}/tables", json=bad, timeout=30)
+            r = http.post(f"{url}/tables", json=bad, timeout=30)
             assert r.status_code == 400
             assert "did you mean 'stream.kafka.topic.name'" in r.json()["error"]
             assert r.json()["code"] == 400 and PASSWORD not in r.text
 
-            r = requests.post(f"{url}/tables", json=table(broker, topic, reg.url), timeout=60)
+            r = http.post(f"{url}/tables", json=table(broker, topic, reg.url), timeout=60)
             assert r.status_code == 200, r.text
             assert r.json()["status"] == "Table transcript_REALTIME successfully added"
-            assert requests.get(f"{url}/tables", timeout=5).json() == {"tables": ["transcript"]}
-            shown = requests.get(f"{url}/tables/transcript", timeout=5)
+            assert http.get(f"{url}/tables", timeout=5).json() == {"tables": ["transcript"]}
+            shown = http.get(f"{url}/tables/transcript", timeout=5)
             streams = shown.json()["REALTIME"]["tableIndexConfig"]["streamConfigs"]
             assert (
                 streams["stream.kafka.decoder.prop.schema.registry.basic.auth.user.info"]
@@ -142,11 +142,14 @@ def test_pinot_endpoints_add_a_registry_avro_table_and_load_it(broker, topic, tm
             assert rows[7]["timestamp"] == 1_790_000_000_007
             assert reg.refused == 0  # every schema lookup carried the user and password
 
-            assert requests.get(f"{url}/tables/nope", timeout=5).status_code == 404
-            assert requests.post(f"{url}/schemas", data="{nope", timeout=5).json()["code"] == 400
-            r = requests.delete(f"{url}/tables/transcript", timeout=60)
+            assert http.get(f"{url}/tables/nope", timeout=5).status_code == 404
+            assert (
+                http.post(f"{url}/schemas", data="{nope", headers=JSON, timeout=5).json()["code"]
+                == 400
+            )
+            r = http.delete(f"{url}/tables/transcript", timeout=60)
             assert r.json() == {"status": "Tables: [transcript_REALTIME] deleted"}
-            assert requests.get(f"{url}/tables", timeout=5).json() == {"tables": []}
+            assert http.get(f"{url}/tables", timeout=5).json() == {"tables": []}
 
             # pinot-admin's AddTable, sending the files to this server as to a controller
             (tmp_path / "s.json").write_text(json.dumps(SCHEMA))
@@ -166,6 +169,8 @@ def test_pinot_endpoints_add_a_registry_avro_table_and_load_it(broker, topic, tm
                     "-controllerPort",
                     str(port),
                     "-exec",
+                    "-authToken",
+                    f"Bearer {server.token}",
                 ],
                 capture_output=True,
                 text=True,

@@ -1,33 +1,28 @@
 """Users and sign-in on every surface of ``sparkpipes serve`` (real server, real clients):
 the server refuses to listen beyond loopback without a user; with one, the HTTP API wants
-Basic or a token, the console a session from its login page, MySQL clients (the
-``mariadb`` CLI, PyMySQL, SQLAlchemy's ``mysql+pymysql``) the password; wrong passwords
-and dropped users are refused; no password ever shows in an answer or the server's log."""
+Basic or a token (and never asks a browser for Basic), the console a session from its
+login page (its form and sign-out carry a CSRF token), MySQL clients (the ``mariadb`` CLI,
+PyMySQL, SQLAlchemy's ``mysql+pymysql``) the password; wrong passwords and dropped users are
+refused; no password ever shows in an answer or the server's log."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
+import re
 
 import pymysql
 import pytest
 import requests
 import sqlalchemy as sa
 
-from tests.e2e.serving import free_port, mariadb, serve
+from tests.e2e.serving import free_port, mariadb, serve, sparkpipes
 
 PASSWORD = "Ana-pw-7731"
 BO_PASSWORD = "Bo-pw-5519"
 
 
-def sparkpipes(warehouse, *args: str, stdin: str = "") -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "sparkpipes", "--warehouse", str(warehouse), *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+def csrf_of(page: str) -> str:
+    """The CSRF token a page's forms carry."""
+    return re.search(r'name="csrf" value="([^"]+)"', page).group(1)
 
 
 def test_serve_beyond_loopback_needs_a_user(tmp_path):
@@ -46,7 +41,7 @@ def test_users_sign_in_to_the_api_the_console_and_mysql(tmp_path):
         url = s.url
         # -- HTTP API: Basic, token, refusals
         anon = requests.get(f"{url}/api/pipelines")
-        assert anon.status_code == 401 and anon.headers["WWW-Authenticate"].startswith("Basic")
+        assert anon.status_code == 401 and "WWW-Authenticate" not in anon.headers
         assert "sign in" in anon.json()["error"]["message"]
         assert requests.get(f"{url}/api/status", auth=("ana", "wrong")).status_code == 401
         assert requests.get(f"{url}/api/status", auth=("ana", PASSWORD)).status_code == 200
@@ -77,19 +72,31 @@ def test_users_sign_in_to_the_api_the_console_and_mysql(tmp_path):
         assert first.status_code == 303 and first.headers["location"] == "/login?next=/console"
         page = web.get(f"{url}/login?next=/console")
         assert page.status_code == 200 and 'name="password"' in page.text
-        wrong = web.post(f"{url}/login", data={"user": "ana", "password": "x", "next": "/console"})
+        form = {"csrf": csrf_of(page.text), "next": "/console"}
+        same = {"Origin": url}
+        wrong = web.post(
+            f"{url}/login", data={**form, "user": "ana", "password": "x"}, headers=same
+        )
         assert wrong.status_code == 401 and "wrong user or password" in wrong.text
         signed = web.post(
             f"{url}/login",
-            data={"user": "ana", "password": PASSWORD, "next": "//evil.example/"},
+            data={**form, "user": "ana", "password": PASSWORD, "next": "//evil.example/"},
+            headers=same,
             allow_redirects=False,
         )
         assert signed.status_code == 303 and signed.headers["location"] == "/console"
         cookie = signed.headers["set-cookie"]
         assert "HttpOnly" in cookie and "SameSite=strict" in cookie and PASSWORD not in cookie
         assert web.get(f"{url}/api/status").status_code == 200
-        assert web.get(f"{url}/console", allow_redirects=False).status_code not in (303, 401)
-        web.get(f"{url}/logout")
+        console = web.get(f"{url}/console", allow_redirects=False)
+        assert console.status_code == 200 and 'action="/logout"' in console.text
+        out = web.post(
+            f"{url}/logout",
+            data={"csrf": csrf_of(console.text)},
+            headers=same,
+            allow_redirects=False,
+        )
+        assert out.status_code == 303 and out.headers["location"] == "/login"
         assert web.get(f"{url}/api/status").status_code == 401
 
         # -- MySQL clients

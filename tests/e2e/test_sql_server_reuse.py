@@ -162,7 +162,10 @@ def test_with_users_the_local_token_signs_in_and_a_wrong_one_is_refused(server):
     finally:
         with open(server.path, "w") as f:
             f.write(good)
-    assert sql(server.wh, "-e", "DROP USER ana").returncode == 0
+    # ana, the first user, is the admin: the last admin cannot be dropped
+    last = sql(server.wh, "-e", "DROP USER ana")
+    assert last.returncode == 1 and "last admin" in last.stderr, last.stderr
+    assert sql(server.wh, "-e", "SHOW GRANTS FOR ana").returncode == 0
     assert served(server) == before + 4
 
 
@@ -180,8 +183,11 @@ SHOW CREATE PIPELINE p;
 START PIPELINE p;
 STOP PIPELINE p;
 CREATE USER 'bo' IDENTIFIED BY 'Bo-pw-1';
+CREATE USER 'cy' IDENTIFIED BY 'Cy-pw-1';
+GRANT SELECT ON ev TO cy;
 SHOW USERS;
-DROP USER bo;
+SHOW GRANTS FOR cy;
+DROP USER cy;
 DROP PIPELINE p;
 DROP TABLE ev;
 SHOW TABLES;
@@ -193,7 +199,7 @@ def test_catalog_statements_start_no_jvm(tmp_path):
     no_java = {**NO_SERVER, "JAVA_HOME": str(tmp_path / "no-java")}
     out = sql(tmp_path / "wh", "-e", CATALOG_ONLY, env=no_java)
     assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.count("Query OK") == 9
+    assert out.stdout.count("Query OK") == 11
     assert "| pipelines_batch_interval | 2000  |" in out.stdout
     assert "| Pipelines_in_sparkpipes | State   |\n" in out.stdout
     assert "| amount | DECIMAL(12,3) | YES  |" in out.stdout
@@ -228,3 +234,58 @@ def test_the_interactive_shell_runs_on_the_server(server, tmp_path):
         if sh.proc.poll() is None:
             sh.proc.kill()
     assert served(server) == before + 2
+
+
+STREAMED = """SELECT id, id % 7 AS m, concat('r', id) AS s FROM range(0, 25000, 1, 5);
+SELECT id, 10 / (id - 22000) AS x FROM range(0, 25000, 1, 5);
+"""
+
+
+def ndjson(server, path: str, sql: str) -> tuple[int, list[dict]]:
+    bearer = {"Authorization": f"Bearer {server.token}"}
+    r = requests.post(
+        f"{server.url}{path}", json={"sql": sql}, headers=bearer, stream=True, timeout=300
+    )
+    return r.status_code, [json.loads(line) for line in r.iter_lines() if line]
+
+
+def test_a_big_result_streams_in_chunks_and_prints_as_a_local_run(server):
+    status, lines = ndjson(server, "/api/sql", STREAMED)
+    assert status == 200
+    first, *rest = lines
+    assert first["more"] is True and first["columns"] == ["id", "m", "s"], first
+    chunks = []
+    while "end" not in rest[0]:
+        chunks.append(rest.pop(0)["rows"])
+    assert rest.pop(0) == {"end": {"rows": 25000}}
+    assert len(chunks) >= 25 and all(len(c) <= 1000 for c in chunks)  # as Spark gives them
+    assert chunks[0][0] == ["0", "0", "r0"] and chunks[-1][-1] == ["24999", "2", "r24999"]
+    second, *rest = rest
+    assert second["more"] is True and second["columns"] == ["id", "x"]
+    error = rest.pop()["error"]  # the failure midway through the rows ends the stream
+    assert rest and all(list(line) == ["rows"] for line in rest), rest[:1]
+    assert error["code"] == "SP702" and "[DIVIDE_BY_ZERO]" in error["message"]
+    assert "at line 2, column 1" in error["text"]
+
+    remote = sql(server.wh, "--echo", "-e", STREAMED)
+    local = sql(server.wh, "--no-server", "--echo", "-e", STREAMED)
+    assert remote.returncode == local.returncode == 1
+    assert "25000 rows in set" in remote.stdout
+    assert untimed(remote.stdout) == untimed(local.stdout)
+    assert remote.stderr.startswith("error: [SP702] [DIVIDE_BY_ZERO]"), remote.stderr
+    assert local.stderr.endswith(remote.stderr)  # a local run has Spark's own log above it
+
+
+def test_a_query_stream_that_fails_midway_ends_with_the_error(server):
+    failing = {
+        "[DIVIDE_BY_ZERO]": "SELECT id, 10 / (id - 22000) AS x FROM range(0, 25000, 1, 5)",
+        "[USER_RAISED_EXCEPTION] stop at 22000": "SELECT id, CASE WHEN id = 22000 THEN "
+        "raise_error('stop at 22000') END AS x FROM range(0, 25000, 1, 5)",
+    }
+    for message, query in failing.items():
+        status, lines = ndjson(server, "/api/query/stream", query)
+        assert status == 200 and lines[0] == {"columns": ["id", "x"]}
+        rows, last = lines[1:-1], lines[-1]
+        assert rows and all(isinstance(r, list) for r in rows)  # rows came first
+        assert set(last) == {"error"} and last["error"]["code"] == "SP702"
+        assert message in last["error"]["message"] and "Py4J" not in last["error"]["message"]

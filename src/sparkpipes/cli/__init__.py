@@ -6,6 +6,7 @@
                                         last error
     sparkpipes quickstart               the guided demo
     sparkpipes serve                    HTTP: Kafka Connect's and Pinot's controller APIs
+    sparkpipes token                    the local token of the server of this warehouse
     sparkpipes connect …                sink connectors (Kafka Connect configs)
     sparkpipes user add|passwd|drop|list  users who sign in to serve (HTTP, console, MySQL)
     sparkpipes cluster start|stop|status  a Spark standalone cluster on 127.0.0.1
@@ -116,6 +117,60 @@ def _parser() -> argparse.ArgumentParser:
         help="also speak the MySQL protocol on this port (e.g. 3307): any MySQL client runs "
         "sparkpipes statements",
     )
+    sv.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME[:PORT]",
+        help="also answer requests whose Host header is NAME (e.g. the name of a proxy in "
+        "front); repeatable. By default only the names the server listens on are answered",
+    )
+    sv.add_argument(
+        "--tls-cert",
+        metavar="FILE",
+        help="serve HTTPS, and TLS on the MySQL endpoint, with this PEM certificate (its "
+        "chain may follow it); with --tls-key",
+    )
+    sv.add_argument("--tls-key", metavar="FILE", help="the certificate's PEM private key")
+    sv.add_argument(
+        "--header-timeout",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="time an HTTP client has to send a request's line and headers, and the longest "
+        "pause within its body (10)",
+    )
+    sv.add_argument(
+        "--keep-alive-timeout",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="an idle HTTP connection is closed after this long between requests (5)",
+    )
+    sv.add_argument(
+        "--mysql-connect-timeout",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="time a MySQL client has to sign in after connecting (MySQL's connect_timeout, 10)",
+    )
+    sv.add_argument(
+        "--mysql-wait-timeout",
+        type=int,
+        default=28_800,
+        metavar="SECONDS",
+        help="an idle signed-in MySQL connection is closed after this long (MySQL's "
+        "wait_timeout, 28800; a client may SET wait_timeout for its session)",
+    )
+    sub.add_parser(
+        "token",
+        parents=[common],
+        help="print the local token of the server serving this warehouse",
+        description="Print the local token of the `sparkpipes serve` running on this "
+        "warehouse and catalog, read from the discovery file only this account can read: "
+        'curl -H "Authorization: Bearer $(sparkpipes token)" http://127.0.0.1:8083/api/status. '
+        "Over MySQL, it is the password while the catalog has no user.",
+    )
     from sparkpipes.cli import cluster, connect, pinot, users
 
     cluster.add_parser(sub)
@@ -162,6 +217,8 @@ def main(argv: list[str] | None = None) -> int:
             return _status(args)
         if args.command == "serve":
             return _serve(args)
+        if args.command == "token":
+            return _token(args)
         if args.command == "connect":
             from sparkpipes.cli import connect
 
@@ -269,17 +326,30 @@ def _run(args) -> int:
 
 
 def _serve(args) -> int:
-    import asyncio
-
     from sparkpipes.cli import remote
     from sparkpipes.server import create_app
-    from sparkpipes.server.auth import is_loopback
+    from sparkpipes.server.mysql_wire import MysqlLimits
+    from sparkpipes.server.security import Hosts, is_loopback
+    from sparkpipes.server.throttle import Throttle
+    from sparkpipes.server.transport import HttpLimits, load_tls
 
     loopback = is_loopback(args.host)
+    try:
+        hosts = Hosts.of(args.host, args.allow_host)
+        http_limits = HttpLimits(args.header_timeout, args.keep_alive_timeout)
+        mysql_limits = MysqlLimits(args.mysql_connect_timeout, args.mysql_wait_timeout)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if (args.tls_cert is None) != (args.tls_key is None):
+        print("error: --tls-cert and --tls-key go together", file=sys.stderr)
+        return 2
+    tls = load_tls(args.tls_cert, args.tls_key) if args.tls_cert else None
     halt = threading.Event()
     logging.getLogger("sparkpipes").setLevel(logging.INFO)
     with _engine(args) as eng:
-        if not loopback and eng.catalog.users.count() == 0:
+        owner_only = eng.catalog.users.count() == 0
+        if not loopback and owner_only:
             print(
                 f"error: sparkpipes serve listens beyond loopback ({args.host}) only when the "
                 "catalog has a user to ask for: add one with `sparkpipes user add NAME` "
@@ -287,23 +357,34 @@ def _serve(args) -> int:
                 file=sys.stderr,
             )
             return 1
+        if not loopback and tls is None:
+            print(
+                f"warning: sparkpipes serve listens beyond loopback ({args.host}) without TLS: "
+                "passwords (HTTP Basic, the sign-in page, POST /api/login) and results cross "
+                "the network in clear. Give --tls-cert and --tls-key, or put a TLS proxy in front",
+                file=sys.stderr,
+                flush=True,
+            )
         runner = threading.Thread(target=eng.run_forever, args=(halt,), daemon=True)
         runner.start()
-        where = f"http://{args.host}:{args.port}"
-        if args.mysql_port:
-            from sparkpipes.server.mysql import serve_mysql
-
-            async def mysql() -> None:
-                await serve_mysql(eng, args.host, args.mysql_port, loopback=loopback)
-                await asyncio.get_running_loop().create_future()  # until the process ends
-
-            threading.Thread(target=asyncio.run, args=(mysql(),), daemon=True).start()
-            where += f" and mysql://{args.host}:{args.mysql_port}"
-        print(f"sparkpipes serve: {where} (warehouse {eng.warehouse})", file=sys.stderr, flush=True)
+        throttle = Throttle()  # failed sign-ins, over HTTP and MySQL alike
         try:
             with remote.advertise(args.warehouse, args.catalog_url) as advert:
-                app = create_app(eng, loopback=loopback, local_token=advert.token)
-                _listen(app, args.host, args.port, advert)
+                where = f"{'https' if tls else 'http'}://{args.host}:{args.port}"
+                if args.mysql_port:
+                    _serve_mysql(eng, args, loopback, advert.token, throttle, mysql_limits, tls)
+                    where += f" and mysql://{args.host}:{args.mysql_port}"
+                    where += " (TLS)" if tls else ""
+                print(
+                    f"sparkpipes serve: {where} (warehouse {eng.warehouse})",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                app = create_app(
+                    eng, loopback=loopback, local_token=advert.token, hosts=hosts, throttle=throttle
+                )
+                greet = _greet(app) if owner_only else None
+                _listen(app, args.host, args.port, advert, greet, http_limits, tls)
         finally:
             halt.set()
             runner.join()
@@ -311,13 +392,78 @@ def _serve(args) -> int:
     return 0
 
 
-def _listen(app, host: str, port: int, advert) -> None:
-    """Serve ``app`` until SIGTERM / Ctrl-C; once it listens, tell ``sparkpipes sql`` where."""
+def _serve_mysql(eng, args, loopback: bool, token: str, throttle, limits, tls) -> None:
+    """The MySQL endpoint on its own thread and event loop, until the process ends."""
+    import asyncio
+
+    from sparkpipes.server.mysql import serve_mysql
+
+    async def mysql() -> None:
+        try:
+            await serve_mysql(
+                eng,
+                args.host,
+                args.mysql_port,
+                loopback=loopback,
+                local_token=token,
+                throttle=throttle,
+                limits=limits,
+                tls=tls.context() if tls else None,
+            )
+        except OSError as e:
+            print(
+                f"error: the MySQL endpoint cannot listen on {args.host}:{args.mysql_port}: "
+                f"{e.strerror}",
+                file=sys.stderr,
+                flush=True,
+            )
+            return
+        await asyncio.get_running_loop().create_future()
+
+    threading.Thread(target=asyncio.run, args=(mysql(),), daemon=True).start()
+
+
+def _greet(app):
+    """What ``serve`` says once it listens while the catalog has no user: the one-time
+    link that signs its owner in from a browser, and how API clients sign in."""
+
+    def greet(url: str) -> None:
+        code = app.state.signin.owner_link()
+        print(
+            "sparkpipes serve: no users yet, so only this account may use it. Sign in from a "
+            f"browser (this link works once, for 10 minutes): {url}/login?code={code} ; "
+            'API clients: -H "Authorization: Bearer $(sparkpipes token)"',
+            file=sys.stderr,
+            flush=True,
+        )
+
+    return greet
+
+
+def _token(args) -> int:
+    from sparkpipes.cli import remote
+
+    token = remote.local_token(args.warehouse, args.catalog_url)
+    if token is None:
+        print(
+            f"error: no sparkpipes serve is running for the warehouse {args.warehouse} "
+            "(start one with `sparkpipes serve`, with the same --warehouse and --catalog-url)",
+            file=sys.stderr,
+        )
+        return 1
+    print(token)
+    return 0
+
+
+def _listen(app, host: str, port: int, advert, greet, limits, tls) -> None:
+    """Serve ``app`` until SIGTERM / Ctrl-C (``server.transport``: its timeouts, HTTPS with
+    ``tls``); once it listens, tell ``sparkpipes sql`` where (and ``greet(url)``)."""
     import uvicorn
 
     from sparkpipes.cli import remote
+    from sparkpipes.server.transport import uvicorn_config
 
-    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
+    server = uvicorn.Server(uvicorn_config(app, host, port, limits, tls))
     stopped = threading.Event()
 
     def publish() -> None:
@@ -325,7 +471,10 @@ def _listen(app, host: str, port: int, advert) -> None:
             if stopped.wait(0.05):
                 return
         bound = server.servers[0].sockets[0].getsockname()[1] if server.servers else port
-        advert.publish(remote.local_url(host, bound))
+        url = remote.local_url(host, bound, https=tls is not None)
+        advert.publish(url, tls.leaf_pem if tls else None)
+        if greet is not None:
+            greet(url)
 
     threading.Thread(target=publish, name="sparkpipes-advertise", daemon=True).start()
     # uvicorn raises a SIGTERM it shut down for again once it is done: this handler takes

@@ -46,6 +46,12 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
     a.add_argument("-controllerHost", metavar="HOST", help="a sparkpipes serve to send them to")
     a.add_argument("-controllerPort", metavar="PORT", help="its port (9000)")
     a.add_argument("-controllerProtocol", default="http", metavar="PROTO", help="http or https")
+    a.add_argument(
+        "-authToken",
+        metavar="VALUE",
+        help='the Authorization header to send, as pinot-admin takes it: "Basic …", or '
+        '"Bearer $(sparkpipes token)" for a serve of this machine without users',
+    )
     p = sub.add_parser(
         "pinot",
         parents=[common],
@@ -79,19 +85,20 @@ def _remote(args: argparse.Namespace, schema: str, table: str) -> int:
         f"{args.controllerProtocol}://{args.controllerHost or '127.0.0.1'}:"
         f"{args.controllerPort or 9000}"
     )
+    auth = args.authToken
     if not args.execute:
-        out = _post(f"{base}/tables/validate", json.dumps({"schema": schema, "table": table}))
+        body = json.dumps({"schema": schema, "table": table})
+        out = _post(f"{base}/tables/validate", body, auth)
     else:
-        _post(f"{base}/schemas", schema)
-        out = _post(f"{base}/tables", table)
+        _post(f"{base}/schemas", schema, auth)
+        out = _post(f"{base}/tables", table, auth)
     print(json.dumps(out, indent=2))
     return 0
 
 
-def _post(url: str, body: str) -> Any:
-    req = urllib.request.Request(
-        url, data=body.encode(), headers={"Content-Type": "application/json"}, method="POST"
-    )
+def _post(url: str, body: str, auth: str | None = None) -> Any:
+    headers = {"Content-Type": "application/json", **({"Authorization": auth} if auth else {})}
+    req = urllib.request.Request(url, data=body.encode(), headers=headers, method="POST")
     try:
         with urllib.request.urlopen(req, timeout=60) as r:
             return json.loads(r.read() or b"null")

@@ -4,12 +4,17 @@ A server advertises itself with a discovery file in the user's servers directory
 (``util.userdirs.servers_dir``: owner-only), named by a digest of the warehouse and
 catalog URL (never the URL itself, which may hold a password), holding its pid, its URL and
 a random token made at start. The token is the server's local credential: whoever can read
-the file is this user, so the server takes it as ``Authorization: Bearer`` even when it
-asks its other clients for a user and password. It never appears in a log, an error, the
+the file is this user, so the server takes it as ``Authorization: Bearer`` always — while
+the catalog has no user it is the only credential the server takes (``sparkpipes token``
+prints it; over MySQL it is the password). It never appears in a log, an error, the
 process's arguments or the console.
 
 The CLI sends the statements to ``POST /api/sql`` and prints what comes back as it would
-have printed a local run, byte for byte but for the timings. A file whose process is gone
+have printed a local run, byte for byte but for the timings: a query's rows come in chunks
+as Spark gives them (the server never holds a whole result) and are printed, as a local
+run prints them, once the last has come. A server serving HTTPS (``--tls-cert``) puts its
+certificate in the discovery file, and the CLI trusts exactly that certificate (it is the
+owner's own server, found through an owner-only file), no other. A file whose process is gone
 or whose server refuses the connection is stale: it is removed and the statements run
 locally. Importing this module costs no more than the standard library: a CLI that finds a
 server never imports the engine, SQLAlchemy, Arrow or Spark.
@@ -24,6 +29,7 @@ import json
 import logging
 import os
 import secrets
+import ssl
 import sys
 import time
 from collections.abc import Iterator
@@ -66,13 +72,14 @@ def discovery_path(warehouse: str, catalog_url: str | None) -> str | None:
     return os.path.join(where, hashlib.sha256(key).hexdigest()[:32] + ".json")
 
 
-def local_url(host: str, port: int) -> str:
+def local_url(host: str, port: int, *, https: bool = False) -> str:
     """How a client on this machine reaches a server listening on ``host``."""
     if host in ("", "0.0.0.0"):
         host = "127.0.0.1"
     elif host == "::":
         host = "::1"
-    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+    scheme = "https" if https else "http"
+    return f"{scheme}://[{host}]:{port}" if ":" in host else f"{scheme}://{host}:{port}"
 
 
 @contextlib.contextmanager
@@ -92,11 +99,14 @@ class Advert:
     token: str = field(repr=False)
     path: str | None
 
-    def publish(self, url: str) -> None:
+    def publish(self, url: str, tls_cert: str | None = None) -> None:
+        """Advertise ``url``; ``tls_cert``: the PEM certificate an https URL presents."""
         if self.path is None:
             return
         _sweep(os.path.dirname(self.path))
         data = {"pid": os.getpid(), "url": url, "token": self.token}
+        if tls_cert is not None:
+            data["tls_cert"] = tls_cert
         tmp = f"{self.path}.{os.getpid()}.tmp"
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -127,7 +137,8 @@ def _read(path: str) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     ok = isinstance(data, dict) and isinstance(data.get("pid"), int)
-    return data if ok and isinstance(data.get("url"), str) and data.get("token") else None
+    ok = ok and isinstance(data.get("url"), str) and bool(data.get("token"))
+    return data if ok and isinstance(data.get("tls_cert", ""), str) else None
 
 
 def _sweep(where: str) -> None:
@@ -162,7 +173,7 @@ def find(warehouse: str, catalog_url: str | None) -> Remote | None:
     if not _alive(data["pid"]):
         forget(path, data["pid"])
         return None
-    return Remote(data["url"], data["token"], data["pid"], path)
+    return Remote(data["url"], data["token"], data["pid"], path, data.get("tls_cert"))
 
 
 def forget(path: str, pid: int) -> None:
@@ -194,16 +205,19 @@ class Remote:
     token: str = field(repr=False)
     pid: int
     path: str
+    #: the PEM certificate of an https server, the only one trusted for it
+    tls_cert: str | None = field(default=None, repr=False)
 
     def script(self, text: str, *, echo: bool = False) -> int:
-        """Run ``text`` on the server, printing each result as it comes, and the first
-        error; the exit code. Raises :class:`Unreachable` when the server did not take
-        the statements (then none ran)."""
+        """Run ``text`` on the server, printing each result once it has come whole, and
+        the first error; the exit code. Raises :class:`Unreachable` when the server did
+        not take the statements (then none ran)."""
         from sparkpipes.cli import display
 
         answer = self._post(text)
         try:
             t = time.time()
+            pending: dict[str, Any] | None = None  # a result whose rows are still coming
             for raw in answer:
                 if not raw.strip():
                     continue
@@ -214,6 +228,14 @@ class Remote:
                         file=sys.stderr,
                     )
                     return 1
+                if pending is not None and "rows" in item and "statement" not in item:
+                    pending["rows"].extend(item["rows"])
+                    continue
+                if pending is not None and "end" in item:
+                    item, pending = pending, None
+                elif item.get("more"):
+                    pending = {**item, "rows": list(item.get("rows") or [])}
+                    continue
                 if echo:
                     from sparkpipes.cli.shell import PROMPT
 
@@ -221,6 +243,8 @@ class Remote:
                 shown = _Shown(item.get("columns") or [], item.get("rows") or [], item["message"])
                 print(display.result(shown, time.time() - t), flush=True)
                 t = time.time()
+            if pending is not None:
+                raise ValueError("the answer ended amid a result")
         except (OSError, http.client.HTTPException, ValueError) as e:
             print(f"error: the server at {self.url} stopped answering: {e}", file=sys.stderr)
             return 1
@@ -228,13 +252,39 @@ class Remote:
             answer.close()
         return 0
 
-    def _post(self, text: str) -> http.client.HTTPResponse:
+    def _connection(self) -> http.client.HTTPConnection:
         parts = urlsplit(self.url)
-        conn = http.client.HTTPConnection(
-            parts.hostname or "127.0.0.1", parts.port or 80, timeout=CONNECT_TIMEOUT_S
+        host = parts.hostname or "127.0.0.1"
+        if parts.scheme != "https":
+            return http.client.HTTPConnection(host, parts.port or 80, timeout=CONNECT_TIMEOUT_S)
+        return http.client.HTTPSConnection(
+            host, parts.port or 443, timeout=CONNECT_TIMEOUT_S, context=self._trust()
         )
+
+    def _trust(self) -> ssl.SSLContext:
+        """Trust the advertised certificate and only it. The URL names the address the
+        server listens on, which a certificate rarely names, so the name is not checked:
+        the certificate itself is (a server without its private key cannot present it)."""
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_REQUIRED
+        ctx.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN  # a CA's certificate is trusted alone
+        if not self.tls_cert:
+            raise Unreachable(f"the server at {self.url} advertised no certificate")
+        try:
+            ctx.load_verify_locations(cadata=self.tls_cert)
+        except (ssl.SSLError, ValueError):
+            raise Unreachable(f"the certificate advertised for {self.url} is unusable") from None
+        return ctx
+
+    def _post(self, text: str) -> http.client.HTTPResponse:
+        conn = self._connection()
         try:
             conn.connect()
+        except ssl.SSLError as e:  # not the advertised server: nothing is sent to it
+            conn.close()
+            raise Unreachable(f"the server at {self.url} failed TLS: {e.reason or e}") from None
         except OSError:
             forget(self.path, self.pid)  # nobody listens: the file is stale
             raise Unreachable(f"no server answers at {self.url}") from None
@@ -266,3 +316,10 @@ class Remote:
                 message = detail[:200]
             raise SparkpipesError(f"the server at {self.url} answered {answer.status}: {message}")
         return answer
+
+
+def local_token(warehouse: str, catalog_url: str | None) -> str | None:
+    """The local token of the server advertised for the warehouse (``sparkpipes token``),
+    or None when none runs."""
+    server = find(warehouse, catalog_url)
+    return server.token if server is not None else None

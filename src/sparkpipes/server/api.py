@@ -16,18 +16,24 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import itertools
+import logging
 import re
 import time
 from collections.abc import Iterator
 from typing import Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
-from sparkpipes.errors import SparkpipesError
+from sparkpipes.errors import QueryError, SparkpipesError
+from sparkpipes.server.access import access_of, user_of
+from sparkpipes.sql.executor import SqlSession
+from sparkpipes.sql.privileges import sees_pipeline, sees_table
 
 MAX_ROWS = 100_000
+log = logging.getLogger("sparkpipes.server")
 
 
 class Sql(BaseModel):
@@ -55,7 +61,11 @@ class ApiError(BaseModel):
 #: the error answers every /api endpoint may give, for the OpenAPI document
 ERRORS: dict[int | str, dict[str, Any]] = {
     400: {"model": ApiError, "description": "a bad request or statement"},
-    401: {"model": ApiError, "description": "sign in first (the server has users)"},
+    401: {"model": ApiError, "description": "sign in first"},
+    403: {
+        "model": ApiError,
+        "description": "the user lacks the privilege, or the query sandbox refused the statement",
+    },
     404: {"model": ApiError, "description": "no such pipeline or table"},
     409: {"model": ApiError, "description": "the name is taken, or the state forbids it"},
     500: {"model": ApiError, "description": "a transient failure (retry)"},
@@ -71,7 +81,8 @@ class Offsets(BaseModel):
 
 
 def _json(value: Any) -> Any:
-    """A cell as JSON: times as ISO text, decimals as text, bytes as hex."""
+    """A cell as JSON: times as ISO text, decimals as text, bytes as hex; any other value
+    JSON cannot hold (a VARIANT, an interval) as its text."""
     if isinstance(value, (dt.datetime, dt.date)):
         return value.isoformat()
     if isinstance(value, decimal.Decimal):
@@ -82,7 +93,9 @@ def _json(value: Any) -> Any:
         return [_json(v) for v in value]
     if isinstance(value, dict):
         return {str(k): _json(v) for k, v in value.items()}
-    return value
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)
 
 
 _PINOT_TYPES = ((bool, "BOOLEAN"), (int, "LONG"), (float, "DOUBLE"), (dt.datetime, "TIMESTAMP"))
@@ -99,13 +112,11 @@ def _type_of(values: list[Any]) -> str:
     return "STRING"
 
 
-def run_sql(engine: Any, sql: str, max_rows: int) -> dict[str, Any]:
-    """Run ``sql`` (a script); the last statement's rows (at most ``max_rows``), every
-    statement's message, and the time taken."""
-    from sparkpipes.sql.executor import SqlSession
-
+def run_sql(engine: Any, sql: str, max_rows: int, user: str | None = None) -> dict[str, Any]:
+    """Run ``sql`` (a script) as ``user`` (None: the owner); the last statement's rows (at
+    most ``max_rows``), every statement's message, and the time taken."""
     started = time.perf_counter()
-    results = SqlSession(engine, max_rows=max_rows).execute(sql)
+    results = SqlSession(engine, max_rows=max_rows, user=user).execute(sql)
     last = next((r for r in reversed(results) if r.has_rows), None)
     rows = list(last.rows) if last else []
     return {
@@ -127,15 +138,13 @@ STREAM_DOC = (
 )
 
 
-def stream_sql(engine: Any, sql: str) -> Iterator[bytes]:
-    """Run ``sql`` now (an error before the first row raises, for a 400) and stream the
-    rows of its last query as NDJSON, a Spark partition at a time."""
+def stream_sql(engine: Any, sql: str, user: str | None = None) -> Iterator[bytes]:
+    """Run ``sql`` now as ``user`` (an error before the first row raises, for a 400) and
+    stream the rows of its last query as NDJSON, a Spark partition at a time."""
     import json
 
-    from sparkpipes.sql.executor import SqlSession
-
     started = time.perf_counter()
-    results = SqlSession(engine, stream=True).execute(sql)
+    results = SqlSession(engine, stream=True, user=user).execute(sql)
     last = next((r for r in reversed(results) if r.has_rows), None)
 
     def lines() -> Iterator[bytes]:
@@ -148,6 +157,9 @@ def stream_sql(engine: Any, sql: str) -> Iterator[bytes]:
         except SparkpipesError as e:
             yield json.dumps({"error": error_body(e)}).encode() + b"\n"
             return
+        except Exception as e:  # the headers (200) are sent: the error goes in the stream
+            yield json.dumps({"error": error_body(unexpected(e))}).encode() + b"\n"
+            return
         took = round((time.perf_counter() - started) * 1000, 1)
         yield json.dumps({"rows": n, "time_ms": took}).encode() + b"\n"
 
@@ -157,44 +169,100 @@ def stream_sql(engine: Any, sql: str) -> Iterator[bytes]:
 SCRIPT_DOC = (
     "One JSON object per line, per statement as it completes: its masked text "
     "(`statement`), `columns` and `rows` as `sparkpipes sql` shows the cells (text; null "
-    "is NULL), `message`, `affected` rows; the first error ends the stream as "
-    '{"error": {..., "text": the CLI\'s one-line message with line and column}}.'
+    "is NULL), `message`, `affected` rows. A query's rows may follow in chunks as Spark "
+    'gives them: its line then says `"more": true`, `{"rows": [...]}` lines follow and '
+    '`{"end": {"rows": n}}` ends them. The first error, even midway through rows, ends the '
+    'stream as {"error": {..., "text": the CLI\'s one-line message with line and column}}.'
 )
 _AFFECTED = re.compile(r"Query OK, (\d+) rows? affected")
+#: rows per line of a streamed result of ``POST /api/sql``
+CHUNK_ROWS = 1000
 
 
-def script_lines(engine: Any, text: str, *, background: bool, served: dict[str, int]):
+def script_lines(
+    engine: Any,
+    text: str,
+    *,
+    background: bool,
+    served: dict[str, int],
+    user: str | None = None,
+) -> Iterator[bytes]:
     """``sparkpipes sql`` run here: the statements of ``text`` in order, each result as
-    one NDJSON line as soon as it is done, cells as the CLI displays them; the first error
-    (pointed at its line and column) ends it. Nothing runs before the first line is asked
-    for, so a client that got no answer knows that nothing ran."""
+    NDJSON as soon as it is done, cells as the CLI displays them; a query's rows stream in
+    chunks of :data:`CHUNK_ROWS` as Spark gives them (never the whole result here); the
+    first error, before or amid a result's rows, ends it, pointed at its line and column as
+    a local run points it. Nothing runs before the first line is asked for, so a client
+    that got no answer knows that nothing ran."""
     import json
 
     from sparkpipes.cli.display import cell
-    from sparkpipes.sql.executor import SqlSession
-    from sparkpipes.sql.script import mask_credentials
+    from sparkpipes.sql.parser import locate
+    from sparkpipes.sql.script import mask_credentials, split
 
-    session = SqlSession(engine, background=background)
-    results = session.each(text)
-    while True:
+    def line(value: dict[str, Any]) -> bytes:
+        return json.dumps(value).encode() + b"\n"
+
+    def failed(e: SparkpipesError) -> bytes:
+        return line({"error": {**error_body(e), "text": str(e)}})
+
+    results = SqlSession(engine, background=background, user=user, stream=True).each(text)
+    for index in itertools.count():
         try:
             item = next(results, None)
         except SparkpipesError as e:
-            yield json.dumps({"error": {**error_body(e), "text": str(e)}}).encode() + b"\n"
+            yield failed(e)
+            return
+        except Exception as e:  # the answer (200) has begun: the error goes in the stream
+            yield failed(unexpected(e))
             return
         if item is None:
             return
         stmt, res = item
         served["statements"] += 1
         m = _AFFECTED.match(res.message or "")
-        line = {
+        head = {
             "statement": mask_credentials(stmt.to_sql()),
             "columns": list(res.columns),
             "rows": [[None if v is None else cell(v) for v in r] for r in res.rows],
             "message": res.message,
             "affected": int(m.group(1)) if m else None,
         }
-        yield json.dumps(line).encode() + b"\n"
+        if res.stream is None:
+            yield line(head)
+            continue
+        yield line({**head, "more": True})
+        n = 0
+        try:
+            while chunk := list(itertools.islice(res.stream, CHUNK_ROWS)):
+                n += len(chunk)
+                yield line({"rows": [[None if v is None else cell(v) for v in r] for r in chunk]})
+        except SparkpipesError as e:
+            yield failed(locate(e, text, split(text)[index]))
+            return
+        except Exception as e:
+            yield failed(locate(unexpected(e), text, split(text)[index]))
+            return
+        yield line({"end": {"rows": n}})
+
+
+def unexpected(e: BaseException) -> SparkpipesError:
+    """An exception no statement should raise, as the user error it stands for: input
+    nested too deeply for Python or for Spark's JVM (a stack overflow) is a QueryError
+    saying so; anything else is logged (one line) and reported without its details."""
+    if isinstance(e, SparkpipesError):
+        return e
+    if isinstance(e, RecursionError) or _java_class(e) == "java.lang.StackOverflowError":
+        return QueryError("the statement is nested too deeply")
+    log.warning("a statement failed: %s", _java_class(e) or type(e).__name__)
+    return SparkpipesError(f"the statement failed ({type(e).__name__}): see the server's log")
+
+
+def _java_class(e: BaseException) -> str | None:
+    """The JVM exception class of a Py4J error, else None."""
+    try:
+        return str(e.java_exception.getClass().getName())  # type: ignore[attr-defined]
+    except Exception:
+        return None
 
 
 def error_body(e: SparkpipesError) -> dict[str, Any]:
@@ -221,15 +289,17 @@ def router(engine: Any, *, run: bool) -> APIRouter:
         return {"status": "ok", "pipelines": states, "sql_statements": served["statements"]}
 
     @r.get("/pipelines")
-    def pipelines(lag: bool = True) -> list[dict[str, Any]]:
-        """Every pipeline: state, rows loaded, rows/s, lag, last error, last batch."""
-        return pipeline_status(engine, lag=lag)
+    def pipelines(request: Request, lag: bool = True) -> list[dict[str, Any]]:
+        """Every pipeline the user may see: state, rows loaded, rows/s, lag, last error,
+        last batch."""
+        access = access_of(engine, request)
+        return [p for p in pipeline_status(engine, lag=lag) if sees_pipeline(access, p["name"])]
 
     @r.post("/pipelines", status_code=201)
-    def create_pipeline(body: Sql) -> dict[str, Any]:
+    def create_pipeline(request: Request, body: Sql) -> dict[str, Any]:
         """``CREATE PIPELINE …`` (any statements; the pipelines they create are listed)."""
         before = {p.name for p in engine.pipelines()}
-        out = run_sql(engine, body.sql, body.max_rows)
+        out = run_sql(engine, body.sql, body.max_rows, user_of(request))
         made = sorted({p.name for p in engine.pipelines()} - before)
         return {"created": made, "messages": out["messages"]}
 
@@ -286,9 +356,10 @@ def router(engine: Any, *, run: bool) -> APIRouter:
         return [_json(f) for f in table if f.get("PIPELINE_NAME") == name]
 
     @r.get("/tables")
-    def tables() -> list[dict[str, Any]]:
-        """Every table: columns and row count (from the table's log, no scan)."""
-        return [_table(engine, t) for t in engine.tables()]
+    def tables(request: Request) -> list[dict[str, Any]]:
+        """Every table the user may see: columns and row count (from the table's log)."""
+        access = access_of(engine, request)
+        return [_table(engine, t) for t in engine.tables() if sees_table(access, t)]
 
     @r.get("/tables/{name}")
     def table(name: str) -> dict[str, Any]:
@@ -299,29 +370,31 @@ def router(engine: Any, *, run: bool) -> APIRouter:
         return {k: _json(v) for k, v in engine.variables().items()}
 
     @r.post("/query")
-    def query(body: Sql) -> dict[str, Any]:
+    def query(request: Request, body: Sql) -> dict[str, Any]:
         """Statements; the rows of the last one that answers rows (at most ``max_rows``:
         Spark computes no more; ``truncated`` says there were more)."""
-        return run_sql(engine, body.sql, body.max_rows)
+        return run_sql(engine, body.sql, body.max_rows, user_of(request))
 
     @r.post(
         "/query/stream",
         response_class=StreamingResponse,
         responses={200: {"content": {NDJSON: {}}, "description": STREAM_DOC}},
     )
-    def query_stream(body: Script) -> StreamingResponse:
+    def query_stream(request: Request, body: Script) -> StreamingResponse:
         """Statements; every row of the last query, streamed as it comes from Spark."""
-        return StreamingResponse(stream_sql(engine, body.sql), media_type=NDJSON)
+        lines = stream_sql(engine, body.sql, user_of(request))
+        return StreamingResponse(lines, media_type=NDJSON)
 
     @r.post(
         "/sql",
         response_class=StreamingResponse,
         responses={200: {"content": {NDJSON: {}}, "description": SCRIPT_DOC}},
     )
-    def sql(body: Script) -> StreamingResponse:
+    def sql(request: Request, body: Script) -> StreamingResponse:
         """Statements as ``sparkpipes sql`` runs them (it sends them here when this server
         serves its warehouse): every statement's result, shown as the CLI shows it."""
-        lines = script_lines(engine, body.sql, background=run, served=served)
+        user = user_of(request)
+        lines = script_lines(engine, body.sql, background=run, served=served, user=user)
         return StreamingResponse(lines, media_type=NDJSON)
 
     return r
@@ -351,13 +424,13 @@ def pinot_router(engine: Any) -> APIRouter:
     r = APIRouter(responses={400: ERRORS[400]})
 
     @r.post("/query/sql")
-    def pinot_query(body: PinotQuery) -> dict[str, Any]:
+    def pinot_query(request: Request, body: PinotQuery) -> dict[str, Any]:
         started = time.perf_counter()
         try:
-            out = run_sql(engine, body.sql, MAX_ROWS)
-        except SparkpipesError as e:
+            out = run_sql(engine, body.sql, MAX_ROWS, user_of(request))
+        except Exception as e:  # answered as Pinot's broker does: in its exceptions list
             return {
-                "exceptions": [{"errorCode": 150, "message": str(e)}],
+                "exceptions": [{"errorCode": 150, "message": str(unexpected(e))}],
                 "resultTable": None,
                 "timeUsedMs": round((time.perf_counter() - started) * 1000),
             }

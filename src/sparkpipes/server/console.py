@@ -22,8 +22,9 @@ Promises:
   Fragments show the latest sample rather than asking the sources, so pages stay fast
   however many are open, and a slow broker delays only the sampler.
 - Only the last ``BATCH_POINTS`` batches feed the throughput chart.
-- ``POST`` start/stop requires htmx's ``HX-Request`` header, which a cross-site form
-  cannot send; the JSON API is the place for scripts.
+- ``POST`` start/stop requires htmx's ``HX-Request`` header and the page's CSRF token
+  (``security.console_action``), which a cross-site form cannot send; the JSON API is the
+  place for scripts.
 - Console routes are not in the OpenAPI document (``/api`` is the contract).
 """
 
@@ -50,6 +51,9 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from sparkpipes.errors import NotFoundError, SparkpipesError
+from sparkpipes.server.access import access_of
+from sparkpipes.server.security import console_action
+from sparkpipes.sql.privileges import sees_pipeline, sees_table
 
 log = logging.getLogger("sparkpipes.server.console")
 
@@ -413,14 +417,16 @@ def router(engine: Any, *, run: bool) -> APIRouter:
         context.setdefault("user", getattr(request.state, "user", None))
         context.setdefault("nav", "")
         context.setdefault("error", None)
+        context.setdefault("csrf", getattr(request.state, "csrf", None) or "")
         body = env.get_template(template).render(**context)
         return HTMLResponse(body, status_code=status, headers=HEADERS)
 
     def error_page(request: Request, e: SparkpipesError, title: str) -> HTMLResponse:
         return html(request, "error.html", status_of(e), title=title, message=e.message)
 
-    def overview() -> list[dict[str, Any]]:
-        rows = pipeline_status(engine, lag=False)
+    def overview(request: Request) -> list[dict[str, Any]]:
+        access = access_of(engine, request)
+        rows = [p for p in pipeline_status(engine, lag=False) if sees_pipeline(access, p["name"])]
         for p in rows:
             p["lag"], p["lag_at"] = _lag(p["name"])
         return rows
@@ -443,12 +449,14 @@ def router(engine: Any, *, run: bool) -> APIRouter:
         total = batches[-1]["batch_id"] if batches else 0  # batch ids count from 1
         return {"batches": _batch_rows(batches), "errors": errors, "total": total}
 
-    def tables() -> list[dict[str, Any]]:
+    def tables(request: Request) -> list[dict[str, Any]]:
+        access = access_of(engine, request)
         loaders: dict[str, list[str]] = {}
         for p in engine.pipelines():
-            loaders.setdefault(p.table, []).append(p.name)
+            if sees_pipeline(access, p.name):
+                loaders.setdefault(p.table, []).append(p.name)
         out = []
-        for name in engine.tables():
+        for name in (t for t in engine.tables() if sees_table(access, t)):
             try:
                 t = _table(engine, name)
             except SparkpipesError as e:  # dropped between the listing and now
@@ -465,7 +473,7 @@ def router(engine: Any, *, run: bool) -> APIRouter:
     @r.get("/console")
     def pipelines_page(request: Request) -> HTMLResponse:
         try:
-            rows = overview()
+            rows = overview(request)
         except SparkpipesError as e:
             return error_page(request, e, "Pipelines")
         return html(request, "pipelines.html", nav="pipelines", pipelines=rows)
@@ -502,7 +510,7 @@ def router(engine: Any, *, run: bool) -> APIRouter:
     @r.get("/console/tables")
     def tables_page(request: Request) -> HTMLResponse:
         try:
-            found = tables()
+            found = tables(request)
         except SparkpipesError as e:
             return error_page(request, e, "Tables")
         return html(request, "tables.html", nav="tables", tables=found)
@@ -522,7 +530,7 @@ def router(engine: Any, *, run: bool) -> APIRouter:
 
     @r.get("/console/fragments/pipelines")
     def pipelines_fragment(request: Request) -> HTMLResponse:
-        return fragment(request, "_pipelines.html", lambda: {"pipelines": overview()})
+        return fragment(request, "_pipelines.html", lambda: {"pipelines": overview(request)})
 
     @r.get("/console/fragments/pipelines/{name}/status")
     def status_fragment(request: Request, name: str) -> HTMLResponse:
@@ -534,12 +542,12 @@ def router(engine: Any, *, run: bool) -> APIRouter:
 
     @r.get("/console/fragments/tables")
     def tables_fragment(request: Request) -> HTMLResponse:
-        return fragment(request, "_tables.html", lambda: {"tables": tables()})
+        return fragment(request, "_tables.html", lambda: {"tables": tables(request)})
 
     # -- actions ----------------------------------------------------------------------------
 
     def act(request: Request, name: str, action: str, view: str) -> HTMLResponse:
-        if request.headers.get("HX-Request") != "true":
+        if not console_action(request):
             return HTMLResponse("console actions are sent by its pages", 403, headers=HEADERS)
         error = None
         try:
@@ -553,7 +561,9 @@ def router(engine: Any, *, run: bool) -> APIRouter:
             return fragment(
                 request, "_pipeline_status.html", lambda: detail(name), name=name, error=error
             )
-        return fragment(request, "_pipelines.html", lambda: {"pipelines": overview()}, error=error)
+        return fragment(
+            request, "_pipelines.html", lambda: {"pipelines": overview(request)}, error=error
+        )
 
     @r.post("/console/pipelines/{name}/start")
     def start(request: Request, name: str, view: str = "list") -> HTMLResponse:

@@ -12,22 +12,41 @@ from the warehouse's tables (database ``sparkpipes``).
 Statements run in a worker thread, one session per connection, so a long query never
 blocks other connections. Credentials stay redacted as on every surface. Clients sign in
 as a user of the catalog (``CREATE USER``) with ``mysql_native_password``; while there is
-no user, on loopback, anyone may connect without a password.
+no user (on loopback only), only the server's owner may, with its local token as the
+password (:func:`identity_provider`). A refused connection is closed, never served.
+Timeouts, packet checks and TLS are the wire's (``server.mysql_wire``); a statement that
+fails, however, is an error packet naming it (:func:`guarded`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import itertools
+import logging
 import re
 import secrets
+import ssl
 from typing import Any
 
-from sparkpipes.errors import NotFoundError, SparkpipesError
+from sparkpipes.catalog.users import mysql_native
+from sparkpipes.errors import AccessDeniedError, NotFoundError, QueryError, SparkpipesError
+from sparkpipes.server.api import unexpected
+from sparkpipes.server.auth import LOCAL_USER
+from sparkpipes.server.mysql_wire import GuardedServer, MysqlLimits
+from sparkpipes.server.throttle import Throttle, retry_after
+from sparkpipes.sql.privileges import sees_table
+
+log = logging.getLogger("sparkpipes.server")
+
+#: a session's user before it signed in: no grants, so nothing is allowed
+_UNKNOWN = "\0unsigned"
 
 DATABASE = "sparkpipes"
 #: SHOW forms sparkpipes answers itself; other SHOWs are mysql-mimic's
 OWN_SHOW = re.compile(
-    r"(?is)^\s*SHOW\s+(PIPELINES|CREATE\s+(PIPELINE|TABLE)|TABLES|TABLE\s+STATUS|PROCEDURES)\b"
+    r"(?is)^\s*SHOW\s+(PIPELINES|CREATE\s+(PIPELINE|TABLE)|TABLES|TABLE\s+STATUS|PROCEDURES"
+    r"|USERS|GRANTS)\b"
 )
 MIMIC = re.compile(
     r"(?is)^\s*(SET|USE|BEGIN|COMMIT|ROLLBACK|START\s+TRANSACTION|KILL|SHOW)\b"
@@ -74,18 +93,45 @@ def for_mimic(sql: str) -> bool:
 
 
 def session_factory(engine: Any) -> Any:
-    """A new mysql-mimic session per connection, over ``engine``."""
-    from mysql_mimic import Session
+    """A new mysql-mimic session per connection, over ``engine``: statements run as the
+    signed-in user, with their privileges (``sql.privileges``); the owner (the no-user
+    mode's local token) may do everything."""
+    from mysql_mimic import ResultColumn, Session
     from mysql_mimic.errors import ErrorCode, MysqlError
+    from sqlglot import exp
 
     from sparkpipes.sql.errors import ParseError
     from sparkpipes.sql.executor import SqlSession
+
+    #: connection id → its user, for KILL (only one's own connections, without PROCESS)
+    users: dict[int, str | None] = {}
 
     class SparkpipesSession(Session):
         def __init__(self) -> None:
             super().__init__()
             self.database = DATABASE
-            self.sql = SqlSession(engine)
+            self.sql = SqlSession(engine, user=_UNKNOWN)
+            self.version: str | None = None
+
+        async def init(self, connection: Any) -> None:
+            await super().init(connection)
+            self._session()
+
+        def _session(self) -> Any:
+            """The SqlSession of the signed-in user: the owner only for the local token's
+            name; made again when COM_CHANGE_USER signs in as another user."""
+            user = None if self.username == LOCAL_USER else (self.username or _UNKNOWN)
+            if self.sql.access.user != user:
+                self.sql = SqlSession(engine, user=user, stream=True)
+                self.version = engine.catalog.users.version(user) if user else None
+            if self._connection is not None:
+                users[self._connection.connection_id] = user
+            return self.sql
+
+        async def close(self) -> None:
+            if self._connection is not None:
+                users.pop(self._connection.connection_id, None)
+            await super().close()
 
         async def handle_query(self, sql: str, attrs: dict[str, str]) -> Any:
             if for_mimic(sql):
@@ -95,64 +141,304 @@ def session_factory(engine: Any) -> Any:
         async def query(self, expression: Any, sql: str, attrs: dict[str, str]) -> Any:
             return await asyncio.to_thread(self._run, sql)
 
+        async def _kill_middleware(self, q: Any) -> Any:
+            if isinstance(q.expression, exp.Kill):
+                try:
+                    target = int(q.expression.this.name)
+                except ValueError:
+                    target = None
+                mine = self._session().access
+                if users.get(target, _UNKNOWN) != mine.user and not await asyncio.to_thread(
+                    mine.may_any, ("PROCESS", "SUPER")
+                ):
+                    raise MysqlError(f"You are not owner of thread {target}", 1095)
+            return await super()._kill_middleware(q)
+
+        def _current(self) -> Any:
+            """The session, if its user still has the password it signed in with (a
+            password changed, or the user dropped and made again, ends what it allowed)."""
+            session = self._session()
+            user = session.access.user
+            if user is not None and engine.catalog.users.version(user) != self.version:
+                raise AccessDeniedError(
+                    f"Access denied for user '{user}': the password changed or the user was "
+                    "dropped since this connection signed in; connect again"
+                )
+            return session
+
         def _run(self, sql: str) -> Any:
             try:
-                results = self.sql.execute(sql)
+                results = self._current().execute(sql)
             except ParseError as e:
                 raise MysqlError(str(e).splitlines()[0], ErrorCode.PARSE_ERROR) from None
             except NotFoundError as e:
                 raise MysqlError(str(e), 1146) from None  # ER_NO_SUCH_TABLE
+            except AccessDeniedError as e:
+                # ER_TABLEACCESS_DENIED_ERROR for an object, else ER_SPECIFIC_ACCESS_DENIED
+                code = 1142 if "command denied" in e.message else 1227
+                raise MysqlError(str(e), code) from None
             except SparkpipesError as e:
                 raise MysqlError(str(e), ErrorCode.UNKNOWN_ERROR) from None
             last = next((r for r in reversed(results) if r.has_rows), None)
             if last is None:
                 return [], []
-            return [tuple(r) for r in last.rows], list(last.columns)
+            if last.stream is None:
+                return [tuple(r) for r in last.rows], list(last.columns)
+            columns = [ResultColumn(n, _column_type(t)) for n, t in zip(last.columns, last.types)]
+            return _rows(last.stream), columns
 
         async def schema(self) -> dict[str, Any]:
             return await asyncio.to_thread(self._schema)
 
         def _schema(self) -> dict[str, Any]:
+            """The tables the user holds a privilege on (information_schema, SHOW)."""
+            access = self._session().access
+            access.refresh()
             tables: dict[str, Any] = {}
             for name in engine.tables():
-                rec = engine.catalog.table(name)
-                tables[name] = {f.name: mysql_type(str(f.type)) for f in rec.schema}
+                if sees_table(access, name):
+                    rec = engine.catalog.table(name)
+                    tables[name] = {f.name: mysql_type(str(f.type)) for f in rec.schema}
             return {DATABASE: tables}
 
     return SparkpipesSession
 
 
-def identity_provider(engine: Any, *, loopback: bool) -> Any:
-    """The catalog's users, by ``mysql_native_password`` (the password never crosses the
-    wire). With no user and on loopback, any user name signs in without a password, as
-    the HTTP API lets anyone in then (``server.auth``)."""
-    from mysql_mimic.auth import IdentityProvider, NativePasswordAuthPlugin, User
+#: the client address of the connection being signed in (set by the server per connection)
+_PEER: contextvars.ContextVar[str] = contextvars.ContextVar("sparkpipes_mysql_peer", default="")
+
+
+class _NotSignedIn(Exception):
+    """A connection whose sign-in was refused: closed, never served."""
+
+
+#: Spark types → the MySQL column types of the values Spark returns for them (what
+#: mysql-mimic would infer from them); others are sent as text
+_SPARK_TYPES = {
+    "boolean": "TINY",
+    "tinyint": "LONGLONG",
+    "smallint": "LONGLONG",
+    "int": "LONGLONG",
+    "bigint": "LONGLONG",
+    "float": "DOUBLE",
+    "double": "DOUBLE",
+    "string": "STRING",
+    "binary": "BLOB",
+    "date": "DATE",
+    "timestamp": "DATETIME",
+    "timestamp_ntz": "DATETIME",
+}
+#: rows fetched from Spark per trip to the worker thread while a result streams
+CHUNK_ROWS = 1000
+
+
+def _column_type(spark_type: str) -> Any:
+    from mysql_mimic.types import ColumnType
+
+    return getattr(ColumnType, _SPARK_TYPES.get(spark_type, "VARCHAR"))
+
+
+async def _rows(stream: Any) -> Any:
+    """A query's rows to the client as Spark gives them, a chunk at a time (never the whole
+    result in memory); a failure midway ends the result set with the error."""
+    from mysql_mimic.errors import ErrorCode, MysqlError
+
+    def take() -> list[tuple[Any, ...]]:
+        return [tuple(r) for r in itertools.islice(stream, CHUNK_ROWS)]
+
+    while True:
+        try:
+            chunk = await asyncio.to_thread(take)
+        except SparkpipesError as e:
+            raise MysqlError(str(e), ErrorCode.UNKNOWN_ERROR) from None
+        if not chunk:
+            return
+        for row in chunk:
+            yield row
+
+
+def identity_provider(
+    engine: Any,
+    *,
+    loopback: bool,
+    local_token: str | None = None,
+    throttle: Throttle | None = None,
+) -> Any:
+    """Who signs in, by ``mysql_native_password`` (the password never crosses the wire):
+    the catalog's users; while it has none (on loopback only), the server's owner alone —
+    any user name, with the server's local token (``sparkpipes token``) as the password,
+    signed in as ``auth.LOCAL_USER``. Unknown names are refused as wrong passwords are.
+    Failed sign-ins back off per user name and per address (``server.throttle``, shared
+    with HTTP): while they must wait, clients are refused at once with 1045 saying so."""
+    from mysql_mimic.auth import (
+        Forbidden,
+        IdentityProvider,
+        NativePasswordAuthPlugin,
+        Success,
+        User,
+    )
 
     native = NativePasswordAuthPlugin.name
+    owner = mysql_native(local_token) if local_token else None
+    throttle = throttle or Throttle()
+
+    def is_owner(user: Any) -> bool:  # a token cannot be guessed: the owner never waits
+        return owner is not None and user.auth_string == owner
+
+    def refused(info: Any) -> Any:
+        if is_owner(info.user):
+            return None
+        name = info.username
+        wait = throttle.wait_s(name, _PEER.get())
+        if wait <= 0:
+            return None
+        return Forbidden(
+            f"Access denied for user '{name[:64]}': too many failed sign-ins, wait "
+            f"{retry_after(wait)} s and try again"
+        )
+
+    class ThrottledNativePassword(NativePasswordAuthPlugin):
+        async def auth(self, auth_info: Any = None) -> Any:
+            if auth_info is not None and (no := refused(auth_info)) is not None:
+                yield no
+                return
+            inner = super().auth(auth_info)
+            decision = await inner.__anext__()
+            while not isinstance(decision, (Success, Forbidden)):
+                auth_info = yield decision
+                if (no := refused(auth_info)) is not None:
+                    yield no
+                    return
+                decision = await inner.asend(auth_info)
+            name, address = auth_info.username, _PEER.get()
+            if isinstance(decision, Success):
+                throttle.succeeded(name, address)
+                yield decision
+                return
+            if not is_owner(auth_info.user):
+                throttle.failed(name, address)
+            using = "YES" if auth_info.data else "NO"
+            yield Forbidden(
+                f"Access denied for user '{name[:64]}'@'{address}' (using password: {using})"
+            )
+
+    def decoy(username: str) -> Any:  # refused as a wrong password is: names stay unknown
+        return User(name=username, auth_string=secrets.token_hex(20), auth_plugin=native)
 
     class CatalogUsers(IdentityProvider):
         def get_plugins(self) -> list[Any]:
-            return [NativePasswordAuthPlugin()]
+            return [ThrottledNativePassword()]
 
         async def get_user(self, username: str) -> Any:
             users = engine.catalog.users
             if loopback and await asyncio.to_thread(users.count) == 0:
-                return User(name=username, auth_plugin=native)
+                if owner is None:
+                    return decoy(username)
+                return User(name=LOCAL_USER, auth_string=owner, auth_plugin=native)
             rec = await asyncio.to_thread(users.get, username)
-            if rec is None:  # refused as a wrong password is: names are not disclosed
-                return User(name=username, auth_string=secrets.token_hex(20), auth_plugin=native)
+            if rec is None or rec.name == LOCAL_USER:
+                return decoy(username)
             return User(name=rec.name, auth_string=rec.mysql_native, auth_plugin=native)
 
     return CatalogUsers()
 
 
-async def serve_mysql(engine: Any, host: str, port: int, *, loopback: bool = True) -> Any:
-    """Start the endpoint on ``host:port`` (the running event loop); the server."""
-    from mysql_mimic import MysqlServer
+def signed_in_only(session: type) -> type:
+    """``session`` (a mysql-mimic session class) for connections that signed in only.
+    mysql-mimic tells a refused client 1045 and then goes on serving the connection, so a
+    client that ignores the refusal could send statements anyway; here such a connection
+    is closed before its session starts."""
 
-    server = MysqlServer(
-        session_factory=session_factory(engine),
-        identity_provider=identity_provider(engine, loopback=loopback),
+    class SignedIn(session):  # type: ignore[misc, valid-type]
+        async def init(self, connection: Any) -> None:
+            if self.username is None:
+                raise _NotSignedIn("Access denied")
+            await super().init(connection)
+
+    return SignedIn
+
+
+def guarded(session: type, limits: MysqlLimits) -> type:
+    """``session`` (a mysql-mimic session class) with the endpoint's ``wait_timeout`` as
+    its sessions' default (``SET wait_timeout`` changes one session's), and any failure of
+    a statement, its result included, answered as an error packet that names it — a
+    statement nested too deeply is ``1064`` — never a traceback in the log."""
+    from mysql_mimic.errors import MysqlError
+
+    class Guarded(session):  # type: ignore[misc, valid-type]
+        def __init__(self) -> None:
+            super().__init__()
+            for name in ("wait_timeout", "interactive_timeout"):
+                self.variables.set(name, limits.wait_timeout_s)
+
+        async def handle_query(self, sql: str, attrs: dict[str, str]) -> Any:
+            try:
+                result = await super().handle_query(sql, attrs)
+            except MysqlError:
+                raise
+            except Exception as e:
+                raise _mysql_error(e) from None
+            if isinstance(result, tuple) and len(result) == 2 and hasattr(result[0], "__aiter__"):
+                return _answered(result[0]), result[1]
+            return result
+
+    return Guarded
+
+
+async def _answered(rows: Any) -> Any:
+    """``rows`` (a streamed result); a failure midway ends it as an error packet."""
+    from mysql_mimic.errors import MysqlError
+
+    try:
+        async for row in rows:
+            yield row
+    except MysqlError:
+        raise
+    except Exception as e:
+        raise _mysql_error(e) from None
+
+
+def _mysql_error(e: Exception) -> Exception:
+    """An exception as the error packet that answers it (``api.unexpected``'s words)."""
+    from mysql_mimic.errors import ErrorCode, MysqlError
+
+    error = unexpected(e)
+    if error is e:
+        return MysqlError(str(e).splitlines()[0], ErrorCode.UNKNOWN_ERROR)
+    code = ErrorCode.PARSE_ERROR if isinstance(error, QueryError) else ErrorCode.UNKNOWN_ERROR
+    return MysqlError(error.message, code)
+
+
+async def serve_mysql(
+    engine: Any,
+    host: str,
+    port: int,
+    *,
+    loopback: bool = True,
+    local_token: str | None = None,
+    throttle: Throttle | None = None,
+    limits: MysqlLimits | None = None,
+    tls: ssl.SSLContext | None = None,
+) -> Any:
+    """Start the endpoint on ``host:port`` (the running event loop); the server.
+    ``local_token``: the owner's password while the catalog has no user; ``throttle``:
+    failed sign-ins (shared with HTTP); ``limits``: its timeouts (``server.mysql_wire``);
+    ``tls``: offered to clients (``ssl``, as MySQL does) when given."""
+    limits = limits or MysqlLimits()
+
+    class Server(GuardedServer):
+        async def _client_connected_cb(self, reader: Any, writer: Any) -> None:
+            peer = writer.get_extra_info("peername")
+            _PEER.set(str(peer[0]) if peer else "")
+            await super()._client_connected_cb(reader, writer)
+
+    server = Server(
+        limits=limits,
+        session_factory=guarded(signed_in_only(session_factory(engine)), limits),
+        identity_provider=identity_provider(
+            engine, loopback=loopback, local_token=local_token, throttle=throttle
+        ),
+        ssl=tls,
     )
     await server.start_server(host=host, port=port)
     return server
