@@ -37,7 +37,11 @@ import requests
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_kafka_delta import make_events
 
+from sparkpipes.cli.remote import local_token
+
 TOPIC, PARTITIONS = "events", 4
+#: the owner's client: every request carries the server's local token
+HTTP = requests.Session()
 
 
 def free_port() -> int:
@@ -47,7 +51,7 @@ def free_port() -> int:
 
 
 def rows(url: str) -> int:
-    return int(requests.get(f"{url}/api/tables/events", timeout=30).json()["rows"] or 0)
+    return int(HTTP.get(f"{url}/api/tables/events", timeout=30).json()["rows"] or 0)
 
 
 def phase(seconds: float, load: list[str] | None) -> dict:
@@ -151,8 +155,11 @@ def main() -> None:
         try:
             deadline = time.time() + 120
             while True:
+                token = local_token(wh, None)
+                if token:
+                    HTTP.headers["Authorization"] = f"Bearer {token}"
                 try:
-                    if requests.get(f"{url}/api/status", timeout=2).ok:
+                    if token and HTTP.get(f"{url}/api/status", timeout=2).ok:
                         break
                 except requests.RequestException:
                     pass
@@ -164,16 +171,21 @@ def main() -> None:
                 f"MAX_OFFSETS_PER_BATCH_PARTITION {args.max_offsets} "
                 "INTO TABLE events FORMAT JSON; START PIPELINE p"
             )
-            r = requests.post(f"{url}/api/query", json={"sql": sql}, timeout=300)
+            r = HTTP.post(f"{url}/api/query", json={"sql": sql}, timeout=300)
             assert r.ok, r.text
             while rows(url) == 0:
                 time.sleep(0.5)
-            load = ["wrk", f"-t{args.threads}", f"-c{args.connections}"]
+            # the token goes to wrk in a script of its own (0600), never on a command line
+            script = os.path.join(workdir, "token.lua")
+            fd = os.open(script, os.O_WRONLY | os.O_CREAT, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write(f'wrk.headers["Authorization"] = "{HTTP.headers["Authorization"]}"\n')
+            load = ["wrk", f"-t{args.threads}", f"-c{args.connections}", "-s", script]
             load += [f"-d{int(args.phase_s)}s", "--latency", url + args.path]
             phases = [phase(args.quiet_s, None), phase(args.phase_s, load)]
             phases.append(phase(args.quiet_s, None))
             total = rows(url)
-            batches = requests.get(f"{url}/api/pipelines/p/batches?limit=10000", timeout=60).json()
+            batches = HTTP.get(f"{url}/api/pipelines/p/batches?limit=10000", timeout=60).json()
         finally:
             server.send_signal(signal.SIGTERM)
             server.wait(120)

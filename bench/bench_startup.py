@@ -124,7 +124,11 @@ def main() -> None:
         print(f"  server's first SELECT (its Spark starts): {first:.2f}", flush=True)
         measure("server: sql -e SHOW PIPELINES", sql(wh, SHOW), "Empty set")
         measure("server: sql -e SELECT count(*)", sql(wh, COUNT), expect)
-        status = requests.get(f"http://127.0.0.1:{port}/api/status", timeout=10).json()
+        with open(os.path.join(servers, os.listdir(servers)[0])) as f:
+            owner = {"Authorization": f"Bearer {json.load(f)['token']}"}  # the local token
+        status = requests.get(
+            f"http://127.0.0.1:{port}/api/status", headers=owner, timeout=10
+        ).json()
         served = status["sql_statements"]
         if served < 2 * args.runs + 1:
             sys.exit(f"the server ran only {served} statements: the CLI did not use it")
