@@ -33,7 +33,7 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     args = ap.parse_args()
 
-    from sparkpipes.engine import cluster
+    from sparkpipes.engine.spark import cluster
     from sparkpipes.testing import EmbeddedBroker
 
     workdir = tempfile.mkdtemp(prefix="sparkpipes-bench-cluster-")

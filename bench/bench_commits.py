@@ -47,7 +47,7 @@ TOPIC = "events"
 def time_commits() -> dict[int, float]:
     """Seconds of each batch's Delta commit in the driver (``DeltaSink.commit``), by batch
     id, from now on in this process."""
-    from sparkpipes.sinks.delta import DeltaSink
+    from sparkpipes.sinks.delta.sink import DeltaSink
 
     timings: dict[int, float] = {}
     commit = DeltaSink.commit
@@ -68,7 +68,7 @@ def child_load(a: argparse.Namespace) -> None:
     import threading
 
     from sparkpipes import Engine
-    from sparkpipes.sql.executor import SqlSession
+    from sparkpipes.frontends.singlestore.executor import SqlSession
 
     timings = time_commits()
     eng = Engine(a.warehouse)
@@ -103,7 +103,7 @@ def child_probe(a: argparse.Namespace) -> None:
     """Restart after a kill: session, warm-up, the first batch; then count(*) queries."""
     started = time.perf_counter()
     from sparkpipes import Engine
-    from sparkpipes.sql.executor import SqlSession
+    from sparkpipes.frontends.singlestore.executor import SqlSession
 
     timings = time_commits()
     eng = Engine(a.warehouse)

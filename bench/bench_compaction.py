@@ -31,9 +31,9 @@ import time
 import pyarrow as pa
 from deltalake import DeltaTable
 
-from sparkpipes.engine import maintenance
-from sparkpipes.engine.maintenance import CompactionPolicy, compact
 from sparkpipes.sinks import DeltaSink
+from sparkpipes.sinks.delta import maintenance
+from sparkpipes.sinks.delta.maintenance import CompactionPolicy, compact
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.int64())])
 

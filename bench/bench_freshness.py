@@ -421,10 +421,10 @@ class Trace:
 
     def install(self) -> None:
         from sparkpipes.catalog import Catalog
-        from sparkpipes.engine.batch import BatchRunner
-        from sparkpipes.engine.leasing import Keeper
-        from sparkpipes.engine.scheduling import Scheduler
-        from sparkpipes.sinks.delta import DeltaSink
+        from sparkpipes.engine.batch.protocol import BatchRunner
+        from sparkpipes.engine.scheduler.leasing import Keeper
+        from sparkpipes.engine.scheduler.scheduling import Scheduler
+        from sparkpipes.sinks.delta.sink import DeltaSink
 
         self._wrap_turn(Scheduler)
         self._wrap_run_batch(Scheduler)
@@ -518,7 +518,7 @@ def child_sparkpipes(args: argparse.Namespace) -> None:
     me = psutil.Process()
     t0 = time.perf_counter()
     from sparkpipes import Engine
-    from sparkpipes.sql.executor import SqlSession
+    from sparkpipes.frontends.singlestore.executor import SqlSession
 
     trace = Trace(me)
     trace.install()

@@ -47,7 +47,7 @@ def fill(moto, stream: str, shards: int, records: int) -> None:
 
 def run_sparkpipes(moto, stream: str, shards: int, wh: Path) -> tuple[float, int]:
     from sparkpipes.engine import Engine
-    from sparkpipes.sql.executor import SqlSession
+    from sparkpipes.frontends.singlestore.executor import SqlSession
 
     eng = Engine(wh)
     try:

@@ -64,7 +64,7 @@ def write_objects(d: Path, mb: int, objects: int, first_id: int = 0) -> tuple[in
 
 
 def run_pipeline(eng, name: str, table: str, sql_source: str) -> tuple[float, list[dict]]:
-    from sparkpipes.sql.executor import SqlSession
+    from sparkpipes.frontends.singlestore.executor import SqlSession
 
     sql = SqlSession(eng)
     sql.execute(f"CREATE TABLE {table} ({SCHEMA})")

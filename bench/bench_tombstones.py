@@ -46,7 +46,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from sparkpipes.sinks.base import BatchCommit
-from sparkpipes.sinks.delta import DeltaSink, last_checkpoint
+from sparkpipes.sinks.delta.sink import DeltaSink, last_checkpoint
 
 SCHEMA = pa.schema([("id", pa.int64()), ("payload", pa.string())])
 HOUR_MS = 3600 * 1000

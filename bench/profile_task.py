@@ -5,7 +5,7 @@
 
 Produces N datagen-shaped JSON events into a 1-partition topic on the embedded broker,
 builds the same TaskSpec the BatchRunner would for partition 0 and runs
-``sparkpipes.engine.task.run_task`` under cProfile, then prints the hottest functions by
+``sparkpipes.engine.batch.task.run_task`` under cProfile, then prints the hottest functions by
 cumulative and by own time. The first ``pa.array`` in the process imports pandas (~0.25 s),
 as in each Spark worker's first task.
 """
@@ -37,9 +37,9 @@ def main() -> None:
     import pyarrow as pa
 
     from sparkpipes.config import PipelineSpec
-    from sparkpipes.engine.assembly import build_source_of
-    from sparkpipes.engine.contract import Piece, TaskSpec
-    from sparkpipes.engine.task import run_task
+    from sparkpipes.engine.batch.assembly import build_source_of
+    from sparkpipes.engine.batch.contract import Piece, TaskSpec
+    from sparkpipes.engine.batch.task import run_task
     from sparkpipes.formats import build_decoder
     from sparkpipes.sinks import DeltaSink
     from sparkpipes.testing import EmbeddedBroker

@@ -15,8 +15,8 @@ import pytest
 from deltalake import DeltaTable
 
 from sparkpipes.errors import ConfigError, SinkError
-from sparkpipes.sql import SemanticError
-from sparkpipes.sql.executor import SqlSession
+from sparkpipes.frontends.singlestore import SemanticError
+from sparkpipes.frontends.singlestore.executor import SqlSession
 
 
 @pytest.fixture

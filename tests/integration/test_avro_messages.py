@@ -13,7 +13,7 @@ from decimal import Decimal
 import pytest
 
 from sparkpipes.errors import SparkpipesError
-from sparkpipes.sql.executor import SqlSession
+from sparkpipes.frontends.singlestore.executor import SqlSession
 from sparkpipes.testing.registry import bare, encode
 
 V1 = {

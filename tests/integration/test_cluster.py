@@ -19,7 +19,7 @@ import uuid
 
 import pytest
 
-from sparkpipes.engine import cluster
+from sparkpipes.engine.spark import cluster
 from tests.e2e.serving import free_port
 from tests.integration.databases import pg_database
 
@@ -32,7 +32,7 @@ CHILD = textwrap.dedent(
     """
     import json, os, signal, sys, threading, time
     from sparkpipes import Engine
-    from sparkpipes.sql.executor import SqlSession
+    from sparkpipes.frontends.singlestore.executor import SqlSession
 
     warehouse, url, master, setup, victim = sys.argv[1:]
     eng = Engine(warehouse, catalog_url=url, spark_master=master)

@@ -9,8 +9,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from sparkpipes.frontends.singlestore.executor import SqlSession
 from sparkpipes.sources.connect import PartitionReader, Polled, SourceConnector, SourceRecord
-from sparkpipes.sql.executor import SqlSession
 
 
 class Recorder(SourceConnector):

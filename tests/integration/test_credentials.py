@@ -8,7 +8,7 @@ import logging
 
 from sparkpipes.catalog.views import VIEWS
 from sparkpipes.errors import SparkpipesError
-from sparkpipes.sql.executor import SqlSession
+from sparkpipes.frontends.singlestore.executor import SqlSession
 
 SECRETS = ("Us3r-N4me-x", "P4ss-W0rd-y", "K3y-Pw-z")
 

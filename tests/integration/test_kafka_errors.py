@@ -13,8 +13,8 @@ import time
 import pytest
 
 from sparkpipes.errors import SourceAuthError, SourceError, SourceUnavailableError
+from sparkpipes.frontends.singlestore.executor import SqlSession
 from sparkpipes.sources.kafka_client import ClientLog
-from sparkpipes.sql.executor import SqlSession
 from sparkpipes.testing import EmbeddedBroker
 
 SCHEMA = "a BIGINT"

@@ -104,7 +104,7 @@ def test_executors_of_a_cluster_load_the_helper_from_the_shipped_package(tmp_pat
     import subprocess
     import sys
 
-    from sparkpipes.engine.cluster import ship_package
+    from sparkpipes.engine.spark.cluster import ship_package
 
     class _Context:
         def addPyFile(self, path):

@@ -161,7 +161,7 @@ def test_missing_topic_fails_the_batch(engine, broker):
 def test_offsets_out_of_range_fail_by_default_or_resume_with_a_recorded_gap(
     engine, broker, topic, monkeypatch
 ):
-    from sparkpipes.engine import batch
+    from sparkpipes.engine.batch import protocol as batch
 
     monkeypatch.setattr(batch, "IDLE_RECHECK_S", 2.0)
     # Tansu keeps no retention and has no DeleteRecords, so the committed offsets are made

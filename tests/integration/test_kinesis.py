@@ -12,7 +12,7 @@ import pytest
 
 from sparkpipes.engine import Engine
 from sparkpipes.errors import SparkpipesError
-from sparkpipes.sql.executor import SqlSession
+from sparkpipes.frontends.singlestore.executor import SqlSession
 
 GATE = 'SET GLOBAL experimental_features_config = "kafka_connect_enabled=true"'
 

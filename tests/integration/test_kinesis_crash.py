@@ -24,7 +24,7 @@ CHILD = textwrap.dedent(
     """
     import json, sys
     from sparkpipes import Engine
-    from sparkpipes.sql.executor import SqlSession
+    from sparkpipes.frontends.singlestore.executor import SqlSession
     warehouse, config = sys.argv[1:]
     eng = Engine(warehouse, spark_master="local[2]")
     sess = SqlSession(eng)

@@ -14,7 +14,7 @@ from deltalake import DeltaTable
 
 from sparkpipes.engine.housekeeping import lease_key
 from sparkpipes.errors import ConfigError
-from sparkpipes.sql.executor import SqlSession
+from sparkpipes.frontends.singlestore.executor import SqlSession
 
 
 @pytest.fixture
@@ -28,7 +28,7 @@ def test_background_maintenance_while_a_pipeline_loads(engine, sql, broker, topi
     every snapshot holds each row once and none goes missing, the table's files stay
     bounded, checkpoints are written, the log is trimmed, the batch history is pruned to
     its retention and the rows loaded still add up."""
-    from sparkpipes.engine import maintenance
+    from sparkpipes.sinks.delta import maintenance
 
     monkeypatch.setattr(maintenance, "LOG_MIN_AGE_S", 0)
     for name, value in (

@@ -1,6 +1,6 @@
 """An object larger than a task's memory bound loads in bounded memory.
 
-The bound (``formats.framing``): a task holds one read block (4 MiB) of the object, the
+The bound (``sources.framing``): a task holds one read block (4 MiB) of the object, the
 rows decoded from it, and at most ``file_rows`` decoded rows before it writes them out.
 Here a task (``run_task``, in a fresh process so its peak resident memory is its own)
 reads a 256 MiB NDJSON object with ``file_rows`` 50,000; its peak memory must stay far
@@ -17,8 +17,8 @@ CHILD = textwrap.dedent(
     """
     import json, resource, sys
     import pyarrow as pa, pyarrow.parquet as pq
-    from sparkpipes.engine.contract import Piece, TaskSpec
-    from sparkpipes.engine.task import run_task
+    from sparkpipes.engine.batch.contract import Piece, TaskSpec
+    from sparkpipes.engine.batch.task import run_task
     from sparkpipes.formats import build_decoder
     from sparkpipes.sinks.parquet import ParquetWriter
     from sparkpipes.sources import build_source

@@ -16,7 +16,7 @@ import pytest
 import zstandard
 
 from sparkpipes.errors import CorruptObjectError
-from sparkpipes.sql.executor import SqlSession
+from sparkpipes.frontends.singlestore.executor import SqlSession
 
 
 def _ndjson(ids) -> bytes:

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from sparkpipes.errors import SourceAuthError, SourceError
-from sparkpipes.sql.executor import SqlSession
+from sparkpipes.frontends.singlestore.executor import SqlSession
 
 
 def _ndjson(ids) -> bytes:

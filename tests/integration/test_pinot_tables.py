@@ -266,7 +266,7 @@ def test_retention_deletes_rows_older_than_the_retention(engine, broker, topic):
 
 
 def test_retention_by_timestamp_and_date_pattern_columns(engine, broker, topic):
-    from sparkpipes.engine.pinot import retention_predicate
+    from sparkpipes.frontends.pinot.service import retention_predicate
 
     ts = {
         "ms": 86_400_000,
@@ -467,7 +467,7 @@ def test_sasl_settings_reach_the_kafka_client_and_the_password_never_shows(engin
     (README, Security), so it refuses the handshake: the batch fails saying so, naming no
     password, and SHOW CREATE PIPELINE / information_schema / the stored config redact it."""
     from sparkpipes.errors import SparkpipesError
-    from sparkpipes.sql.executor import SqlSession
+    from sparkpipes.frontends.singlestore.executor import SqlSession
 
     secret = "kafka-pw-91c2"
     stream = {

@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from sparkpipes.errors import AccessDeniedError, ConfigError, NotFoundError, SparkpipesError
-from sparkpipes.sql import quick
-from sparkpipes.sql.executor import SqlSession
+from sparkpipes.frontends.singlestore import quick
+from sparkpipes.frontends.singlestore.executor import SqlSession
 
 
 @pytest.fixture

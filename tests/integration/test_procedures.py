@@ -12,7 +12,7 @@ from collections import Counter
 import pytest
 
 from sparkpipes.errors import SparkpipesError
-from sparkpipes.sql.executor import SqlSession
+from sparkpipes.frontends.singlestore.executor import SqlSession
 from tests.integration.children import finish, spawn
 
 PROCEDURE = """
@@ -107,7 +107,7 @@ CHILD = textwrap.dedent(
     """
     import sys
     from sparkpipes import Engine
-    from sparkpipes.sql.executor import SqlSession
+    from sparkpipes.frontends.singlestore.executor import SqlSession
     warehouse, data, tables, procedure = sys.argv[1:]
     eng = Engine(warehouse, spark_master="local[2]")
     sql = SqlSession(eng)

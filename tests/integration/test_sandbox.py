@@ -13,12 +13,12 @@ import threading
 
 import pytest
 
-from sparkpipes.config.lower.sql import to_spec
-from sparkpipes.engine import sandbox_lists as lists
-from sparkpipes.engine.sandbox import check_expression, check_query
+from sparkpipes.engine.sql import allowlists as lists
+from sparkpipes.engine.sql.sandbox import check_expression, check_query
 from sparkpipes.errors import NotAdmittedError, SparkpipesError
-from sparkpipes.sql import parse
-from sparkpipes.sql.executor import SqlSession
+from sparkpipes.frontends.singlestore import parse
+from sparkpipes.frontends.singlestore.executor import SqlSession
+from sparkpipes.frontends.singlestore.lowering import to_spec
 
 #: (statement, a word the refusal names); {dir} is a scratch directory, {secret} a file
 #: holding SECRET, {wh} the warehouse, {url} a local HTTP server counting its visitors

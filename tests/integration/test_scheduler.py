@@ -14,7 +14,7 @@ import time
 import uuid
 
 from sparkpipes.cli import status_rows
-from sparkpipes.sql.executor import SqlSession
+from sparkpipes.frontends.singlestore.executor import SqlSession
 
 
 def _objects(d, n: int) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sparkpipes.errors import NotFoundError
-from sparkpipes.sql.executor import SqlSession
+from sparkpipes.frontends.singlestore.executor import SqlSession
 
 TABLES = [
     (

@@ -122,7 +122,7 @@ def test_an_envelope_topic_creates_the_table_with_its_keys_and_loads_exactly_onc
     assert sum(m[1] for m in meta) == 400
     assert {m[2] for m in meta} == {"0", "1", "2", "3"}
     assert all(m[0].startswith(f"{topic}-{m[2]}-") for m in meta)
-    from sparkpipes.sql.executor import SqlSession
+    from sparkpipes.frontends.singlestore.executor import SqlSession
 
     shown = SqlSession(eng).execute("SHOW CREATE PIPELINE orders_sink")[0].rows[0][1]
     assert shown.startswith(f"-- loads table {topic} of the ") and "password" not in shown

@@ -8,8 +8,8 @@ import logging
 import pytest
 
 from sparkpipes.errors import ConfigError, NotFoundError, SparkpipesError
-from sparkpipes.sql import ParseError
-from sparkpipes.sql.executor import QueryError, SqlSession
+from sparkpipes.frontends.singlestore import ParseError
+from sparkpipes.frontends.singlestore.executor import QueryError, SqlSession
 
 
 @pytest.fixture

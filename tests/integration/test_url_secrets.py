@@ -22,7 +22,7 @@ from sparkpipes import Engine
 from sparkpipes.catalog.views import VIEWS
 from sparkpipes.errors import SparkpipesError
 from sparkpipes.formats import build_decoder
-from sparkpipes.sql.executor import SqlSession
+from sparkpipes.frontends.singlestore.executor import SqlSession
 from sparkpipes.testing.registry import Registry, encode
 from tests.integration.databases import ScratchDb
 from tests.integration.test_stream_plugins import SCHEMA as PINOT_SCHEMA

@@ -270,7 +270,7 @@ def _sql(args) -> int:
         if done is not None:
             return done
     from sparkpipes.cli import shell
-    from sparkpipes.sql.executor import SqlSession
+    from sparkpipes.frontends.singlestore.executor import SqlSession
 
     with _engine(args) as eng:
         progress = shell.progress_line if sys.stderr.isatty() else None
@@ -490,7 +490,7 @@ def _listen(app, host: str, port: int, advert, greet, limits, tls) -> None:
 
 
 def _status(args) -> int:
-    from sparkpipes.cli import display
+    from sparkpipes.util import display
 
     with _engine(args) as eng:
         print(display.table(*status_rows(eng)))

@@ -28,7 +28,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sparkpipes.engine import cluster
+    from sparkpipes.engine.spark import cluster
 
     if args.action == "start":
         url = cluster.start(

@@ -50,7 +50,7 @@ def run(engine: Any, args: argparse.Namespace) -> int:
         if not target:
             raise SystemExit(f"error: connect {action} needs the connector's name")
         if action == "update":
-            from sparkpipes.config.connect import load
+            from sparkpipes.frontends.connect.model import load
 
             conns.get(target)
             out = conns.create(load(read_text(args.file), name=target), replace=True)

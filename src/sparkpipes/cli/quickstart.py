@@ -21,7 +21,7 @@ import time
 import uuid
 
 from sparkpipes.catalog.states import BatchState, PipelineState
-from sparkpipes.cli import display
+from sparkpipes.util import display
 
 SETUP = """
 DROP PIPELINE IF EXISTS events_pipeline;
@@ -78,7 +78,7 @@ def _produce(broker, n: int, rate: int, done: threading.Event, sent: list[int]) 
 
 def run(args) -> int:
     from sparkpipes import Engine
-    from sparkpipes.sql.executor import SqlSession
+    from sparkpipes.frontends.singlestore.executor import SqlSession
     from sparkpipes.testing import EmbeddedBroker
 
     out = sys.stdout

@@ -212,7 +212,7 @@ class Remote:
         """Run ``text`` on the server, printing each result once it has come whole, and
         the first error; the exit code. Raises :class:`Unreachable` when the server did
         not take the statements (then none ran)."""
-        from sparkpipes.cli import display
+        from sparkpipes.util import display
 
         answer = self._post(text)
         try:

@@ -6,9 +6,9 @@ import os
 import sys
 import time
 
-from sparkpipes.cli import display
 from sparkpipes.errors import SparkpipesError
-from sparkpipes.sql.script import mask_credentials
+from sparkpipes.frontends.singlestore.script import mask_credentials
+from sparkpipes.util import display
 
 PROMPT, MORE = "sparkpipes> ", "        -> "
 
@@ -48,7 +48,7 @@ def interactive(session) -> int:
     """Read statements until EOF (Ctrl-D); a statement runs when it ends with ';', in
     ``session`` (an ``SqlSession``, or a server's ``cli.remote.Remote``). History is kept
     in ~/.sparkpipes_history. Errors are shown and the shell goes on."""
-    from sparkpipes.sql.script import is_complete
+    from sparkpipes.frontends.singlestore.script import is_complete
 
     try:
         import readline

@@ -123,3 +123,19 @@ def check_choice(value: Any, key: str, choices: Iterable[Any], *, pipeline: str 
     if value not in choices:
         shown = ", ".join(str(c) for c in choices if c is not None)
         raise ConfigError(f"{key} must be one of {shown}, got '{value}'", pipeline=pipeline)
+
+
+#: columns a source that hands over record metadata fills from the record rather than its
+#: payload (Pinot's ``metadata.populate``): the key, each header by name, and these
+METADATA_PREFIXES = ("__key", "__header$", "__metadata$")
+METADATA_COLUMNS = (
+    "__key",
+    "__metadata$offset",
+    "__metadata$partition",
+    "__metadata$recordTimestamp",
+)
+
+
+def is_metadata_column(name: str) -> bool:
+    """Whether a table column of this name is filled from record metadata."""
+    return name in METADATA_COLUMNS or name.startswith("__header$")

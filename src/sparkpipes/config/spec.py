@@ -339,14 +339,14 @@ class PipelineSpec:
     @classmethod
     def build(cls, **kwargs: Any) -> PipelineSpec:
         """From the Python API's flat keyword arguments (``Engine.create_pipeline``)."""
-        from sparkpipes.config.lower.kwargs import from_kwargs
+        from sparkpipes.config.kwargs import from_kwargs
 
         return from_kwargs(kwargs)
 
     def to_kwargs(self) -> dict[str, Any]:
         """The Python API's keyword arguments that build this spec (credentials as
         Secrets)."""
-        from sparkpipes.config.lower.kwargs import to_kwargs
+        from sparkpipes.config.kwargs import to_kwargs
 
         return to_kwargs(self)
 
@@ -391,7 +391,7 @@ class PipelineSpec:
         """From :meth:`to_json` (any stored version); ``credentials`` in clear, from the
         catalog's credentials column."""
         if d.get("version") != SPEC_VERSION:
-            from sparkpipes.config.lower.kwargs import from_kwargs, upgrade_v1
+            from sparkpipes.config.kwargs import from_kwargs, upgrade_v1
 
             return from_kwargs({**upgrade_v1(d), "credentials": dict(credentials or {})})
         name = d.get("name")

@@ -16,7 +16,7 @@ Modules, by what they hold:
   ``dialect``, ``schema``, ``spark``, ``faults`` (crash points).
 """
 
-from sparkpipes.engine.batch import BatchResult
+from sparkpipes.engine.batch.protocol import BatchResult
 from sparkpipes.engine.engine import Engine
 from sparkpipes.engine.tables import RewriteProgress
 

@@ -30,16 +30,16 @@ from sparkpipes.catalog.secrets import ENV, SecretBox
 from sparkpipes.catalog.views import PartitionOffsets
 from sparkpipes.config import PipelineSpec
 from sparkpipes.config.procedure import ProcedureSpec
-from sparkpipes.engine.batch import BatchResult
-from sparkpipes.engine.connectors import Connectors
+from sparkpipes.engine.batch.protocol import BatchResult
+from sparkpipes.engine.extensions import Extension
+from sparkpipes.engine.extensions import load as load_extensions
 from sparkpipes.engine.housekeeping import Housekeeper
 from sparkpipes.engine.information_schema import InformationSchema
 from sparkpipes.engine.offsets import Offsets
-from sparkpipes.engine.pinot import PinotTables
 from sparkpipes.engine.pipelines import Pipelines
 from sparkpipes.engine.procedures import Procedures
 from sparkpipes.engine.runtime import Runtime
-from sparkpipes.engine.scheduling import Scheduler
+from sparkpipes.engine.scheduler.scheduling import Scheduler
 from sparkpipes.engine.tables import RewriteProgress, Tables
 from sparkpipes.errors import ConfigError
 from sparkpipes.util.sparkfiles import remote
@@ -91,16 +91,29 @@ class Engine:
         self._offsets = Offsets(self.rt)
         self._scheduler = Scheduler(self.rt, self.warm_up)
         self._info = InformationSchema(self.rt, self._offsets)
-        self.connectors = Connectors(self)
-        #: Pinot schemas and realtime tables (seed 002)
-        self.pinot = PinotTables(self)
-        #: compaction, vacuum and history pruning beside the scheduler (``housekeeping``)
+        #: front ends' services (``engine.extensions``): Kafka Connect's connectors
+        #: (``engine.connectors``), Pinot's schemas and realtime tables (``engine.pinot``)
+        self.extensions: dict[str, Extension] = load_extensions(self)
+        #: compaction, vacuum and history pruning beside the scheduler (``housekeeping``);
+        #: the tables a front end maintains itself are left to it
         self.housekeeper = Housekeeper(
-            self.rt,
-            self.engine_id,
-            pinot=lambda name: self.pinot.maintain(name)[name],
-            pinot_names=self.pinot.names,
+            self.rt, self.engine_id, own=self._maintain_own, own_names=self._own_tables
         )
+
+    def __getattr__(self, name: str) -> Any:
+        extensions = self.__dict__.get("extensions", {})
+        if name in extensions:
+            return extensions[name]
+        raise AttributeError(f"'Engine' object has no attribute '{name}'")
+
+    def _own_tables(self) -> list[str]:
+        return [t for ext in self.extensions.values() for t in ext.maintained()]
+
+    def _maintain_own(self, table: str) -> Mapping[str, Any]:
+        for ext in self.extensions.values():
+            if table in ext.maintained():
+                return ext.maintain(table)[table]
+        return {}
 
     @property
     def catalog(self) -> Catalog:
@@ -121,7 +134,7 @@ class Engine:
         """Prepare the session for batches (Python workers started and exercised, Spark's
         job path compiled; see ``engine.spark.warm_up``), once per SparkContext. The
         first batch does it if nobody did; a long-running engine does it at start."""
-        from sparkpipes.engine.spark import warm_up
+        from sparkpipes.engine.spark.session import warm_up
 
         warm_up(self.spark)
 
@@ -414,10 +427,11 @@ class Engine:
 
         def refresh() -> None:
             while not done.wait(CONNECTOR_REFRESH_S):
-                try:
-                    self.connectors.refresh()
-                except Exception as e:  # the next round tries again
-                    log.warning("refreshing the topics of connectors: %s", e)
+                for name, ext in self.extensions.items():
+                    try:
+                        ext.refresh()
+                    except Exception as e:  # the next round tries again
+                        log.warning("refreshing %s: %s", name, e)
 
         refresher = threading.Thread(target=refresh, name="sparkpipes-connectors", daemon=True)
         keeper = threading.Thread(

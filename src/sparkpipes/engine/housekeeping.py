@@ -43,8 +43,10 @@ from typing import Any
 
 from sparkpipes.catalog import TableRecord
 from sparkpipes.engine import variables
-from sparkpipes.engine.batch import app_id
-from sparkpipes.engine.maintenance import (
+from sparkpipes.engine.batch.protocol import app_id
+from sparkpipes.engine.runtime import Runtime
+from sparkpipes.errors import SparkpipesError
+from sparkpipes.sinks.delta.maintenance import (
     CompactionPolicy,
     Layout,
     clear_staging,
@@ -53,8 +55,6 @@ from sparkpipes.engine.maintenance import (
     trim_log,
     vacuum,
 )
-from sparkpipes.engine.runtime import Runtime
-from sparkpipes.errors import SparkpipesError
 
 log = logging.getLogger("sparkpipes.maintenance")
 
@@ -85,21 +85,21 @@ def lease_key(table: str) -> str:
 class Housekeeper:
     """Table maintenance and history pruning for one engine (see the module docstring).
 
-    ``pinot`` maps a Pinot table's name to its own maintenance (retention and flush
-    thresholds); ``pinot_names`` lists those tables."""
+    ``own`` maintains one of the tables a front end maintains itself (a Pinot table: its
+    retention and flush thresholds); ``own_names`` lists those tables."""
 
     def __init__(
         self,
         rt: Runtime,
         holder: str,
         *,
-        pinot: Callable[[str], Mapping[str, Any]] | None = None,
-        pinot_names: Callable[[], list[str]] = list,
+        own: Callable[[str], Mapping[str, Any]] | None = None,
+        own_names: Callable[[], list[str]] = list,
     ) -> None:
         self.rt = rt
         self.holder = holder
-        self._pinot = pinot
-        self._pinot_names = pinot_names
+        self._own = own
+        self._own_names = own_names
         #: table → (what its upkeep depends on, the version, settled): see _settled
         self._seen: dict[str, tuple[tuple, int, bool]] = {}
 
@@ -116,26 +116,26 @@ class Housekeeper:
         """One pass: every table whose maintenance lease this engine gets, then the
         pipelines' history. Per table, what was done."""
         values = self._values()
-        pinot = set(self._pinot_names()) if self._pinot else set()
+        own = set(self._own_names()) if self._own else set()
         out: dict[str, dict[str, Any]] = {}
         for rec in self.rt.catalog.tables():
             with self._lease(rec.name) as held:
                 if not held:
                     continue
                 try:
-                    out[rec.name] = self._maintain(rec, values, pinot=rec.name in pinot)
+                    out[rec.name] = self._maintain(rec, values, own=rec.name in own)
                 except SparkpipesError as e:
                     log.warning("maintaining table %s: %s", rec.name, e.message)
         self.prune(values)
         return out
 
-    def _maintain(self, rec: TableRecord, values: Mapping[str, Any], *, pinot: bool) -> dict:
+    def _maintain(self, rec: TableRecord, values: Mapping[str, Any], *, own: bool) -> dict:
         done: dict[str, Any] = {}
-        pinot = pinot and self._pinot is not None
-        quiet = not pinot and self._settled(rec, values)
-        if pinot:
+        own = own and self._own is not None
+        quiet = not own and self._settled(rec, values)
+        if own:
             started = time.monotonic()
-            done.update(self._pinot(rec.name))
+            done.update(self._own(rec.name))
             if done.get("compacted") or done.get("expired"):
                 self._record(
                     rec.name,
@@ -151,7 +151,7 @@ class Housekeeper:
         if not quiet and self._consistent(rec):
             trimmed = trim_log(rec.location, values["table_log_retention_commits"])
             done["log_trimmed"] = trimmed.removed
-            if not pinot and not trimmed.young and not done.get("compacted"):
+            if not own and not trimmed.young and not done.get("compacted"):
                 self._settle(rec.name)
         every = values["table_vacuum_interval_ms"]
         if every > 0:

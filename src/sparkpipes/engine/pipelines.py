@@ -15,9 +15,9 @@ from typing import Any
 
 from sparkpipes.catalog import PipelineRecord, PipelineState
 from sparkpipes.config import PipelineSpec, Secret
-from sparkpipes.config.lower.kwargs import from_kwargs
+from sparkpipes.config.kwargs import from_kwargs
 from sparkpipes.engine import variables
-from sparkpipes.engine.assembly import build_source_of, validate
+from sparkpipes.engine.batch.assembly import build_source_of, validate
 from sparkpipes.engine.procedures import Procedures
 from sparkpipes.engine.runtime import Runtime
 from sparkpipes.errors import ConfigError, NotFoundError, SparkpipesError

@@ -15,10 +15,10 @@ from typing import Any
 from sparkpipes.catalog import TableRecord
 from sparkpipes.config import PipelineSpec
 from sparkpipes.config.procedure import ProcedureSpec, ProcedureStatement
-from sparkpipes.engine.dialect import translate
-from sparkpipes.engine.sandbox import check_query
+from sparkpipes.engine.batch.transform import REJECT_COLUMN, Transform, apply
 from sparkpipes.engine.schema import to_arrow
-from sparkpipes.engine.transform import REJECT_COLUMN, Transform, apply
+from sparkpipes.engine.sql.dialect import translate
+from sparkpipes.engine.sql.sandbox import check_query
 from sparkpipes.errors import ConfigError, NotAdmittedError, NotFoundError, SinkError
 
 

@@ -21,8 +21,8 @@ import threading
 from collections.abc import Mapping
 
 from sparkpipes.catalog import Catalog
-from sparkpipes.engine.assembly import assemble
-from sparkpipes.engine.batch import BatchRunner
+from sparkpipes.engine.batch.assembly import assemble
+from sparkpipes.engine.batch.protocol import BatchRunner
 
 
 class Runtime:
@@ -55,7 +55,7 @@ class Runtime:
         if self._spark is None:
             with self._spark_lock:
                 if self._spark is None:
-                    from sparkpipes.engine.spark import build_session
+                    from sparkpipes.engine.spark.session import build_session
 
                     self._spark = build_session(self._master, self._spark_conf)
         return self._spark

@@ -33,7 +33,7 @@ def cluster_shares(eng: Any) -> dict[str, str]:
     ``4/10`` partitions while a batch runs, ``waiting (needs 8)`` while it waits for
     room. Each engine notes its own; a note not renewed for ``STALE_S`` is from an engine
     that died (SIGKILL) and is ignored."""
-    from sparkpipes.engine.scheduling import NOTE, STALE_S
+    from sparkpipes.engine.scheduler.scheduling import NOTE, STALE_S
 
     try:
         notes = eng.rt.catalog.notes(NOTE)

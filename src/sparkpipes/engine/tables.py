@@ -21,10 +21,10 @@ import pyarrow as pa
 
 from sparkpipes.catalog import TableRecord
 from sparkpipes.config import PipelineSpec, check_name
-from sparkpipes.engine.assembly import PROVENANCE, load_schema, validate
+from sparkpipes.engine.batch.assembly import PROVENANCE, load_schema, validate
+from sparkpipes.engine.batch.transform import REJECT_COLUMN, Transform, apply, checked_cast
 from sparkpipes.engine.runtime import Runtime
 from sparkpipes.engine.schema import to_arrow, to_spark
-from sparkpipes.engine.transform import REJECT_COLUMN, Transform, apply, checked_cast
 from sparkpipes.errors import (
     AlreadyExistsError,
     ConfigError,
@@ -33,7 +33,7 @@ from sparkpipes.errors import (
     SinkError,
 )
 from sparkpipes.sinks import DeltaSink
-from sparkpipes.sinks.delta import (
+from sparkpipes.sinks.delta.sink import (
     COMMIT_ATTEMPTS,
     CONFLICT_PAUSE_S,
     CommitConflict,

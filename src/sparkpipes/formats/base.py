@@ -28,6 +28,7 @@ import pyarrow as pa
 from sparkpipes.config import CsvOptions, FieldMapping
 from sparkpipes.formats.coerce import coerce_column
 from sparkpipes.sources.base import Framing
+from sparkpipes.sources.framing import LineFraming
 
 
 @dataclass(frozen=True)
@@ -79,8 +80,6 @@ class Decoder(abc.ABC):
 
     def framing(self, skip_lines: int = 0) -> Framing:
         """How objects of this format are cut into records (object-store sources)."""
-        from sparkpipes.formats.framing import LineFraming
-
         return LineFraming(skip_lines)
 
     def decode_table(self, table: pa.Table) -> Decoded:

@@ -18,6 +18,7 @@ from sparkpipes.errors import ConfigError
 from sparkpipes.formats.base import Decoded, Decoder, RecordError, all_kept
 from sparkpipes.formats.coerce import coerce_column
 from sparkpipes.sources.base import Framing
+from sparkpipes.sources.framing import AvroFraming, ParquetFraming
 
 _CAST_ERRORS = (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError)
 
@@ -100,8 +101,6 @@ class ParquetDecoder(ColumnarDecoder):
     format_name = "parquet"
 
     def framing(self, skip_lines: int = 0) -> Framing:
-        from sparkpipes.formats.framing import ParquetFraming
-
         return ParquetFraming()
 
 
@@ -109,6 +108,4 @@ class AvroDecoder(ColumnarDecoder):
     format_name = "avro"
 
     def framing(self, skip_lines: int = 0) -> Framing:
-        from sparkpipes.formats.framing import AvroFraming
-
         return AvroFraming()

@@ -12,14 +12,13 @@ import pyarrow.csv as pcsv
 from sparkpipes.formats.base import Decoder, Mismatch, conform
 from sparkpipes.formats.json import newline_joined
 from sparkpipes.sources.base import Framing
+from sparkpipes.sources.framing import CsvFraming, LineFraming
 
 
 class CsvDecoder(Decoder):
     def framing(self, skip_lines: int = 0) -> Framing:
         """Quoted fields may hold newlines: with a quote character, records are cut
         outside quotes (:class:`CsvFraming`), else at every newline."""
-        from sparkpipes.formats.framing import CsvFraming, LineFraming
-
         if not self.csv.quote:
             return LineFraming(skip_lines)
         return CsvFraming(self.csv.quote, self.csv.escape, skip_lines)

@@ -28,9 +28,9 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
 from sparkpipes.errors import QueryError, SparkpipesError
+from sparkpipes.frontends.singlestore.executor import SqlSession
+from sparkpipes.frontends.singlestore.privileges import sees_pipeline, sees_table
 from sparkpipes.server.access import access_of, user_of
-from sparkpipes.sql.executor import SqlSession
-from sparkpipes.sql.privileges import sees_pipeline, sees_table
 
 MAX_ROWS = 100_000
 log = logging.getLogger("sparkpipes.server")
@@ -195,9 +195,9 @@ def script_lines(
     that got no answer knows that nothing ran."""
     import json
 
-    from sparkpipes.cli.display import cell
-    from sparkpipes.sql.parser import locate
-    from sparkpipes.sql.script import mask_credentials, split
+    from sparkpipes.frontends.singlestore.parser import locate
+    from sparkpipes.frontends.singlestore.script import mask_credentials, split
+    from sparkpipes.util.display import cell
 
     def line(value: dict[str, Any]) -> bytes:
         return json.dumps(value).encode() + b"\n"

@@ -1,4 +1,4 @@
-"""Kafka Connect's REST API for sink connectors, over :class:`sparkpipes.engine.connectors
+"""Kafka Connect's REST API for sink connectors, over :class:`sparkpipes.frontends.connect.service
 .Connectors`: the paths, verbs, status codes and JSON of Kafka Connect, so its clients
 and habits work unchanged."""
 
@@ -9,8 +9,8 @@ from typing import Any
 
 from fastapi import APIRouter, Body, Request, Response
 
-from sparkpipes.config.connect import CLASS_NAMES, load
 from sparkpipes.errors import ConfigError
+from sparkpipes.frontends.connect.model import CLASS_NAMES, load
 
 
 def json_body(raw: bytes) -> Any:

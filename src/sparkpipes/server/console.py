@@ -51,9 +51,9 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from sparkpipes.errors import NotFoundError, SparkpipesError
+from sparkpipes.frontends.singlestore.privileges import sees_pipeline, sees_table
 from sparkpipes.server.access import access_of
 from sparkpipes.server.security import console_action
-from sparkpipes.sql.privileges import sees_pipeline, sees_table
 
 log = logging.getLogger("sparkpipes.server.console")
 

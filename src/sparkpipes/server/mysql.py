@@ -31,11 +31,11 @@ from typing import Any
 
 from sparkpipes.catalog.users import mysql_native
 from sparkpipes.errors import AccessDeniedError, NotFoundError, QueryError, SparkpipesError
+from sparkpipes.frontends.singlestore.privileges import sees_table
 from sparkpipes.server.api import unexpected
 from sparkpipes.server.auth import LOCAL_USER
 from sparkpipes.server.mysql_wire import GuardedServer, MysqlLimits
 from sparkpipes.server.throttle import Throttle, retry_after
-from sparkpipes.sql.privileges import sees_table
 
 log = logging.getLogger("sparkpipes.server")
 
@@ -100,8 +100,8 @@ def session_factory(engine: Any) -> Any:
     from mysql_mimic.errors import ErrorCode, MysqlError
     from sqlglot import exp
 
-    from sparkpipes.sql.errors import ParseError
-    from sparkpipes.sql.executor import SqlSession
+    from sparkpipes.frontends.singlestore.errors import ParseError
+    from sparkpipes.frontends.singlestore.executor import SqlSession
 
     #: connection id → its user, for KILL (only one's own connections, without PROCESS)
     users: dict[int, str | None] = {}

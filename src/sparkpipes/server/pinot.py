@@ -1,5 +1,5 @@
 """Pinot controller endpoints for schemas and realtime tables, over
-:class:`sparkpipes.engine.pinot.PinotTables`: Pinot's paths, verbs and answers
+:class:`sparkpipes.frontends.pinot.service.PinotTables`: Pinot's paths, verbs and answers
 (``{"status": …}``; errors ``{"code", "error"}``), so ``pinot-admin``-style scripts and
 ``curl -X POST -d @schema.json localhost:9000/schemas`` work unchanged."""
 

@@ -2,7 +2,7 @@
 
 A sink is assembled per pipeline, with its **write strategy** (append, or an upsert by
 primary key) chosen then, and plays three parts in the commit protocol
-(``sparkpipes.engine.batch``):
+(``sparkpipes.engine.batch.protocol``):
 
 Executor side — :class:`SinkWriter`
     Pickled into every Spark task (no I/O in its constructor). ``write(table, name)``

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sparkpipes.sinks.base import BatchCommit, Committed, Sink, SinkContext, Staged
-from sparkpipes.sinks.delta import DeltaSink, Upsert
+from sparkpipes.sinks.delta.sink import DeltaSink, Upsert
 from sparkpipes.sinks.frames import write_frame
 from sparkpipes.sinks.parquet import AddFile, ParquetWriter
 from sparkpipes.util.sparkfiles import read_parquet

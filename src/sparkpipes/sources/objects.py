@@ -62,6 +62,7 @@ from sparkpipes.sources.base import (
     PartitionConsumer,
     Source,
 )
+from sparkpipes.sources.framing import LineFraming
 
 START: dict[str, Any] = {"byte": 0}
 SETTLE_S = 5.0
@@ -414,8 +415,6 @@ class ObjectSource(Source):
 
 
 def _line_framing() -> Framing:
-    from sparkpipes.formats.framing import LineFraming  # the default; formats set theirs
-
     return LineFraming()
 
 

@@ -24,7 +24,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from sparkpipes.errors import SparkpipesError
-from sparkpipes.sql import grammar
+from sparkpipes.frontends.singlestore import grammar
 
 #: words and punctuation a mutation drops in
 SOUP: tuple[str, ...] = (
@@ -294,7 +294,7 @@ EXTRA: tuple[str, ...] = (
 def corpus(base: Sequence[str]) -> tuple[str, ...]:
     """``base``, :data:`EXTRA`, and the canonical text (``to_sql()``) of each of them
     (other quoting and spacing than the hand-written forms)."""
-    from sparkpipes.sql import parse
+    from sparkpipes.frontends.singlestore import parse
 
     texts = [*base, *EXTRA]
     canonical = [s.to_sql() for t in texts for s in parse(t)]
@@ -371,8 +371,8 @@ def check(text: str, *, seconds: float = 5.0) -> str:
 
 def _oracle(text: str) -> str:
     """Statement by statement, as the SQL executor runs a script: the first error ends it."""
-    from sparkpipes.sql import parse_one
-    from sparkpipes.sql.parser import iter_parse, locate
+    from sparkpipes.frontends.singlestore import parse_one
+    from sparkpipes.frontends.singlestore.parser import iter_parse, locate
 
     try:
         stmts = list(iter_parse(text))  # what parse() and the executor run
@@ -398,11 +398,11 @@ def _lower(stmt: object) -> None:
     """What the engine derives from ``stmt`` without Spark or a catalog: a pipeline's spec
     (stored as strict JSON in the catalog, printed by SHOW CREATE PIPELINE), the offsets
     of ALTER PIPELINE … SET OFFSETS, column types."""
-    from sparkpipes.config.lower.sql import create_pipeline_sql, to_spec
     from sparkpipes.config.spec import PipelineSpec
-    from sparkpipes.sql import ast as A
-    from sparkpipes.sql import parse_one
-    from sparkpipes.sql.types import spark_type
+    from sparkpipes.frontends.singlestore import ast as A
+    from sparkpipes.frontends.singlestore import parse_one
+    from sparkpipes.frontends.singlestore.lowering import create_pipeline_sql, to_spec
+    from sparkpipes.frontends.singlestore.types import spark_type
 
     if isinstance(stmt, A.CreatePipeline):
         spec = to_spec(stmt, _defaults())

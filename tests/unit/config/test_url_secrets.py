@@ -11,14 +11,14 @@ import json
 import pytest
 
 from sparkpipes.config import REDACTED, PipelineSpec, Secret, urls
-from sparkpipes.config.connect import load as load_connector
-from sparkpipes.config.lower.pinot import lower as lower_pinot
-from sparkpipes.config.lower.sql import create_pipeline_sql, to_spec
-from sparkpipes.config.pinot import load_schema, load_table
 from sparkpipes.config.spec import lift_stored_urls
 from sparkpipes.errors import ConfigError
-from sparkpipes.sql import parse_one
-from tests.unit.config.test_pinot import SASL_STREAM, SCHEMA, TABLE, with_stream
+from sparkpipes.frontends.connect.model import load as load_connector
+from sparkpipes.frontends.pinot.lowering import lower as lower_pinot
+from sparkpipes.frontends.pinot.model import load_schema, load_table
+from sparkpipes.frontends.singlestore import parse_one
+from sparkpipes.frontends.singlestore.lowering import create_pipeline_sql, to_spec
+from tests.unit.frontends.pinot.test_model import SASL_STREAM, SCHEMA, TABLE, with_stream
 
 PW = "Pa55-w0rd@x"  # an '@' inside: the last '@' of the authority ends the user info
 

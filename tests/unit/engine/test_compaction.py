@@ -7,8 +7,8 @@ import random
 import pyarrow as pa
 from deltalake import DeltaTable
 
-from sparkpipes.engine.maintenance import CompactionPolicy, compact, tiers
 from sparkpipes.sinks import DeltaSink
+from sparkpipes.sinks.delta.maintenance import CompactionPolicy, compact, tiers
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.int64())])
 

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from sparkpipes.config import Secret
-from sparkpipes.engine import planning
+from sparkpipes.engine.batch import planning
 from sparkpipes.errors import ConfigError
 from sparkpipes.sources import build_source
 from sparkpipes.sources.connect import (

@@ -1,0 +1,1 @@
+"""src/sparkpipes/engine/batch"""

@@ -1,0 +1,255 @@
+"""From a spec and its table to the parts that run: source, decoder, sink, task schema.
+
+:func:`validate` is what ``CREATE PIPELINE`` / ``ALTER PIPELINE`` check before anything is
+stored: each plugin validates its own options (the source its CONFIG and CREDENTIALS, the
+decoder its format options, the sink its write strategy), and the mapping, provenance and
+keys are checked against the table. :func:`assemble` builds the same parts for running;
+neither does I/O against the source or the destination.
+
+Where the tasks write depends on the sink's strategy: straight into the table when rows
+need no ingest-time SQL and no dedupe, else into a scratch area of the pipeline that the
+sink's own driver-side step reads (see ``sparkpipes.sinks.delta.sink``).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from sparkpipes.catalog import TableRecord
+from sparkpipes.config import PipelineSpec
+from sparkpipes.config.core import is_metadata_column
+from sparkpipes.engine.batch.contract import OFFSET_COLUMN, PARTITION_COLUMN
+from sparkpipes.engine.batch.transform import Refiner, Transform
+from sparkpipes.errors import ConfigError
+from sparkpipes.formats import Decoder, build_decoder
+from sparkpipes.sinks import SINKS, Sink, SinkContext, SinkWriter
+from sparkpipes.sources import Source, build_source
+
+PROVENANCE = (PARTITION_COLUMN, OFFSET_COLUMN)
+
+
+@dataclass(frozen=True)
+class Assembled:
+    """A pipeline's running parts. ``task_schema`` is what its tasks hand the writer."""
+
+    spec: PipelineSpec
+    pipeline_id: str
+    source: Source
+    decoder: Decoder
+    sink: Sink
+    writer: SinkWriter
+    task_schema: pa.Schema
+    not_null: tuple[str, ...]
+    refines: bool
+    upserts: bool
+    #: the ingest-time SQL handed to the sink, whose rejected rows the runner records
+    refiner: Refiner | None = None
+    #: table columns the tasks fill from record metadata (see ``metadata_columns``)
+    metadata_columns: tuple[str, ...] = ()
+
+    @property
+    def stages(self) -> bool:
+        """Tasks stage rows (with their partition and offset) for a Spark job to finish."""
+        return self.refines or self.upserts
+
+
+def build_source_of(spec: PipelineSpec) -> Source:
+    s = spec.source
+    return build_source(s.kind, s.location, s.config, s.credentials)
+
+
+def validate(spec: PipelineSpec, table: TableRecord) -> None:
+    """Check a spec against its plugins and its table; raise ConfigError naming the
+    pipeline and what is wrong."""
+    source = build_source_of(spec)
+    names = set(table.schema.names)
+    for m in spec.format.mapping:
+        if m.column not in names and not m.is_variable:
+            raise ConfigError(
+                f"field mapping names column '{m.column}', which table '{spec.table}' "
+                f"does not have (columns: {', '.join(table.schema.names)})",
+                pipeline=spec.name,
+            )
+    if spec.sink.provenance:
+        missing = [c for c in PROVENANCE if c not in names]
+        if missing:
+            raise ConfigError(
+                f"provenance needs table '{spec.table}' to have columns "
+                f"{PARTITION_COLUMN} STRING and {OFFSET_COLUMN} BIGINT (missing: "
+                f"{', '.join(missing)})",
+                pipeline=spec.name,
+            )
+    if spec.sink.write != "append":
+        primary_key(spec, table)
+    if spec.format.skip_lines and not source.line_oriented:
+        raise ConfigError(
+            f"IGNORE n LINES applies to sources of lines (files), not {spec.source.kind}",
+            pipeline=spec.name,
+        )
+    SINKS.get(spec.sink.kind)
+    decoder = build_decoder(
+        spec.format.kind,
+        load_schema(spec, table),
+        spec.format.mapping,
+        spec.format.csv,
+        spec.format.decoder_options(),
+    )
+    framed(spec, source, decoder)
+
+
+def framed(spec: PipelineSpec, source: Source, decoder: Decoder) -> Source:
+    """``source`` reading objects the way the format cuts them into records."""
+    fmt = spec.format.kind.upper()
+    if source.structured and not decoder.columnar:
+        raise ConfigError(
+            f"LOAD DATA {spec.source.kind.upper()} delivers records with a schema: give "
+            f"FORMAT AVRO (not FORMAT {fmt})",
+            pipeline=spec.name,
+        )
+    if decoder.columnar and not (source.lists_files or source.structured):
+        avro = (
+            "; for Avro messages give FORMAT AVRO SCHEMA REGISTRY 'url' or SCHEMA '<schema>'"
+            if fmt == "AVRO"
+            else ""
+        )
+        raise ConfigError(
+            f"FORMAT {fmt} reads whole objects (LOAD DATA FS, S3, AZURE or HDFS), not "
+            f"records of a {spec.source.kind} stream{avro}",
+            pipeline=spec.name,
+        )
+    if decoder.columnar and spec.format.skip_lines:
+        raise ConfigError(
+            f"IGNORE n LINES applies to lines (FORMAT JSON, CSV), not FORMAT {fmt}",
+            pipeline=spec.name,
+        )
+    if source.lists_files:
+        return source.framed(decoder.framing(spec.format.skip_lines))
+    return source
+
+
+def metadata_columns(source: Source, table: TableRecord) -> tuple[str, ...]:
+    """The table's ``__key``, ``__header$…`` and ``__metadata$…`` columns, when the source
+    hands over record metadata (Pinot's ``metadata.populate``)."""
+    if not getattr(source, "record_metadata", False):
+        return ()
+    return tuple(c for c in table.schema.names if is_metadata_column(c))
+
+
+def load_schema(spec: PipelineSpec, table: TableRecord) -> pa.Schema:
+    """The columns a pipeline's decoder produces: the mapped ones (variables as
+    STRING), or every table column but computed and provenance ones."""
+    schema = table.schema
+    if spec.format.mapping:
+        return pa.schema(
+            [
+                pa.field(m.column, schema.field(m.column).type)
+                if m.column in schema.names
+                else pa.field(m.column, pa.string())
+                for m in spec.format.mapping
+            ]
+        )
+    skip = set(table.computed)
+    if spec.sink.provenance:
+        skip |= set(PROVENANCE)
+    return pa.schema([f for f in schema if f.name not in skip])
+
+
+def primary_key(spec: PipelineSpec, table: TableRecord) -> list[str]:
+    for key in table.options.get("keys", []):
+        if key.get("kind") == "PRIMARY":
+            return list(key["columns"])
+    raise ConfigError(
+        f"{spec.sink.write.upper()} INTO TABLE needs a PRIMARY KEY on table "
+        f"'{table.name}' to know which rows are duplicates",
+        pipeline=spec.name,
+    )
+
+
+def assemble(
+    spec: PipelineSpec,
+    pipeline_id: str,
+    table: TableRecord,
+    spark: Callable[[], Any],
+    *,
+    procedure: Any = None,
+) -> Assembled:
+    """The running parts of a pipeline; ``spark`` gives the session when a part needs it;
+    ``procedure`` is the ``ProcedureBody`` of an ``INTO PROCEDURE`` pipeline."""
+    source = build_source_of(spec)
+    load = load_schema(spec, table)
+    decoder = build_decoder(
+        spec.format.kind, load, spec.format.mapping, spec.format.csv, spec.format.decoder_options()
+    )
+    source = framed(spec, source, decoder)
+    transform = Transform(
+        spec.transform.assignments, spec.transform.where, tuple(table.computed.items())
+    )
+    upserts = spec.sink.write != "append"
+    refines = bool(transform)
+    if refines or upserts:
+        where = (
+            [table.schema.field(c) for c in PROVENANCE]
+            if spec.sink.provenance
+            else [
+                pa.field(PARTITION_COLUMN, pa.string()),
+                pa.field(OFFSET_COLUMN, source.position_type),
+            ]
+        )
+        meta = [table.schema.field(c) for c in metadata_columns(source, table)]
+        task_schema = pa.schema([*load, *meta, *where])
+    else:
+        task_schema = pa.schema(
+            [f for f in table.schema if not (spec.sink.provenance and f.name in PROVENANCE)]
+        )
+    filled = {c for c, _ in spec.transform.assignments} | set(table.computed)
+    refiner = (
+        Refiner(
+            transform,
+            table.schema,
+            spec.format.skip_parser_errors,
+            PROVENANCE,
+            tuple(c for c in table.not_null if c in filled),
+            source.locate,
+        )
+        if refines
+        else None
+    )
+    scratch = os.path.join(
+        table.location, "_sparkpipes_staging", pipeline_id, uuid.uuid4().hex[:12]
+    )
+    ctx = SinkContext(
+        table=table.name,
+        location=table.location,
+        schema=table.schema,
+        write=spec.sink.write,
+        primary_key=tuple(primary_key(spec, table)) if upserts else (),
+        staged_schema=task_schema,
+        refine=refiner,
+        scratch=scratch,
+        spark=spark,
+        procedure=procedure,
+        sink_config=spec.sink.config,
+        sink_credentials=spec.sink.credentials,
+    )
+    sink = SINKS.get(spec.sink.kind).for_pipeline(ctx)
+    not_null = tuple(c for c in table.not_null if c in task_schema.names and c not in filled)
+    return Assembled(
+        spec=spec,
+        pipeline_id=pipeline_id,
+        source=source,
+        decoder=decoder,
+        sink=sink,
+        writer=sink.writer(),
+        task_schema=task_schema,
+        not_null=not_null,
+        refines=refines,
+        upserts=upserts,
+        refiner=refiner,
+        metadata_columns=metadata_columns(source, table),
+    )

@@ -1,0 +1,340 @@
+"""What one Spark task does for one source partition (step 2 of the commit protocol).
+
+The task consumes its partition from the batch's start offset until it has read
+``max_records``, the source reports the partition's end or a fetch comes back empty — but
+not while it is short of the offset the source reported when the batch was planned —,
+decodes to Arrow, writes Parquet files into the table directory and returns — never
+commits — the add-actions, the counts, the records it could not decode, its timings and
+**the end offset it actually reached**. Everything it needs travels in a
+:class:`TaskSpec`; nothing it builds does I/O before ``run_task``.
+
+Errors do not escape as Python exceptions (which Spark would turn into a traceback):
+a ``SparkpipesError`` comes back as ``TaskResult.failure`` and the driver re-raises it;
+any other exception is a bug, reported as a terminal ``InternalError`` with its trace.
+The contract types live in ``engine.contract``.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+import traceback
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from sparkpipes.engine.batch.contract import (
+    OFFSET_COLUMN,
+    PARTITION_COLUMN,
+    ErrorRecord,
+    Piece,
+    PieceResult,
+    TaskResult,
+    TaskSpec,
+    TaskTimings,
+)
+from sparkpipes.errors import (
+    CorruptObjectError,
+    DecodeError,
+    InternalError,
+    OffsetOutOfRangeError,
+    SparkpipesError,
+)
+from sparkpipes.sinks import Staged
+from sparkpipes.sources import Fetched
+
+__all__ = ["OFFSET_COLUMN", "PARTITION_COLUMN", "TaskResult", "TaskSpec", "run_task"]
+
+#: how long a stream task reads on past its planned watermark (see ``_Task.piece``)
+FOLLOW_S = 0.25
+
+
+def run_task(spec: TaskSpec) -> TaskResult:
+    """Run one partition's share of a batch.
+
+    Python's cyclic garbage collector is paused while it runs: the Kafka client hands
+    over one object per record, and collections triggered by those allocations would
+    traverse the whole worker heap again and again (measured at about 15% of the
+    machine's CPU during a drain). The task makes no reference cycles worth collecting.
+    """
+    started = time.time()
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _run(spec, started)
+    except SparkpipesError as e:
+        e.with_context(pipeline=spec.pipeline, partition=spec.partition, batch=spec.batch_id)
+        return TaskResult.failed(spec.partition, e)
+    except Exception as e:  # a bug, here or in a library: terminal, with its trace
+        detail = "".join(traceback.format_exception_only(type(e), e)).strip()
+        err = InternalError(
+            f"task failed: {detail}",
+            pipeline=spec.pipeline,
+            partition=spec.partition,
+            batch=spec.batch_id,
+        )
+        return TaskResult.failed(spec.partition, err, traceback.format_exc())
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _run(spec: TaskSpec, started: float) -> TaskResult:
+    task = _Task(spec, started)
+    pieces = tuple(task.piece(p) for p in spec.pieces)
+    task.flush()
+    return TaskResult(
+        partition=spec.partition,
+        pieces=pieces,
+        bytes=task.nbytes,
+        staged=tuple(task.staged),
+        errors=tuple(task.errors),
+        timings=TaskTimings(
+            seconds=time.time() - started,
+            cpu_seconds=time.process_time() - task.cpu0,
+            fetch_seconds=task.spent["fetch"],
+            decode_seconds=task.spent["decode"],
+            write_seconds=task.spent["write"],
+        ),
+        task=spec.task,
+    )
+
+
+class _Task:
+    """One task's reading of its pieces in turn; decoded rows of all pieces are written
+    together, every ``file_rows`` rows, so packed small objects make few files."""
+
+    def __init__(self, spec: TaskSpec, started: float) -> None:
+        self.spec = spec
+        self.started = started
+        self.staged: list[Staged] = []
+        self.errors: list[ErrorRecord] = []
+        self.pending: list[pa.Table] = []
+        self.pending_rows = 0
+        self.nbytes = 0
+        self.cpu0 = time.process_time()
+        self.spent = {"fetch": 0.0, "decode": 0.0, "write": 0.0}
+
+    def piece(self, piece: Piece) -> PieceResult:
+        """Read one piece: to the end of its range or object (``whole``), else until
+        ``max_records``, the source's end report or an empty fetch — but not while short
+        of the piece's watermark, and not for more than ``FOLLOW_S`` past it (a watermark
+        may under-report the end, so reading goes on a little; a steady stream would
+        otherwise never give an empty fetch and the batch, with its records, would wait
+        for the stream to pause)."""
+        spec = self.spec
+        consumer = spec.source.consumer(
+            piece.partition, out_of_range=spec.out_of_range, pipeline=spec.pipeline
+        )
+        gap = consumer.open(piece.start, piece.stop)
+        if gap is not None:
+            lost = OffsetOutOfRangeError(
+                gap.reason, partition=piece.partition, offset=gap.requested
+            )
+            self.errors.append(ErrorRecord.of(lost))
+        read = rows = 0
+        drained = False
+        end = None
+        remaining = float("inf") if spec.whole else spec.max_records
+        first = True
+        past = 0.0  # when the read first reached the watermark
+        try:
+            while remaining > 0:
+                timeout = spec.fetch_timeout_s * (4 if first else 1)
+                first = False
+                t = time.perf_counter()
+                try:
+                    fetched = consumer.fetch(int(min(spec.chunk_records, remaining)), timeout)
+                except CorruptObjectError as e:
+                    if not spec.skip_parser_errors:
+                        raise
+                    self.errors.append(ErrorRecord.of(e))
+                    end, drained = e.resume, True
+                    break
+                finally:
+                    self.spent["fetch"] += time.perf_counter() - t
+                n = len(fetched)
+                if n:
+                    remaining -= n
+                    read += n
+                    rows += self._take(piece, fetched)
+                    if not fetched.at_end:
+                        if spec.whole or piece.watermark is None:
+                            continue
+                        if not spec.source.reached(consumer.position(), piece.watermark):
+                            continue
+                        past = past or time.monotonic()
+                        if time.monotonic() - past < FOLLOW_S:
+                            continue
+                        break  # a steady stream: what came after the plan is the next batch's
+                if spec.whole:
+                    drained = True
+                    break
+                if piece.watermark is None or spec.source.reached(
+                    consumer.position(), piece.watermark
+                ):
+                    drained = True
+                    break
+                if n == 0 and time.time() - self.started > spec.catch_up_s:
+                    break  # records are there but slow to come: the next batch goes on
+            if end is None:
+                end = consumer.position()
+        finally:
+            consumer.close()
+        return PieceResult(piece.partition, piece.start, end, read, rows, drained)
+
+    def _take(self, piece: Piece, fetched: Fetched) -> int:
+        """Decode ``fetched``; keep its rows for the next file. Returns the rows kept."""
+        self.nbytes += fetched.table.nbytes if fetched.table is not None else fetched.values.nbytes
+        t = time.perf_counter()
+        table = _decode(self.spec, piece.partition, fetched, self.errors)
+        self.spent["decode"] += time.perf_counter() - t
+        if table.num_rows:
+            self.pending.append(table)
+            self.pending_rows += table.num_rows
+        if self.pending_rows >= self.spec.file_rows:
+            self.flush()
+        return table.num_rows
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        spec = self.spec
+        t = time.perf_counter()
+        tables = self.pending
+        table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+        safe = "".join(c if c.isalnum() else "_" for c in spec.partition)[-40:]
+        name = f"part-b{spec.batch_id:08d}-t{spec.task:04d}-p{safe}-{len(self.staged):03d}"
+        self.staged.append(spec.writer.write(table, name))
+        self.pending, self.pending_rows = [], 0
+        self.spent["write"] += time.perf_counter() - t
+
+
+def _decode(
+    spec: TaskSpec, partition: str, fetched: Fetched, errors: list[ErrorRecord]
+) -> pa.Table:
+    """The fetched records as rows of the output; the ones that do not decode (or leave a
+    NOT NULL column empty) fail the batch or, with ``skip_parser_errors``, are added to
+    ``errors``."""
+    if fetched.table is not None:
+        decoded = spec.decoder.decode_table(fetched.table)
+    else:
+        decoded = spec.decoder.decode(fetched.values)
+    for bad in decoded.errors:
+        _reject(spec, partition, fetched, bad.index, bad.reason, errors)
+    table, kept = decoded.table, decoded.kept
+    want = spec.output_schema
+    if want is not None and spec.provenance:  # those two are appended below
+        want = pa.schema([f for f in want if f.name not in (PARTITION_COLUMN, OFFSET_COLUMN)])
+    if want is not None and table.schema != want:
+        table = conform(table, want)
+    if spec.metadata_columns:
+        table = _with_metadata(table, spec.metadata_columns, partition, fetched, kept)
+    if spec.not_null:
+        table, kept = _not_null(spec, partition, fetched, table, kept, errors)
+    if spec.provenance:
+        table = table.append_column(
+            PARTITION_COLUMN, pa.array([partition] * table.num_rows, pa.string())
+        ).append_column(OFFSET_COLUMN, fetched.positions.take(kept))
+    return table
+
+
+def _with_metadata(
+    table: pa.Table, columns: tuple[str, ...], partition: str, fetched: Fetched, kept: pa.Array
+) -> pa.Table:
+    """``table`` with its record-metadata columns filled (Pinot's ``metadata.populate``):
+    each is text unless the table gives the column another type."""
+    n = table.num_rows
+    headers = None
+    for name in columns:
+        if name not in table.column_names:
+            continue
+        if name == "__key":
+            values = _text(fetched.keys.take(kept)) if fetched.keys is not None else None
+        elif name == "__metadata$offset":
+            values = fetched.positions.take(kept).cast(pa.string())
+        elif name == "__metadata$partition":
+            values = pa.array([partition] * n, pa.string())
+        elif name == "__metadata$recordTimestamp":
+            ts = fetched.timestamps
+            values = ts.take(kept).cast(pa.string()) if ts is not None else None
+        else:  # __header$<name>: the last header of that name, as text
+            if headers is None:
+                rows = fetched.headers.take(kept).to_pylist() if fetched.headers else [[]] * n
+                headers = [{h["key"]: h["value"] for h in row or ()} for row in rows]
+            key = name[len("__header$") :]
+            values = _text(pa.array([h.get(key) for h in headers], pa.binary()))
+        if values is None:
+            values = pa.nulls(n, pa.string())
+        idx = table.schema.get_field_index(name)
+        target = table.schema.field(idx)
+        table = table.set_column(idx, target, values.cast(target.type))
+    return table
+
+
+def _text(values: pa.Array) -> pa.Array:
+    """Bytes as UTF-8 text (invalid sequences replaced, never an error)."""
+    try:
+        return values.cast(pa.string())
+    except pa.ArrowInvalid:
+        return pa.array(
+            [None if v is None else v.decode("utf-8", "replace") for v in values.to_pylist()],
+            pa.string(),
+        )
+
+
+def _reject(
+    spec: TaskSpec,
+    partition: str,
+    fetched: Fetched,
+    index: int,
+    reason: str,
+    errors: list[ErrorRecord],
+) -> None:
+    """Record ``fetched[index]`` as skipped, or fail the batch with it."""
+    offset = fetched.positions[index].as_py()
+    raw = fetched.raw(index)
+    err = DecodeError(
+        f"cannot decode the record at {spec.source.locate(partition, offset)}: {reason}",
+        partition=partition,
+        offset=offset,
+    )
+    if not spec.skip_parser_errors:
+        rec = ErrorRecord.of(err, raw=raw)
+        err.message += f"; value starts {rec.excerpt!r}"
+        raise err
+    errors.append(ErrorRecord.of(err, reason=reason, raw=raw))
+
+
+def _not_null(
+    spec: TaskSpec,
+    partition: str,
+    fetched: Fetched,
+    table: pa.Table,
+    kept: pa.Array,
+    errors: list[ErrorRecord],
+) -> tuple[pa.Table, pa.Array]:
+    """Rows with no value in a NOT NULL column are rejected like undecodable records."""
+    masks = {c: pc.is_null(table.column(c)) for c in spec.not_null if c in table.column_names}
+    if not masks:
+        return table, kept
+    mask = None
+    for m in masks.values():
+        mask = m if mask is None else pc.or_(mask, m)
+    if not pc.any(mask).as_py():
+        return table, kept
+    for row in pc.indices_nonzero(mask).to_pylist():
+        column = next(c for c, m in masks.items() if m[row].as_py())
+        reason = f"column '{column}' is NOT NULL but the record gives it no value"
+        _reject(spec, partition, fetched, kept[row].as_py(), reason, errors)
+    good = pc.invert(mask)
+    return table.filter(good), kept.filter(good)
+
+
+def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """Columns of ``schema`` in its order; the ones the decoder did not load are NULL."""
+    cols = [
+        table.column(f.name) if f.name in table.column_names else pa.nulls(table.num_rows, f.type)
+        for f in schema
+    ]
+    return pa.Table.from_arrays(cols, schema=schema)

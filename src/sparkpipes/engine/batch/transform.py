@@ -1,0 +1,198 @@
+"""Ingest-time SQL: a pipeline's ``SET`` and ``WHERE`` and a table's computed columns.
+
+They are Spark SQL expressions (in the SingleStore dialect, translated by
+``sparkpipes.engine.sql.dialect``), so they run in Spark, not in the decoding tasks: when a
+pipeline has any, its sink stages what the tasks decoded and runs them in one Spark job
+(a :class:`Refiner` is what the engine hands the sink). The batch still makes its one
+commit with the offsets; staged files are never part of the table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from sparkpipes.engine.batch.contract import ErrorRecord
+from sparkpipes.engine.schema import to_spark
+from sparkpipes.engine.sql.dialect import translate
+from sparkpipes.engine.sql.sandbox import check_expression
+from sparkpipes.errors import ConfigError, DecodeError
+
+
+@dataclass(frozen=True)
+class Transform:
+    """Expressions from the load schema to the table schema."""
+
+    assignments: tuple[tuple[str, str], ...] = ()
+    where: str | None = None
+    computed: tuple[tuple[str, str], ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.assignments or self.where or self.computed)
+
+    def expressions(self) -> list[str]:
+        """Every expression, as the user wrote it (the sandbox admits each before use)."""
+        out = [e for _, e in self.assignments] + [e for _, e in self.computed]
+        return out + ([self.where] if self.where else [])
+
+
+def _q(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+#: the column :func:`apply` adds with ``check``: why a row cannot be stored, or NULL
+REJECT_COLUMN = "__sp_reject"
+
+
+def checked_cast(src: str, target: str, column: str) -> tuple[str, str]:
+    """``src`` as ``target`` (NULL where it cannot be) and the reason it cannot, or NULL."""
+    lit = column.replace("\\", "\\\\").replace("'", "\\'")
+    value = f"try_cast(({src}) AS {target})"
+    reason = (
+        f"CASE WHEN ({src}) IS NOT NULL AND {value} IS NULL THEN concat('column ''{lit}'' "
+        f"cannot hold ', coalesce(try_cast(({src}) AS STRING), 'the value'), ' as "
+        f"{target.upper()}') END"
+    )
+    return value, reason
+
+
+def apply(
+    df,
+    transform: Transform,
+    table_schema: pa.Schema,
+    carry: Sequence[str] = (),
+    *,
+    check: bool = False,
+):
+    """The DataFrame of table rows: SET, then WHERE, then computed columns, then cast.
+    The ``carry`` columns of ``df`` are carried through unchanged, after the table's.
+
+    Without ``check`` a value the column's type cannot hold fails the Spark job (an
+    INSERT statement fails whole). With ``check`` it is stored as NULL and the row gets
+    a reason in :data:`REJECT_COLUMN` (after the carried ones), so one bad record can be
+    rejected with its partition and offset instead of failing every batch; an
+    expression that fails by itself (not by its cast) still fails the job."""
+    from pyspark.errors import PySparkException
+
+    spark_types = {f.name: f.dataType.simpleString() for f in to_spark(table_schema).fields}
+    reasons: list[str] = []
+
+    def cast(src: str, name: str, same_type: bool) -> str:
+        if not check or same_type:
+            return f"CAST(({src}) AS {spark_types[name]}) AS {_q(name)}"
+        value, reason = checked_cast(src, spark_types[name], name)
+        reasons.append(reason)
+        return f"{value} AS {_q(name)}"
+
+    spark = df.sparkSession
+    for text in transform.expressions():
+        check_expression(spark, translate(text))
+    try:
+        if transform.assignments:
+            assigned = {c for c, _ in transform.assignments}
+            keep = [_q(c) for c in df.columns if c not in assigned]
+            sets = [f"{translate(e)} AS {_q(c)}" for c, e in transform.assignments]
+            df = df.selectExpr(*keep, *sets)
+        if transform.where:
+            df = df.where(translate(transform.where))
+        have = {f.name: f.dataType.simpleString() for f in df.schema.fields}
+        base = []
+        for f in table_schema:
+            if f.name in dict(transform.computed):
+                continue
+            if f.name in have:
+                base.append(cast(_q(f.name), f.name, have[f.name] == spark_types[f.name]))
+            else:
+                base.append(f"CAST(NULL AS {spark_types[f.name]}) AS {_q(f.name)}")
+        df = df.selectExpr(*base, *[_q(c) for c in carry], *reasons)
+        reason_cols = [f"__sp_r{i}" for i in range(len(reasons))]
+        df = df.toDF(
+            *[f.name for f in table_schema if f.name not in dict(transform.computed)],
+            *carry,
+            *reason_cols,
+        )
+        for name, expr in transform.computed:
+            before = len(reasons)
+            col = cast(translate(expr), name, False)
+            extra = [f"{r} AS __sp_r{i}" for i, r in enumerate(reasons[before:], start=before)]
+            reason_cols += [f"__sp_r{i}" for i in range(before, len(reasons))]
+            df = df.selectExpr("*", col, *extra)
+        out = [*[f.name for f in table_schema], *carry]
+        if not check:
+            return df.select(*out)
+        if not reason_cols:
+            return df.selectExpr(*[_q(c) for c in out], f"CAST(NULL AS STRING) AS {REJECT_COLUMN}")
+        return df.selectExpr(
+            *[_q(c) for c in out], f"coalesce({', '.join(reason_cols)}) AS {REJECT_COLUMN}"
+        )
+    except PySparkException as e:
+        first = str(e).strip().splitlines()[0]
+        raise ConfigError(f"invalid SET / WHERE / computed-column expression: {first}") from None
+
+
+@dataclass(frozen=True)
+class Refiner:
+    """The ingest-time SQL of one pipeline into one table, as the sink SPI's ``refine``:
+    staged rows in, table rows (plus the extra columns asked for) out.
+
+    Staged rows carry their source partition and offset (``locate``). A row whose value
+    a column's type cannot hold (a computed ``PERSISTED INT`` over ``'abc'``) is a bad
+    record, not a poisoned table: it fails the batch naming its partition and offset,
+    or, with ``skip``, is left out and kept in :attr:`rejected` for the errors store
+    (the runner takes them with :meth:`drain`). Finding them costs one more Spark job
+    over the staged rows, paid only by pipelines with ingest-time SQL."""
+
+    transform: Transform
+    table_schema: pa.Schema
+    skip: bool = False
+    locate: tuple[str, str] | None = None  # (partition column, offset column) of staged rows
+    #: NOT NULL columns that SET or a computed expression fills (the tasks check the rest)
+    not_null: tuple[str, ...] = ()
+    #: how errors name a record's place: the source's own words (``Source.locate``)
+    where: Callable[[str, Any], str] | None = field(default=None, compare=False)
+    rejected: list[ErrorRecord] = field(default_factory=list, compare=False)
+
+    def _where(self, partition: str, offset: Any) -> str:
+        if self.where is None:
+            return f"partition {partition} offset {offset}"
+        return self.where(partition, offset)
+
+    def __call__(self, df, keep: Sequence[str] = ()):
+        if self.locate is None:
+            return apply(df, self.transform, self.table_schema, keep)
+        table = set(self.table_schema.names)
+        where = [c for c in self.locate if c not in table and c not in keep]
+        out = apply(df, self.transform, self.table_schema, (*keep, *where), check=True)
+        if self.not_null:
+            from pyspark.sql import functions as F
+
+            empty = [
+                F.when(F.col(_q(c)).isNull(), F.lit(f"column '{c}' is NOT NULL but gets no value"))
+                for c in self.not_null
+            ]
+            out = out.withColumn(REJECT_COLUMN, F.coalesce(F.col(REJECT_COLUMN), *empty))
+        part, offset = self.locate
+        bad = out.where(f"{REJECT_COLUMN} IS NOT NULL").select(part, offset, REJECT_COLUMN)
+        rows = bad.orderBy(part, offset).collect()
+        if rows:
+            errors = [
+                DecodeError(
+                    f"cannot load the record at {self._where(r[0], r[1])}: {r[2]}",
+                    partition=r[0],
+                    offset=r[1],
+                )
+                for r in rows
+            ]
+            if not self.skip:
+                raise errors[0]
+            self.rejected.extend(ErrorRecord.of(e, reason=r[2]) for e, r in zip(errors, rows))
+        return out.where(f"{REJECT_COLUMN} IS NULL").select(*self.table_schema.names, *keep)
+
+    def drain(self) -> list[ErrorRecord]:
+        """The rows rejected since the last call."""
+        out = list(self.rejected)
+        self.rejected.clear()
+        return out

@@ -1,0 +1,482 @@
+"""Running pipelines: one batch with the retry policy, a run of batches, the scheduler.
+
+Retry policy: a batch that fails with a *transient* error (source unreachable, a lost
+Spark executor, a failed commit) is retried with exponential backoff (0.25 s doubling, at
+most 10 s) up to the pipeline's ``max_retries``, re-assembling the pipeline each time; a
+terminal error (a record that does not decode, an offset out of range, bad options, a
+bug) or the last failed retry puts the pipeline into ``Error`` with the error recorded.
+While retries are pending the pipeline stays ``Running`` and its last error says what is
+being retried (``status`` shows it); a batch that then succeeds clears it.
+
+The scheduler (``run_forever``: a dispatcher thread) serves every ``Running`` pipeline
+from a worker thread of its own, turn after turn: plan the next batch under the
+pipeline's lock (a read: committed offsets and the source's listing) to learn its width,
+ask for room for that width (``engine.admission``:
+``pipelines_max_concurrent_batch_partitions``, default Spark's default parallelism, caps
+the Spark tasks of all batches at once, ``pipelines_max_concurrent`` the pipelines; served
+in turn, none starves; a plan wider than the cap was capped by the planner and runs
+alone), then run exactly that plan under the pipeline's lock, as Spark jobs in the
+pipeline's own FAIR pool, and free the room. A plan of width 0 (nothing new) takes no
+room and is not run. A retry waits its backoff without holding room, then asks again.
+
+Promises: a batch starts only while its pipeline is ``Running`` (checked under its lock:
+once ``stop`` returns, no batch of the pipeline runs); concurrent batches never take more
+than the room they were admitted with (a re-plan is capped to it); a pipeline whose turn
+loaded data goes again at once; one with nothing new waits, from an eighth of its
+``batch_interval_ms`` doubling while it stays idle, up to the interval itself
+(:func:`idle_wait`); ``close`` (or the ``halt`` given to ``run_forever``) ends every worker
+after its batch in flight, and returns once they have. The admission's state (who runs
+with how many partitions, who waits) is noted in the catalog on every change, for
+``sparkpipes status`` in other processes, and again every ``HEARTBEAT_S`` while the
+scheduler serves: a note older than ``STALE_S`` is from a scheduler that died (SIGKILL),
+and ``status`` shows no share from it.
+
+Leases (``engine.leasing``): a worker runs its pipeline only while this engine holds the
+pipeline's lease, waits for it while another engine does, and releases it when it ends;
+the dispatcher renews held leases; each batch's commit is fenced by a last renewal.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from sparkpipes.catalog import BatchState, PipelineState
+from sparkpipes.engine import variables
+from sparkpipes.engine.batch.protocol import BatchResult, Fence, Plan
+from sparkpipes.engine.runtime import Runtime
+from sparkpipes.engine.scheduler.admission import Admission
+from sparkpipes.engine.scheduler.leasing import Keeper
+from sparkpipes.errors import CatalogError, InternalError, LeaseLostError, SparkpipesError
+
+#: how often a serving scheduler renews its note, and the age at which a note is stale
+HEARTBEAT_S = 5.0
+#: how often the dispatcher reads which pipelines are Running (a START in this process
+#: wakes it at once; one from another process is seen within this time)
+DISPATCH_S = 1.0
+STALE_S = 3 * HEARTBEAT_S
+#: the catalog note of each engine's scheduler is ``scheduler:<engine id>``
+NOTE = "scheduler"
+
+log = logging.getLogger("sparkpipes.engine")
+
+MAX_BACKOFF_S = 10.0
+#: an idle pipeline's first wait is its interval divided by 2 ** IDLE_STEPS
+IDLE_STEPS = 3
+MIN_IDLE_S = 0.01
+
+
+def backoff(attempt: int) -> float:
+    """Seconds to wait before retry ``attempt`` (1-based)."""
+    return min(0.25 * 2 ** (attempt - 1), MAX_BACKOFF_S)
+
+
+def idle_wait(interval_s: float, idle: int) -> float:
+    """Seconds a pipeline waits before its next turn after ``idle`` (>= 1) turns in a row
+    found nothing new: an eighth of its interval, doubling, up to the interval."""
+    step = min(max(idle, 1) - 1, IDLE_STEPS)
+    return max(MIN_IDLE_S, interval_s / 2 ** (IDLE_STEPS - step))
+
+
+class Scheduler:
+    def __init__(self, rt: Runtime, warm_up: Callable[[], None]) -> None:
+        self.rt = rt
+        self._warm_up = warm_up
+        self._thread: threading.Thread | None = None
+        self._halt = threading.Event()
+        self._wake = threading.Event()
+        self._cv = threading.Condition()  # guards the admission and the workers
+        self._admission = Admission(1)
+        self._workers: dict[str, threading.Thread] = {}
+        self._warm_lock = threading.Lock()
+        self._note_lock = threading.Lock()
+        self._changes = 0  # the admission's state changes, counted under _cv
+        self._noted: tuple[int, dict] = (0, {})  # the last change noted in the catalog
+        self._noted_at = 0.0
+        self._ttl = (10.0, 0.0)  # (lease time-to-live, read at)
+        #: this engine's pipeline leases: only their holder's scheduler runs a pipeline
+        self.leases = Keeper(rt.catalog, self._lease_ttl_s)
+
+    def _lease_ttl_s(self) -> float:
+        ttl, at = self._ttl
+        if time.monotonic() - at > 5.0:
+            try:
+                values = variables.resolve(self.rt.catalog.variables())
+                ttl = max(0.5, values["pipelines_lease_ttl_ms"] / 1000)
+            except CatalogError:
+                pass
+            self._ttl = (ttl, time.monotonic())
+        return ttl
+
+    def _limits(self) -> tuple[int, int]:
+        """(partitions of all batches at once, pipelines at once; 0: no cap)."""
+        values = variables.resolve(self.rt.catalog.variables())
+        cap = values["pipelines_max_concurrent_batch_partitions"]
+        if not cap:
+            cap = int(self.rt.spark.sparkContext.defaultParallelism)
+        return max(1, cap), values["pipelines_max_concurrent"]
+
+    def _partition_cap(self) -> int:
+        """A batch run outside the dispatcher has the whole cluster: as many tasks as
+        ``_limits`` gives all batches at once (one wave; a stream's extra partitions
+        share tasks, which spares a second wave's task start-up)."""
+        return self._limits()[0]
+
+    def run_batch(
+        self,
+        name: str,
+        *,
+        plan: Plan | None = None,
+        max_partitions: int | None = None,
+        pause: Callable[[float], int] | None = None,
+        fence: Fence | None = None,
+    ) -> BatchResult:
+        """Run one batch with the retry policy; on final failure the pipeline is ``Error``.
+        From the scheduler: ``plan`` (first attempt only), ``max_partitions`` (the room
+        the batch was admitted with) and ``pause(seconds)``, the wait before a retry,
+        which returns the room the retry is admitted with (0: give up, the pipeline
+        stopped or the scheduler halts; the error is raised, the state stays)."""
+        max_retries = self._max_retries(name)
+        with self._warm_lock:  # once, even when the first batches start together
+            self._warm_up()
+        attempt = 0
+        cap = max_partitions or self._partition_cap()
+        with self.rt.lock(name):
+            while True:
+                attempt += 1
+                try:
+                    result = self.rt.runner(name).run(
+                        attempt, cap, plan=plan if attempt == 1 else None, fence=fence
+                    )
+                except LeaseLostError:
+                    raise  # not this engine's pipeline any more: no retry, no error state
+                except SparkpipesError as e:
+                    e.with_context(pipeline=name)
+                    if e.transient and attempt <= max_retries:
+                        delay = backoff(attempt)
+                        log.warning("%s; retry %d/%d in %.1fs", e, attempt, max_retries, delay)
+                        self._note(name, last_error=f"{e} (retry {attempt}/{max_retries})")
+                        self.rt.forget(name)
+                        if pause is None:
+                            time.sleep(delay)
+                        elif not (cap := pause(delay)):
+                            raise
+                        continue
+                    self._note(name, state=PipelineState.ERROR, last_error=str(e))
+                    raise
+                break
+        rec = self.rt.catalog.pipeline(name)
+        if rec.last_error and rec.state != PipelineState.ERROR:
+            self.rt.catalog.update_pipeline(name, last_error=None)
+        if result.state != BatchState.NO_DATA:
+            log.info(
+                "pipeline %s batch %d: %s, %d rows in %.2fs",
+                name,
+                result.batch_id,
+                result.state,
+                result.rows,
+                result.seconds,
+            )
+        return result
+
+    def _max_retries(self, name: str) -> int:
+        """From the stored definition: assembling the pipeline is the first attempt's
+        work, retried like the rest (a sink that reads its table's columns from a
+        database that is restarting)."""
+        from sparkpipes.config import PipelineSpec
+
+        return PipelineSpec.from_json(self.rt.catalog.pipeline(name).definition).batch.max_retries
+
+    def _note(self, name: str, **values: object) -> None:
+        """Best effort: a catalog that cannot take the update (its disk is full too) must
+        not hide the batch's own error, nor stop its retries."""
+        try:
+            self.rt.catalog.update_pipeline(name, **values)
+        except CatalogError as e:
+            log.warning("could not record pipeline %s's state: %s", name, e)
+
+    def run_batches(
+        self,
+        name: str,
+        n: int = 1,
+        *,
+        until_idle: bool = False,
+        progress: Callable[[BatchResult], None] | None = None,
+    ) -> list[BatchResult]:
+        out = []
+        for _ in range(n):
+            r = self.run_batch(name)
+            out.append(r)
+            if progress is not None:
+                progress(r)
+            if until_idle and r.state == BatchState.NO_DATA:
+                break
+        return out
+
+    def start(self, name: str | None = None, *, run: bool = True) -> None:
+        names = [name] if name else [p.name for p in self.rt.catalog.pipelines()]
+        for n in names:
+            self.rt.catalog.pipeline(n)
+            self.rt.catalog.update_pipeline(n, state=PipelineState.RUNNING, last_error=None)
+        self._wake.set()
+        if run:
+            self._ensure_thread()
+
+    def stop(self, name: str | None = None) -> None:
+        """Set ``Stopped``; returns once a batch in flight has finished."""
+        names = [name] if name else [p.name for p in self.rt.catalog.pipelines()]
+        for n in names:
+            self.rt.catalog.update_pipeline(n, state=PipelineState.STOPPED)
+        for n in names:
+            with self.rt.lock(n):
+                pass
+
+    def _ensure_thread(self) -> None:
+        if self._thread is None or not self._thread.is_alive():
+            self._halt.clear()
+            self._thread = threading.Thread(target=self.run_forever, name="sparkpipes", daemon=True)
+            self._thread.start()
+
+    def _halted(self, halt: threading.Event) -> bool:
+        return halt.is_set() or self._halt.is_set()
+
+    def run_forever(self, halt: threading.Event | None = None) -> None:
+        """Serve every ``Running`` pipeline, each from its own thread, until ``halt`` (or
+        ``close``) is set; returns when every pipeline thread has finished its batch."""
+        halt = halt or self._halt
+        mine: list[threading.Thread] = []
+        try:
+            while not self._halted(halt):
+                try:
+                    running = [
+                        p.name
+                        for p in self.rt.catalog.pipelines()
+                        if p.state == PipelineState.RUNNING
+                    ]
+                except CatalogError as e:  # a catalog that is down for a while
+                    log.warning("scheduler: %s", e)
+                    halt.wait(1.0)
+                    continue
+                mine = [w for w in mine if w.is_alive()]
+                with self._cv:  # two dispatchers (start() and `run`) share the workers
+                    for name in running:
+                        worker = self._workers.get(name)
+                        if worker is None or not worker.is_alive():
+                            worker = threading.Thread(
+                                target=self._serve,
+                                args=(name, halt),
+                                name=f"sparkpipes-{name}",
+                                daemon=True,
+                            )
+                            self._workers[name] = worker
+                            mine.append(worker)
+                            worker.start()
+                if mine:
+                    self._publish(self._changes, beat=True)
+                self.leases.renew_due()
+                self._nap(halt)
+        finally:
+            with self._cv:
+                self._cv.notify_all()
+            for worker in mine:
+                worker.join()
+            with self._cv:
+                for name, worker in list(self._workers.items()):
+                    if not worker.is_alive():
+                        del self._workers[name]
+                self._changes += 1
+                change = self._changes
+            self._publish(change)  # what still runs or waits (nothing, for one engine)
+            with self._cv:
+                idle = not self._workers
+            if idle:  # this engine serves nothing any more: its note goes
+                try:
+                    self.rt.catalog.drop_note(f"{NOTE}:{self.leases.me}")
+                except CatalogError:
+                    pass
+
+    def _nap(self, halt: threading.Event) -> None:
+        """Until the next dispatch: ``DISPATCH_S``, or a START or ``close`` in this
+        process (a halt set elsewhere is seen by the next dispatch); lease renewals stay
+        on their own, shorter clock (woken when one is due, not polled)."""
+        until = time.monotonic() + DISPATCH_S
+        while not self._halted(halt) and not self._wake.is_set():
+            left = until - time.monotonic()
+            if left <= 0:
+                break
+            self._wake.wait(min(left, max(0.02, self.leases.due_in_s())))
+            self.leases.renew_due()
+        self._wake.clear()
+
+    def _serve(self, name: str, halt: threading.Event) -> None:
+        """One pipeline's turns, while it is ``Running`` and this engine holds its lease
+        (waiting for the lease while another engine holds it); the lease is released
+        when the pipeline stops or the scheduler halts."""
+        idle = 0
+        held: str | None = None
+        try:
+            while not self._halted(halt):
+                try:
+                    rec = self.rt.catalog.pipeline(name)
+                except SparkpipesError:
+                    return  # dropped
+                if rec.state != PipelineState.RUNNING:
+                    return
+                if not self.leases.hold(rec.id):
+                    halt.wait(self.leases.poll_s)
+                    continue
+                held = rec.id
+                if self._turn(name, halt, rec.id):
+                    idle = 0
+                    continue
+                idle += 1
+                interval = rec.definition.get("batch", {}).get("interval_ms", 2500) / 1000
+                halt.wait(idle_wait(interval, idle))
+        finally:
+            if held is not None:
+                self.leases.release(held)
+
+    def _turn(self, name: str, halt: threading.Event, pipeline_id: str) -> bool:
+        """Plan, wait for room, run one batch; whether it loaded anything. Errors are
+        recorded, not raised: the other pipelines go on."""
+        try:
+            cap, most = self._limits()
+            plan: Plan | None = None
+            with self.rt.lock(name):
+                if not self._still_running(name):
+                    return False
+                planner = self.rt.runner(name)
+                try:
+                    plan = planner.plan(cap)
+                except SparkpipesError:
+                    pass  # the batch fails the same way, under the retry policy
+            if plan is not None and plan.width == 0:
+                return False  # nothing new: no batch, no room
+            width = self._wait_for_room(name, plan.width if plan else 1, cap, most, halt)
+            if not width:
+                return False
+            try:
+                with self.rt.lock(name):
+                    if not self._still_running(name):
+                        return False  # stopped while it waited for room
+                    if plan is not None and (
+                        plan.width > width or self.rt.runner(name) is not planner
+                    ):
+                        plan = None  # the cap went down, or the pipeline changed: re-plan
+                    self.rt.spark.sparkContext.setLocalProperty("spark.scheduler.pool", name)
+                    result = self.run_batch(
+                        name,
+                        plan=plan,
+                        max_partitions=width,
+                        pause=lambda delay: self._pause(name, width, halt, delay),
+                        fence=lambda: self.leases.fence(pipeline_id, name),
+                    )
+                return result.state != BatchState.NO_DATA
+            finally:
+                self._free(name)
+        except LeaseLostError as e:
+            log.warning("%s", e)
+        except SparkpipesError as e:
+            log.error("%s", e)
+        except Exception as e:  # a bug must not stop the other pipelines
+            log.exception("unexpected failure in pipeline %s", name)
+            err = InternalError(f"unexpected failure: {type(e).__name__}: {e}", pipeline=name)
+            self._note(name, state=PipelineState.ERROR, last_error=str(err))
+        return False
+
+    def _pause(self, name: str, width: int, halt: threading.Event, delay: float) -> int:
+        """Between two attempts of a batch: free its room, wait ``delay``, ask for the
+        same room again; the room admitted, 0 if halted or stopped meanwhile."""
+        self._free(name)
+        if halt.wait(delay) or self._halted(halt):
+            return 0
+        cap, most = self._limits()
+        return self._wait_for_room(name, width, cap, most, halt)
+
+    def _wait_for_room(
+        self, name: str, width: int, cap: int, most: int, halt: threading.Event
+    ) -> int:
+        """Queue for ``width`` partitions; the room admitted (at most ``cap``), or 0 if
+        halted or stopped while waiting."""
+        adm = self._admission
+        with self._cv:
+            adm.capacity, adm.max_pipelines = cap, most
+            adm.ask(name, width)
+            self._changes += 1
+        gone = False
+        check_at = time.monotonic() + 1.0
+        while True:
+            with self._cv:
+                if adm.admit():
+                    self._changes += 1
+                    self._cv.notify_all()
+                admitted = adm.running.get(name, 0)
+                done = bool(admitted) or gone or self._halted(halt)
+                if done and not admitted:
+                    adm.withdraw(name)
+                    self._changes += 1
+                change = self._changes
+            self._publish(change)
+            if done:
+                return admitted
+            if time.monotonic() >= check_at:  # a catalog read: not under the lock
+                check_at = time.monotonic() + 1.0
+                gone = not self._still_running(name)
+                continue
+            with self._cv:
+                if name not in adm.running and not self._halted(halt):
+                    self._cv.wait(0.2)
+
+    def _still_running(self, name: str) -> bool:
+        try:
+            return self.rt.catalog.pipeline(name).state == PipelineState.RUNNING
+        except SparkpipesError:
+            return False
+
+    def _free(self, name: str) -> None:
+        with self._cv:
+            self._admission.release(name)
+            self._admission.admit()
+            self._changes += 1
+            change = self._changes
+            self._cv.notify_all()
+        self._publish(change)
+
+    def _publish(self, change: int, *, beat: bool = False) -> None:
+        """Best effort, outside the admission's lock: note the admission's state (as of
+        now, at least as new as ``change``) for ``status`` in any process, if it differs
+        from the state noted last or (``beat``) the last note is getting old."""
+        with self._note_lock:
+            due = beat and time.time() - self._noted_at >= HEARTBEAT_S
+            if change <= self._noted[0] and not due:
+                return  # a newer state was noted already
+            with self._cv:
+                adm = self._admission
+                latest = self._changes
+                state = {
+                    "capacity": adm.capacity,
+                    "running": dict(adm.running),
+                    "waiting": adm.waiting,
+                }
+            if state != self._noted[1] or due:
+                try:
+                    now = time.time()
+                    note = json.dumps({"at": now, **state}, sort_keys=True)
+                    self.rt.catalog.put_note(f"{NOTE}:{self.leases.me}", note)
+                    self._noted_at = now
+                except Exception as e:  # best effort: status shows less, batches go on
+                    log.debug("could not note the scheduler's state: %s", e)
+                    return
+            self._noted = (latest, state)
+
+    def close(self) -> None:
+        self._halt.set()
+        self._wake.set()  # the dispatcher's nap
+        with self._cv:
+            self._cv.notify_all()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None

@@ -1,0 +1,81 @@
+"""Pinot ingestion expressions (``transformFunction``, ``filterFunction``) → Spark SQL.
+
+:func:`translate` reads one Pinot expression and writes the Spark SQL that computes the
+same value over a record, Pinot's function semantics included; :func:`filter_sql` writes
+the condition of the records a Pinot ``filterFunction`` keeps. Errors are
+:class:`~sparkpipes.errors.ConfigError` messages that begin with the caller's ``where``.
+
+What the SQL reads and returns:
+
+* every record field (``ts``, ``"a.b"``, ``"__metadata$offset"``) is the column
+  ```@name``` — a pipeline variable, which sparkpipes loads as text (nested values as JSON
+  text). Arguments are converted to the type the Pinot function declares (``long millis``
+  → BIGINT, ``String`` → STRING …) with ``try_cast``, so a value that does not convert is
+  NULL rather than a failed batch; a comparison or arithmetic between a field and a number
+  compares / computes numerically.
+* Pinot's epoch millis are BIGINT; date-time functions work in UTC unless given a time
+  zone, and never depend on ``spark.sql.session.timeZone`` (they compute on
+  TIMESTAMP_NTZ wall clocks and explicit zone conversions, not Spark's zone-dependent
+  ``date_format`` / ``year`` on TIMESTAMP).
+* a function returns NULL when an argument is NULL, as Pinot's scalar functions do, except
+  where Pinot's takes a default (``jsonPathString(json, path, default)`` …).
+* division and remainder by zero are NULL (Pinot's doubles give Infinity / NaN; Spark's
+  ANSI mode would fail the batch).
+
+:data:`FUNCTIONS` lists every function: its name lower-cased without underscores (Pinot
+matches names that way, so ``to_epoch_seconds`` is ``toEpochSeconds``) → its
+:class:`Function` (Pinot's spelling, parameters, argument count, what it returns).
+``Groovy({...}, ...)`` is refused: a Groovy script is arbitrary code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# the function modules register their functions in FUNCTIONS as they are imported, the
+# date and time functions first (FUNCTIONS lists them in that order)
+from sparkpipes.frontends.pinot.expr import times  # noqa: F401  # isort: skip
+from sparkpipes.frontends.pinot.expr import functions  # noqa: F401  # isort: skip
+from sparkpipes.frontends.pinot.expr.core import FUNCTIONS, Function, _as
+from sparkpipes.frontends.pinot.expr.parser import _Parser
+
+__all__ = ["FUNCTIONS", "Function", "PinotExpr", "filter_sql", "translate"]
+
+
+@dataclass(frozen=True)
+class PinotExpr:
+    """One translated expression.
+
+    ``sql`` is Spark SQL text, parenthesised as needed so it can be embedded anywhere;
+    ``fields`` are the record fields it reads (each is the column ```@name``` in ``sql``),
+    in order of first appearance, without duplicates.
+    """
+
+    sql: str
+    fields: tuple[str, ...]
+    #: the Spark type of the result where it is known (BIGINT for epoch millis …)
+    type: str | None = None
+
+
+def translate(expr: str, *, where: str) -> PinotExpr:
+    """The Spark SQL of the Pinot expression ``expr`` (a ``transformFunction``).
+
+    Raises :class:`ConfigError`, its message starting with ``where``, for an empty or
+    malformed expression, an unknown function (naming the nearest known one), a wrong
+    number of arguments, an argument a function needs as a literal (a date pattern, a JSON
+    type …) given otherwise, and ``Groovy(...)``.
+    """
+    node, fields = _Parser(expr, where, "transform").parse()
+    return PinotExpr(node.sql, fields, node.type)
+
+
+def filter_sql(expr: str, *, where: str) -> PinotExpr:
+    """The Spark SQL condition of the records a Pinot ``filterFunction`` keeps.
+
+    Pinot drops a record for which the filter is true, so this is
+    ``NOT coalesce((<filter>), false)``: a record whose filter is false or NULL is kept.
+    Errors as for :func:`translate`.
+    """
+    node, fields = _Parser(expr, where, "filter").parse()
+    cond = _as(node, "BOOLEAN").sql
+    return PinotExpr(f"(NOT coalesce(({cond}), false))", fields)

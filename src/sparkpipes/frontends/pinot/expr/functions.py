@@ -1,0 +1,441 @@
+"""The string, math, JSON and miscellaneous functions, registered in ``FUNCTIONS``."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from sparkpipes.frontends.pinot.expr.core import (
+    _INT_MIN,
+    _LONG_MIN,
+    _NOT,
+    _as,
+    _Build,
+    _def,
+    _Fail,
+    _lit,
+    _Node,
+    _numeric,
+    _str,
+    _unify,
+)
+
+# --- strings --------------------------------------------------------------------------
+
+for _names, _tmpl, _doc in (
+    ("upper", "upper({0})", "upper case"),
+    ("lower", "lower({0})", "lower case"),
+    ("reverse", "reverse({0})", "the characters in reverse order"),
+    ("length", "char_length({0})", "the number of characters"),
+    (
+        "trim",
+        "regexp_replace({0}, '^[\\\\x00-\\\\x20]+|[\\\\x00-\\\\x20]+$', '')",
+        "without leading and trailing spaces and control characters (Java's trim)",
+    ),
+    ("ltrim", "regexp_replace({0}, '^\\\\s+', '')", "without leading whitespace"),
+    ("rtrim", "regexp_replace({0}, '\\\\s+$', '')", "without trailing whitespace"),
+    ("encodeUrl", "url_encode({0})", "URL-encoded (UTF-8, form encoding)"),
+    ("decodeUrl", "try_url_decode({0})", "URL-decoded; NULL if malformed"),
+):
+    _def(f"{_names}(input:S) -> S", _tmpl, _doc)
+_defs_s = (
+    ("startsWith(input:S, prefix:S) -> Z", "startswith({0}, {1})"),
+    ("endsWith(input:S, suffix:S) -> Z", "endswith({0}, {1})"),
+    ("contains(input:S, substring:S) -> Z", "contains({0}, {1})"),
+    ("replace(input:S, find:S, substitute:S) -> S", "replace({0}, {1}, {2})"),
+    ("remove(input:S, search:S) -> S", "replace({0}, {1}, '')"),
+    ("leftSubStr(input:S, length:I) -> S", "left({0}, {1})"),
+    ("rightSubStr(input:S, length:I) -> S", "right({0}, {1})"),
+    ("toUtf8(input:S) -> B", "encode({0}, 'UTF-8')"),
+    ("fromUtf8(input:B) -> S", "decode({0}, 'UTF-8')"),
+    ("toBytes(input:S, charset:S) -> B", "encode({0}, {1})"),
+    ("fromBytes(input:B, charset:S) -> S", "decode({0}, {1})"),
+    ("toBase64(input:B) -> S", "base64({0})"),
+    ("fromBase64(input:S) -> B", "try_to_binary({0}, 'base64')"),
+    ("md5(input:B) -> S", "md5({0})"),
+    ("sha(input:B) -> S", "sha1({0})"),
+    ("sha256(input:B) -> S", "sha2({0}, 256)"),
+    ("sha512(input:B) -> S", "sha2({0}, 512)"),
+    ("isJson(input:S) -> Z", "({0} IS NULL OR try_parse_json({0}) IS NOT NULL)"),
+)
+for _spec, _tmpl in _defs_s:
+    _def(_spec, _tmpl)
+_def(
+    "concat(input1:S, input2:S, separator:S?) -> S",
+    {2: "concat({0}, {1})", 3: "concat({0}, {2}, {1})"},
+    "input1 + separator + input2 (Pinot's separator is the THIRD argument)",
+)
+_def("concat_ws(separator:S, input1:S, input2:S) -> S", "concat({1}, {0}, {2})")
+_def(
+    "repeat(input:S, timesOrSeparator:*, times:I?) -> S",
+    lambda a: (
+        f"repeat({_as(a[0], 'STRING').sql}, {_as(a[1], 'INT').sql})"
+        if len(a) == 2
+        else f"array_join(array_repeat({a[0].sql}, {a[2].sql}), {_as(a[1], 'STRING').sql})"
+    ),
+)
+_def(
+    "strcmp(input1:S, input2:S) -> I",
+    "CASE WHEN {0} = {1} THEN 0 WHEN {0} < {1} THEN -1 WHEN {0} > {1} THEN 1 END",
+    "-1, 0 or 1 as input1 sorts before, with or after input2",
+)
+
+
+def _pad(side: str) -> _Build:
+    return lambda a: (
+        f"CASE WHEN char_length({a[0].sql}) >= {a[1].sql} THEN {a[0].sql} "
+        f"ELSE {side}({a[0].sql}, {a[1].sql}, {a[2].sql}) END"
+    )
+
+
+_def("lpad(input:S, size:I, pad:S) -> S", _pad("lpad"), "padded on the left; never cut")
+_def("rpad(input:S, size:I, pad:S) -> S", _pad("rpad"), "padded on the right; never cut")
+
+
+def _substr(args: list[_Node]) -> str:
+    s, b = args[0].sql, args[1]
+    e = args[2] if len(args) > 2 else None
+    bv = b.literal(int)
+    ev = -1 if e is None else e.literal(int)
+    if bv is not _NOT and bv >= 0 and ev is not _NOT and (ev == -1 or ev >= 0):
+        if ev == -1:
+            return f"substring({s}, {bv + 1})"
+        return f"substring({s}, {bv + 1}, {max(ev - bv, 0)})"
+    n = f"char_length({s})"
+    begin = f"CASE WHEN {b.sql} < 0 THEN greatest({n} + {b.sql}, 0) ELSE {b.sql} END"
+    end = (
+        n
+        if e is None
+        else f"CASE WHEN {e.sql} = -1 THEN {n} WHEN {e.sql} < 0 THEN {n} + {e.sql} "
+        f"ELSE least({e.sql}, {n}) END"
+    )
+    return f"substring({s}, ({begin}) + 1, greatest(({end}) - ({begin}), 0))"
+
+
+_def(
+    "substr(input:S, beginIndex:I, endIndex:I?) -> S",
+    _substr,
+    "characters beginIndex (0-based; negative counts from the end) up to endIndex "
+    "(exclusive; -1: to the end)",
+)
+_def(
+    "substring(input:S, beginIndex:I, length:I?) -> S",
+    {2: "substring({0}, {1})", 3: "substring({0}, {1}, {2})"},
+    "SQL's substring: 1-based",
+)
+
+
+def _strpos(args: list[_Node]) -> str:
+    s, f = args[0].sql, args[1].sql
+    if len(args) == 2:
+        return f"(instr({s}, {f}) - 1)"
+    n = args[2].sql
+    nth = (
+        f"aggregate(sequence(1, {n}), 0, (acc, i) -> CASE WHEN i > 1 AND acc = 0 THEN 0 "
+        f"ELSE locate({f}, {s}, acc + 1) END)"
+    )
+    return f"CASE WHEN {n} <= 0 THEN -1 WHEN {f} = '' THEN 0 ELSE ({nth}) - 1 END"
+
+
+_def(
+    "strpos(input:S, find:S, instance:I?) -> I",
+    _strpos,
+    "0-based index of the first (or instance-th) occurrence of find; -1 if none",
+)
+_def(
+    "strrpos(input:S, find:S) -> I",
+    "CASE WHEN instr(reverse({0}), reverse({1})) = 0 THEN -1 ELSE "
+    "char_length({0}) - char_length({1}) - instr(reverse({0}), reverse({1})) + 1 END",
+    "0-based index of the last occurrence of find; -1 if none",
+)
+
+
+def _java_quote(text: str) -> str:
+    if "\\E" not in text:
+        return "\\Q" + text + "\\E"
+    return "".join("\\" + c if not c.isalnum() else c for c in text)
+
+
+def _tokens(s: _Node, delim: _Node) -> str:
+    """Commons-lang's splitByWholeSeparator: pieces between whole delimiters, no empty
+    ones."""
+    d = delim.literal(str)
+    if d is _NOT:
+        regex = f"concat('\\\\Q', {delim.sql}, '\\\\E')"
+    else:
+        regex = _str("\\s+" if d == "" else _java_quote(d))
+    return f"filter(split({s.sql}, {regex}), x -> x != '')"
+
+
+_def(
+    "split(input:S, delimiter:S) -> A",
+    lambda a: _tokens(a[0], a[1]),
+    "the pieces between delimiters (whole string, not a regex), empty pieces dropped",
+)
+_def(
+    "splitPart(input:S, delimiter:S, index:I) -> S",
+    lambda a: (
+        f"CASE WHEN {a[0].sql} IS NULL THEN NULL ELSE coalesce(try_element_at("
+        f"{_tokens(a[0], a[1])}, CASE WHEN {a[2].sql} >= 0 THEN {a[2].sql} + 1 "
+        f"ELSE {a[2].sql} END), 'null') END"
+    ),
+    "piece index (0-based; negative counts from the end) of split(input, delimiter); "
+    "the text 'null' when there is none, as Pinot",
+)
+
+
+def _regex(pattern: _Node, flag: _Node | None) -> str:
+    """``pattern``'s SQL, case-insensitive when ``flag`` (a literal) contains 'i'."""
+    if flag is None:
+        return pattern.sql
+    f = _lit(flag, str, "the match flag")
+    if "i" not in f:
+        return pattern.sql
+    value = pattern.literal(str)
+    return _str("(?i)" + value) if value is not _NOT else f"concat('(?i)', {pattern.sql})"
+
+
+def _regexp_extract(args: list[_Node]) -> str:
+    s, r = args[0].sql, args[1].sql
+    group = args[2].sql if len(args) > 2 else "0"
+    default = args[3].sql if len(args) > 3 else "''"
+    return (
+        f"CASE WHEN {s} IS NULL THEN NULL WHEN {s} RLIKE {r} "
+        f"THEN regexp_extract({s}, {r}, {group}) ELSE {default} END"
+    )
+
+
+_def(
+    "regexpExtract(input:S, regexp:S, group:I?, default:S?) -> S",
+    _regexp_extract,
+    "group (default 0) of the first match of regexp; default ('' if not given) if none",
+)
+
+
+def _regexp_replace(args: list[_Node]) -> str:
+    s, rep = args[0].sql, args[2]
+    regex = _regex(args[1], args[5] if len(args) > 5 else None)
+    start = "1"
+    if len(args) > 3:
+        pos = args[3].literal(int)
+        start = f"{args[3].sql} + 1" if pos is _NOT else str(pos + 1)
+    occurrence = _lit(args[4], int, "the occurrence of regexpReplace") if len(args) > 4 else -1
+    if occurrence < 0:
+        return f"regexp_replace({s}, {regex}, {rep.sql}, {start})"
+    r, text = args[1].literal(str), rep.literal(str)
+    if r is _NOT or text is _NOT or "$" in text or "\\" in text:
+        raise _Fail(
+            "regexpReplace replaces one occurrence only with a literal regexp and a "
+            "replacement without '$' or '\\'"
+        )
+    flags = "(?si)" if regex != args[1].sql else "(?s)"
+    nth = _str(f"{flags}^((?:.*?(?:{r})){{{occurrence}}}.*?)(?:{r})")
+    return f"regexp_replace({s}, {nth}, {_str('$1' + text)}, {start})"
+
+
+_def(
+    "regexpReplace(input:S, regexp:S, replacement:S, matchStartPos:I?, "
+    "occurrence:I?, flag:S?) -> S",
+    _regexp_replace,
+    "matches of regexp from matchStartPos (0-based) replaced, all or only the "
+    "occurrence-th (0-based); flag 'i': case-insensitive",
+)
+_def(
+    "regexpLike(input:S, regexp:S, flag:S?) -> Z",
+    lambda a: f"({a[0].sql} RLIKE {_regex(a[1], a[2] if len(a) > 2 else None)})",
+    "whether regexp matches somewhere in input; flag 'i': case-insensitive",
+)
+
+# --- math -----------------------------------------------------------------------------
+
+for _names, _tmpl in (
+    ("abs", "abs({0})"),
+    ("ceil|ceiling", "CAST(ceil({0}) AS DOUBLE)"),
+    ("floor", "CAST(floor({0}) AS DOUBLE)"),
+    ("exp", "exp({0})"),
+    ("ln|log", "ln({0})"),
+    ("log2", "log2({0})"),
+    ("log10", "log10({0})"),
+    ("sqrt", "sqrt({0})"),
+    ("sign", "signum({0})"),
+):
+    _def(f"{_names}(a:D) -> D", _tmpl)
+for _names, _tmpl in (
+    ("plus|add", "({0} + {1})"),
+    ("minus|sub", "({0} - {1})"),
+    ("times|mult", "({0} * {1})"),
+    ("divide|div", "try_divide({0}, {1})"),
+    ("mod", "try_mod({0}, {1})"),
+    ("power|pow", "power({0}, {1})"),
+    ("least", "CASE WHEN {0} IS NULL OR {1} IS NULL THEN NULL ELSE least({0}, {1}) END"),
+    ("greatest", "CASE WHEN {0} IS NULL OR {1} IS NULL THEN NULL ELSE greatest({0}, {1}) END"),
+):
+    _def(f"{_names}(a:D, b:D) -> D", _tmpl, "on DOUBLE, as Pinot; / and % by zero are NULL")
+_def(
+    "roundDecimal(a:D, scale:I?) -> D",
+    {1: "CAST(floor({0} + 0.5D) AS DOUBLE)", 2: "round({0}, {1})"},
+    "a rounded half up to scale decimals (none: to a whole number)",
+)
+
+# --- JSON -----------------------------------------------------------------------------
+
+
+def _json_path(node: _Node) -> str:
+    """The SQL of a JSONPath for get_json_object, checked when it is a literal."""
+    path = node.literal(str)
+    if path is _NOT:
+        return node.sql
+    p = path.strip()
+    if not p.startswith("$"):
+        p = "$." + p  # Jayway JsonPath reads 'a.b' as '$.a.b'
+    p = re.sub(r'\["((?:[^"\\]|\\.)*)"\]', lambda m: "['" + m.group(1) + "']", p)
+    for bad, what in (
+        ("..", "deep scan ('..')"),
+        ("?(", "a filter ('?(...)')"),
+        ("[-", "a negative index"),
+        ("()", "a function"),
+        (":", "a slice"),
+        ("','", "a union of keys"),
+    ):
+        if bad in p:
+            raise _Fail(f"JSON path '{path}' uses {what}, which sparkpipes does not support")
+    return _str(p)
+
+
+def _json_value(args: list[_Node]) -> str:
+    return f"get_json_object({args[0].sql}, {_json_path(args[1])})"
+
+
+def _json_long(v: str) -> str:
+    return f"coalesce(try_cast({v} AS BIGINT), try_cast(try_cast({v} AS DOUBLE) AS BIGINT))"
+
+
+def _json_int(v: str) -> str:
+    return f"coalesce(try_cast({v} AS INT), try_cast(try_cast({v} AS DOUBLE) AS INT))"
+
+
+def _json_typed(conv: Callable[[str], str], missing: str) -> _Build:
+    def build(args: list[_Node]) -> str:
+        value = conv(_json_value(args))
+        if len(args) > 2:
+            return f"coalesce({value}, {args[2].sql})"
+        return f"CASE WHEN {args[0].sql} IS NULL THEN NULL ELSE coalesce({value}, {missing}) END"
+
+    return build
+
+
+_def(
+    "jsonPathString(json:S, path:S, default:S?) -> S",
+    lambda a: f"coalesce({_json_value(a)}, {a[2].sql})" if len(a) > 2 else _json_value(a),
+    "the value at path: a string as is, anything else as JSON text; NULL (or default) if absent",
+)
+_def("jsonPath(json:S, path:S) -> S", _json_value, "as jsonPathString")
+_def(
+    "jsonPathLong(json:S, path:S, default:L?) -> L",
+    _json_typed(_json_long, _LONG_MIN),
+    "the value at path as BIGINT (fractions truncated); default, or Long.MIN_VALUE, if "
+    "absent or not a number",
+)
+_def(
+    "jsonPathInt(json:S, path:S, default:I?) -> I",
+    _json_typed(_json_int, _INT_MIN),
+    "as jsonPathLong, INT (Integer.MIN_VALUE)",
+)
+_def(
+    "jsonPathDouble(json:S, path:S, default:D?) -> D",
+    _json_typed(lambda v: f"try_cast({v} AS DOUBLE)", "CAST('NaN' AS DOUBLE)"),
+    "the value at path as DOUBLE; default, or NaN, if absent or not a number",
+)
+
+
+def _json_array(args: list[_Node]) -> str:
+    v = _json_value(args)
+    return (
+        f"CASE WHEN {v} IS NULL THEN NULL WHEN startswith(ltrim({v}), '[') "
+        f"THEN from_json({v}, 'array<string>') ELSE array({v}) END"
+    )
+
+
+_def(
+    "jsonPathArray(json:S, path:S) -> A",
+    _json_array,
+    "the array at path as ARRAY<STRING> (strings as is, other elements as JSON text); a "
+    "single value becomes a one-element array; NULL if absent",
+)
+_def(
+    "jsonPathArrayDefaultEmpty(json:S, path:S) -> A",
+    lambda a: f"coalesce({_json_array(a)}, CAST(array() AS ARRAY<STRING>))",
+    "as jsonPathArray, an empty array if absent",
+)
+_def(
+    "jsonPathExists(json:S, path:S) -> Z",
+    lambda a: f"({_json_value(a)} IS NOT NULL)",
+    "whether path has a non-null value",
+)
+
+
+def _json_format(args: list[_Node]) -> str:
+    x, t = args[0].sql, args[0].type
+    if t is not None and (t.startswith("ARRAY") or t.startswith("MAP") or t.startswith("STRUCT")):
+        return f"to_json({x})"
+    if _numeric(t) or t == "BOOLEAN":
+        return f"CAST({x} AS STRING)"
+    if t == "TIMESTAMP":
+        return f"CAST(unix_millis({x}) AS STRING)"
+    if t == "BINARY":
+        return f"concat('\"', base64({x}), '\"')"
+    quoted = f"regexp_extract(to_json(array({x})), '^\\\\[(.*)\\\\]$', 1)"
+    return (
+        f"CASE WHEN {x} IS NULL THEN NULL WHEN try_parse_json({x}) IS NOT NULL THEN {x} "
+        f"ELSE {quoted} END"
+    )
+
+
+_def(
+    "jsonFormat|toJsonMapStr(object:*) -> S",
+    _json_format,
+    "the value as JSON text; text that is JSON already (how sparkpipes carries nested "
+    "records) is kept as it is, other text becomes a JSON string",
+)
+
+
+def _json_extract_scalar(args: list[_Node]) -> str:
+    kind = _lit(args[2], str, "the result type of jsonExtractScalar").upper()
+    value = _json_value(args)
+    given = args[3] if len(args) > 3 else None
+    types = {
+        "STRING": ("STRING", value, "NULL"),
+        "JSON": ("STRING", value, "NULL"),
+        "INT": ("INT", _json_int(value), _INT_MIN),
+        "LONG": ("BIGINT", _json_long(value), _LONG_MIN),
+        "TIMESTAMP": ("TIMESTAMP", f"timestamp_millis({_json_long(value)})", "NULL"),
+        "FLOAT": ("FLOAT", f"try_cast({value} AS FLOAT)", "NULL"),
+        "DOUBLE": ("DOUBLE", f"try_cast({value} AS DOUBLE)", "4.9E-324D"),
+        "BIG_DECIMAL": ("DECIMAL(38,18)", f"try_cast({value} AS DECIMAL(38,18))", "NULL"),
+        "BOOLEAN": ("BOOLEAN", f"(lower({value}) = 'true')", "false"),
+    }
+    if kind not in types:
+        raise _Fail(f"result type '{kind}' is not one of {', '.join(types)}")
+    t, sql, missing = types[kind]
+    default = _as(given, t).sql if given is not None else missing
+    return f"CASE WHEN {args[0].sql} IS NULL THEN NULL ELSE coalesce({sql}, {default}) END"
+
+
+_def(
+    "jsonExtractScalar(json:S, path:S, resultType:S, default:*?) -> X",
+    _json_extract_scalar,
+    "the value at path in resultType (INT, LONG, FLOAT, DOUBLE, BIG_DECIMAL, BOOLEAN, "
+    "TIMESTAMP, STRING, JSON); default, else Pinot's (MIN_VALUE, false, NULL), if absent",
+)
+
+# --- misc -----------------------------------------------------------------------------
+
+_def("isNull(value:*) -> Z", "({0} IS NULL)")
+_def("isNotNull(value:*) -> Z", "({0} IS NOT NULL)")
+_def("isDistinctFrom(a:*, b:*) -> Z", "({0} IS DISTINCT FROM {1})")
+_def("isNotDistinctFrom(a:*, b:*) -> Z", "({0} IS NOT DISTINCT FROM {1})")
+_def(
+    "coalesce(value:*...) -> X",
+    lambda a: f"coalesce({', '.join(n.sql for n in _unify(a))})",
+    "the first non-NULL value",
+)

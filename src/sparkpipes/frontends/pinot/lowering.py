@@ -1,0 +1,221 @@
+"""A Pinot schema + REALTIME table config → the table to create and the pipeline that loads
+it (no I/O). The pipeline is named ``<table>_REALTIME``, as Pinot names the physical table.
+
+How Pinot's parts land:
+
+* each schema field is a column, loaded from the record field of the same name;
+  ``transformConfigs`` (and a field's own ``transformFunction``) become ``SET`` expressions
+  over the record fields they read (loaded as variables); ``defaultNullValue`` fills a
+  field the record leaves empty; ``filterConfig`` becomes a ``WHERE`` keeping the rows the
+  filter does not drop;
+* ``primaryKeyColumns`` is the table's PRIMARY KEY; ``upsertConfig`` makes the pipeline
+  replace rows by key (``comparisonColumns``, by default the time column, decide which
+  record wins; PARTIAL merges column by column), ``dedupConfig`` keep the first row;
+* ``metadata.populate`` fills the ``__key``, ``__header$…`` and ``__metadata$…`` columns
+  the schema lists from the record's key, headers, offset, partition and timestamp.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from sparkpipes.config.core import is_metadata_column
+from sparkpipes.config.spec import (
+    BatchSpec,
+    FieldMapping,
+    FormatSpec,
+    PipelineSpec,
+    SinkSpec,
+    SourceSpec,
+    TransformSpec,
+)
+from sparkpipes.errors import ConfigError
+from sparkpipes.frontends.pinot.model import (
+    FieldSpec,
+    PinotSchema,
+    PinotTableConfig,
+)
+
+#: the Kafka source's own option (not a client key) that makes it hand over keys,
+#: headers and timestamps with the payloads
+RECORD_METADATA = "record.metadata"
+
+
+@dataclass(frozen=True)
+class TablePlan:
+    """The Delta table a Pinot schema becomes."""
+
+    name: str
+    ddl: str
+    declared: Mapping[str, str] = field(default_factory=dict)
+    keys: tuple[Mapping[str, Any], ...] = ()
+    not_null: tuple[str, ...] = ()
+
+
+def pipeline_name(table: str) -> str:
+    return f"{table}_REALTIME"
+
+
+def table_plan(schema: PinotSchema, table: str) -> TablePlan:
+    cols = ", ".join(f"`{f.name}` {f.ddl_type}" for f in schema.fields)
+    declared = {f.name: "JSON" for f in schema.fields if f.data_type == "JSON" and f.single_value}
+    keys: tuple[Mapping[str, Any], ...] = ()
+    if schema.primary_key:
+        keys = (
+            {"kind": "PRIMARY", "name": None, "columns": list(schema.primary_key), "using": None},
+        )
+    not_null = tuple(
+        dict.fromkeys([*schema.primary_key, *(f.name for f in schema.fields if f.not_null)])
+    )
+    return TablePlan(table, cols, declared, keys, not_null)
+
+
+def lower(
+    schema: PinotSchema, cfg: PinotTableConfig, defaults: Mapping[str, Any] | None = None
+) -> PipelineSpec:
+    """The pipeline of ``cfg`` into the table of ``schema``."""
+    defaults = defaults or {}
+    stream = cfg.stream
+    transforms = dict(cfg.transforms)
+    for f in schema.fields:
+        if f.transform and f.name not in transforms:
+            transforms[f.name] = f.transform
+    reads: list[str] = []
+    assignments: list[tuple[str, str]] = []
+    for col, text in transforms.items():
+        from sparkpipes.frontends.pinot.expr import translate
+
+        expr = translate(text, where=f"transform of column '{col}'")
+        reads += expr.fields
+        sql = expr.sql
+        if schema.field(col).ddl_type == "TIMESTAMP" and expr.type in _NUMBERS:
+            sql = f"timestamp_millis(CAST({sql} AS BIGINT))"  # Pinot's times are epoch millis
+        default = _default(schema.field(col))
+        assignments.append((col, f"coalesce(({sql}), {default})" if default else sql))
+    where = None
+    if cfg.filter:
+        from sparkpipes.frontends.pinot.expr import filter_sql
+
+        expr = filter_sql(cfg.filter, where="ingestionConfig.filterConfig.filterFunction")
+        reads += expr.fields
+        where = expr.sql
+    mapping: list[FieldMapping] = []
+    for f in schema.fields:
+        if is_metadata_column(f.name) or f.name in transforms:
+            continue
+        mapping.append(FieldMapping(f.name, (f.name,)))
+        default = _default(f)
+        if default:
+            assignments.append((f.name, f"coalesce(`{f.name}`, {default})"))
+    for name in dict.fromkeys(reads):
+        mapping.append(FieldMapping("@" + name, (name,)))
+    populate = [f.name for f in schema.fields if is_metadata_column(f.name)]
+    if populate and not stream.metadata_populate:
+        raise ConfigError(
+            f"schema '{schema.name}' lists {', '.join(populate)}, which only "
+            '"metadata.populate": "true" in the streamConfigs fills'
+        )
+
+    fmt_opts: dict[str, str] = {}
+    fmt_creds = {}
+    if stream.decoder == "avro":
+        kind, fmt_opts = "avro", {"schema": stream.avro_schema or ""}
+    elif stream.decoder == "avro-registry":
+        kind = "avro"
+        fmt_opts = {"schema.registry.url": stream.registry_url or "", **stream.registry}
+        fmt_creds = dict(stream.registry_secrets)
+    elif stream.decoder == "stream":
+        kind = "stream"
+        fmt_opts = {
+            "decoder.class": stream.decoder_class or "",
+            "decoder.topic": stream.topic,
+            **{f"decoder.prop.{k}": v for k, v in stream.decoder_props.items()},
+        }
+    else:
+        kind = "json"
+    if stream.stream_type == "kafka":
+        source = SourceSpec(
+            kind="kafka",
+            location=f"{stream.brokers}/{stream.topic}",
+            config={**stream.client, RECORD_METADATA: True}
+            if stream.metadata_populate
+            else dict(stream.client),
+            credentials=dict(stream.secrets),
+            start=stream.start,
+        )
+    else:  # a stream plugin (seed 003)
+        source = SourceSpec(
+            kind="stream",
+            location=f"{stream.stream_type}/{stream.topic}",
+            config={"streamType": stream.stream_type, **stream.plugin},
+            credentials=dict(stream.plugin_secrets),
+            start=stream.start,
+        )
+    batch = BatchSpec(
+        interval_ms=defaults.get("batch_interval_ms") or BatchSpec.interval_ms,
+        fetch_timeout_ms=stream.fetch_timeout_ms or BatchSpec.fetch_timeout_ms,
+    )
+    return PipelineSpec(
+        name=pipeline_name(cfg.name),
+        source=source,
+        format=FormatSpec(
+            kind=kind,
+            mapping=tuple(mapping),
+            skip_parser_errors=cfg.continue_on_error,
+            options=fmt_opts,
+            credentials=fmt_creds,
+        ),
+        transform=TransformSpec(tuple(assignments), where),
+        sink=_sink(schema, cfg),
+        batch=batch,
+    )
+
+
+_NUMBERS = ("BIGINT", "INT", "DOUBLE", "FLOAT", "SMALLINT", "TINYINT")
+
+
+def _sink(schema: PinotSchema, cfg: PinotTableConfig) -> SinkSpec:
+    if cfg.dedup:
+        return SinkSpec(table=cfg.name, write="ignore")
+    u = cfg.upsert
+    if u is None:
+        return SinkSpec(table=cfg.name)
+    config: dict[str, Any] = {}
+    if u.comparison:
+        config["comparison"] = list(u.comparison)
+    if u.mode == "PARTIAL":
+        key = set(schema.primary_key)
+        config["partial"] = {
+            f.name: u.strategies.get(f.name, u.default_strategy)
+            for f in schema.fields
+            if f.name not in key
+        }
+    if u.delete_column:
+        config["delete"] = u.delete_column
+    return SinkSpec(table=cfg.name, write="replace", config=config)
+
+
+def _default(f: FieldSpec) -> str | None:
+    """The SQL of a field's ``defaultNullValue`` in the column's type, or None."""
+    value = f.default_null
+    if value is None:
+        return None
+    if f.data_type == "TIMESTAMP" and isinstance(value, (int, float)):
+        one = f"timestamp_millis({int(value)})"
+    else:
+        one = f"CAST({_literal(value)} AS {f.ddl_type if f.single_value else f.ddl_type[6:-1]})"
+    return one if f.single_value else f"array({one})"
+
+
+def _literal(value: Any) -> str:
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, (list, dict)):
+        value = json.dumps(value)
+    text = str(value).replace("\\", "\\\\").replace("'", "\\'")
+    return f"'{text}'"

@@ -1,0 +1,495 @@
+"""Pinot ``streamConfigs`` (seeds 002, 003), checked into a frozen :class:`StreamConfig`:
+the stream, its decoder, the Kafka client's security keys (``config.pinot_security``) and
+the flush thresholds.
+
+Every key of the seeds is known; another is an error naming it and the nearest known key.
+Values are strings, as in Pinot; an empty string means "not given".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import re
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from sparkpipes.config import urls
+from sparkpipes.config.core import Secret, reject_unknown
+from sparkpipes.errors import ConfigError
+from sparkpipes.frontends.pinot.security import (
+    CLIENT_IGNORED,
+    CLIENT_KEYS,
+    CLIENT_SECRETS,
+    registry_options,
+    security,
+)
+
+#: what ``stream.<type>.decoder.class.name`` may name (``shaded.`` and version variants
+#: are the same class) and the decoder each is
+DECODERS = {
+    "KafkaJSONMessageDecoder": "json",
+    "JSONMessageDecoder": "json",
+    "SimpleAvroMessageDecoder": "avro",
+    "KafkaAvroMessageDecoder": "avro-registry",
+    "KafkaConfluentSchemaRegistryAvroMessageDecoder": "avro-registry",
+}
+_PINOT_CLASS = re.compile(
+    r"(?:shaded\.)?org\.apache\.pinot\.(?:plugin\.[a-z.]+|core\.realtime\.impl\.[a-z0-9.]+)"
+    r"\.(?P<name>[A-Za-z0-9]+)"
+)
+_KAFKA_FACTORY = re.compile(
+    r"(?:shaded\.)?org\.apache\.pinot\.(?:plugin\.stream|core\.realtime\.impl)"
+    r"\.kafka(?:\d\d?)?\.KafkaConsumerFactory"
+)
+#: keys after ``stream.<type>.`` (besides consumer.prop.* and decoder.prop.*)
+STREAM_KEYS = tuple(
+    [
+        "consumer.type",
+        "topic.name",
+        "broker.list",
+        "decoder.class.name",
+        "consumer.factory.class.name",
+        "schema.registry.url",
+        "isolation.level",
+        "zk.broker.url",
+        "connection.timeout.millis",
+        "fetch.timeout.millis",
+        "metadata.populate",
+    ]
+)
+TOP_KEYS = (
+    "streamType",
+    "schema.registry.url",
+    "sasl.jaas.config",
+    "metadata.populate",
+    "realtime.segment.flush.threshold.rows",
+    "realtime.segment.flush.threshold.time",
+    "realtime.segment.flush.threshold.segment.size",
+    "realtime.segment.flush.threshold.size",
+    "realtime.segment.flush.autotune.initialRows",
+    "realtime.segment.flush.desired.size",
+    "realtime.segment.flush.threshold.segment.rows",
+    *CLIENT_KEYS,
+    *CLIENT_SECRETS,
+    *CLIENT_IGNORED,
+)
+#: decoder props (after ``stream.<type>.decoder.prop.``)
+DECODER_PROPS = tuple(
+    [
+        "schema",
+        "schema.registry.rest.url",
+        "basic.auth.credentials.source",
+        "schema.registry.basic.auth.credentials.source",
+        "schema.registry.basic.auth.user.info",
+        "schema.registry.ssl.truststore.location",
+        "schema.registry.ssl.keystore.location",
+        "schema.registry.ssl.truststore.password",
+        "schema.registry.ssl.keystore.password",
+        "schema.registry.ssl.keystore.type",
+        "schema.registry.ssl.truststore.type",
+        "schema.registry.ssl.key.password",
+        "schema.registry.ssl.protocol",
+    ]
+)
+#: ``stream.<type>.consumer.prop.*`` keys and what each becomes in the client (offset
+#: reset is the pipeline's start, not a client key)
+CONSUMER_PROPS = {
+    "auto.offset.reset": None,
+    "isolation.level": "isolation.level",
+    "fetch.min.bytes": "fetch.min.bytes",
+    "fetch.max.bytes": "fetch.max.bytes",
+    "max.partition.fetch.bytes": "max.partition.fetch.bytes",
+    "fetch.max.wait.ms": "fetch.wait.max.ms",
+    "client.id": "client.id",
+    "socket.timeout.ms": "socket.timeout.ms",
+}
+OFFSET_RESETS = {
+    "smallest": "earliest",
+    "earliest": "earliest",
+    "largest": "latest",
+    "latest": "latest",
+}
+_DURATION = re.compile(r"(?i)^\s*(\d+)\s*(ms|s|m|h|d)?\s*$")
+_SIZE = re.compile(r"(?i)^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)B?\s*$")
+
+
+@dataclass(frozen=True)
+class FlushThresholds:
+    """``realtime.segment.flush.threshold.*``: when a partition's small files are
+    compacted into segment-sized ones. ``rows`` 0 (or absent) means size-driven."""
+
+    rows: int = 0
+    time_ms: int = 6 * 3_600_000
+    segment_bytes: int = 200 * 1024 * 1024
+    initial_rows: int = 100_000
+
+
+@dataclass(frozen=True)
+class StreamConfig:
+    """One ``streamConfigs`` map, checked.
+
+    ``client`` holds Kafka client keys (librdkafka spelling) and ``secrets`` the client's
+    secret keys (``sasl.username``, ``sasl.password``, keystore passwords); ``registry``
+    and ``registry_secrets`` the schema registry client's. ``start`` is where a new
+    table's partitions begin (``earliest`` for ``smallest``)."""
+
+    stream_type: str
+    topic: str
+    brokers: str | None
+    decoder: str  # json, avro, avro-registry
+    avro_schema: str | None = None
+    registry_url: str | None = None
+    registry: Mapping[str, str] = field(default_factory=dict)
+    registry_secrets: Mapping[str, Secret] = field(default_factory=dict)
+    start: str = "latest"
+    client: Mapping[str, str] = field(default_factory=dict)
+    secrets: Mapping[str, Secret] = field(default_factory=dict)
+    metadata_populate: bool = False
+    connection_timeout_ms: int | None = None
+    fetch_timeout_ms: int | None = None
+    flush: FlushThresholds = FlushThresholds()
+    notes: tuple[str, ...] = ()
+    #: a plugin stream's ``stream.<type>.*`` keys as given (its secrets apart)
+    plugin: Mapping[str, str] = field(default_factory=dict)
+    plugin_secrets: Mapping[str, Secret] = field(default_factory=dict)
+    #: a decoder of the plugin SPI (``decoder == "stream"``): its Python path and props
+    decoder_class: str | None = None
+    decoder_props: Mapping[str, str] = field(default_factory=dict)
+
+
+def load_stream(d: Mapping[str, Any], where: str, *, table: str) -> StreamConfig:
+    """One ``streamConfigs`` map (all values strings, as in Pinot)."""
+    given = {k: _text(v, f"{where}.{k}") for k, v in d.items()}
+    given = {k: v for k, v in given.items() if v != ""}
+    stype = given.get("streamType")
+    if not stype:
+        raise ConfigError(f'{where} needs streamType (e.g. "streamType": "kafka")')
+    if not re.fullmatch(r"[a-z][a-z0-9]*", stype):
+        raise ConfigError(f"{where}: streamType must be a lower-case name, got '{stype}'")
+    if stype != "kafka":
+        return _plugin_stream(given, stype, where)
+    p = f"stream.{stype}."
+    known = [
+        *TOP_KEYS,
+        *(p + k for k in STREAM_KEYS),
+        *(p + "decoder.prop." + k for k in DECODER_PROPS),
+        *(p + "consumer.prop." + k for k in CONSUMER_PROPS),
+        "kafka.isolation.level",
+    ]
+    own = given.get(p + "decoder.class.name", "").startswith(("org.apache.", "shaded."))
+    reject_unknown(
+        [k for k in given if own or not k.startswith(p + "decoder.prop.")],
+        known,
+        what=f"key of {where}",
+    )
+    notes: list[str] = []
+
+    topic = _topic(given, p, where)
+    brokers = given.get(p + "broker.list")
+    if not brokers:
+        raise ConfigError(f"{where} needs {p}broker.list (host:port of the Kafka brokers)")
+    if urls.split(brokers, bare=True, what=f"{p}broker.list")[1] is not None:
+        raise ConfigError(
+            f"{where}: {p}broker.list '{urls.redact(brokers, bare=True)}' holds a password; "
+            "Kafka clients take no user or password there: give them in sasl.jaas.config "
+            "with security.protocol and sasl.mechanism"
+        )
+    factory = given.get(p + "consumer.factory.class.name")
+    if factory and not _KAFKA_FACTORY.fullmatch(factory):
+        raise ConfigError(
+            f"{where}: {p}consumer.factory.class.name '{factory}' is not a Kafka consumer "
+            "factory (e.g. org.apache.pinot.plugin.stream.kafka20.KafkaConsumerFactory)"
+        )
+    if p + "zk.broker.url" in given:
+        notes.append(f"{p}zk.broker.url is not used: brokers come from {p}broker.list")
+
+    decoder, avro_schema = _decoder(given, p, where)
+    decoder_props = _decoder_props(given, p, decoder)
+    registry_url = (
+        given.get(p + "schema.registry.url")
+        or given.get(p + "decoder.prop.schema.registry.rest.url")
+        or given.get("schema.registry.url")
+    )
+    if decoder == "avro-registry" and not registry_url:
+        raise ConfigError(
+            f"{where}: the schema registry decoder needs {p}schema.registry.url (or "
+            f"{p}decoder.prop.schema.registry.rest.url)"
+        )
+    registry, registry_secrets = registry_options(given, p + "decoder.prop.", where)
+
+    start = _start(given, p, where)
+    client: dict[str, str] = {}
+    secrets: dict[str, Secret] = {}
+    for k, v in given.items():
+        if k.startswith(p + "consumer.prop."):
+            target = CONSUMER_PROPS[k[len(p + "consumer.prop.") :]]
+            if target:
+                client[target] = v
+    level = given.get(p + "isolation.level") or given.get("kafka.isolation.level")
+    if level is not None:
+        if level not in ("read_committed", "read_uncommitted"):
+            raise ConfigError(
+                f"{where}: {p}isolation.level must be read_committed or read_uncommitted, "
+                f"got '{level}'"
+            )
+        client["isolation.level"] = level
+    else:
+        client.setdefault("isolation.level", "read_uncommitted")  # Pinot's default
+    security(given, where, client, secrets, notes)
+    timeouts = {}
+    for key in ("connection.timeout.millis", "fetch.timeout.millis"):
+        if p + key in given:
+            timeouts[key] = _millis(given[p + key], f"{where}: {p}{key}")
+    if "connection.timeout.millis" in timeouts:
+        client["socket.connection.setup.timeout.ms"] = str(
+            max(1000, timeouts["connection.timeout.millis"])
+        )
+    return StreamConfig(
+        stream_type=stype,
+        topic=topic,
+        brokers=brokers,
+        decoder=decoder,
+        avro_schema=avro_schema,
+        registry_url=registry_url if decoder == "avro-registry" else None,
+        registry=registry,
+        registry_secrets=registry_secrets,
+        start=start,
+        client=client,
+        secrets=secrets,
+        metadata_populate=_populate(given, p, where),
+        connection_timeout_ms=timeouts.get("connection.timeout.millis"),
+        fetch_timeout_ms=timeouts.get("fetch.timeout.millis"),
+        flush=_flush(given, where),
+        notes=tuple(notes),
+        decoder_class=given.get(p + "decoder.class.name") if decoder == "stream" else None,
+        decoder_props=decoder_props,
+    )
+
+
+#: keys outside ``stream.<type>.`` a plugin stream's config may give
+PLUGIN_TOP_KEYS = tuple(k for k in TOP_KEYS if k.startswith(("realtime.", "metadata.", "stream")))
+
+
+def _plugin_stream(given: Mapping[str, str], stype: str, where: str) -> StreamConfig:
+    """A stream of a plugin (seed 003): its own ``stream.<type>.*`` keys are the plugin's
+    to check; the common ones are checked here."""
+    p = f"stream.{stype}."
+    reject_unknown(
+        [k for k in given if not k.startswith(p)], PLUGIN_TOP_KEYS, what=f"key of {where}"
+    )
+    topic = _topic(given, p, where)
+    decoder, avro_schema = _decoder(given, p, where)
+    registry, registry_secrets = registry_options(given, p + "decoder.prop.", where)
+    plugin = {
+        k: v
+        for k, v in given.items()
+        if k.startswith(p) and not k.startswith(p + "decoder.prop.") and not is_secret_key(k)
+    }
+    secrets = {k: Secret(v) for k, v in given.items() if k.startswith(p) and is_secret_key(k)}
+    fetch = given.get(p + "fetch.timeout.millis")
+    return StreamConfig(
+        stream_type=stype,
+        topic=topic,
+        brokers=None,
+        decoder=decoder,
+        avro_schema=avro_schema,
+        registry_url=(
+            (
+                given.get(p + "schema.registry.url")
+                or given.get(p + "decoder.prop.schema.registry.rest.url")
+            )
+            if decoder == "avro-registry"
+            else None
+        ),
+        registry=registry,
+        registry_secrets=registry_secrets,
+        start=_start(given, p, where),
+        metadata_populate=_populate(given, p, where),
+        fetch_timeout_ms=_millis(fetch, f"{where}: {p}fetch.timeout.millis") if fetch else None,
+        flush=_flush(given, where),
+        plugin=plugin,
+        plugin_secrets=secrets,
+        decoder_class=given.get(p + "decoder.class.name") if decoder == "stream" else None,
+        decoder_props=_decoder_props(given, p, decoder),
+    )
+
+
+def _topic(given: Mapping[str, str], p: str, where: str) -> str:
+    ctype = given.get(p + "consumer.type", "lowlevel")
+    if ctype.lower() in ("highlevel", "high_level"):
+        raise ConfigError(
+            f"{where}: {p}consumer.type highlevel is not supported (nor by Pinot since "
+            "0.10): use lowlevel, which reads each partition with its own offsets"
+        )
+    if ctype.lower() not in ("lowlevel", "low_level", "simple"):
+        raise ConfigError(f"{where}: {p}consumer.type must be lowlevel, got '{ctype}'")
+    topic = given.get(p + "topic.name")
+    if not topic:
+        raise ConfigError(f"{where} needs {p}topic.name")
+    return topic
+
+
+def _start(given: Mapping[str, str], p: str, where: str, now_ms: int | None = None) -> str:
+    """Pinot's offset criteria: ``smallest``, ``largest``, a period back from now (``2d``,
+    ``6h``, ``30m``: fixed when the table is added), or a time (ISO 8601, or epoch
+    milliseconds): each partition starts at its first record at or after that time."""
+    reset = given.get(p + "consumer.prop.auto.offset.reset")
+    if reset is None:
+        return "latest"  # Pinot's default
+    if reset.lower() in OFFSET_RESETS:
+        return OFFSET_RESETS[reset.lower()]
+    now_ms = now_ms if now_ms is not None else int(time.time() * 1000)
+    text = reset.strip()
+    if text.isdigit():
+        return f"at:{int(text)}"
+    if re.fullmatch(r"(?i)\d+\s*(ms|s|m|h|d)", text):
+        return f"at:{max(0, now_ms - parse_duration_ms(text, where))}"
+    try:
+        when = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise ConfigError(
+            f"{where}: {p}consumer.prop.auto.offset.reset must be smallest, largest, a "
+            f"period (2d, 6h) or a time (2026-01-01T00:00:00Z), got '{reset}'"
+        ) from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.UTC)
+    return f"at:{int(when.timestamp() * 1000)}"
+
+
+def _populate(given: Mapping[str, str], p: str, where: str) -> bool:
+    populate = given.get("metadata.populate", given.get(p + "metadata.populate", "false"))
+    if populate.lower() not in ("true", "false"):
+        raise ConfigError(f"{where}: metadata.populate must be true or false, got '{populate}'")
+    return populate.lower() == "true"
+
+
+def _decoder_props(given: Mapping[str, str], p: str, decoder: str) -> dict[str, str]:
+    if decoder != "stream":
+        return {}
+    pre = p + "decoder.prop."
+    return {k[len(pre) :]: v for k, v in given.items() if k.startswith(pre)}
+
+
+def is_secret_key(key: str) -> bool:
+    """Whether a config key's value is (or holds) a secret."""
+    k = key.lower()
+    return k.endswith("password") or k.endswith("user.info") or k == "sasl.jaas.config"
+
+
+def _text(v: Any, where: str) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float, str)):
+        return str(v)
+    raise ConfigError(f"{where} must be a string (streamConfigs values are strings)")
+
+
+def _decoder(given: Mapping[str, str], p: str, where: str) -> tuple[str, str | None]:
+    name = given.get(p + "decoder.class.name")
+    if not name:
+        raise ConfigError(
+            f"{where} needs {p}decoder.class.name (e.g. "
+            "org.apache.pinot.plugin.stream.kafka.KafkaJSONMessageDecoder)"
+        )
+    m = _PINOT_CLASS.fullmatch(name)
+    kind = DECODERS.get(m.group("name")) if m else None
+    if kind is None and not name.startswith(("org.apache.", "shaded.org.apache.")):
+        if not re.fullmatch(r"[A-Za-z_][\w.]*[.:][A-Za-z_]\w*", name):
+            raise ConfigError(f"{where}: {p}decoder.class.name '{name}' is not a class name")
+        return "stream", None  # a StreamMessageDecoder of the plugin SPI, by Python path
+    if kind is None:
+        raise ConfigError(
+            f"{where}: decoder '{name}' is not one sparkpipes has (JSON: "
+            "org.apache.pinot.plugin.stream.kafka.KafkaJSONMessageDecoder; Avro: "
+            "org.apache.pinot.plugin.inputformat.avro.SimpleAvroMessageDecoder; Avro with a "
+            "schema registry: org.apache.pinot.plugin.inputformat.avro.confluent."
+            "KafkaConfluentSchemaRegistryAvroMessageDecoder)"
+        )
+    schema = given.get(p + "decoder.prop.schema")
+    if kind == "avro":
+        if not schema:
+            raise ConfigError(
+                f"{where}: The Avro schema must be provided: SimpleAvroMessageDecoder needs "
+                f"{p}decoder.prop.schema (the schema JSON, or the path of an .avsc file)"
+            )
+        if not schema.lstrip().startswith("{"):
+            try:
+                with open(schema, encoding="utf-8") as f:
+                    schema = f.read()
+            except OSError as e:
+                raise ConfigError(
+                    f"{where}: cannot read the Avro schema file '{schema}' named by "
+                    f"{p}decoder.prop.schema: {e.strerror}"
+                ) from None
+        from sparkpipes.formats.avro import parsed
+
+        try:
+            parsed(schema)
+        except ConfigError as e:
+            raise ConfigError(f"{where}: {p}decoder.prop.schema: {e.message}") from None
+    return kind, schema if kind == "avro" else None
+
+
+def _millis(text: str, where: str) -> int:
+    if not text.isdigit():
+        raise ConfigError(f"{where} must be a whole number of milliseconds, got '{text}'")
+    return int(text)
+
+
+def parse_duration_ms(text: str, where: str) -> int:
+    """``24h``, ``6h``, ``90m``, ``30s``, ``500ms``, ``2d`` (no unit: milliseconds)."""
+    m = _DURATION.match(text)
+    if not m:
+        raise ConfigError(f"{where} must be a duration such as 6h, 30m or 24h, got '{text}'")
+    unit = (m.group(2) or "ms").lower()
+    scale = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}[unit]
+    return int(m.group(1)) * scale
+
+
+def parse_size(text: str, where: str) -> int:
+    """``50M``, ``500M``, ``1G``, ``200MB`` (no unit: bytes)."""
+    m = _SIZE.match(text)
+    if not m:
+        raise ConfigError(f"{where} must be a size such as 50M or 1G, got '{text}'")
+    scale = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}[m.group(2).upper()]
+    return int(float(m.group(1)) * scale)
+
+
+def _flush(given: Mapping[str, str], where: str) -> FlushThresholds:
+    pre = "realtime.segment.flush."
+    rows_text = given.get(pre + "threshold.rows") or given.get(pre + "threshold.segment.rows")
+    rows = 0
+    if rows_text is not None:
+        if not rows_text.isdigit():
+            raise ConfigError(f"{where}: {pre}threshold.rows must be a whole number of rows")
+        rows = int(rows_text)
+    f = FlushThresholds(rows=rows)
+    if pre + "threshold.time" in given:
+        f = _replace(
+            f,
+            time_ms=parse_duration_ms(
+                given[pre + "threshold.time"], where + ": " + pre + "threshold.time"
+            ),
+        )
+    size = (
+        given.get(pre + "threshold.segment.size")
+        or given.get(pre + "threshold.size")
+        or given.get(pre + "desired.size")
+    )
+    if size is not None:
+        f = _replace(
+            f, segment_bytes=parse_size(size, where + ": " + pre + "threshold.segment.size")
+        )
+    initial = given.get(pre + "autotune.initialRows")
+    if initial is not None:
+        if not initial.isdigit():
+            raise ConfigError(f"{where}: {pre}autotune.initialRows must be a whole number")
+        f = _replace(f, initial_rows=int(initial))
+    return f
+
+
+def _replace(obj: Any, **changes: Any) -> Any:
+    return dataclasses.replace(obj, **changes)

@@ -1,0 +1,445 @@
+"""Runs parsed statements against an Engine.
+
+``SqlSession(engine).execute(text)`` parses a script and runs its statements in order,
+returning one :class:`Result` per statement; the first error stops the script and is
+raised (a ``SparkpipesError``: parse errors carry line, column and a caret). Queries
+(SELECT, WITH, SHOW …, EXPLAIN) run on Spark SQL over the current snapshot of every
+table, with ``information_schema`` views and the SingleStore JSON helpers translated
+(``sparkpipes.engine.sql.dialect``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from sparkpipes.catalog import BatchState, PipelineState
+from sparkpipes.catalog.grants import Access
+from sparkpipes.engine import Engine
+from sparkpipes.engine.procedures import bind
+from sparkpipes.engine.sql.dialect import internal_names, translate, view_name
+from sparkpipes.engine.sql.sandbox import check_expression, check_query
+from sparkpipes.engine.variables import like
+from sparkpipes.errors import (
+    ConfigError,
+    NotAdmittedError,
+    NotFoundError,
+    QueryError,
+    SparkpipesError,
+)
+from sparkpipes.frontends.singlestore import ast as A
+from sparkpipes.frontends.singlestore import quick
+from sparkpipes.frontends.singlestore.lowering import create_pipeline_sql, to_procedure, to_spec
+from sparkpipes.frontends.singlestore.parser import iter_parse, locate
+from sparkpipes.frontends.singlestore.privileges import authorize, sees_pipeline, sees_table
+from sparkpipes.frontends.singlestore.results import Result, ok
+from sparkpipes.frontends.singlestore.tables import TableStatements
+from sparkpipes.frontends.singlestore.users import UserStatements
+
+DATABASE = "sparkpipes"
+#: the tables this process registered as views of the Spark session (a dropped table's
+#: view goes with the next query, so no query reads a table that is gone)
+_VIEWS: set[str] = set()
+#: a streaming session takes a query's rows from the quick path up to this many
+QUICK_STREAM_ROWS = 10_000
+
+
+class SqlSession(TableStatements, UserStatements):
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        background: bool = False,
+        progress: Callable[[Any], None] | None = None,
+        max_rows: int | None = None,
+        stream: bool = False,
+        user: str | None = None,
+    ) -> None:
+        """``max_rows``: a query answers at most this many rows plus one (so a caller can
+        tell there were more) and Spark computes no more. ``stream``: a query answers its
+        rows as ``Result.stream``, fetched a partition at a time, never all in memory.
+        ``user``: the signed-in user whose privileges every statement is checked against
+        (``sql.privileges``); None is the warehouse's owner, who may do everything."""
+        self.engine = engine
+        self.access = Access(engine.catalog.grants, user)
+        self.max_rows = max_rows
+        self.stream = stream
+        self.background = background  # START PIPELINE also runs it in this process
+        #: told of each batch of START PIPELINE … FOREGROUND (a BatchResult) and of each
+        #: step of an ALTER TABLE that rewrites the rows (a RewriteProgress)
+        self.progress = progress
+
+    # -- entry points -----------------------------------------------------------------
+    def execute(self, text: str) -> list[Result]:
+        """Run a script; an error stops it, pointing at the statement (and name) it is about."""
+        return [res for _, res in self.each(text)]
+
+    def each(self, text: str) -> Iterator[tuple[A.Statement, Result]]:
+        """Parse and run a script's statements one at a time, each result as soon as it
+        is done (the shell prints it, the server sends it); a statement is parsed only
+        once the previous one ran, and the first error (located at its line and column)
+        ends the script."""
+        for stmt, span in iter_parse(text):
+            self._source = text[span.start : span.end]
+            try:
+                res = self.run(stmt)
+            except SparkpipesError as e:
+                raise locate(e, text, span) from None
+            yield stmt, res
+
+    def run(self, stmt: A.Statement) -> Result:
+        handler = getattr(self, f"_{type(stmt).__name__}", None)
+        if handler is None:
+            raise ConfigError(f"{type(stmt).__name__} statements are not supported yet")
+        self.access.refresh()
+        authorize(self.access, stmt)
+        return handler(stmt)
+
+    # -- pipelines --------------------------------------------------------------------
+    def _CreatePipeline(self, s: A.CreatePipeline) -> Result:
+        if s.if_not_exists and s.name in {p.name for p in self.engine.pipelines()}:
+            return ok(0)
+        spec = self.engine.prepare_pipeline(to_spec(s, self.engine.pipeline_defaults()))
+        if spec.transform and self.engine.rt.spark_started:  # else its first batch checks
+            t = spec.transform
+            for text in [e for _, e in t.assignments] + ([t.where] if t.where else []):
+                check_expression(self.engine.spark, translate(text))
+        made = None
+        if s.inferred and s.target is None and spec.table not in self.engine.tables():
+            (stmt, _), *_ = iter_parse(self.engine.inferred_table(spec))
+            self.run(stmt)
+            made = spec.table
+        try:
+            checked = self.engine.check_source(spec) if s.check_source else None
+            self.engine.create_pipeline_spec(spec, replace=s.or_replace)
+        except SparkpipesError:
+            if made is not None:
+                self.engine.drop_table(made, if_exists=True)
+            raise
+        done = ok(0)
+        if checked is None:
+            return done
+        return Result(message=f"{done.message}; {checked}")
+
+    def _StartPipeline(self, s: A.StartPipeline) -> Result:
+        rec = self.engine.pipeline(s.name)
+        if s.foreground:
+            if rec.state == PipelineState.RUNNING:
+                raise ConfigError(
+                    f"pipeline '{s.name}' is running in the background; stop it first",
+                    pipeline=s.name,
+                )
+            n = s.limit_batches or 1_000_000
+            results = self.engine.run_batches(
+                s.name, n, until_idle=s.limit_batches is None, progress=self.progress
+            )
+            rows = sum(r.rows for r in results)
+            loaded = sum(r.state == BatchState.SUCCEEDED for r in results)
+            return Result(
+                message=f"Query OK, {rows} row{'' if rows == 1 else 's'} loaded in {loaded} "
+                f"batch{'' if loaded == 1 else 'es'} ({len(results)} run)"
+            )
+        if rec.state == PipelineState.RUNNING and not s.if_not_running:
+            raise ConfigError(f"pipeline '{s.name}' is already running", pipeline=s.name)
+        self.engine.start(s.name, run=self.background)
+        return ok(0)
+
+    def _StartAllPipelines(self, s: A.StartAllPipelines) -> Result:
+        if self.access.owner:
+            self.engine.start(None, run=self.background)
+        for name in self._pipelines_allowed("START PIPELINE"):
+            self.engine.start(name, run=self.background)
+        return ok(0)
+
+    def _pipelines_allowed(self, privilege: str) -> list[str]:
+        """Pipelines a user (not the owner) holds ``privilege`` on; ALL statements skip
+        the others, as SingleStore's do."""
+        if self.access.owner:
+            return []
+        return [p.name for p in self.engine.pipelines() if self.access.may(privilege, p.name)]
+
+    def _StopPipeline(self, s: A.StopPipeline) -> Result:
+        rec = self.engine.pipeline(s.name)
+        if rec.state != PipelineState.RUNNING and not s.if_running:
+            raise ConfigError(f"pipeline '{s.name}' is not running", pipeline=s.name)
+        self.engine.stop(s.name)
+        return ok(0)
+
+    def _StopAllPipelines(self, s: A.StopAllPipelines) -> Result:
+        if self.access.owner:
+            self.engine.stop(None)
+        for name in self._pipelines_allowed("START PIPELINE"):
+            self.engine.stop(name)
+        return ok(0)
+
+    def _DropPipeline(self, s: A.DropPipeline) -> Result:
+        self.engine.drop_pipeline(s.name, if_exists=s.if_exists)
+        return ok(0)
+
+    def _pipeline_absent(self, name: str, if_exists: bool) -> bool:
+        """True if ``name`` does not exist and IF EXISTS allows that; raises otherwise."""
+        try:
+            self.engine.pipeline(name)
+        except NotFoundError:
+            if if_exists:
+                return True
+            raise
+        return False
+
+    def _AlterPipeline(self, s: A.AlterPipeline) -> Result:
+        if self._pipeline_absent(s.name, s.if_exists):
+            return ok(0)
+        if s.offsets or s.offsets_json:
+            target = s.offsets or json.loads(s.offsets_json)
+            if isinstance(target, list):
+                target = _key_values(target)
+            if isinstance(target, dict):
+                target = {str(k): v for k, v in target.items()}
+            self.engine.set_offsets(s.name, target)
+        changes = {
+            k: v
+            for k, v in (
+                ("batch_interval_ms", s.batch_interval),
+                ("max_partitions_per_batch", s.max_partitions_per_batch),
+                ("max_offsets_per_batch_partition", s.max_offsets_per_batch_partition),
+                ("max_retries", s.max_retries_per_batch_partition),
+            )
+            if v is not None
+        }
+        if changes:
+            self.engine.alter_pipeline(s.name, **changes)
+        return ok(0)
+
+    def _AlterPipelineDropFile(self, s: A.AlterPipelineDropFile) -> Result:
+        if self._pipeline_absent(s.name, s.if_exists):
+            return ok(0)
+        self.engine.drop_file(s.name, s.file)
+        return ok(1)
+
+    def _TestPipeline(self, s: A.TestPipeline) -> Result:
+        table = self.engine.test_pipeline(s.name, s.limit or 10)
+        return Result(table.column_names, [tuple(r.values()) for r in table.to_pylist()])
+
+    def _ShowPipelines(self, s: A.ShowPipelines) -> Result:
+        rows = [
+            (p.name, p.state) for p in self.engine.pipelines() if sees_pipeline(self.access, p.name)
+        ]
+        return Result([f"Pipelines_in_{DATABASE}", "State"], rows)
+
+    def _ShowCreatePipeline(self, s: A.ShowCreatePipeline) -> Result:
+        spec = self.engine.spec(s.name)
+        text = create_pipeline_sql(spec)
+        if spec.sink.kind == "database":  # made by a sink connector: SQL cannot say where to
+            cfg = spec.sink.config
+            text = (
+                f"-- loads table {spec.table} of the {cfg.get('dialect')} "
+                f"database '{cfg.get('database')}' at {cfg.get('host')}:{cfg.get('port')}, made "
+                "by a sink connector (sparkpipes connect config)\n" + text
+            )
+        elif spec.name.endswith("_REALTIME") and spec.table in self.engine.pinot.names():
+            text = (
+                f"-- loads Pinot realtime table {spec.table}, made from its table config "
+                f"(sparkpipes pinot table {spec.table}; GET /tables/{spec.table})\n" + text
+            )
+        return Result(["Pipeline", "Create Pipeline"], [(s.name, text)])
+
+    # -- variables --------------------------------------------------------------------
+    def _SetVariable(self, s: A.SetVariable) -> Result:
+        if "." in s.name:  # spark.sql.…, spark.hadoop.…: the server's own settings
+            raise NotAdmittedError(
+                f"'{s.name}' is not a sparkpipes variable: SET changes the engine's variables "
+                "(SHOW VARIABLES lists them), never Spark's or Hadoop's settings"
+            )
+        self.engine.set_variable(s.name, s.value.value)
+        return ok(0)
+
+    def _ShowVariables(self, s: A.ShowVariables) -> Result:
+        rows = [
+            (k, str(v))
+            for k, v in self.engine.variables().items()
+            if s.like is None or like(s.like, k)
+        ]
+        return Result(["Variable_name", "Value"], rows)
+
+    def _Insert(self, s: A.Insert) -> Result:
+        if s.replace:
+            raise ConfigError(
+                "REPLACE INTO is supported in the body of a pipeline procedure; a statement "
+                "of its own takes INSERT INTO"
+            )
+        rec = self.engine.catalog.table(s.table)
+        cols = list(s.columns) or [f.name for f in rec.schema if f.name not in rec.computed]
+        unknown = [c for c in cols if c not in rec.schema.names]
+        if unknown:
+            raise ConfigError(f"table '{s.table}' has no column(s) {', '.join(unknown)}")
+        if s.query is not None:
+            df = self._spark_sql(s.query.text)
+        else:
+            for row in s.rows:
+                if len(row) != len(cols):
+                    raise ConfigError(
+                        f"INSERT gives {len(row)} values for {len(cols)} columns "
+                        f"({', '.join(cols)})"
+                    )
+            values = ", ".join("(" + ", ".join(e.text for e in row) + ")" for row in s.rows)
+            names = ", ".join(f"`c{i}`" for i in range(len(cols)))
+            df = self._spark_sql(f"SELECT * FROM VALUES {values} AS __v({names})")
+        if len(df.columns) != len(cols):
+            raise ConfigError(
+                f"INSERT gives {len(df.columns)} columns for {len(cols)} ({', '.join(cols)})"
+            )
+        df = df.toDF(*cols)
+        return ok(self.engine.insert(s.table, df))
+
+    # -- everything else: Spark SQL ---------------------------------------------------
+    def _Query(self, s: A.Query) -> Result:
+        if quick.usable(self.engine):  # a cold process: no JVM if we can
+            # a streamed result is taken from the quick path only if it is small
+            cap = QUICK_STREAM_ROWS if self.stream else self.max_rows
+            fast = quick.answer(self.engine, s.text, max_rows=cap, reads=self._may_read)
+            if fast is not None and (not self.stream or len(fast.rows) <= QUICK_STREAM_ROWS):
+                return fast
+        df = self._spark_sql(s.text)
+        if self.stream:
+            types = [f.dataType.simpleString() for f in df.schema.fields]
+            return Result(list(df.columns), stream=_iterate(df), types=types)
+        if self.max_rows is not None:
+            df = df.limit(self.max_rows + 1)
+        rows = [tuple(r) for r in _collect(df)]
+        return Result(list(df.columns), rows)
+
+    def _CreateProcedure(self, s: A.CreateProcedure) -> Result:
+        text = getattr(self, "_source", None) or s.to_sql()
+        spec = to_procedure(s, text)
+        if not self.access.owner:  # its batches run as the server: what its author may do
+            for statement in spec.statements:
+                self.access.require("INSERT", statement.table)
+                query = translate(bind(statement.query, spec.param, spec.param))
+                admitted = check_query(self.engine.spark, query)
+                self._may_read(admitted.relations - {spec.param}, admitted.ctes)
+        self.engine.create_procedure(spec, replace=s.or_replace)
+        return ok(0)
+
+    def _DropProcedure(self, s: A.DropProcedure) -> Result:
+        self.engine.drop_procedure(s.name, if_exists=s.if_exists)
+        return ok(0)
+
+    def _ShowProcedures(self, s: A.ShowProcedures) -> Result:
+        rows = [
+            (p, "sparkpipes") for p in self.engine.procedures() if s.like is None or like(s.like, p)
+        ]
+        return Result([f"Procedures_in_{DATABASE}", "Definer"], rows)
+
+    def _may_read(self, relations: Iterable[str], ctes: Iterable[str] = ()) -> None:
+        """SELECT on every table a query names (as Spark resolves names: without regard
+        to case; a CTE of a table's name counts as the table). information_schema rows
+        are filtered instead (``_visible``); a user other than the owner may name nothing
+        else."""
+        if self.access.owner:
+            return
+        tables = self.engine.tables()
+        defined = {c.lower() for c in ctes}
+        for name in relations:
+            low = name.lower()
+            if low.startswith(view_name("").lower()):
+                continue
+            found = [t for t in tables if t.lower() == low]
+            if not found and low not in defined:
+                raise NotFoundError(f"table '{name}' does not exist")
+            for t in found:
+                self.access.require("SELECT", t)
+
+    def _visible(self, view):
+        """An information_schema view's rows about the pipelines (or, for a view of
+        tables, the tables) the user may see."""
+        if self.access.owner:
+            return view
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if "PIPELINE_NAME" in view.column_names:
+            column = "PIPELINE_NAME"
+            shown = [p.name for p in self.engine.pipelines() if sees_pipeline(self.access, p.name)]
+        elif "TABLE_NAME" in view.column_names:
+            column = "TABLE_NAME"
+            shown = [t for t in self.engine.tables() if sees_table(self.access, t)]
+        else:  # a view of neither shows nothing to a user
+            return view.slice(0, 0)
+        return view.filter(pc.is_in(view[column], value_set=pa.array(shown, pa.string())))
+
+    def _spark_sql(self, text: str):
+        from pyspark.errors import PySparkException
+
+        for name in internal_names(text):  # the session's own views: never a user's
+            raise NotFoundError(f"table '{name}' does not exist")
+        views: list[str] = []
+        spark_text = translate(text, on_view=views.append)
+        spark = self.engine.spark
+        admitted = check_query(spark, spark_text)
+        self._may_read(admitted.relations, admitted.ctes)
+        tables = self.engine.tables()
+        for gone in _VIEWS - set(tables):  # dropped since (by this process or another)
+            spark.catalog.dropTempView(gone)
+            _VIEWS.discard(gone)
+        for t in tables:
+            self.engine.table(t).createOrReplaceTempView(t)
+            _VIEWS.add(t)
+        cache: dict = {}
+        for v in dict.fromkeys(views):
+            arrow = self._visible(self.engine.information_schema(v, cache))
+            spark.createDataFrame(arrow).createOrReplaceTempView(view_name(v))
+        try:
+            return spark.sql(spark_text)
+        except PySparkException as e:
+            raise QueryError(_spark_message(e)) from None
+
+
+def _key_values(items: list[dict[str, Any]]) -> dict[str, Any]:
+    """``SET OFFSETS '[{"KEY": {…}, "VALUE": {…}}, …]'`` (checked by the parser): connector
+    offsets as rows of ``information_schema.PIPELINES_SOURCE_OFFSETS``, by KEY as JSON."""
+    out: dict[str, Any] = {}
+    for item in items:
+        fields = {str(k).upper(): v for k, v in item.items()}
+        key = fields["KEY"]
+        out[key if isinstance(key, str) else json.dumps(key)] = fields["VALUE"]
+    return out
+
+
+def _collect(df) -> Iterable[Any]:
+    from pyspark.errors import PySparkException
+
+    try:
+        return df.collect()
+    except PySparkException as e:
+        raise QueryError(_spark_message(e)) from None
+
+
+def _iterate(df) -> Iterator[tuple[Any, ...]]:
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors import PySparkException
+
+    try:
+        for row in df.toLocalIterator(prefetchPartitions=True):
+            yield tuple(row)
+    except PySparkException as e:
+        raise QueryError(_spark_message(e)) from None
+    except Py4JJavaError as e:  # a partition failed (PySpark leaves it unconverted here)
+        raise QueryError(_java_message(e)) from None
+
+
+def _java_message(e: Any) -> str:
+    """What ``_spark_message`` would say of the failure: its root cause's first line (the
+    Spark error, e.g. ``[DIVIDE_BY_ZERO] …``), not Py4J's wrapper."""
+    try:
+        cause = e.java_exception
+        while cause.getCause() is not None:
+            cause = cause.getCause()
+        return _spark_message(Exception(str(cause.getMessage() or cause.getClass().getName())))
+    except Exception:  # the JVM could not say
+        return "the query failed while its rows were read"
+
+
+def _spark_message(e: Exception) -> str:
+    lines = [ln for ln in str(e).strip().splitlines() if ln.strip()]
+    return lines[0] if lines else type(e).__name__

@@ -1,0 +1,201 @@
+"""The SQL front end: ``CREATE PIPELINE`` (SingleStore dialect) ↔ ``PipelineSpec``.
+
+:func:`to_spec` lowers a parsed statement into a spec; a clause the statement leaves out
+is left to ``defaults`` (the engine's variables under their flat option names, e.g.
+``batch_interval_ms``), which the engine hands in, so SQL and the Python API share one
+set of defaults and this module never reads the engine. :func:`to_create_pipeline` is
+the way back, which ``SHOW CREATE PIPELINE`` prints (credentials redacted, and a
+password inside a URL as ``<redacted>`` in its URL):
+``to_spec(parse_one(create_pipeline_sql(spec)), defaults) == spec`` for every spec SQL
+can express and whose fetch timeout and chunk size are the ``defaults``' (no clause sets
+them).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from sparkpipes.config import urls
+from sparkpipes.config.core import REDACTED, reject_unknown
+from sparkpipes.config.kwargs import OPTIONS, from_kwargs
+from sparkpipes.config.procedure import ProcedureSpec, ProcedureStatement
+from sparkpipes.config.spec import PipelineSpec
+from sparkpipes.errors import ConfigError
+from sparkpipes.frontends.singlestore import ast as A
+
+
+def to_spec(stmt: A.CreatePipeline, defaults: Mapping[str, Any]) -> PipelineSpec:
+    """Lower ``CREATE PIPELINE`` into a spec; ``defaults`` (flat option names) fill the
+    batch options the statement does not give. Raises ConfigError for what the dialect
+    parses but sparkpipes does not do yet (INTO PROCEDURE, a pipeline without a target,
+    DEFAULT in a field mapping, LINES STARTING BY / TERMINATED BY other than newline) and
+    for invalid values, naming the clause or option; a ``defaults`` name that is not a
+    pipeline option is a ConfigError too, so an engine variable cannot silently go
+    unused."""
+    s = stmt
+    if s.target is None and not s.inferred:
+        raise ConfigError(
+            "a pipeline needs INTO TABLE (or INTO PROCEDURE); CREATE INFERRED PIPELINE "
+            "makes its own table",
+            pipeline=s.name,
+        )
+    procedure = s.target is not None and s.target.kind == "PROCEDURE"
+    connector = s.source.upper() == "KAFKACONNECT"
+    allowed = [o for o in OPTIONS if o != "name"]
+    reject_unknown(defaults, allowed, what="pipeline default", pipeline=s.name)
+    kw: dict[str, Any] = {
+        "name": s.name,
+        "source": s.source.lower(),
+        "location": s.location,
+        "table": s.target.name if s.target is not None else s.name,
+        "config": s.config_json if s.config else {},
+        "credentials": s.credentials_json if s.credentials else {},
+        "format": (s.format or ("avro" if connector else "json")).lower()
+        if s.format or not s.fields
+        else "csv",
+        "batch_interval_ms": s.batch_interval,
+        "max_partitions_per_batch": s.max_partitions_per_batch,
+        "max_offsets_per_batch_partition": s.max_offsets_per_batch_partition,
+        "max_retries": s.max_retries_per_batch_partition,
+        "skip_parser_errors": s.skip_errors in ("PARSER", "ALL"),
+        "assignments": [(a.column, a.expr.text) for a in s.assignments],
+        "where": s.where.text if s.where else None,
+        "skip_lines": s.ignore_lines or 0,
+        "on_duplicate_key": s.on_conflict.lower() if s.on_conflict else None,
+        "format_options": (
+            {"schema.registry.url": s.schema_registry}
+            if s.schema_registry
+            else {"schema": s.schema}
+            if s.schema
+            else {}
+        ),
+    }
+    mapping = []
+    for m in s.mappings:
+        if m.default is not None:
+            raise ConfigError(f"DEFAULT in the mapping of '{m.column}' is not supported yet")
+        mapping.append(("@" + m.column if m.variable else m.column, tuple(m.path)))
+    for c in s.columns:
+        mapping.append(("@" + c.name if c.variable else c.name, (c.name,)))
+    kw["mapping"] = mapping
+    if procedure:
+        kw["sink"] = "procedure"
+    if s.fields:
+        kw["csv"] = {
+            "delimiter": s.fields.terminated_by or ",",
+            "quote": s.fields.enclosed_by or '"',
+            "escape": s.fields.escaped_by,
+        }
+    if s.lines and (s.lines.starting_by or s.lines.terminated_by not in (None, "\n")):
+        raise ConfigError(
+            "LINES STARTING BY / TERMINATED BY other than newline are not supported yet"
+        )
+    return from_kwargs(kw, defaults)
+
+
+def to_create_pipeline(spec: PipelineSpec) -> A.CreatePipeline:
+    """The ``CREATE PIPELINE`` statement that lowers back to ``spec``, credentials
+    redacted (their keys kept). Batch options are written out as resolved, so the
+    statement does not depend on the variables in force when it is run again. What SQL has
+    no clause for (start offsets, out-of-range policy, provenance, sink kind, fetch timeout,
+    chunk size, CSV header) is not written."""
+    fmt = spec.format
+    csv = fmt.kind == "csv"
+    fields = (
+        A.FieldsFormat(
+            terminated_by=fmt.csv.delimiter, enclosed_by=fmt.csv.quote, escaped_by=fmt.csv.escape
+        )
+        if csv
+        else None
+    )
+    mappings: list[A.FieldMapping] = []
+    columns: list[A.LoadColumn] = []
+    for m in fmt.mapping:
+        name = m.column[1:] if m.is_variable else m.column
+        if csv:
+            columns.append(A.LoadColumn(name, m.is_variable))
+        else:
+            mappings.append(A.FieldMapping(name, m.path, m.is_variable, rooted=not m.path))
+    src, batch, tr = spec.source, spec.batch, spec.transform
+    # a URL's password shows as ``<redacted>`` in the URL itself, not as a credential
+    shown = sorted(k for k in src.credentials if urls.option_of(k) is None)
+    return A.CreatePipeline(
+        name=spec.name,
+        source=src.kind.upper(),
+        location=src.location,
+        target=A.Target("PROCEDURE" if spec.sink.kind == "procedure" else "TABLE", spec.sink.table),
+        config=json.dumps(dict(src.config), sort_keys=True) if src.config else None,
+        credentials=json.dumps({k: REDACTED for k in shown}) if shown else None,
+        batch_interval=batch.interval_ms,
+        max_partitions_per_batch=batch.max_partitions,
+        max_offsets_per_batch_partition=batch.max_offsets_per_partition,
+        max_retries_per_batch_partition=batch.max_retries,
+        skip_errors="PARSER" if fmt.skip_parser_errors else None,
+        on_conflict=spec.sink.write.upper() if spec.sink.write != "append" else None,
+        format=fmt.kind.upper(),
+        schema_registry=fmt.options.get("schema.registry.url"),
+        schema=fmt.options.get("schema"),
+        mappings=tuple(mappings),
+        fields=fields,
+        ignore_lines=fmt.skip_lines or None,
+        columns=tuple(columns),
+        assignments=tuple(A.Assignment(c, A.Expr(e)) for c, e in tr.assignments),
+        where=A.Expr(tr.where) if tr.where else None,
+    )
+
+
+def to_procedure(stmt: A.CreateProcedure, text: str) -> ProcedureSpec:
+    """Lower ``CREATE PROCEDURE`` (``text``: the statement as written, for the lines of
+    its body statements) into a pipeline procedure: one ``QUERY(…)`` parameter and a body
+    of ``INSERT|REPLACE INTO … SELECT`` statements. ConfigError names what else it is."""
+    from sparkpipes.frontends.singlestore.parser import iter_parse
+    from sparkpipes.frontends.singlestore.types import spark_type
+
+    where = f"procedure '{stmt.name}'"
+    queries = [p for p in stmt.params if p.type.name == "QUERY"]
+    if len(stmt.params) != 1 or not queries:
+        raise ConfigError(
+            f"{where}: a pipeline procedure takes one parameter, the batch, of type "
+            "QUERY(col type, …), e.g. (batch QUERY(topic TEXT, id JSON, record JSON))"
+        )
+    param = queries[0]
+    columns = tuple((f.name, spark_type(f.type), f.type.to_sql()) for f in param.type.fields)
+    if not columns:
+        raise ConfigError(f"{where}: QUERY() of parameter '{param.name}' names no columns")
+    m = re.search(r"\bBEGIN\b(.*)\bEND\b\s*;?\s*$", text, re.IGNORECASE | re.DOTALL)
+    if m is None or re.search(r"\bAS\s+DECLARE\b", text, re.IGNORECASE):
+        raise ConfigError(
+            f"{where}: a pipeline procedure's body is BEGIN, statements, END (DECLARE, "
+            "variables and control flow are not supported)"
+        )
+    inner, base = m.group(1), m.start(1)
+    statements = []
+    for stmt_k, span in iter_parse(inner):
+        line = text[: base + span.start].count("\n") + 1
+        written = " ".join(inner[span.start : span.end].split())
+        if not isinstance(stmt_k, A.Insert) or stmt_k.query is None:
+            raise ConfigError(
+                f"{where}, line {line}: the body takes INSERT|REPLACE INTO table … SELECT "
+                f"statements, not '{written[:60]}'"
+            )
+        statements.append(
+            ProcedureStatement(
+                stmt_k.table,
+                stmt_k.query.text,
+                tuple(stmt_k.columns),
+                stmt_k.replace,
+                line,
+                written,
+            )
+        )
+    if not statements:
+        raise ConfigError(f"{where}: the body has no statements")
+    return ProcedureSpec(stmt.name, param.name, columns, tuple(statements), stmt.to_sql())
+
+
+def create_pipeline_sql(spec: PipelineSpec) -> str:
+    """``SHOW CREATE PIPELINE``'s text: :func:`to_create_pipeline` rendered."""
+    return to_create_pipeline(spec).to_sql()

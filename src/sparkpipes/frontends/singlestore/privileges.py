@@ -1,0 +1,136 @@
+"""Which privilege each statement needs (SingleStore's permission matrix, on sparkpipes'
+statements), checked before it runs. Queries are checked on what they read, after the
+sandbox parsed them (``SqlSession._spark_sql``); listings (``SHOW PIPELINES``, ``SHOW
+TABLES``, ``information_schema``) show what the user holds a privilege on.
+
+=========================================  ==========================================
+statement                                  needs (on the object named, or wider)
+=========================================  ==========================================
+SELECT, EXPLAIN, DESCRIBE, SHOW CREATE TBL  SELECT on each table read
+INSERT                                     INSERT on the table, SELECT on what it reads
+CREATE TABLE / DROP TABLE                  CREATE / DROP
+ALTER TABLE, OPTIMIZE, VACUUM              ALTER
+CREATE INDEX, DROP INDEX                   INDEX
+CREATE PIPELINE                            CREATE PIPELINE, and INSERT on its table (or
+                                           EXECUTE on its procedure; CREATE for an
+                                           INFERRED pipeline's new table); FILE READ
+                                           to load the server's files (FS, HDFS)
+START / STOP / TEST PIPELINE               START PIPELINE
+ALTER PIPELINE                             ALTER PIPELINE
+DROP PIPELINE                              DROP PIPELINE
+SHOW CREATE PIPELINE                       SHOW PIPELINE
+CREATE PROCEDURE / DROP PROCEDURE          CREATE ROUTINE / ALTER ROUTINE; and INSERT
+                                           on each table the body writes, SELECT on
+                                           each it reads (``SqlSession``)
+SET GLOBAL                                 SUPER
+users, GRANT, REVOKE                       ``sql.users``
+=========================================  ==========================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from sparkpipes.catalog.grants import PIPELINE, TABLE, Access
+from sparkpipes.frontends.singlestore import ast as A
+
+Rule = Callable[[Access, Any], None]
+
+
+def _table(privilege: str, attr: str = "name") -> Rule:
+    def rule(access: Access, s: Any) -> None:
+        access.require(privilege, getattr(s, attr))
+
+    return rule
+
+
+def _pipeline(privilege: str) -> Rule:
+    def rule(access: Access, s: Any) -> None:
+        access.require(privilege, s.name, kind="pipeline")
+
+    return rule
+
+
+def _any_on_table(access: Access, s: Any) -> None:
+    if not access.may_any(TABLE, s.name):
+        access.require("SELECT", s.name)
+
+
+#: sources that read the server's own disk (and so any file the server may read)
+LOCAL_FILES = ("FS", "HDFS")
+
+
+def _create_pipeline(access: Access, s: A.CreatePipeline) -> None:
+    access.require("CREATE PIPELINE", s.name, kind="pipeline")
+    if s.source.upper() in LOCAL_FILES:
+        access.require("FILE READ")
+    if s.or_replace:
+        access.require("DROP PIPELINE", s.name, kind="pipeline")
+    target = s.target
+    if target is None:  # INFERRED: makes the table named after the pipeline
+        access.require("CREATE", s.name)
+    elif target.kind == "PROCEDURE":
+        access.require("EXECUTE", target.name, kind="procedure")
+    else:
+        access.require("INSERT", target.name)
+
+
+def _procedure(privilege: str) -> Rule:
+    def rule(access: Access, s: Any) -> None:
+        access.require(privilege, s.name, kind="procedure")
+
+    return rule
+
+
+def _server(privilege: str) -> Rule:
+    def rule(access: Access, s: Any) -> None:
+        access.require(privilege)
+
+    return rule
+
+
+RULES: dict[str, Rule] = {
+    "CreatePipeline": _create_pipeline,
+    "StartPipeline": _pipeline("START PIPELINE"),
+    "StopPipeline": _pipeline("START PIPELINE"),
+    "TestPipeline": _pipeline("START PIPELINE"),
+    "DropPipeline": _pipeline("DROP PIPELINE"),
+    "AlterPipeline": _pipeline("ALTER PIPELINE"),
+    "AlterPipelineDropFile": _pipeline("ALTER PIPELINE"),
+    "ShowCreatePipeline": _pipeline("SHOW PIPELINE"),
+    "SetVariable": _server("SUPER"),
+    "CreateTable": _table("CREATE"),
+    "DropTable": _table("DROP"),
+    "AlterTableAddColumn": _table("ALTER", "table"),
+    "AlterTableDropColumn": _table("ALTER", "table"),
+    "AlterTableModifyColumn": _table("ALTER", "table"),
+    "CreateIndex": _table("INDEX", "table"),
+    "DropIndex": _table("INDEX", "table"),
+    "OptimizeTable": _table("ALTER"),
+    "Vacuum": _table("ALTER"),
+    "ShowCreateTable": _any_on_table,
+    "Insert": _table("INSERT", "table"),
+    "CreateProcedure": _procedure("CREATE ROUTINE"),
+    "DropProcedure": _procedure("ALTER ROUTINE"),
+}
+
+
+def authorize(access: Access, stmt: Any) -> None:
+    """Raise AccessDeniedError unless ``access`` may run ``stmt`` (its reads aside)."""
+    if access.owner:
+        return
+    rule = RULES.get(type(stmt).__name__)
+    if rule is not None:
+        rule(access, stmt)
+    if isinstance(stmt, A.DescribeTable) and (stmt.database or "").lower() != "information_schema":
+        _any_on_table(access, stmt)
+
+
+def sees_pipeline(access: Access, name: str) -> bool:
+    """Whether a listing shows pipeline ``name`` to the user (any pipeline privilege)."""
+    return access.may_any(PIPELINE, name)
+
+
+def sees_table(access: Access, name: str) -> bool:
+    return access.may_any(TABLE, name)

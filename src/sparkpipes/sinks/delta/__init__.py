@@ -1,0 +1,1 @@
+"""src/sparkpipes/sinks/delta"""

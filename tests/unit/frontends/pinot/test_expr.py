@@ -1,0 +1,649 @@
+"""Pinot ingestion expressions → Spark SQL (config.pinotexpr): values computed by a real
+Spark session, as a pipeline computes them over a record's fields (pipeline variables,
+which are text), and the errors a user sees for what cannot be translated."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from decimal import Decimal
+from typing import Any
+
+import pytest
+
+from sparkpipes.errors import ConfigError
+from sparkpipes.frontends.pinot.expr import FUNCTIONS, PinotExpr, filter_sql, translate
+
+TS = 1644586485807  # 2022-02-11T13:34:45.807Z, a Friday
+LONG_MIN = -(2**63)
+PAYLOAD = {
+    "a": {"b": 3, "c": "x", "f": "12", "e": 3.7},
+    "arr": [1, 2, "z", {"k": 1}],
+    "n": None,
+    "s": "str",
+    "t": True,
+}
+RECORD: dict[str, str | None] = {
+    "ts": str(TS),
+    "payload": json.dumps(PAYLOAD, separators=(",", ":")),
+    "country": "US",
+    "name": "hello world",
+    "price": "99.5",
+    "flag": "true",
+    "missing": None,
+}
+WHERE = "transformConfigs[0] (column 'day')"
+
+
+@pytest.fixture(scope="module")
+def spark():
+    from sparkpipes.engine.spark.session import build_session
+
+    return build_session(None, {})
+
+
+def _frame(spark, records: Sequence[Mapping[str, str | None]]):
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    names = list(records[0])
+    schema = StructType([StructField("@" + n, StringType()) for n in names])
+    return spark.createDataFrame([tuple(r[n] for n in names) for r in records], schema)
+
+
+def _evaluate(spark, exprs: Sequence[str], record: Mapping[str, str | None] = RECORD) -> list:
+    """The values of the Pinot expressions ``exprs`` over ``record``, in one query."""
+    sqls = [translate(e, where=WHERE).sql for e in exprs]
+    row = _frame(spark, [record]).selectExpr(*[f"{s} AS `c{i}`" for i, s in enumerate(sqls)])
+    return list(row.first())
+
+
+def _same(got: Any, want: Any) -> bool:
+    if isinstance(want, float) and math.isnan(want):
+        return isinstance(got, float) and math.isnan(got)
+    if isinstance(want, float):
+        return isinstance(got, float) and got == pytest.approx(want, rel=1e-6)
+    if want is None or isinstance(want, bool):
+        return got is want
+    return type(got) is type(want) and got == want
+
+
+def _check(spark, cases: Sequence[tuple[str, Any]], record=RECORD) -> None:
+    got = _evaluate(spark, [e for e, _ in cases], record)
+    wrong = {e: (g, w) for (e, w), g in zip(cases, got) if not _same(g, w)}
+    assert not wrong, "\n".join(f"{e}: got {g!r}, want {w!r}" for e, (g, w) in wrong.items())
+
+
+@pytest.fixture(params=["UTC", "America/Los_Angeles", "Asia/Kolkata"])
+def session_zone(request, spark):
+    """Runs the test in each of several session time zones; results must not differ."""
+    key = "spark.sql.session.timeZone"
+    before = spark.conf.get(key)
+    spark.conf.set(key, request.param)
+    yield request.param
+    spark.conf.set(key, before)
+
+
+# --- date and time: the same in every session time zone -----------------------------
+
+DATETIME = [
+    ("toEpochSeconds(ts)", 1644586485),
+    ("toEpochMinutes(ts)", 27409774),
+    ("toEpochHours(ts)", 456829),
+    ("toEpochDays(ts)", 19034),
+    ("toEpochSeconds(-1500)", -1),  # truncated toward zero, as Java's TimeUnit
+    ("toEpochMinutesRounded(ts, 15)", 27409770),
+    ("toEpochMinutesBucket(ts, 15)", 1827318),
+    ("toEpochDaysRounded(ts, 7)", 19033),
+    ("fromEpochSeconds(1644586485)", 1644586485000),
+    ("fromEpochDays(19034)", 1644537600000),
+    ("fromEpochMinutesBucket(1827318, 15)", 1644586200000),
+    ("round(ts, 1000)", 1644586485000),
+    ("toDateTime(ts, 'yyyy-MM-dd HH:mm:ss.SSS')", "2022-02-11 13:34:45.807"),
+    ("toDateTime(ts, 'yyyyMMdd')", "20220211"),
+    ("toDateTime(ts, 'EEE, d MMM yy hh:mm a')", "Fri, 11 Feb 22 01:34 PM"),
+    (
+        "toDateTime(ts, 'yyyy-MM-dd''T''HH:mm:ssZZ', 'America/Los_Angeles')",
+        "2022-02-11T05:34:45-08:00",
+    ),
+    ("toDateTime(ts, 'EEEE MMMM D HH:mm Z', 'Asia/Kolkata')", "Friday February 42 19:04 +0530"),
+    ("toDateTime(ts, 'yyyy-MM-dd''T''HH:mm:ss.SSS''Z''')", "2022-02-11T13:34:45.807Z"),
+    ("toDateTime(ts, 'ss.SS k K h')", "45.80 13 1 1"),
+    ("toDateTime(1647138600000, 'yyyy-MM-dd HH:mm:ss')", "2022-03-13 02:30:00"),  # LA's DST gap
+    ("fromDateTime('2022-02-11T13:34:45', 'yyyy-MM-dd''T''HH:mm:ss')", 1644586485000),
+    (
+        "fromDateTime('2022-02-11 05:34:45', 'yyyy-MM-dd HH:mm:ss', 'America/Los_Angeles')",
+        1644586485000,
+    ),
+    ("fromDateTime('2022-02-11T19:04:45.807+05:30', 'yyyy-MM-dd''T''HH:mm:ss.SSSZZ')", TS),
+    ("fromDateTime('20220211', 'yyyyMMdd')", 1644537600000),
+    ("fromDateTime('2022-03-13 02:30:00', 'yyyy-MM-dd HH:mm:ss')", 1647138600000),
+    ("fromDateTime('2022-07-13 04:30:45', 'yyyy-MM-dd HH:mm:ss')", 1657686645000),
+    ("fromDateTime('garbage', 'yyyy-MM-dd')", None),
+    ("fromDateTime('garbage', 'yyyy-MM-dd', 'UTC', -1)", -1),
+    (
+        "toDateTime(fromDateTime('2022-07-01 00:00', 'yyyy-MM-dd HH:mm', 'Europe/Berlin'), "
+        "'yyyy-MM-dd HH:mm')",
+        "2022-06-30 22:00",
+    ),
+    ("year(ts)", 2022),
+    ("month(ts)", 2),
+    ("dayOfMonth(ts)", 11),
+    ("day(ts)", 11),
+    ("dayOfWeek(ts)", 5),
+    ("dow(ts)", 5),
+    ("dayOfYear(ts)", 42),
+    ("hour(ts)", 13),
+    ("minute(ts)", 34),
+    ("second(ts)", 45),
+    ("millisecond(ts)", 807),
+    ("quarter(ts)", 1),
+    ("week(ts)", 6),
+    ("yearOfWeek(1609459200000)", 2020),
+    ("hour(ts, 'Asia/Kolkata')", 19),
+    ("minute(ts, 'Asia/Kolkata')", 4),
+    ("day(ts, 'Pacific/Kiritimati')", 12),
+    ("hour(1657686645123)", 4),
+    ("dateTrunc('second', ts)", 1644586485000),
+    ("dateTrunc('hour', ts)", 1644584400000),
+    ("dateTrunc('day', ts)", 1644537600000),
+    ("dateTrunc('week', ts)", 1644192000000),
+    ("dateTrunc('month', ts)", 1643673600000),
+    ("dateTrunc('quarter', ts)", 1640995200000),
+    ("dateTrunc('YEAR', ts)", 1640995200000),
+    ("dateTrunc('day', ts, 'MILLISECONDS', 'America/Los_Angeles')", 1644566400000),
+    ("dateTrunc('hour', 1644586485, 'SECONDS')", 1644584400),
+    ("dateTrunc('day', 1644586485, 'SECONDS', 'UTC', 'MILLISECONDS')", 1644537600000),
+    ("fromTimestamp(toTimestamp(ts))", TS),
+    ("CAST(toTimestamp(ts) AS STRING)", "2022-02-11 13:34:45.807"),
+    ("CAST(toTimestamp(ts) AS LONG)", TS),
+    ("fromTimestamp(CAST(ts AS TIMESTAMP))", TS),
+    ("fromTimestamp('2022-02-11 13:34:45.807')", TS),
+    ("fromTimestamp('2022-02-11T19:04:45.807+05:30')", TS),
+    ("now() - ago('PT1H')", 3600000),
+    ("now() - ago('P1DT2H30M1.5S')", 95401500),
+    ("now() > 1644586485807", True),
+]
+
+
+def test_datetime_functions_do_not_depend_on_the_session_time_zone(spark, session_zone):
+    _check(spark, DATETIME)
+
+
+def test_from_date_time_in_los_angeles_session(spark):
+    """The brief's example: the wall clock is read in UTC whatever the session's zone."""
+    key = "spark.sql.session.timeZone"
+    before = spark.conf.get(key)
+    spark.conf.set(key, "America/Los_Angeles")
+    try:
+        got = _evaluate(
+            spark, ["fromDateTime(d, 'yyyy-MM-dd''T''HH:mm:ss')"], {"d": "2022-02-11T13:34:45"}
+        )
+        assert got == [1644586485000]
+    finally:
+        spark.conf.set(key, before)
+
+
+def test_typed_columns(spark):
+    """Fields that arrive typed (not as text) work the same."""
+    df = spark.createDataFrame([(TS, '{"a":{"b":3}}')], "`@ts` bigint, `@payload` string")
+    exprs = [
+        "toEpochSeconds(ts)",
+        "jsonPathLong(payload, '$.a.b')",
+        "ts > 1600000000000",
+        "toDateTime(ts, 'yyyy-MM-dd')",
+        "ts + 1",
+    ]
+    sqls = [translate(e, where=WHERE).sql for e in exprs]
+    row = df.selectExpr(*[f"{s} AS `c{i}`" for i, s in enumerate(sqls)]).first()
+    assert list(row) == [1644586485, 3, True, "2022-02-11", TS + 1.0]
+
+
+# --- strings ----------------------------------------------------------------------------
+
+STRINGS = [
+    ("upper(name)", "HELLO WORLD"),
+    ("lower('AbC')", "abc"),
+    ("trim(' \t a b \n')", "a b"),
+    ("ltrim('  a ')", "a "),
+    ("rtrim('  a ')", "  a"),
+    ("reverse('abc')", "cba"),
+    ("length(name)", 11),
+    ("concat('a', 'b')", "ab"),
+    ("concat(name, country, ' | ')", "hello world | US"),
+    ("concat(name, missing, '-')", None),
+    ("concat_ws('-', 'a', 'b')", "a-b"),
+    ("'x' || 'y'", "xy"),
+    ("substr(name, 6)", "world"),
+    ("substr(name, 0, 5)", "hello"),
+    ("substr(name, 6, -1)", "world"),
+    ("substr(name, -5)", "world"),
+    ("substr(name, 3, 1)", ""),
+    ("substr(name, 20)", ""),
+    ("substr(name, length(country), 4)", "ll"),
+    ("substr(missing, 1)", None),
+    ("substring(name, 1, 5)", "hello"),
+    ("leftSubStr(name, 5)", "hello"),
+    ("rightSubStr(name, 5)", "world"),
+    ("strpos(name, 'o')", 4),
+    ("strpos(name, 'o', 2)", 7),
+    ("strpos(name, 'o', 3)", -1),
+    ("strpos(name, 'z')", -1),
+    ("strrpos(name, 'o')", 7),
+    ("startsWith(name, 'hell')", True),
+    ("starts_with(name, 'x')", False),
+    ("endsWith(name, 'world')", True),
+    ("contains(name, 'lo w')", True),
+    ("replace(name, 'o', '0')", "hell0 w0rld"),
+    ("remove(name, 'l')", "heo word"),
+    ("lpad('7', 3, '0')", "007"),
+    ("lpad('12345', 3, '0')", "12345"),
+    ("rpad('ab', 4, '*')", "ab**"),
+    ("splitPart('a,,b,c', ',', 1)", "b"),
+    ("splitPart('a,,b,c', ',', 5)", "null"),
+    ("splitPart('a,,b,c', ',', -1)", "c"),
+    ("splitPart('a::b', '::', 1)", "b"),
+    ("splitPart('a.b', '.', 1)", "b"),
+    ("split('a,,b,c', ',')", ["a", "b", "c"]),
+    ("regexpExtract('foo123bar', '([a-z]+)(\\d+)', 2)", "123"),
+    ("regexpExtract('foo123', '\\d+')", "123"),
+    ("regexpExtract('foobar', '\\d+')", ""),
+    ("regexpExtract('foobar', '(\\d+)', 1, 'none')", "none"),
+    ("regexp_replace('a1b22c333', '\\d+', '#')", "a#b#c#"),
+    ("regexpReplace('a1b22c333', '\\d+', '#', 2)", "a1b#c#"),
+    ("regexpReplace('a1b22c333', '\\d+', '#', 0, 1)", "a1b#c333"),
+    ("regexpReplace('aAa', 'a', '-', 0, -1, 'i')", "---"),
+    ("regexpReplace('x-y', '(\\w)-(\\w)', '$2-$1')", "y-x"),
+    ("regexpLike(name, '^h.*d$')", True),
+    ("regexpLike(name, 'HELLO')", False),
+    ("regexpLike(name, 'HELLO', 'i')", True),
+    ("fromUtf8(toUtf8(name))", "hello world"),
+    ("md5(toUtf8('abc'))", "900150983cd24fb0d6963f7d28e17f72"),
+    ("md5('616263')", "900150983cd24fb0d6963f7d28e17f72"),  # Pinot reads text as hex bytes
+    ("sha(toUtf8('abc'))", "a9993e364706816aba3e25717850c26c9cd0d89d"),
+    ("sha256(toUtf8('abc'))", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"),
+    ("length(sha512(toUtf8('abc')))", 128),
+    ("toBase64(toUtf8('hi'))", "aGk="),
+    ("fromUtf8(fromBase64('aGk='))", "hi"),
+    ("strcmp('a', 'b')", -1),
+    ("strcmp(country, 'US')", 0),
+    ("strcmp('b', 'a')", 1),
+    ("strcmp(missing, 'a')", None),
+    ("encodeUrl('a b&c')", "a+b%26c"),
+    ("decodeUrl('a+b%26c')", "a b&c"),
+    ("repeat('ab', 3)", "ababab"),
+    ("repeat('ab', '-', 3)", "ab-ab-ab"),
+    ("isJson(payload)", True),
+    ("isJson('{x')", False),
+]
+
+
+def test_string_functions(spark):
+    _check(spark, STRINGS)
+
+
+# --- math ---------------------------------------------------------------------------------
+
+MATH = [
+    ("abs(-2)", 2.0),
+    ("ceil(1.2)", 2.0),
+    ("floor(-1.5)", -2.0),
+    ("exp(0)", 1.0),
+    ("ln(1)", 0.0),
+    ("log10(100)", 2.0),
+    ("log2(8)", 3.0),
+    ("sqrt(16)", 4.0),
+    ("power(2, 10)", 1024.0),
+    ("pow(price, 0)", 1.0),
+    ("sign(-3)", -1.0),
+    ("roundDecimal(2.345, 2)", 2.35),
+    ("roundDecimal(2.5)", 3.0),
+    ("roundDecimal(-2.5)", -2.0),
+    ("mod(7, 3)", 1.0),
+    ("mod(7.5, 2)", 1.5),
+    ("mod(1, 0)", None),
+    ("plus(1, 2)", 3.0),
+    ("plus(price, 0.5)", 100.0),
+    ("minus(5, 7)", -2.0),
+    ("times(price, 2)", 199.0),
+    ("divide(7, 2)", 3.5),
+    ("divide(1, 0)", None),
+    ("least(1, 2)", 1.0),
+    ("greatest(price, 100)", 100.0),
+    ("least(missing, 1)", None),
+    ("coalesce(missing, price, 1)", "99.5"),  # text stays text
+    ("coalesce(jsonPathLong(payload, '$.zz', 5), 1)", 5),
+    ("coalesce(missing, country)", "US"),
+]
+
+
+def test_math_functions(spark):
+    _check(spark, MATH)
+
+
+# --- JSON ---------------------------------------------------------------------------------
+
+JSON = [
+    ("jsonPathString(payload, '$.a.c')", "x"),
+    ("jsonPathString(payload, '$.a.b')", "3"),
+    ("jsonPathString(payload, 'a.c')", "x"),
+    ('jsonPathString(payload, \'$["a"]["c"]\')', "x"),
+    ("jsonPathString(payload, '$.a')", json.dumps(PAYLOAD["a"], separators=(",", ":"))),
+    ("jsonPathString(payload, '$.zz')", None),
+    ("jsonPathString(payload, '$.zz', 'dflt')", "dflt"),
+    ("jsonPathString(payload, '$.n', 'dflt')", "dflt"),
+    ("jsonPathString(missing, '$.a', 'dflt')", "dflt"),
+    ("jsonPathString(payload, '$.arr[2]')", "z"),
+    ("jsonPathLong(payload, '$.a.b')", 3),
+    ("jsonPathLong(payload, '$.a.f')", 12),
+    ("jsonPathLong(payload, '$.a.e')", 3),
+    ("jsonPathLong(payload, '$.zz')", LONG_MIN),
+    ("jsonPathLong(payload, '$.zz', 7)", 7),
+    ("jsonPathLong(payload, '$.a.c', 7)", 7),
+    ("jsonPathLong(missing, '$.a')", None),
+    ("jsonPathInt(payload, '$.a.b')", 3),
+    ("jsonPathInt(payload, '$.zz')", -(2**31)),
+    ("jsonPathDouble(payload, '$.a.e')", 3.7),
+    ("jsonPathDouble(payload, '$.zz')", math.nan),
+    ("jsonPathDouble(payload, '$.zz', 1.5)", 1.5),
+    ("jsonPathArray(payload, '$.arr')", ["1", "2", "z", '{"k":1}']),
+    ("jsonPathArray(payload, '$.a.b')", ["3"]),
+    ("jsonPathArray(payload, '$.zz')", None),
+    ("jsonPathArrayDefaultEmpty(payload, '$.zz')", []),
+    ("jsonPathExists(payload, '$.a.b')", True),
+    ("jsonPathExists(payload, '$.n')", False),
+    ("jsonFormat(payload)", RECORD["payload"]),
+    ("jsonFormat('abc')", '"abc"'),
+    ("jsonFormat(jsonPathLong(payload, '$.a.b'))", "3"),
+    ("jsonFormat(missing)", None),
+    ("jsonExtractScalar(payload, '$.a.b', 'INT')", 3),
+    ("json_extract_scalar(payload, '$.a.b', 'LONG')", 3),
+    ("json_extract_scalar(payload, '$.a.e', 'DOUBLE')", 3.7),
+    ("json_extract_scalar(payload, '$.a.e', 'FLOAT')", 3.7),
+    (
+        "json_extract_scalar(payload, '$.a.e', 'BIG_DECIMAL')",
+        Decimal("3.7").quantize(Decimal("1e-18")),
+    ),
+    ("json_extract_scalar(payload, '$.a.c', 'STRING')", "x"),
+    ("json_extract_scalar(payload, '$.zz', 'STRING', 'none')", "none"),
+    ("json_extract_scalar(payload, '$.zz', 'LONG')", LONG_MIN),
+    ("json_extract_scalar(payload, '$.zz', 'LONG', 5)", 5),
+    ("json_extract_scalar(payload, '$.t', 'BOOLEAN')", True),
+    ("json_extract_scalar(payload, '$.zz', 'BOOLEAN')", False),
+    ("json_extract_scalar(payload, '$.zz', 'DOUBLE')", 5e-324),
+]
+
+
+def test_json_functions(spark):
+    _check(spark, JSON)
+
+
+# --- operators, CASE, CAST, nesting ---------------------------------------------------
+
+OPERATORS = [
+    ("ts / 1000", 1644586485.807),
+    ("ts % 1000", 807.0),
+    ("ts - ts % 1000", 1644586485000.0),
+    ("ts > 1600000000000", True),
+    ("price > 99", True),
+    ("price < 100", True),
+    ("price = 99.5", True),
+    ("price * 2", 199.0),
+    ("-price", -99.5),
+    ("2 + 3 * 4", 14),
+    ("(2 + 3) * 4", 20),
+    ("2 - -3", 5),
+    ("7 / 2", 3.5),
+    ("7 % 3", 1),
+    ("1 / 0", None),
+    ("country = 'US'", True),
+    ("country != 'US'", False),
+    ("country <> 'DE'", True),
+    ("country IN ('US', 'CA')", True),
+    ("country NOT IN ('US')", False),
+    ("ts IN (1644586485807, 1)", True),
+    ("price BETWEEN 99 AND 100", True),
+    ("price NOT BETWEEN 1 AND 2", True),
+    ("name LIKE 'hello%'", True),
+    ("name NOT LIKE '%x%'", True),
+    ("missing IS NULL", True),
+    ("name IS NOT NULL", True),
+    ("flag = true", True),
+    ("flag AND price > 1", True),
+    ("NOT flag", False),
+    ("NOT country = 'US' OR price > 1000", False),
+    ("country = 'US' OR 1 / 0 > 1", True),
+    ("CASE WHEN price > 100 THEN 'high' WHEN price > 50 THEN 'mid' ELSE 'low' END", "mid"),
+    ("case country when 'US' then 1 when 'CA' then 2 end", 1),
+    ("CASE WHEN false THEN 1 END", None),
+    ("CASE WHEN price > 1 THEN ts ELSE 0 END", str(TS)),
+    ("CASE WHEN price > 1 THEN toEpochSeconds(ts) ELSE 0 END", 1644586485),
+    ("CAST(ts AS LONG)", TS),
+    ("CAST(price AS DOUBLE)", 99.5),
+    ("CAST(CAST(price AS DOUBLE) AS INT)", 99),
+    ("CAST(price AS INT)", None),
+    ("CAST(price AS BIG_DECIMAL)", Decimal("99.5").quantize(Decimal("1e-18"))),
+    ("CAST(price AS DECIMAL(5, 1))", Decimal("99.5")),
+    ("CAST(flag AS BOOLEAN)", True),
+    ("CAST(1 AS BOOLEAN)", True),
+    ("CAST(ts AS STRING)", str(TS)),
+    ("CAST(ts AS VARCHAR)", str(TS)),
+    ("CAST(toUtf8('hi') AS STRING)", "6869"),
+    ("fromUtf8(CAST('6869' AS BYTES))", "hi"),
+    ("CAST(price AS JSON)", "99.5"),
+    ("toDateTime(fromEpochSeconds(toEpochSeconds(ts)), 'yyyy-MM-dd')", "2022-02-11"),
+    ("upper(concat(country, substr(name, 0, 5), '-'))", "US-HELLO"),
+    ("jsonPathLong(payload, '$.a.b') * 10 + 1", 31),
+    ("TOEPOCHSECONDS(ts) = to_epoch_seconds(ts)", True),
+]
+
+
+def test_operators_case_cast_and_nesting(spark):
+    _check(spark, OPERATORS)
+
+
+def test_fields_named_like_sql_keywords_and_quoted_names(spark):
+    record = {
+        "timestamp": "10",
+        "count": "2",
+        "date": "2022-02-11",
+        "__metadata$offset": "41",
+        "a.b": "x",
+        "we`ird": "y",
+    }
+    cases = [
+        ("timestamp * count", 20.0),
+        ('"__metadata$offset" + 1', 42.0),
+        ("fromDateTime(date, 'yyyy-MM-dd')", 1644537600000),
+        ('concat("a.b", "we`ird", \'-\')', "x-y"),
+        ("`a.b`", "x"),
+    ]
+    _check(spark, cases, record)
+
+
+# --- filters --------------------------------------------------------------------------
+
+
+def _kept(spark, filter_function: str, values: Sequence[str | None], field: str) -> list:
+    expr = filter_sql(filter_function, where="ingestionConfig.filterConfig.filterFunction")
+    df = _frame(spark, [{field: v, "i": str(i)} for i, v in enumerate(values)])
+    return [values[int(r[0])] for r in df.where(expr.sql).select("`@i`").collect()]
+
+
+def test_filter_keeps_the_records_the_filter_does_not_drop(spark):
+    # a record for which Pinot's filter is TRUE is dropped; FALSE or NULL is kept
+    assert _kept(spark, "strcmp(country, 'US') != 0", ["US", "DE", None], "country") == [
+        "US",
+        None,
+    ]
+    assert _kept(spark, "price > 100", ["99.5", "150", "abc", None], "price") == [
+        "99.5",
+        "abc",
+        None,
+    ]
+    assert _kept(spark, "flag", ["true", "false", None], "flag") == ["false", None]
+    assert _kept(spark, "country IN ('DE', 'FR')", ["US", "DE", "FR"], "country") == ["US"]
+
+
+def test_filter_sql_shape():
+    expr = filter_sql("ts < 1589007600000", where="f")
+    assert expr == PinotExpr(
+        "(NOT coalesce(((try_cast(`@ts` AS DECIMAL(38, 9)) < 1589007600000L)), false))",
+        ("ts",),
+    )
+
+
+#: the Pinot functions ingestion configs use most (Pinot spelling)
+REQUIRED = """toEpochSeconds toEpochMinutes toEpochHours toEpochDays toEpochSecondsRounded
+toEpochMinutesRounded toEpochHoursRounded toEpochDaysRounded toEpochSecondsBucket
+toEpochMinutesBucket toEpochHoursBucket toEpochDaysBucket fromEpochSeconds
+fromEpochMinutes fromEpochHours fromEpochDays fromEpochSecondsBucket
+fromEpochMinutesBucket fromEpochHoursBucket fromEpochDaysBucket toDateTime fromDateTime
+toTimestamp fromTimestamp now ago year month dayOfMonth day dayOfWeek dayOfYear hour
+minute second millisecond dateTrunc upper lower trim ltrim rtrim reverse length concat
+substr strpos startsWith endsWith replace lpad rpad splitPart regexpExtract
+regexpReplace contains toUtf8 fromUtf8 md5 sha sha256 sha512 toBase64 fromBase64 strcmp
+abs ceil floor exp ln log10 sqrt power pow round roundDecimal mod plus minus times divide
+least greatest jsonPathString jsonPathLong jsonPathDouble jsonPathArray jsonFormat
+json_extract_scalar coalesce isNull isNotNull"""
+
+
+# --- parsing without Spark ---------------------------------------------------------------
+
+
+def test_fields_in_first_appearance_order_without_duplicates():
+    assert translate("concat(b, a, b)", where="w").fields == ("b", "a")
+    expr = translate('"__metadata$offset" + "a`b" + x + "x"', where="w")
+    assert expr.fields == ("__metadata$offset", "a`b", "x")
+    assert "`@__metadata$offset`" in expr.sql
+    assert "`@a``b`" in expr.sql
+    assert translate("now()", where="w").fields == ()
+    assert translate("timestamp + count + date + year(ts)", where="w").fields == (
+        "timestamp",
+        "count",
+        "date",
+        "ts",
+    )
+
+
+def test_function_names_are_case_and_underscore_insensitive():
+    sql = translate("toEpochSeconds(ts)", where="w").sql
+    assert translate("TOEPOCHSECONDS(ts)", where="w").sql == sql
+    assert translate("to_epoch_seconds(ts)", where="w").sql == sql
+    assert sql == "(try_cast(`@ts` AS BIGINT) div 1000)"
+
+
+def test_generated_subexpressions_are_parenthesised():
+    sql = translate("(a + b) * c", where="w").sql
+    assert sql == (
+        "((try_cast(`@a` AS DOUBLE) + try_cast(`@b` AS DOUBLE)) * try_cast(`@c` AS DOUBLE))"
+    )
+    assert translate("a - (b - c)", where="w").sql.endswith(
+        "(try_cast(`@b` AS DOUBLE) - try_cast(`@c` AS DOUBLE)))"
+    )
+
+
+def test_registry():
+    must = REQUIRED.split()
+    missing = [n for n in must if n.replace("_", "").lower() not in FUNCTIONS]
+    assert not missing
+    fn = FUNCTIONS["toepochseconds"]
+    assert (fn.name, fn.min_args, fn.max_args) == ("toEpochSeconds", 1, 1)
+    fn = FUNCTIONS["todatetime"]
+    assert (fn.min_args, fn.max_args, fn.signature) == (
+        2,
+        3,
+        "toDateTime(millis, pattern[, timezone])",
+    )
+    assert FUNCTIONS["coalesce"].max_args is None
+    assert all(key == key.lower() and "_" not in key for key in FUNCTIONS)
+    with pytest.raises(TypeError):
+        FUNCTIONS["x"] = fn  # type: ignore[index]
+
+
+# --- errors ---------------------------------------------------------------------------
+
+
+def _error(expr: str, where: str = WHERE, *, filter: bool = False) -> str:
+    with pytest.raises(ConfigError) as e:
+        (filter_sql if filter else translate)(expr, where=where)
+    message = e.value.message
+    assert message.startswith(where + ": ")
+    assert "Traceback" not in message
+    return message[len(where) + 2 :]
+
+
+def test_unknown_function_names_the_nearest_one():
+    assert _error("toEpochSecond(ts)") == (
+        "unknown transform function 'toEpochSecond' (character 1); did you mean 'toEpochSeconds'?"
+    )
+    msg = _error(
+        "upper(jsonPathStrin(p, '$.a'))", where="ingestionConfig.filterConfig", filter=True
+    )
+    assert msg.startswith("unknown filter function 'jsonPathStrin' (character 7)")
+    assert msg.endswith("did you mean 'jsonPathString'?")
+    assert "did you mean" not in _error("zzzzqqq(ts)")
+
+
+def test_wrong_number_of_arguments():
+    assert _error("toEpochSeconds(ts, 1)") == (
+        "toEpochSeconds takes 1 argument (toEpochSeconds(millis)), got 2 (character 1)"
+    )
+    assert _error("upper(toDateTime(ts))") == (
+        "toDateTime takes 2 to 3 arguments (toDateTime(millis, pattern[, timezone])), got 1 "
+        "(character 7)"
+    )
+    assert "now takes 0 arguments" in _error("now(1)")
+    assert "coalesce takes at least 1 argument" in _error("coalesce()")
+
+
+def test_syntax_errors_name_the_position_and_the_text_around_it():
+    assert _error("toEpochSeconds(ts") == (
+        "syntax error at character 18: expected ')' closing the arguments of toEpochSeconds, "
+        "found the end of the expression (after 'toEpochSeconds(ts', at the end)"
+    )
+    assert _error("a + * b") == (
+        "syntax error at character 5: unexpected '*' (after 'a + ', before '* b')"
+    )
+    assert _error("1 2").startswith("syntax error at character 3: unexpected '2'")
+    assert _error("'abc").startswith("syntax error at character 1: unterminated string")
+    assert _error("a ; b").startswith("syntax error at character 3: unexpected character ';'")
+    assert _error("a.b + 1").startswith(
+        "syntax error at character 1: a field name with '.' or '$' must be double-quoted: \"a.b\""
+    )
+    assert "expected AND in BETWEEN" in _error("x BETWEEN 1 OR 2")
+    assert "expected END closing CASE" in _error("CASE WHEN x THEN 1")
+    assert "unknown type FOO" in _error("CAST(x AS FOO)")
+    assert "did you mean LONG?" in _error("CAST(x AS LONGG)")
+
+
+def test_groovy_is_refused_with_a_way_out():
+    msg = _error("Groovy({timestamp / 1000}, timestamp)")
+    assert msg.startswith("Groovy scripts are not supported")
+    assert "arbitrary code" in msg
+    assert "toEpochSeconds(ts)" in msg
+    assert _error("groovy ({x > 10}, x)", filter=True).startswith(
+        "Groovy scripts are not supported"
+    )
+
+
+def test_empty_expression():
+    assert _error("") == "the expression is empty"
+    assert _error("  \n") == "the expression is empty"
+
+
+def test_arguments_that_must_be_literals_and_other_checks():
+    assert "the pattern of toDateTime must be text in single quotes" in _error("toDateTime(ts, p)")
+    msg = _error('toDateTime(ts, "yyyy-MM-dd")')
+    assert 'a double-quoted "..." is a field name' in msg
+    assert "pattern letter 'q'" in _error("toDateTime(ts, 'qq')")
+    assert "unterminated quote" in _error("toDateTime(ts, 'yyyy''T')")
+    assert "unknown time zone 'Amerika/New_York'; did you mean 'America/New_York'?" in _error(
+        "hour(ts, 'Amerika/New_York')"
+    )
+    assert "deep scan" in _error("jsonPathString(j, '$..a')")
+    assert "a filter" in _error("jsonPathLong(j, '$.a[?(@.b > 1)]')")
+    assert "result type 'INTEGERS'" in _error("json_extract_scalar(j, '$.a', 'INTEGERS')")
+    assert "dateTrunc unit 'fortnight'" in _error("dateTrunc('fortnight', ts)")
+    assert "not an ISO-8601 duration" in _error("ago('1 day')")
+    assert "replaces one occurrence only" in _error("regexpReplace(s, r, 'x', 0, 1)")

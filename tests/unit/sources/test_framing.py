@@ -1,0 +1,67 @@
+"""Cutting objects into records: lines, and CSV records whose quoted fields hold newlines."""
+
+from __future__ import annotations
+
+import io
+
+import pyarrow as pa
+import pytest
+
+from sparkpipes.config import CsvOptions
+from sparkpipes.formats import build_decoder
+from sparkpipes.sources.framing import CsvFraming, LineFraming
+
+CSV = b'1,"one\nline two"\r\n2,plain\n3,"say ""hi""\nthere"\n4,"a,b"\n'
+
+
+def _records(framing, data: bytes) -> list[tuple[int, bytes]]:
+    out = []
+    for frame in framing.frames(io.BytesIO(data), 0, None, final=True, align=False):
+        out += zip(frame.positions.to_pylist(), frame.values.to_pylist())
+    return out
+
+
+@pytest.mark.parametrize("block", [3, 7, 64, 1 << 20])
+def test_quoted_newlines_stay_in_their_record_at_any_block_size(block):
+    got = _records(CsvFraming('"', block=block), CSV)
+    assert [v for _, v in got] == [
+        b'1,"one\nline two"',
+        b"2,plain",
+        b'3,"say ""hi""\nthere"',
+        b'4,"a,b"',
+    ]
+    assert [p for p, _ in got] == [0, CSV.index(b"2,"), CSV.index(b"3,"), CSV.index(b"4,")]
+
+
+def test_an_escaped_quote_does_not_open_a_field():
+    data = b'1,"a\\"b\nc"\n2,x\n'
+    assert [v for _, v in _records(CsvFraming('"', "\\"), data)] == [b'1,"a\\"b\nc"', b"2,x"]
+
+
+def test_a_record_still_open_at_the_end_of_a_growing_object_waits():
+    frames = CsvFraming('"').frames(io.BytesIO(b'1,a\n2,"b\nc'), 0, None, final=False, align=False)
+    (frame,) = list(frames)
+    assert frame.values.to_pylist() == [b"1,a"] and frame.end == 4
+
+
+def test_plain_lines_still_split_and_csv_with_quotes_does_not():
+    assert LineFraming.splittable and not CsvFraming.splittable
+    schema = pa.schema([("id", pa.int64()), ("text", pa.string())])
+    quoted = build_decoder("csv", schema, (), CsvOptions())
+    assert isinstance(quoted.framing(), CsvFraming)
+    bare = build_decoder("csv", schema, (), CsvOptions(quote=None))
+    assert type(bare.framing()) is LineFraming
+
+
+def test_the_csv_decoder_reads_the_multi_line_records():
+    schema = pa.schema([("id", pa.int64()), ("text", pa.string())])
+    decoder = build_decoder("csv", schema, (), CsvOptions())
+    values = pa.array([v for _, v in _records(CsvFraming('"'), CSV)], pa.binary())
+    decoded = decoder.decode(values)
+    assert decoded.table.to_pylist() == [
+        {"id": 1, "text": "one\nline two"},
+        {"id": 2, "text": "plain"},
+        {"id": 3, "text": 'say "hi"\nthere'},
+        {"id": 4, "text": "a,b"},
+    ]
+    assert not decoded.errors
