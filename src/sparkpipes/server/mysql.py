@@ -30,8 +30,15 @@ import ssl
 from typing import Any
 
 from sparkpipes.catalog.users import mysql_native
-from sparkpipes.errors import AccessDeniedError, NotFoundError, QueryError, SparkpipesError
+from sparkpipes.errors import (
+    AccessDeniedError,
+    NotAdmittedError,
+    NotFoundError,
+    QueryError,
+    SparkpipesError,
+)
 from sparkpipes.frontends.singlestore.privileges import sees_table
+from sparkpipes.server import mimic_guard
 from sparkpipes.server.api import unexpected
 from sparkpipes.server.auth import LOCAL_USER
 from sparkpipes.server.mysql_wire import GuardedServer, MysqlLimits
@@ -141,6 +148,15 @@ def session_factory(engine: Any) -> Any:
         async def query(self, expression: Any, sql: str, attrs: dict[str, str]) -> Any:
             return await asyncio.to_thread(self._run, sql)
 
+        async def _static_query_middleware(self, q: Any) -> Any:
+            if isinstance(q.expression, exp.Select) and not q.expression.args.get("from"):
+                _admit(q.expression)  # mysql-mimic evaluates these itself (mimic_guard)
+            return await super()._static_query_middleware(q)
+
+        async def _query_info_schema(self, expression: Any) -> Any:
+            _admit(expression)
+            return await super()._query_info_schema(expression)
+
         async def _kill_middleware(self, q: Any) -> Any:
             if isinstance(q.expression, exp.Kill):
                 try:
@@ -200,6 +216,12 @@ def session_factory(engine: Any) -> Any:
                     rec = engine.catalog.table(name)
                     tables[name] = {f.name: mysql_type(str(f.type)) for f in rec.schema}
             return {DATABASE: tables}
+
+    def _admit(expression: Any) -> None:
+        try:
+            mimic_guard.check(expression)
+        except NotAdmittedError as e:
+            raise MysqlError(str(e), 1227) from None  # ER_SPECIFIC_ACCESS_DENIED_ERROR
 
     return SparkpipesSession
 
