@@ -7,7 +7,7 @@ import sys
 import time
 
 from sparkpipes.errors import SparkpipesError
-from sparkpipes.frontends.singlestore.script import mask_credentials
+from sparkpipes.frontends.singlestore.lexer import mask_credentials
 from sparkpipes.util import display
 
 PROMPT, MORE = "sparkpipes> ", "        -> "

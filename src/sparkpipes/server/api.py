@@ -27,10 +27,11 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
-from sparkpipes.errors import QueryError, SparkpipesError
+from sparkpipes.errors import SparkpipesError
 from sparkpipes.frontends.singlestore.executor import SqlSession
 from sparkpipes.frontends.singlestore.privileges import sees_pipeline, sees_table
 from sparkpipes.server.access import access_of, user_of
+from sparkpipes.server.errors import ERRORS, error_body, unexpected
 
 MAX_ROWS = 100_000
 log = logging.getLogger("sparkpipes.server")
@@ -43,33 +44,6 @@ class Sql(BaseModel):
 
 class Script(BaseModel):
     sql: str = Field(min_length=1, description="statements in the SingleStore dialect")
-
-
-class ErrorDetail(BaseModel):
-    code: str = Field(description="sparkpipes error code, e.g. SP700")
-    message: str
-    line: int | None = None
-    column: int | None = None
-
-
-class ApiError(BaseModel):
-    """How the API answers a request it cannot serve (no stack trace, ever)."""
-
-    error: ErrorDetail
-
-
-#: the error answers every /api endpoint may give, for the OpenAPI document
-ERRORS: dict[int | str, dict[str, Any]] = {
-    400: {"model": ApiError, "description": "a bad request or statement"},
-    401: {"model": ApiError, "description": "sign in first"},
-    403: {
-        "model": ApiError,
-        "description": "the user lacks the privilege, or the query sandbox refused the statement",
-    },
-    404: {"model": ApiError, "description": "no such pipeline or table"},
-    409: {"model": ApiError, "description": "the name is taken, or the state forbids it"},
-    500: {"model": ApiError, "description": "a transient failure (retry)"},
-}
 
 
 class PinotQuery(BaseModel):
@@ -245,35 +219,6 @@ def script_lines(
         yield line({"end": {"rows": n}})
 
 
-def unexpected(e: BaseException) -> SparkpipesError:
-    """An exception no statement should raise, as the user error it stands for: input
-    nested too deeply for Python or for Spark's JVM (a stack overflow) is a QueryError
-    saying so; anything else is logged (one line) and reported without its details."""
-    if isinstance(e, SparkpipesError):
-        return e
-    if isinstance(e, RecursionError) or _java_class(e) == "java.lang.StackOverflowError":
-        return QueryError("the statement is nested too deeply")
-    log.warning("a statement failed: %s", _java_class(e) or type(e).__name__)
-    return SparkpipesError(f"the statement failed ({type(e).__name__}): see the server's log")
-
-
-def _java_class(e: BaseException) -> str | None:
-    """The JVM exception class of a Py4J error, else None."""
-    try:
-        return str(e.java_exception.getClass().getName())  # type: ignore[attr-defined]
-    except Exception:
-        return None
-
-
-def error_body(e: SparkpipesError) -> dict[str, Any]:
-    """An error as the API answers it: the message, its code, and where in the SQL."""
-    d: dict[str, Any] = {"code": e.code, "message": e.message}
-    for key in ("line", "column"):
-        if getattr(e, key, None) is not None:
-            d[key] = getattr(e, key)
-    return d
-
-
 def router(engine: Any, *, run: bool) -> APIRouter:
     from sparkpipes.engine.status import pipeline_status
 
@@ -359,11 +304,11 @@ def router(engine: Any, *, run: bool) -> APIRouter:
     def tables(request: Request) -> list[dict[str, Any]]:
         """Every table the user may see: columns and row count (from the table's log)."""
         access = access_of(engine, request)
-        return [_table(engine, t) for t in engine.tables() if sees_table(access, t)]
+        return [table_detail(engine, t) for t in engine.tables() if sees_table(access, t)]
 
     @r.get("/tables/{name}")
     def table(name: str) -> dict[str, Any]:
-        return _table(engine, name)
+        return table_detail(engine, name)
 
     @r.get("/variables")
     def variables() -> dict[str, Any]:
@@ -400,7 +345,7 @@ def router(engine: Any, *, run: bool) -> APIRouter:
     return r
 
 
-def _table(engine: Any, name: str) -> dict[str, Any]:
+def table_detail(engine: Any, name: str) -> dict[str, Any]:
     """A table's columns, rows and upkeep (``SHOW TABLE STATUS``'s figures)."""
     rec = engine.catalog.table(name)
     out: dict[str, Any] = {

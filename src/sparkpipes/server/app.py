@@ -18,31 +18,16 @@ from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
 
 from sparkpipes.errors import (
-    AccessDeniedError,
-    AlreadyExistsError,
-    ConfigError,
-    NotAdmittedError,
-    NotFoundError,
     SparkpipesError,
 )
+from sparkpipes.server import api, auth, connect, console, pinot
 from sparkpipes.server.access import guard
-from sparkpipes.server.api import unexpected
+from sparkpipes.server.errors import error_body, status_of, unexpected
+from sparkpipes.server.pinot import PATHS
 from sparkpipes.server.security import Guard, Hosts
 from sparkpipes.server.throttle import Throttle
 
 log = logging.getLogger("sparkpipes.server")
-
-
-def status_of(e: SparkpipesError) -> int:
-    if isinstance(e, (AccessDeniedError, NotAdmittedError)):
-        return 403
-    if isinstance(e, NotFoundError):
-        return 404
-    if isinstance(e, AlreadyExistsError):
-        return 409
-    if isinstance(e, ConfigError):
-        return 400
-    return 400 if not e.transient else 500
 
 
 def create_app(
@@ -62,8 +47,6 @@ def create_app(
     endpoint. Every request signs in (``server.auth``) after the browser checks
     (``server.security``), then needs its route's privileges (``server.access``); the
     sign-in state is ``app.state.signin``."""
-    from sparkpipes.server import api, auth, connect, console, pinot
-
     app = FastAPI(
         title="sparkpipes",
         description="Pipelines, tables and SQL (/api); sink connectors through Kafka "
@@ -136,9 +119,6 @@ def _nested(e: RecursionError) -> str:
 def _error(
     request: Request, code: int, message: str, e: SparkpipesError | None = None
 ) -> JSONResponse:
-    from sparkpipes.server.api import error_body
-    from sparkpipes.server.pinot import PATHS
-
     path = request.url.path
     if path.startswith("/api/"):
         body = error_body(e) if e is not None else {"code": "SP100", "message": message}

@@ -47,6 +47,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 from pydantic import BaseModel, Field
 
 from sparkpipes.catalog.users import RESERVED
+from sparkpipes.server.errors import ERRORS, ApiError
 from sparkpipes.server.security import (
     CSRF_FIELD,
     NONCE_COOKIE,
@@ -329,7 +330,6 @@ def address_of(request: Request) -> str:
 def install(app: Any, auth: Auth, error: Any) -> None:
     """Ask every request to sign in; mount the login routes. ``error(request, status,
     message)`` answers in the shape the path's clients expect."""
-    from sparkpipes.server.api import ERRORS, ApiError
 
     @app.middleware("http")
     async def _sign_in(request: Request, call_next: Any) -> Any:

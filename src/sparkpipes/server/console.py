@@ -50,9 +50,13 @@ from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from sparkpipes.catalog.states import BatchState
+from sparkpipes.engine.status import pipeline_status, total_lag
 from sparkpipes.errors import NotFoundError, SparkpipesError
 from sparkpipes.frontends.singlestore.privileges import sees_pipeline, sees_table
 from sparkpipes.server.access import access_of
+from sparkpipes.server.api import table_detail
+from sparkpipes.server.errors import status_of
 from sparkpipes.server.security import console_action
 
 log = logging.getLogger("sparkpipes.server.console")
@@ -168,8 +172,6 @@ class LagSampler:
             thread.join(timeout_s)
 
     def sample(self) -> None:
-        from sparkpipes.engine.status import total_lag
-
         recs = self.engine.pipelines()
         self.history.retain(r.name for r in recs)
         for rec in recs:
@@ -332,8 +334,6 @@ def throughput(batches: list[dict[str, Any]], now: float) -> dict[str, Any]:
     """Rows per second over time from batch history: each succeeded batch's rows spread
     over its run time, summed into at most ``BUCKETS`` equal buckets ending now (idle time
     shows as 0)."""
-    from sparkpipes.catalog.states import BatchState
-
     spans = []
     for b in batches:
         if b.get("state") != BatchState.SUCCEEDED or not b.get("rows"):
@@ -393,10 +393,6 @@ def _batch_rows(batches: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def router(engine: Any, *, run: bool) -> APIRouter:
     """The console's routes (none in the OpenAPI document); ``run`` as for the API: a
     pipeline started here is run by this engine's scheduler."""
-    from sparkpipes.engine.status import pipeline_status
-    from sparkpipes.server.api import _table
-    from sparkpipes.server.app import status_of
-
     assets = _assets()
     env = _environment(assets)
     history = LagHistory()
@@ -458,7 +454,7 @@ def router(engine: Any, *, run: bool) -> APIRouter:
         out = []
         for name in (t for t in engine.tables() if sees_table(access, t)):
             try:
-                t = _table(engine, name)
+                t = table_detail(engine, name)
             except SparkpipesError as e:  # dropped between the listing and now
                 t = {"name": name, "columns": [], "rows": None, "error": e.message}
             out.append({**t, "pipelines": loaders.get(name, [])})

@@ -39,8 +39,8 @@ from sparkpipes.errors import (
 )
 from sparkpipes.frontends.singlestore.privileges import sees_table
 from sparkpipes.server import mimic_guard
-from sparkpipes.server.api import unexpected
 from sparkpipes.server.auth import LOCAL_USER
+from sparkpipes.server.errors import unexpected
 from sparkpipes.server.mysql_wire import GuardedServer, MysqlLimits
 from sparkpipes.server.throttle import Throttle, retry_after
 

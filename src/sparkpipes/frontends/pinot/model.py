@@ -33,6 +33,7 @@ from sparkpipes.config import urls
 from sparkpipes.config.core import REDACTED, parse_json_object, reject_unknown
 from sparkpipes.errors import ConfigError
 from sparkpipes.frontends.pinot.stream import StreamConfig, is_secret_key, load_stream
+from sparkpipes.frontends.pinot.units import TIME_UNITS_MS
 from sparkpipes.frontends.pinot.upsert import (
     UpsertConfig,
     dedup_enabled,
@@ -83,15 +84,6 @@ FIELD_KEYS = tuple(
         "description",
     ]
 )
-TIME_UNITS_MS = {
-    "NANOSECONDS": 1e-6,
-    "MICROSECONDS": 1e-3,
-    "MILLISECONDS": 1,
-    "SECONDS": 1000,
-    "MINUTES": 60_000,
-    "HOURS": 3_600_000,
-    "DAYS": 86_400_000,
-}
 
 
 # -- schema -------------------------------------------------------------------------------

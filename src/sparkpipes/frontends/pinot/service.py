@@ -30,6 +30,7 @@ from sparkpipes.engine.extensions import Extension
 from sparkpipes.errors import AlreadyExistsError, ConfigError, NotFoundError
 from sparkpipes.frontends.pinot.lowering import lower, pipeline_name, table_plan
 from sparkpipes.frontends.pinot.model import PinotSchema, PinotTableConfig, load_schema, load_table
+from sparkpipes.frontends.pinot.units import TIME_UNITS_MS
 
 if TYPE_CHECKING:
     pass
@@ -283,8 +284,6 @@ def retention_predicate(r: Mapping[str, Any] | None, now_ms: int) -> str | None:
     """The delta-rs predicate of a table's rows past retention, or None."""
     if not r:
         return None
-    from sparkpipes.frontends.pinot.model import TIME_UNITS_MS
-
     cutoff_ms = now_ms - int(r["ms"])
     col = "`" + r["column"].replace("`", "``") + "`"
     fmt = r["format"]

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from sparkpipes.config.core import reject_unknown
 from sparkpipes.errors import ConfigError
+from sparkpipes.frontends.pinot.units import TIME_UNITS_MS
 
 if TYPE_CHECKING:
     from sparkpipes.frontends.pinot.model import PinotSchema
@@ -63,8 +64,6 @@ def retention_ms(seg: Mapping[str, Any], table: str) -> int | None:
     text = str(value)
     if not text.isdigit() or int(text) < 1:
         raise ConfigError(f"table '{table}': retentionTimeValue must be a positive whole number")
-    from sparkpipes.frontends.pinot.model import TIME_UNITS_MS
-
     return int(text) * int(TIME_UNITS_MS[str(unit).upper()])
 
 

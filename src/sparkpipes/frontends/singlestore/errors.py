@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from sparkpipes.errors import SparkpipesError
+from sparkpipes.frontends.singlestore.lexer import mask_credentials
 
 _MAX_LINE = 160
 
@@ -12,8 +13,6 @@ _MAX_LINE = 160
 def position(text: str, offset: int) -> tuple[int, int, str]:
     """1-based line and column of ``offset`` in ``text``, and that line's text (with any
     CREDENTIALS literal masked: error messages echo it)."""
-    from sparkpipes.frontends.singlestore.script import mask_credentials
-
     text = mask_credentials(text)
     offset = max(0, min(offset, len(text)))
     line_start = text.rfind("\n", 0, offset) + 1
@@ -56,8 +55,6 @@ class ParseError(SparkpipesError):
         source_line: str | None = None,
         pipeline: str | None = None,
     ) -> None:
-        from sparkpipes.frontends.singlestore.script import mask_credentials
-
         super().__init__(message, pipeline=pipeline)
         self.line = line
         self.column = column

@@ -39,10 +39,10 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from sparkpipes.errors import SparkpipesError
+from sparkpipes.frontends.singlestore.results import Result
 
 if TYPE_CHECKING:
     from sparkpipes.engine import Engine
-    from sparkpipes.frontends.singlestore.executor import Result
 
 #: set to 0 to send every query to Spark
 ENV = "SPARKPIPES_QUICK_QUERIES"
@@ -606,8 +606,6 @@ class _Plan:
     def run(self, sql: str) -> Result:
         import pyarrow as pa
         from deltalake import QueryBuilder
-
-        from sparkpipes.frontends.singlestore.executor import Result
 
         reader = QueryBuilder().register("q", self.delta).execute(sql)
         table = pa.RecordBatchReader.from_stream(reader).read_all()
