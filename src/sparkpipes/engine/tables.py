@@ -30,14 +30,9 @@ from sparkpipes.errors import (
     ConfigError,
     NotFoundError,
     PipelineStateError,
-    SinkError,
 )
 from sparkpipes.sinks import DeltaSink
-from sparkpipes.sinks.delta.sink import (
-    COMMIT_ATTEMPTS,
-    CONFLICT_PAUSE_S,
-    CommitConflict,
-)
+from sparkpipes.sinks.delta.commits import retrying
 from sparkpipes.sinks.frames import write_frame
 from sparkpipes.sinks.parquet import AddFile
 from sparkpipes.util.sparkfiles import read_parquet
@@ -459,7 +454,8 @@ class Tables:
             for name in users:
                 held.enter_context(self.rt.lock(name))
             try:
-                for attempt in range(1, REWRITE_ATTEMPTS + 1):
+
+                def round_(attempt: int) -> None:
                     snapshot = DeltaTable(before.location)
                     files = _data_files(snapshot)
                     for step in [d for d in done if not d[0].issubset(files)]:
@@ -468,19 +464,21 @@ class Tables:
                     self._rewrite_steps(
                         before, after, files, done, change, operation, check, refuse, progress
                     )
-                    if change is None:
-                        break
-                    try:
+                    if change is not None:
                         written = [f for _, out in done for f in out]
                         sink.replace_all(written, operation=operation, snapshot=snapshot)
-                        break
-                    except CommitConflict as e:
-                        if attempt == REWRITE_ATTEMPTS:
-                            raise CommitConflict(
-                                f"{e.message}, {attempt} times; nothing was changed: stop the "
-                                "pipelines loading it in other processes, or try again"
-                            ) from None
-                        log.info("%s; rewriting what was committed meanwhile", e.message)
+
+                retrying(
+                    f"rewriting table '{before.name}'",
+                    round_,
+                    attempts=REWRITE_ATTEMPTS,
+                    pause_s=0.0,
+                    gave_up=lambda cause, n: (
+                        f"{cause}, {n} times; nothing was changed: stop the pipelines "
+                        "loading it in other processes, or try again"
+                    ),
+                    wrap_failures=False,
+                )
             except BaseException:
                 for _, out in done:  # never referenced: remove them
                     with contextlib.suppress(OSError):
@@ -596,7 +594,6 @@ class Tables:
         again from a fresh snapshot, up to ``COMMIT_ATTEMPTS`` times. Rows loaded later
         are not clustered until the table is clustered again."""
         from deltalake import CommitProperties, DeltaTable, WriterProperties
-        from deltalake.exceptions import CommitFailedError
 
         columns = list(
             dict.fromkeys(
@@ -608,7 +605,8 @@ class Tables:
         )
         props = WriterProperties(compression="SNAPPY", max_row_group_size=INDEX_ROW_GROUP_ROWS)
         commit = CommitProperties(custom_metadata={"sparkpipes.op": operation})
-        for attempt in range(1, COMMIT_ATTEMPTS + 1):
+
+        def once(attempt: int) -> dict[str, Any] | None:
             dt = DeltaTable(rec.location)
             if not columns or not dt.file_uris():
                 return None
@@ -620,26 +618,12 @@ class Tables:
                 rec.name,
                 ", ".join(columns),
             )
-            try:
-                metrics = dt.optimize.z_order(
-                    columns,
-                    target_size=INDEX_FILE_BYTES,
-                    writer_properties=props,
-                    commit_properties=commit,
-                )
-            except CommitFailedError as e:
-                if attempt == COMMIT_ATTEMPTS:
-                    raise CommitConflict(
-                        f"clustering table '{rec.name}' conflicted with other writers "
-                        f"{attempt} times: {e}"
-                    ) from None
-                time.sleep(CONFLICT_PAUSE_S * 2 ** (attempt - 1))
-                continue
-            except Exception as e:  # delta-rs raises its own and Rust panics
-                first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-                raise SinkError(
-                    f"clustering table '{rec.name}' by ({', '.join(columns)}) failed: {first}"
-                ) from None
+            metrics = dt.optimize.z_order(
+                columns,
+                target_size=INDEX_FILE_BYTES,
+                writer_properties=props,
+                commit_properties=commit,
+            )
             log.info(
                 "%s: table %s clustered, %d files into %d in %.1fs",
                 operation,
@@ -649,7 +633,8 @@ class Tables:
                 time.monotonic() - started,
             )
             return metrics
-        raise AssertionError("unreachable")
+
+        return retrying(f"clustering table '{rec.name}' by ({', '.join(columns)})", once)
 
     def insert(self, table: str, df) -> int:
         """Append a DataFrame's rows (columns by name; computed columns are computed) in

@@ -7,7 +7,7 @@ is unchanged, and each is atomic: a reader sees the files before or after it, ne
 row twice or not at all. Pipelines keep loading meanwhile; a pipeline's append and these
 commits do not conflict (delta-rs rebases whichever comes second), and one that does (an
 upsert's MERGE that read a file being compacted) is started again by its own side from a
-fresh snapshot — here up to ``COMMIT_ATTEMPTS`` times.
+fresh snapshot (``commits.retrying``).
 
 Vacuum can never delete a committed file. It deletes files of the table directory that
 the snapshot it reads does not reference and that are older than the retention (at least
@@ -25,21 +25,14 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import pyarrow as pa
 
-from sparkpipes.errors import ConfigError, SinkError
-from sparkpipes.sinks.delta.sink import (
-    COMMIT_ATTEMPTS,
-    CONFLICT_PAUSE_S,
-    MAX_UNCOMMITTED_AGE_S,
-    CommitConflict,
-    last_checkpoint,
-    log_dir,
-)
+from sparkpipes.errors import ConfigError
+from sparkpipes.sinks.delta.commits import retrying
+from sparkpipes.sinks.delta.sink import MAX_UNCOMMITTED_AGE_S, last_checkpoint, log_dir
 
 log = logging.getLogger("sparkpipes.maintenance")
 _T = TypeVar("_T")
@@ -50,29 +43,6 @@ MIN_RETAIN_HOURS = 1
 assert MIN_RETAIN_HOURS * 3600 >= 2 * MAX_UNCOMMITTED_AGE_S
 #: where pipelines stage files inside a table directory (``engine.assembly``)
 STAGING_DIR = "_sparkpipes_staging"
-
-
-def retrying(what: str, commit: Callable[[], _T]) -> _T:
-    """``commit()`` (which reads a fresh snapshot each call), again after a conflict with
-    another writer, up to ``COMMIT_ATTEMPTS`` times; any other failure is a SinkError
-    naming ``what``."""
-    from deltalake.exceptions import CommitFailedError
-
-    for attempt in range(1, COMMIT_ATTEMPTS + 1):
-        try:
-            return commit()
-        except CommitFailedError as e:
-            if attempt == COMMIT_ATTEMPTS:
-                raise CommitConflict(
-                    f"{what} conflicted with other writers {attempt} times: {e}"
-                ) from None
-            time.sleep(CONFLICT_PAUSE_S * 2 ** (attempt - 1))
-        except SinkError:
-            raise
-        except Exception as e:  # delta-rs raises its own and Rust panics
-            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            raise SinkError(f"{what} failed: {first}") from None
-    raise AssertionError("unreachable")
 
 
 #: sizes of one compaction tier are within this factor of one another
@@ -187,7 +157,7 @@ def compact(
         )
 
     started = time.monotonic()
-    metrics = retrying(f"compacting table '{name}'", once)
+    metrics = retrying(f"compacting table '{name}'", lambda _: once())
     if metrics and metrics.get("numFilesRemoved"):
         log.info(
             "table %s compacted: %d files into %d in %.1fs",
@@ -211,7 +181,7 @@ def expire(location: str, name: str, predicate: str) -> int:
         )
         return int(metrics.get("num_deleted_rows") or 0)
 
-    deleted = retrying(f"deleting expired rows of table '{name}'", once)
+    deleted = retrying(f"deleting expired rows of table '{name}'", lambda _: once())
     if deleted:
         log.info("table %s: %d rows past retention deleted", name, deleted)
     return deleted
@@ -241,10 +211,10 @@ def vacuum(location: str, name: str, retain_hours: int, *, dry_run: bool = False
             )
         )
 
-    doomed = retrying(f"vacuuming table '{name}'", lambda: once(True))
+    doomed = retrying(f"vacuuming table '{name}'", lambda _: once(True))
     if dry_run or not doomed:
         return doomed
-    deleted = retrying(f"vacuuming table '{name}'", lambda: once(False))
+    deleted = retrying(f"vacuuming table '{name}'", lambda _: once(False))
     log.info("table %s vacuumed: %d unreferenced files deleted", name, len(deleted))
     return deleted
 

@@ -32,7 +32,7 @@ be (an append beside an append, up to ``DELTA_RS_RETRIES`` times); one it cannot
 same app transaction committed by another writer) raises ``CommitFailedError``. The sink
 then starts the commit again from a fresh snapshot, *with the exactly-once check*: the
 table's transaction version for the pipeline says whether the batch is there already (it
-then is a replay). At most ``COMMIT_ATTEMPTS`` times, with a short randomized pause; then
+then is a replay). At most ``COMMIT_ATTEMPTS`` times (``commits.retrying``); then
 the conflict is a transient :class:`SinkError`, for the batch's own retry policy.
 """
 
@@ -41,7 +41,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import random
 import shutil
 import threading
 import time
@@ -54,6 +53,7 @@ import pyarrow as pa
 from sparkpipes.errors import ConfigError, SinkError
 from sparkpipes.sinks.base import BatchCommit, Committed, Sink, SinkContext, Staged
 from sparkpipes.sinks.delta.checkpoints import DEFAULT_INTERVAL, CheckpointPolicy
+from sparkpipes.sinks.delta.commits import CommitConflict, is_conflict, retrying
 from sparkpipes.sinks.delta.upsert import Upsert
 from sparkpipes.sinks.frames import stream_frame, write_frame
 from sparkpipes.sinks.parquet import AddFile, ParquetWriter, local_path, write_error
@@ -63,10 +63,6 @@ log = logging.getLogger("sparkpipes.sinks")
 
 #: how many times delta-rs rebases a commit that lost the race, by itself
 DELTA_RS_RETRIES = 15
-#: how many times the sink starts a conflicting commit again from a fresh snapshot
-COMMIT_ATTEMPTS = 6
-#: the first pause between those (doubling, randomized by ±50%)
-CONFLICT_PAUSE_S = 0.05
 #: a batch never commits data files older than this: a vacuum (retention at least twice
 #: this, ``engine.maintenance``) may delete files that no commit references yet; such an
 #: attempt fails (transient) and the batch is loaded again into new files
@@ -117,10 +113,6 @@ def last_checkpoint(location: str) -> int | None:
         return None
 
 
-class CommitConflict(SinkError):
-    """A commit another writer's commit got in the way of (``CommitFailedError``)."""
-
-
 class TableChanged(SinkError):
     """The table's columns are no longer those the writer was made for: its definition
     changed (``ALTER TABLE`` from another process) after the pipeline was assembled.
@@ -138,12 +130,6 @@ def _interval(dt) -> int:
         return int(dt.metadata().configuration.get("delta.checkpointInterval", DEFAULT_INTERVAL))
     except (TypeError, ValueError):
         return DEFAULT_INTERVAL
-
-
-def _conflict(e: BaseException) -> bool:
-    from deltalake.exceptions import CommitFailedError
-
-    return isinstance(e, CommitFailedError)
 
 
 class DeltaSink(Sink):
@@ -450,7 +436,7 @@ class DeltaSink(Sink):
         except Exception as e:  # delta-rs raises its own and Rust panics; keep the message
             what = f"rewriting Delta table '{self.name}' failed"
             err = write_error(what, self._log_dir(), e)
-            if _conflict(e):
+            if is_conflict(e):
                 raise CommitConflict(
                     f"Delta table '{self.name}' changed (version {dt.version()} was read) "
                     "while being rewritten"
@@ -488,21 +474,17 @@ class DeltaSink(Sink):
 
     def _retrying_conflicts(self, commit: Callable[[Any], Any]) -> Any:
         """``commit(snapshot)``, started again from a freshly loaded snapshot while it
-        raises a :class:`CommitConflict` (at most ``COMMIT_ATTEMPTS`` times in all). A
-        snapshot older than the table cannot commit a batch twice: delta-rs's conflict
-        check rejects a commit whose app transaction another writer set meanwhile."""
-        for attempt in range(1, COMMIT_ATTEMPTS + 1):
-            try:
-                return commit(self._snapshot() if attempt == 1 else self._table())
-            except CommitConflict as e:
-                if attempt == COMMIT_ATTEMPTS:
-                    raise CommitConflict(
-                        f"{e.message} (conflicting commits of other writers, {attempt} attempts)"
-                    ) from None
-                pause = CONFLICT_PAUSE_S * 2 ** (attempt - 1) * random.uniform(0.5, 1.5)
-                log.info("%s; again from a fresh snapshot in %.2fs", e.message, pause)
-                time.sleep(pause)
-        raise AssertionError("unreachable")
+        raises a :class:`CommitConflict` (``commits.retrying``). A snapshot older than the
+        table cannot commit a batch twice: delta-rs's conflict check rejects a commit whose
+        app transaction another writer set meanwhile."""
+        return retrying(
+            f"committing to Delta table '{self.name}'",
+            lambda attempt: commit(self._snapshot() if attempt == 1 else self._table()),
+            gave_up=lambda cause, n: (
+                f"{cause} (conflicting commits of other writers, {n} attempts)"
+            ),
+            wrap_failures=False,
+        )
 
     def _add(self, dt, files: Sequence[Staged], props, what: str) -> None:
         """Append ``files`` in one commit on ``dt``; its checkpoint is this sink's choice
@@ -523,7 +505,7 @@ class DeltaSink(Sink):
         except Exception as e:  # delta-rs raises its own and Rust panics; keep the message
             failed = f"{what} Delta table '{self.name}' failed"
             err = write_error(failed, self._log_dir(), e)
-            raise (CommitConflict(err.message) if _conflict(e) else err) from None
+            raise (CommitConflict(err.message) if is_conflict(e) else err) from None
         self._keep(dt, started)
 
     def _log_dir(self) -> str:
@@ -577,4 +559,4 @@ class DeltaSink(Sink):
                 raise failed[0] from None
             what = f"upsert into Delta table '{self.name}' failed"
             err = write_error(what, local_path(self.uri), e)
-            raise (CommitConflict(err.message) if _conflict(e) else err) from None
+            raise (CommitConflict(err.message) if is_conflict(e) else err) from None

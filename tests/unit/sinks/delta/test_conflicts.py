@@ -10,6 +10,7 @@ from deltalake import DeltaTable
 
 from sparkpipes.errors import SinkError
 from sparkpipes.sinks import BatchCommit, Committed, DeltaSink
+from sparkpipes.sinks.delta import commits
 from sparkpipes.sinks.delta import sink as delta_mod
 from sparkpipes.sinks.delta.sink import Upsert
 
@@ -33,7 +34,7 @@ def no_rebase(monkeypatch):
     """delta-rs rebases a lost append by itself; without that, every race is a conflict
     (what a MERGE beside an append always is)."""
     monkeypatch.setattr(delta_mod, "DELTA_RS_RETRIES", 0)
-    monkeypatch.setattr(delta_mod, "CONFLICT_PAUSE_S", 0.001)
+    monkeypatch.setattr(commits, "CONFLICT_PAUSE_S", 0.001)
 
 
 def racing(monkeypatch, sink, other_commits):
@@ -100,11 +101,11 @@ def test_conflicts_that_persist_fail_the_commit_as_a_transient_error(sinks, no_r
 
     taken = racing(monkeypatch, a, b_always_first)
     mine = a.write_file(pa.table({"id": [1], "s": ["a"]}), "a1")
-    attempts = f"{delta_mod.COMMIT_ATTEMPTS} attempts"
+    attempts = f"{commits.COMMIT_ATTEMPTS} attempts"
     with pytest.raises(SinkError, match=rf"commit to Delta table .t. failed.*{attempts}") as e:
         a.commit([mine], batch("a", 1, {"0": 1}))
     assert e.value.transient
-    assert len(taken) == delta_mod.COMMIT_ATTEMPTS
+    assert len(taken) == commits.COMMIT_ATTEMPTS
     assert a.committed("a") is None and ids(a) == []
 
 
