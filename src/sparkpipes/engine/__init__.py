@@ -1,19 +1,20 @@
 """Engine: assembles pipelines from specs, runs their batches as Spark jobs, commits them
 through their sinks and records them.
 
-Modules, by what they hold:
+At the top, the :class:`Engine` facade (``engine``; the Python API) over its services,
+which share one ``runtime.Runtime`` (warehouse, catalog, SparkSession, assembled
+pipelines, one lock per pipeline): ``tables`` (DDL, INSERT, ALTER rewrites, indexes),
+``pipelines`` (definitions, variable defaults, validation), ``procedures``, ``offsets``
+(committed offsets, SET OFFSETS, TEST PIPELINE, lag), ``information_schema``,
+``housekeeping`` (table upkeep beside the scheduler), ``extensions`` (front ends'
+services, created by name), ``variables``, ``schema``, ``status``, ``faults`` (crash
+points). Its rooms: ``batch`` (one batch, end to end), ``scheduler`` (sharing the
+cluster, leases), ``spark`` (the session, a local cluster), ``sql`` (the dialect and the
+query sandbox).
 
-- ``engine`` — the :class:`Engine` facade (the Python API) over the services below,
-  which share one ``runtime.Runtime`` (warehouse, catalog, SparkSession, assembled
-  pipelines, one lock per pipeline);
-- ``tables`` — DDL, INSERT, snapshots; ``pipelines`` — definitions (variable defaults,
-  validation); ``offsets`` — committed offsets, SET OFFSETS, TEST PIPELINE, lag;
-  ``scheduling`` — one batch with the retry policy, the scheduler thread;
-  ``information_schema`` — the views, with live source offsets;
-- ``assembly`` — spec + table → source, decoder, sink (with its write strategy), writer;
-- ``batch`` — the commit protocol, steps 1 to 4; ``contract`` + ``task`` — what a Spark
-  task receives, runs and returns; ``transform`` — ingest-time SQL; ``variables``,
-  ``dialect``, ``schema``, ``spark``, ``faults`` (crash points).
+The engine may import the plugins (``sources``, ``formats``, ``sinks``), the core
+(``catalog``, ``config``) and ``errors``/``util``; never a front end, ``server`` or
+``cli`` (``.importlinter``).
 """
 
 from sparkpipes.engine.batch.protocol import BatchResult
