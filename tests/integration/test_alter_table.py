@@ -147,7 +147,7 @@ def test_a_commit_made_while_the_rows_are_rewritten_is_taken_in(sql, engine, mon
     """Nothing is mocked: the real write_frame is wrapped only to make the other writer's
     commit land at the one moment that matters, between the rewrite's read and its commit
     (a race no timing could hit reliably); the rows, the Delta log and the commit are real."""
-    import sparkpipes.engine.tables as tables
+    import sparkpipes.engine.alter as tables
 
     sql("CREATE TABLE t (a INT, b TEXT)")
     sql("INSERT INTO t VALUES (1, 'x')")
@@ -174,7 +174,7 @@ def test_a_commit_made_while_the_rows_are_rewritten_is_taken_in(sql, engine, mon
 def test_a_rewrite_that_never_gets_a_quiet_moment_gives_up_and_changes_nothing(
     sql, engine, monkeypatch
 ):
-    import sparkpipes.engine.tables as tables
+    import sparkpipes.engine.alter as tables
 
     sql("CREATE TABLE t (a INT, b TEXT)")
     sql("INSERT INTO t VALUES (1, 'x')")
@@ -369,7 +369,7 @@ def test_the_seed_base64_column_is_computed_for_rows_already_there(sql, engine):
 def test_a_rewrite_goes_in_steps_and_tells_its_progress(engine, monkeypatch):
     """The step size is shrunk to 2 rows (a setting, not a mock) so that a few rows show
     several steps."""
-    import sparkpipes.engine.tables as tables
+    import sparkpipes.engine.alter as tables
 
     told = []
     session = SqlSession(engine, progress=told.append)
@@ -400,7 +400,7 @@ def test_a_pipeline_of_another_process_loading_meanwhile_loses_nothing(
     not this one's. Its batch committed during the rewrite is rewritten too; its next
     batch, assembled before the ALTER, is refused by the table (its columns changed) and
     retried assembled from the new definition: every row has the computed value."""
-    import sparkpipes.engine.tables as tables
+    import sparkpipes.engine.alter as tables
     from sparkpipes import Engine
 
     src = tmp_path / "in"

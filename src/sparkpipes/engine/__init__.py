@@ -17,8 +17,8 @@ The engine may import the plugins (``sources``, ``formats``, ``sinks``), the cor
 ``cli`` (``.importlinter``).
 """
 
+from sparkpipes.engine.alter import RewriteProgress
 from sparkpipes.engine.batch.protocol import BatchResult
 from sparkpipes.engine.engine import Engine
-from sparkpipes.engine.tables import RewriteProgress
 
 __all__ = ["BatchResult", "Engine", "RewriteProgress"]

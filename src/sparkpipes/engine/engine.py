@@ -30,6 +30,7 @@ from sparkpipes.catalog.secrets import ENV, SecretBox
 from sparkpipes.catalog.views import PartitionOffsets
 from sparkpipes.config import PipelineSpec
 from sparkpipes.config.procedure import ProcedureSpec
+from sparkpipes.engine.alter import RewriteProgress
 from sparkpipes.engine.batch.protocol import BatchResult
 from sparkpipes.engine.extensions import Extension
 from sparkpipes.engine.extensions import load as load_extensions
@@ -40,7 +41,7 @@ from sparkpipes.engine.pipelines import Pipelines
 from sparkpipes.engine.procedures import Procedures
 from sparkpipes.engine.runtime import Runtime
 from sparkpipes.engine.scheduler.scheduling import Scheduler
-from sparkpipes.engine.tables import RewriteProgress, Tables
+from sparkpipes.engine.tables import Tables
 from sparkpipes.errors import ConfigError
 from sparkpipes.util.sparkfiles import remote
 
