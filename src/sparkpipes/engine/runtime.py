@@ -21,8 +21,11 @@ import threading
 from collections.abc import Mapping
 
 from sparkpipes.catalog import Catalog
+from sparkpipes.config import PipelineSpec
 from sparkpipes.engine.batch.assembly import assemble
 from sparkpipes.engine.batch.protocol import BatchRunner
+from sparkpipes.engine.procedures import ProcedureBody, Procedures
+from sparkpipes.engine.spark.session import build_session
 
 
 class Runtime:
@@ -55,8 +58,6 @@ class Runtime:
         if self._spark is None:
             with self._spark_lock:
                 if self._spark is None:
-                    from sparkpipes.engine.spark.session import build_session
-
                     self._spark = build_session(self._master, self._spark_conf)
         return self._spark
 
@@ -99,11 +100,8 @@ class Runtime:
                 return runner
 
     def _assemble(self, name: str) -> BatchRunner:
-        from sparkpipes.config import PipelineSpec
-
         rec = self.catalog.pipeline(name)
         spec = PipelineSpec.from_json(rec.definition, self.catalog.credentials(name))
-        from sparkpipes.engine.procedures import ProcedureBody, Procedures
 
         procs = Procedures(self)
         table = procs.target(spec)

@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 from sparkpipes.catalog.states import BatchState
+from sparkpipes.engine.scheduler.scheduling import NOTE, STALE_S
 from sparkpipes.errors import SparkpipesError
 
 #: how many recent succeeded batches the rate is taken over
@@ -33,8 +34,6 @@ def cluster_shares(eng: Any) -> dict[str, str]:
     ``4/10`` partitions while a batch runs, ``waiting (needs 8)`` while it waits for
     room. Each engine notes its own; a note not renewed for ``STALE_S`` is from an engine
     that died (SIGKILL) and is ignored."""
-    from sparkpipes.engine.scheduler.scheduling import NOTE, STALE_S
-
     try:
         notes = eng.rt.catalog.notes(NOTE)
     except SparkpipesError:

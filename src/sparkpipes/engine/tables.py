@@ -21,6 +21,7 @@ from sparkpipes.engine.alter import AlterTable, _key_text
 from sparkpipes.engine.batch.transform import REJECT_COLUMN, Transform, apply
 from sparkpipes.engine.runtime import Runtime
 from sparkpipes.engine.schema import to_arrow, to_spark
+from sparkpipes.engine.variables import resolve
 from sparkpipes.errors import (
     AlreadyExistsError,
     ConfigError,
@@ -249,8 +250,6 @@ def table_properties(stored: Mapping[str, str]) -> dict[str, str]:
     """Delta properties a new table gets from the variables (``table_checkpoint_interval``:
     delta-rs writes a checkpoint every that many commits, so opening the table reads one
     checkpoint and fewer commits than that, however long its log)."""
-    from sparkpipes.engine.variables import resolve
-
     return {
         "delta.checkpointInterval": str(max(1, resolve(dict(stored))["table_checkpoint_interval"]))
     }

@@ -13,6 +13,7 @@ import pyarrow as pa
 from sparkpipes.config import CsvOptions, FieldMapping, urls
 from sparkpipes.errors import ConfigError
 from sparkpipes.formats.base import Decoder
+from sparkpipes.sources.plugin import resolve_decoder
 
 PROP = "decoder.prop."
 
@@ -31,7 +32,6 @@ class StreamDecoder(Decoder):
         options: Mapping[str, str],
     ) -> None:
         super().__init__(schema, mapping, csv)
-        from sparkpipes.sources.plugin import resolve_decoder
 
         self.class_name = options.get("decoder.class") or ""
         if not self.class_name:

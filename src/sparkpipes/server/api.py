@@ -27,11 +27,15 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
+from sparkpipes.engine.status import pipeline_status
 from sparkpipes.errors import SparkpipesError
 from sparkpipes.frontends.singlestore.executor import SqlSession
+from sparkpipes.frontends.singlestore.parser import locate
 from sparkpipes.frontends.singlestore.privileges import sees_pipeline, sees_table
+from sparkpipes.frontends.singlestore.script import mask_credentials, split
 from sparkpipes.server.access import access_of, user_of
 from sparkpipes.server.errors import ERRORS, error_body, unexpected
+from sparkpipes.util.display import cell
 
 MAX_ROWS = 100_000
 log = logging.getLogger("sparkpipes.server")
@@ -169,10 +173,6 @@ def script_lines(
     that got no answer knows that nothing ran."""
     import json
 
-    from sparkpipes.frontends.singlestore.parser import locate
-    from sparkpipes.frontends.singlestore.script import mask_credentials, split
-    from sparkpipes.util.display import cell
-
     def line(value: dict[str, Any]) -> bytes:
         return json.dumps(value).encode() + b"\n"
 
@@ -220,8 +220,6 @@ def script_lines(
 
 
 def router(engine: Any, *, run: bool) -> APIRouter:
-    from sparkpipes.engine.status import pipeline_status
-
     r = APIRouter(prefix="/api", responses=ERRORS)
     served = {"statements": 0}
 

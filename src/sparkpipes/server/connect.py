@@ -11,6 +11,7 @@ from fastapi import APIRouter, Body, Request, Response
 
 from sparkpipes.errors import ConfigError
 from sparkpipes.frontends.connect.model import CLASS_NAMES, load
+from sparkpipes.sources.connect import known
 
 
 def json_body(raw: bytes) -> Any:
@@ -97,8 +98,6 @@ def router(engine: Any, *, run: bool) -> APIRouter:
 
     @r.get("/connector-plugins")
     def plugins() -> Any:
-        from sparkpipes.sources.connect import known
-
         sinks = [{"class": c, "type": "sink", "version": "sparkpipes"} for c in CLASS_NAMES]
         sources = [{"class": c, "type": "source", "version": "sparkpipes"} for c in known()]
         return sinks + sources

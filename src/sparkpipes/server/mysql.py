@@ -37,6 +37,8 @@ from sparkpipes.errors import (
     QueryError,
     SparkpipesError,
 )
+from sparkpipes.frontends.singlestore.errors import ParseError
+from sparkpipes.frontends.singlestore.executor import SqlSession
 from sparkpipes.frontends.singlestore.privileges import sees_table
 from sparkpipes.server import mimic_guard
 from sparkpipes.server.auth import LOCAL_USER
@@ -106,9 +108,6 @@ def session_factory(engine: Any) -> Any:
     from mysql_mimic import ResultColumn, Session
     from mysql_mimic.errors import ErrorCode, MysqlError
     from sqlglot import exp
-
-    from sparkpipes.frontends.singlestore.errors import ParseError
-    from sparkpipes.frontends.singlestore.executor import SqlSession
 
     #: connection id → its user, for KILL (only one's own connections, without PROCESS)
     users: dict[int, str | None] = {}

@@ -35,6 +35,8 @@ from sparkpipes.sinks.base import BatchCommit, Committed, Sink, SinkContext, Sta
 from sparkpipes.sinks.delta.sink import DeltaSink, Upsert
 from sparkpipes.sinks.frames import write_frame
 from sparkpipes.sinks.parquet import AddFile, ParquetWriter
+from sparkpipes.util.arrow import to_spark_schema
+from sparkpipes.util.faults import crash_point
 from sparkpipes.util.sparkfiles import read_parquet
 
 
@@ -96,8 +98,6 @@ class ProcedureSink(Sink):
         return os.path.join(self._manifests(app_id), f"b{batch_id:08d}", table)
 
     def finish(self, staged: Sequence[Staged], batch_id: int) -> list[Staged]:
-        from sparkpipes.util.arrow import to_spark_schema
-
         paths = [os.path.join(self.scratch, f.path) for f in staged if isinstance(f, AddFile)]
         if not paths:  # nothing decoded: the commit (if offsets moved) writes no rows
             return []
@@ -167,8 +167,6 @@ class ProcedureSink(Sink):
         os.replace(tmp, path)
 
     def _commit_tables(self, batch: BatchCommit, parts: dict[str, TableFiles]) -> bool:
-        from sparkpipes.util.faults import crash_point
-
         fresh = False
         for i, t in enumerate(sorted(parts)):
             if i:

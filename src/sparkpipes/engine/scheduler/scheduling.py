@@ -45,6 +45,7 @@ import time
 from collections.abc import Callable
 
 from sparkpipes.catalog import BatchState, PipelineState
+from sparkpipes.config import PipelineSpec
 from sparkpipes.engine import variables
 from sparkpipes.engine.batch.protocol import BatchResult, Fence, Plan
 from sparkpipes.engine.runtime import Runtime
@@ -186,8 +187,6 @@ class Scheduler:
         """From the stored definition: assembling the pipeline is the first attempt's
         work, retried like the rest (a sink that reads its table's columns from a
         database that is restarting)."""
-        from sparkpipes.config import PipelineSpec
-
         return PipelineSpec.from_json(self.rt.catalog.pipeline(name).definition).batch.max_retries
 
     def _note(self, name: str, **values: object) -> None:

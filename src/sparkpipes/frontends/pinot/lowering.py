@@ -33,6 +33,7 @@ from sparkpipes.config.spec import (
     TransformSpec,
 )
 from sparkpipes.errors import ConfigError
+from sparkpipes.frontends.pinot.expr import filter_sql, translate
 from sparkpipes.frontends.pinot.model import (
     FieldSpec,
     PinotSchema,
@@ -86,8 +87,6 @@ def lower(
     reads: list[str] = []
     assignments: list[tuple[str, str]] = []
     for col, text in transforms.items():
-        from sparkpipes.frontends.pinot.expr import translate
-
         expr = translate(text, where=f"transform of column '{col}'")
         reads += expr.fields
         sql = expr.sql
@@ -97,8 +96,6 @@ def lower(
         assignments.append((col, f"coalesce(({sql}), {default})" if default else sql))
     where = None
     if cfg.filter:
-        from sparkpipes.frontends.pinot.expr import filter_sql
-
         expr = filter_sql(cfg.filter, where="ingestionConfig.filterConfig.filterFunction")
         reads += expr.fields
         where = expr.sql

@@ -26,11 +26,14 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from sparkpipes.engine.batch.assembly import build_source_of
 from sparkpipes.engine.extensions import Extension
 from sparkpipes.errors import AlreadyExistsError, ConfigError, NotFoundError
+from sparkpipes.formats import build_decoder
 from sparkpipes.frontends.pinot.lowering import lower, pipeline_name, table_plan
 from sparkpipes.frontends.pinot.model import PinotSchema, PinotTableConfig, load_schema, load_table
 from sparkpipes.frontends.pinot.units import TIME_UNITS_MS
+from sparkpipes.sinks.delta.maintenance import CompactionPolicy, compact, expire
 
 if TYPE_CHECKING:
     pass
@@ -186,8 +189,6 @@ class PinotTables(Extension):
     ) -> dict[str, dict[str, Any]]:
         """Retention, then compaction when due (``force``: compact now), for one table or
         all; per table, the rows deleted and the files compacted."""
-        from sparkpipes.sinks.delta.maintenance import CompactionPolicy, compact, expire
-
         now_ms = now_ms if now_ms is not None else int(time.time() * 1000)
         out = {}
         for table in [_base(name)] if name else self.names():
@@ -223,9 +224,6 @@ def _check_plugins(spec: Any) -> None:
     """Build the pipeline's source and decoder once, so a stream type, consumer factory
     or decoder class that does not load is an error now (no I/O)."""
     import pyarrow as pa
-
-    from sparkpipes.engine.batch.assembly import build_source_of
-    from sparkpipes.formats import build_decoder
 
     build_source_of(spec)
     build_decoder(spec.format.kind, pa.schema([]), (), None, spec.format.decoder_options())

@@ -19,6 +19,7 @@ from typing import Any
 from sparkpipes.config import urls
 from sparkpipes.config.core import Secret, reject_unknown
 from sparkpipes.errors import ConfigError
+from sparkpipes.formats.avro import parsed
 from sparkpipes.frontends.pinot.security import (
     CLIENT_IGNORED,
     CLIENT_KEYS,
@@ -424,7 +425,6 @@ def _decoder(given: Mapping[str, str], p: str, where: str) -> tuple[str, str | N
                     f"{where}: cannot read the Avro schema file '{schema}' named by "
                     f"{p}decoder.prop.schema: {e.strerror}"
                 ) from None
-        from sparkpipes.formats.avro import parsed
 
         try:
             parsed(schema)

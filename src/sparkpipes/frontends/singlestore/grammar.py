@@ -19,6 +19,8 @@ import functools
 from lark import Lark, Token
 from lark.parsers.lalr_analysis import Shift
 
+from sparkpipes.util.userdirs import cached_lark
+
 KEYWORDS: tuple[str, ...] = tuple(
     """
     ADD ALL ALTER AND AS AUTO_INCREMENT BATCHES BATCH_INTERVAL BETWEEN BTREE BY CASE CAST
@@ -411,8 +413,6 @@ def _reserve(token: Token) -> Token:
 def parser() -> Lark:
     """The shared LALR parser for one statement (the splitter has already cut the script);
     its tables come from the user's cache when they can (``util.userdirs.cached_lark``)."""
-    from sparkpipes.util.userdirs import cached_lark
-
     return cached_lark(
         grammar_text(),
         parser="lalr",

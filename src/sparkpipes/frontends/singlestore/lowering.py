@@ -25,6 +25,8 @@ from sparkpipes.config.procedure import ProcedureSpec, ProcedureStatement
 from sparkpipes.config.spec import PipelineSpec
 from sparkpipes.errors import ConfigError
 from sparkpipes.frontends.singlestore import ast as A
+from sparkpipes.frontends.singlestore.parser import iter_parse
+from sparkpipes.frontends.singlestore.types import spark_type
 
 
 def to_spec(stmt: A.CreatePipeline, defaults: Mapping[str, Any]) -> PipelineSpec:
@@ -151,9 +153,6 @@ def to_procedure(stmt: A.CreateProcedure, text: str) -> ProcedureSpec:
     """Lower ``CREATE PROCEDURE`` (``text``: the statement as written, for the lines of
     its body statements) into a pipeline procedure: one ``QUERY(…)`` parameter and a body
     of ``INSERT|REPLACE INTO … SELECT`` statements. ConfigError names what else it is."""
-    from sparkpipes.frontends.singlestore.parser import iter_parse
-    from sparkpipes.frontends.singlestore.types import spark_type
-
     where = f"procedure '{stmt.name}'"
     queries = [p for p in stmt.params if p.type.name == "QUERY"]
     if len(stmt.params) != 1 or not queries:

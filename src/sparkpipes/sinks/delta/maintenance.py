@@ -33,6 +33,7 @@ import pyarrow as pa
 from sparkpipes.errors import ConfigError
 from sparkpipes.sinks.delta.commits import retrying
 from sparkpipes.sinks.delta.sink import MAX_UNCOMMITTED_AGE_S, last_checkpoint, log_dir
+from sparkpipes.util.sparkfiles import remote
 
 log = logging.getLogger("sparkpipes.maintenance")
 _T = TypeVar("_T")
@@ -225,8 +226,6 @@ def clear_staging(location: str, retain_hours: int) -> int:
     how many were removed."""
     import os
     import shutil
-
-    from sparkpipes.util.sparkfiles import remote
 
     root = os.path.join(location, STAGING_DIR)
     if remote(location) or not os.path.isdir(root):

@@ -57,6 +57,7 @@ from sparkpipes.sinks.delta.commits import CommitConflict, is_conflict, retrying
 from sparkpipes.sinks.delta.upsert import Upsert
 from sparkpipes.sinks.frames import stream_frame, write_frame
 from sparkpipes.sinks.parquet import AddFile, ParquetWriter, local_path, write_error
+from sparkpipes.util.arrow import to_spark_schema
 from sparkpipes.util.sparkfiles import remote
 
 log = logging.getLogger("sparkpipes.sinks")
@@ -515,8 +516,6 @@ class DeltaSink(Sink):
         """The staged files as one DataFrame, with ``__sp_seq`` ordering its rows by file
         (the order the tasks returned them: partition order) and row within the file."""
         from pyspark.sql import functions as F
-
-        from sparkpipes.util.arrow import to_spark_schema
 
         root = local_path(self.scratch)
         paths = [os.path.join(root, f.path) for f in staged]

@@ -21,6 +21,7 @@ from sparkpipes.config import Secret, urls
 from sparkpipes.config.core import reject_unknown
 from sparkpipes.errors import ConfigError
 from sparkpipes.sources.base import Fetched, Gap, MetadataProvider, PartitionConsumer, Source
+from sparkpipes.sources.connect import resolve
 from sparkpipes.sources.connect.base import (
     COMMON_KEYS,
     DEFAULT_TASKS_MAX,
@@ -120,8 +121,6 @@ class KafkaConnectSource(Source):
     def __init__(
         self, location: str, config: Mapping[str, Any], credentials: Mapping[str, Secret]
     ) -> None:
-        from sparkpipes.sources.connect import resolve
-
         self.location = location
         cfg = dict(config)
         class_name = cfg.get("connector.class")
