@@ -6,7 +6,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sparkpipes.engine.engine import Engine
 
 ACTIONS = ("create", "update", "list", "status", "config", "pause", "resume", "delete")
 
@@ -39,7 +42,7 @@ def read_text(path: str | None, what: str = "the connector config file") -> str:
         raise SystemExit(f"error: cannot read {path}: {e.strerror}") from None
 
 
-def run(engine: Any, args: argparse.Namespace) -> int:
+def run(engine: Engine, args: argparse.Namespace) -> int:
     conns = engine.connectors
     action, target = args.action, args.target
     if action == "list":

@@ -13,9 +13,12 @@ import argparse
 import json
 import urllib.error
 import urllib.request
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sparkpipes.cli.connect import read_text
+
+if TYPE_CHECKING:
+    from sparkpipes.engine.engine import Engine
 
 ACTIONS = (
     "tables",
@@ -112,7 +115,7 @@ def _post(url: str, body: str, auth: str | None = None) -> Any:
         raise SystemExit(f"error: cannot reach the controller at {url}: {e.reason}") from None
 
 
-def run(engine: Any, args: argparse.Namespace) -> int:
+def run(engine: Engine, args: argparse.Namespace) -> int:
     pinot, action, target = engine.pinot, args.action, args.target
     if action == "tables":
         out: Any = {"tables": pinot.names()}

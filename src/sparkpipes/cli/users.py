@@ -8,9 +8,12 @@ from __future__ import annotations
 import argparse
 import getpass
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sparkpipes.errors import NotFoundError
+
+if TYPE_CHECKING:
+    from sparkpipes.engine.engine import Engine
 
 ACTIONS = ("add", "passwd", "drop", "list")
 
@@ -45,7 +48,7 @@ def _password(args: argparse.Namespace) -> str:
     return password
 
 
-def run(engine: Any, args: argparse.Namespace) -> int:
+def run(engine: Engine, args: argparse.Namespace) -> int:
     users = engine.catalog.users
     if args.action == "list":
         for u in users.all():

@@ -7,17 +7,20 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sparkpipes.catalog.states import BatchState
 from sparkpipes.engine.scheduler.scheduling import NOTE, STALE_S
 from sparkpipes.errors import SparkpipesError
 
+if TYPE_CHECKING:
+    from sparkpipes.engine.engine import Engine
+
 #: how many recent succeeded batches the rate is taken over
 RECENT = 10
 
 
-def total_lag(eng: Any, rec: Any) -> int | None:
+def total_lag(eng: Engine, rec: Any) -> int | None:
     """Records the pipeline has yet to load; None when the source cannot say (unreachable,
     or a partition it cannot count), never a false 0."""
     try:
@@ -29,7 +32,7 @@ def total_lag(eng: Any, rec: Any) -> int | None:
     return sum(o.lag for o in snap)
 
 
-def cluster_shares(eng: Any) -> dict[str, str]:
+def cluster_shares(eng: Engine) -> dict[str, str]:
     """Per pipeline, its share of the cluster as its engine's scheduler last noted it:
     ``4/10`` partitions while a batch runs, ``waiting (needs 8)`` while it waits for
     room. Each engine notes its own; a note not renewed for ``STALE_S`` is from an engine
@@ -49,7 +52,7 @@ def cluster_shares(eng: Any) -> dict[str, str]:
     return shares
 
 
-def pipeline_status(eng: Any, name: str | None = None, *, lag: bool = True) -> list[dict]:
+def pipeline_status(eng: Engine, name: str | None = None, *, lag: bool = True) -> list[dict]:
     """One entry per pipeline (or the one named): see the module docstring."""
     shares = cluster_shares(eng)
     try:

@@ -20,13 +20,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from fastapi import Request
 
 from sparkpipes.catalog.grants import TABLE, Access
 from sparkpipes.errors import AccessDeniedError
 from sparkpipes.server.auth import LOCAL_USER
+
+if TYPE_CHECKING:
+    from sparkpipes.engine.engine import Engine
 
 
 @dataclass(frozen=True)
@@ -121,13 +124,13 @@ def user_of(request: Request) -> str | None:
     return None if user in (None, LOCAL_USER) else user
 
 
-def access_of(engine: Any, request: Request) -> Access:
+def access_of(engine: Engine, request: Request) -> Access:
     """The request's access (set by :func:`guard`; made here for routes it skipped)."""
     found = getattr(request.state, "access", None)
     return found if found is not None else Access(engine.catalog.grants, user_of(request))
 
 
-def guard(engine: Any) -> Callable[[Request], None]:
+def guard(engine: Engine) -> Callable[[Request], None]:
     """The app-wide dependency: the route's privileges, or AccessDeniedError (403)."""
 
     def check(request: Request) -> None:

@@ -21,7 +21,7 @@ import logging
 import re
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import StreamingResponse
@@ -36,6 +36,9 @@ from sparkpipes.frontends.singlestore.script import mask_credentials, split
 from sparkpipes.server.access import access_of, user_of
 from sparkpipes.server.errors import ERRORS, error_body, unexpected
 from sparkpipes.util.display import cell
+
+if TYPE_CHECKING:
+    from sparkpipes.engine.engine import Engine
 
 MAX_ROWS = 100_000
 log = logging.getLogger("sparkpipes.server")
@@ -90,7 +93,7 @@ def _type_of(values: list[Any]) -> str:
     return "STRING"
 
 
-def run_sql(engine: Any, sql: str, max_rows: int, user: str | None = None) -> dict[str, Any]:
+def run_sql(engine: Engine, sql: str, max_rows: int, user: str | None = None) -> dict[str, Any]:
     """Run ``sql`` (a script) as ``user`` (None: the owner); the last statement's rows (at
     most ``max_rows``), every statement's message, and the time taken."""
     started = time.perf_counter()
@@ -116,7 +119,7 @@ STREAM_DOC = (
 )
 
 
-def stream_sql(engine: Any, sql: str, user: str | None = None) -> Iterator[bytes]:
+def stream_sql(engine: Engine, sql: str, user: str | None = None) -> Iterator[bytes]:
     """Run ``sql`` now as ``user`` (an error before the first row raises, for a 400) and
     stream the rows of its last query as NDJSON, a Spark partition at a time."""
     import json
@@ -158,7 +161,7 @@ CHUNK_ROWS = 1000
 
 
 def script_lines(
-    engine: Any,
+    engine: Engine,
     text: str,
     *,
     background: bool,
@@ -219,7 +222,7 @@ def script_lines(
         yield line({"end": {"rows": n}})
 
 
-def router(engine: Any, *, run: bool) -> APIRouter:
+def router(engine: Engine, *, run: bool) -> APIRouter:
     r = APIRouter(prefix="/api", responses=ERRORS)
     served = {"statements": 0}
 
@@ -343,7 +346,7 @@ def router(engine: Any, *, run: bool) -> APIRouter:
     return r
 
 
-def table_detail(engine: Any, name: str) -> dict[str, Any]:
+def table_detail(engine: Engine, name: str) -> dict[str, Any]:
     """A table's columns, rows and upkeep (``SHOW TABLE STATUS``'s figures)."""
     rec = engine.catalog.table(name)
     out: dict[str, Any] = {
@@ -362,7 +365,7 @@ def table_detail(engine: Any, name: str) -> dict[str, Any]:
     return out
 
 
-def pinot_router(engine: Any) -> APIRouter:
+def pinot_router(engine: Engine) -> APIRouter:
     """``POST /query/sql``: Pinot's broker query endpoint and answer shape."""
     r = APIRouter(responses={400: ERRORS[400]})
 

@@ -7,7 +7,7 @@ SQL nested deeper than Python or Spark's JVM can follow — is a 400 that says s
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.exception_handlers import http_exception_handler
@@ -27,11 +27,14 @@ from sparkpipes.server.pinot import PATHS
 from sparkpipes.server.security import Guard, Hosts
 from sparkpipes.server.throttle import Throttle
 
+if TYPE_CHECKING:
+    from sparkpipes.engine.engine import Engine
+
 log = logging.getLogger("sparkpipes.server")
 
 
 def create_app(
-    engine: Any,
+    engine: Engine,
     *,
     run: bool = True,
     loopback: bool = True,

@@ -5,13 +5,16 @@ and habits work unchanged."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Body, Request, Response
 
 from sparkpipes.errors import ConfigError
 from sparkpipes.frontends.connect.model import CLASS_NAMES, load
 from sparkpipes.sources.connect import known
+
+if TYPE_CHECKING:
+    from sparkpipes.engine.engine import Engine
 
 
 def json_body(raw: bytes) -> Any:
@@ -22,7 +25,7 @@ def json_body(raw: bytes) -> Any:
         raise ConfigError(f"the request body is not valid JSON: {e}") from None
 
 
-def router(engine: Any, *, run: bool) -> APIRouter:
+def router(engine: Engine, *, run: bool) -> APIRouter:
     r = APIRouter()
     conns = engine.connectors
 

@@ -27,7 +27,7 @@ import logging
 import re
 import secrets
 import ssl
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sparkpipes.catalog.users import mysql_native
 from sparkpipes.errors import (
@@ -45,6 +45,9 @@ from sparkpipes.server.auth import LOCAL_USER
 from sparkpipes.server.errors import unexpected
 from sparkpipes.server.mysql_wire import GuardedServer, MysqlLimits
 from sparkpipes.server.throttle import Throttle, retry_after
+
+if TYPE_CHECKING:
+    from sparkpipes.engine.engine import Engine
 
 log = logging.getLogger("sparkpipes.server")
 
@@ -101,7 +104,7 @@ def for_mimic(sql: str) -> bool:
     return bool(MIMIC.search(text))
 
 
-def session_factory(engine: Any) -> Any:
+def session_factory(engine: Engine) -> Any:
     """A new mysql-mimic session per connection, over ``engine``: statements run as the
     signed-in user, with their privileges (``sql.privileges``); the owner (the no-user
     mode's local token) may do everything."""
@@ -279,7 +282,7 @@ async def _rows(stream: Any) -> Any:
 
 
 def identity_provider(
-    engine: Any,
+    engine: Engine,
     *,
     loopback: bool,
     local_token: str | None = None,
@@ -431,7 +434,7 @@ def _mysql_error(e: Exception) -> Exception:
 
 
 async def serve_mysql(
-    engine: Any,
+    engine: Engine,
     host: str,
     port: int,
     *,

@@ -5,11 +5,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Request
 
 from sparkpipes.server.connect import json_body
+
+if TYPE_CHECKING:
+    from sparkpipes.engine.engine import Engine
 
 #: path prefixes whose errors are shaped as Pinot's controller shapes them
 PATHS = ("/schemas", "/tables")
@@ -19,7 +22,7 @@ async def _body(request: Request) -> Any:
     return json_body(await request.body())
 
 
-def router(engine: Any, *, run: bool) -> APIRouter:
+def router(engine: Engine, *, run: bool) -> APIRouter:
     r = APIRouter()
     pinot = engine.pinot
 
