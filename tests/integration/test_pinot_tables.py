@@ -252,6 +252,23 @@ def test_metadata_columns_need_metadata_populate(engine, broker, topic):
     assert "t" not in engine.tables()
 
 
+def test_a_table_never_takes_over_or_drops_a_pipeline_of_its_name(engine, broker, topic):
+    """A pipeline named like a Pinot table's (``t_REALTIME``) is someone else's: adding the
+    table is refused before anything is made, and the pipeline stays as it was (held-out
+    review: a user with CREATE and CREATE PIPELINE only could drop it this way)."""
+    from sparkpipes.errors import AlreadyExistsError
+
+    engine.create_table("other", "id INT")
+    engine.create_pipeline(
+        "t_REALTIME", source="kafka", location=f"{broker.bootstrap}/{topic}", table="other"
+    )
+    dims = [{"name": "id", "dataType": "INT"}]
+    with pytest.raises(AlreadyExistsError, match=r"pipeline 't_REALTIME' already exists"):
+        engine.pinot.add(table_config(broker, topic), schema(dims))
+    assert engine.catalog.pipeline("t_REALTIME").table == "other"
+    assert "t" not in engine.tables() and "t" not in engine.pinot.names()
+
+
 def test_retention_deletes_rows_older_than_the_retention(engine, broker, topic):
     now = 1_790_000_000_000
     day = 86_400_000

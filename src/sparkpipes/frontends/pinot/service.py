@@ -119,23 +119,31 @@ class PinotTables(Extension):
         if cfg.name in self.names():
             raise AlreadyExistsError(f"table '{cfg.name}' already exists")
         spec = lower(s, cfg, self.engine.pipeline_defaults())
-        if schema is not None:
-            self.add_schema(s)
-        plan = table_plan(s, cfg.name)
         if cfg.name in self.engine.tables():
             raise AlreadyExistsError(
                 f"table '{cfg.name}' already exists in the warehouse (not as a Pinot table); "
                 "drop it or name the Pinot table otherwise"
             )
+        if any(p.name == spec.name for p in catalog.pipelines()):
+            raise AlreadyExistsError(
+                f"pipeline '{spec.name}' already exists (not as a Pinot table's): drop it or "
+                "name the Pinot table otherwise"
+            )
+        if schema is not None:
+            self.add_schema(s)
+        plan = table_plan(s, cfg.name)
         self.engine.create_table(
             cfg.name, plan.ddl, keys=plan.keys, declared=plan.declared, not_null=plan.not_null
         )
         stored = {"config": cfg.shown(), "maintenance": _maintenance(s, cfg)}
+        made = False  # undo only what this call made
         try:
             self.engine.create_pipeline_spec(spec)
+            made = True
             catalog.put_pinot("table", cfg.name, stored, replace=False)
         except BaseException:
-            self.engine.drop_pipeline(spec.name, if_exists=True)
+            if made:
+                self.engine.drop_pipeline(spec.name, if_exists=True)
             self.engine.drop_table(cfg.name, if_exists=True)
             raise
         for note in cfg.notes:
