@@ -1,4 +1,6 @@
-"""Formats: decoders from raw payloads to Arrow tables, looked up by ``FORMAT`` name."""
+"""Formats: decoders from raw payloads to Arrow tables, looked up by ``FORMAT`` name; and
+``conform``: a decoded chunk shaped into the table's rows (its columns, record-metadata
+columns, NOT NULL)."""
 
 from __future__ import annotations
 

@@ -7,6 +7,8 @@ fragments under ``/console/fragments/…``, so the console needs no build step a
 Node.js; its browser libraries (htmx, uPlot, CodeMirror 5) are vendored by
 ``scripts/vendor_console.sh`` and served, like its own CSS and JS, by this router under
 ``/console/static/…`` (no StaticFiles mount: including the router is all an app does).
+Each page, fragment and action is a method of :class:`Console` (which holds the engine, the
+templates, the assets and the lag history); :func:`router` only wires routes to them.
 
 Promises:
 
@@ -15,10 +17,11 @@ Promises:
 - A ``SparkpipesError`` is shown as its message, never a stack trace: a page answers with
   an error page (404 naming a missing pipeline), a fragment with an inline message (so
   polling keeps the page in place and htmx swaps it).
-- Lag over time is sampled by one light thread (every ``WATCHED_EVERY_S`` while the
-  console is watched, ``IDLE_EVERY_S`` otherwise; started by the router's lifespan or the
-  first console request) into a bounded in-memory ring per pipeline covering the last
-  ``WINDOW_S``: the catalog keeps no lag history, so it starts empty with the server.
+- Lag over time is sampled by one light thread (``console_lag``: every ``WATCHED_EVERY_S``
+  while the console is watched, ``IDLE_EVERY_S`` otherwise; started by the router's
+  lifespan or the first console request) into a bounded in-memory ring per pipeline
+  covering the last ``WINDOW_S``: the catalog keeps no lag history, so it starts empty
+  with the server.
   Fragments show the latest sample rather than asking the sources, so pages stay fast
   however many are open, and a slow broker delays only the sampler.
 - Only the last ``BATCH_POINTS`` batches feed the throughput chart.
@@ -33,13 +36,10 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-import logging
 import math
 import re
-import threading
 import time
-from collections import deque
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -51,27 +51,19 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from sparkpipes.catalog.states import BatchState
-from sparkpipes.engine.status import pipeline_status, total_lag
+from sparkpipes.engine.status import pipeline_status
 from sparkpipes.errors import NotFoundError, SparkpipesError
 from sparkpipes.frontends.singlestore.privileges import sees_pipeline, sees_table
 from sparkpipes.server.access import access_of
 from sparkpipes.server.api import table_detail
+from sparkpipes.server.console_lag import LagHistory, LagSampler
 from sparkpipes.server.errors import status_of
 from sparkpipes.server.security import console_action
-
-log = logging.getLogger("sparkpipes.server.console")
 
 HERE = Path(__file__).parent
 TEMPLATES = HERE / "templates"
 STATIC = HERE / "static"
 
-#: seconds between lag samples while someone watches (a console request in the last
-#: WATCHED_S) and otherwise; how far back samples are kept, and at most how many are sent
-WATCHED_EVERY_S = 2.0
-IDLE_EVERY_S = 10.0
-WATCHED_S = 30.0
-WINDOW_S = 3600.0
-LAG_POINTS = 360
 #: batches read for the throughput chart, shown in the batch list, errors shown
 BATCH_POINTS = 300
 BATCH_ROWS = 50
@@ -88,110 +80,6 @@ HEADERS = {
     "Referrer-Policy": "same-origin",
     "Cache-Control": "no-store",
 }
-
-
-class LagHistory:
-    """Per pipeline, ``(unix time, lag)`` samples of the last ``window_s`` seconds (lag
-    None when the source could not tell); at most ``window_s / every_s`` points each."""
-
-    def __init__(self, window_s: float = WINDOW_S, every_s: float = WATCHED_EVERY_S) -> None:
-        self.window_s = window_s
-        self._size = math.ceil(window_s / every_s) + 1
-        self._points: dict[str, deque[tuple[float, int | None]]] = {}
-        self._lock = threading.Lock()
-
-    def add(self, name: str, lag: int | None, at: float | None = None) -> None:
-        at = time.time() if at is None else at
-        with self._lock:
-            ring = self._points.setdefault(name, deque(maxlen=self._size))
-            ring.append((at, lag))
-            while ring and ring[0][0] < at - self.window_s:
-                ring.popleft()
-
-    def points(self, name: str) -> list[tuple[float, int | None]]:
-        with self._lock:
-            return list(self._points.get(name, ()))
-
-    def series(self, name: str, most: int = LAG_POINTS) -> dict[str, list]:
-        """The samples as chart columns, at most ``most`` points: each the last time and
-        the highest lag of a run of consecutive samples (a spike is never averaged away)."""
-        points = self.points(name)
-        step = max(1, math.ceil(len(points) / most))
-        x, y = [], []
-        for i in range(0, len(points), step):
-            run = points[i : i + step]
-            known = [v for _, v in run if v is not None]
-            x.append(round(run[-1][0], 3))
-            y.append(max(known) if known else None)
-        return {"x": x, "y": y}
-
-    def latest(self, name: str) -> tuple[float, int | None] | None:
-        with self._lock:
-            ring = self._points.get(name)
-            return ring[-1] if ring else None
-
-    def retain(self, names: Iterable[str]) -> None:
-        """Forget pipelines not in ``names`` (dropped)."""
-        keep = set(names)
-        with self._lock:
-            for name in [n for n in self._points if n not in keep]:
-                del self._points[name]
-
-
-class LagSampler:
-    """Samples every pipeline's lag into a :class:`LagHistory` from one daemon thread:
-    every ``WATCHED_EVERY_S`` while the console is being watched (:meth:`touch`), every
-    ``IDLE_EVERY_S`` otherwise, so an unwatched server asks its sources little."""
-
-    def __init__(self, engine: Any, history: LagHistory) -> None:
-        self.engine, self.history = engine, history
-        self._watched_at = -math.inf
-        self._halt = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
-
-    def start(self) -> None:
-        with self._lock:
-            if self._thread is None or not self._thread.is_alive():
-                self._halt.clear()
-                self._thread = threading.Thread(
-                    target=self._run, name="sparkpipes-console-lag", daemon=True
-                )
-                self._thread.start()
-
-    def touch(self) -> None:
-        """Someone is watching: sample often (starts the thread if the lifespan did not)."""
-        self._watched_at = time.monotonic()
-        self.start()
-
-    def stop(self, timeout_s: float = 5.0) -> None:
-        self._halt.set()
-        with self._lock:
-            thread = self._thread
-        if thread is not None:
-            thread.join(timeout_s)
-
-    def sample(self) -> None:
-        recs = self.engine.pipelines()
-        self.history.retain(r.name for r in recs)
-        for rec in recs:
-            if self._halt.is_set():
-                return
-            self.history.add(rec.name, total_lag(self.engine, rec))
-
-    def _run(self) -> None:
-        while not self._halt.is_set():
-            try:
-                self.sample()
-            except Exception as e:  # the engine closing under it, a catalog hiccup
-                log.debug("lag sample failed: %s", e)
-            sampled = time.monotonic()
-            while not self._halt.is_set():
-                watched = time.monotonic() - self._watched_at < WATCHED_S
-                left = sampled + (WATCHED_EVERY_S if watched else IDLE_EVERY_S) - time.monotonic()
-                if left <= 0:
-                    break
-                self._halt.wait(min(left, WATCHED_EVERY_S))
 
 
 class _Asset:
@@ -390,13 +278,233 @@ def _batch_rows(batches: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
+class Console:
+    """The console's pages, fragments, actions and static files, one method each, which
+    :func:`router` wires to its routes. What they ask of ``engine``: ``pipelines()``,
+    ``pipeline(name)``, ``spec(name)``, ``batches(name, last=)``, ``errors(name, last=)``,
+    ``tables()``, ``start(name, run=)``, ``stop(name)``, and what
+    ``engine.status.pipeline_status``, ``server.api.table_detail`` and
+    ``server.access.access_of`` read. ``run`` as for the API: a pipeline started here is run
+    by this engine's scheduler. Every page or fragment rendered tells ``sampler`` the
+    console is being watched."""
+
+    def __init__(
+        self,
+        engine: Any,
+        *,
+        run: bool,
+        history: LagHistory | None = None,
+        sampler: Any = None,
+    ) -> None:
+        self.engine, self.run = engine, run
+        self.assets = _assets()
+        self.env = _environment(self.assets)
+        self.history = LagHistory() if history is None else history
+        self.sampler = LagSampler(engine, self.history) if sampler is None else sampler
+
+    # -- rendering ----------------------------------------------------------------------
+
+    def html(
+        self, request: Request, template: str, status: int = 200, **context: Any
+    ) -> HTMLResponse:
+        self.sampler.touch()
+        context.setdefault("user", getattr(request.state, "user", None))
+        context.setdefault("nav", "")
+        context.setdefault("error", None)
+        context.setdefault("csrf", getattr(request.state, "csrf", None) or "")
+        body = self.env.get_template(template).render(**context)
+        return HTMLResponse(body, status_code=status, headers=HEADERS)
+
+    def error_page(self, request: Request, e: SparkpipesError, title: str) -> HTMLResponse:
+        return self.html(request, "error.html", status_of(e), title=title, message=e.message)
+
+    def fragment(self, request: Request, template: str, load: Any, **context: Any) -> HTMLResponse:
+        """``template`` with what ``load()`` gives; its error as an inline message."""
+        try:
+            context.update(load())
+        except SparkpipesError as e:
+            return self.html(request, "_message.html", message=e.message)
+        return self.html(request, template, **context)
+
+    # -- data ---------------------------------------------------------------------------
+
+    def overview(self, request: Request) -> list[dict[str, Any]]:
+        """The pipelines the request's user sees (any privilege on them), each with its
+        latest lag sample."""
+        access = access_of(self.engine, request)
+        rows = [
+            p for p in pipeline_status(self.engine, lag=False) if sees_pipeline(access, p["name"])
+        ]
+        for p in rows:
+            p["lag"], p["lag_at"] = self.lag(p["name"])
+        return rows
+
+    def lag(self, name: str) -> tuple[int | None, float | None]:
+        """The latest lag sample of pipeline ``name`` and when it was taken."""
+        last = self.history.latest(name)
+        return (last[1], last[0]) if last else (None, None)
+
+    def detail(self, name: str) -> dict[str, Any]:
+        """A pipeline's status (``p``) and its charts' series (throughput from its last
+        ``BATCH_POINTS`` batches, lag from the samples)."""
+        (status,) = pipeline_status(self.engine, name, lag=False)
+        status["lag"], status["lag_at"] = self.lag(name)
+        now = time.time()
+        batches = self.engine.batches(name, last=BATCH_POINTS)
+        series = {
+            "throughput": throughput(batches, now),
+            "lag": self.history.series(name),
+            "now": now,
+        }
+        return {"p": status, "series": series}
+
+    def recent(self, name: str) -> dict[str, Any]:
+        """A pipeline's last ``BATCH_ROWS`` batches and ``ERROR_ROWS`` errors, newest
+        first, and how many batches it has run."""
+        batches = self.engine.batches(name, last=BATCH_ROWS)
+        errors = list(reversed(self.engine.errors(name, last=ERROR_ROWS)))
+        total = batches[-1]["batch_id"] if batches else 0  # batch ids count from 1
+        return {"batches": _batch_rows(batches), "errors": errors, "total": total}
+
+    def tables(self, request: Request) -> list[dict[str, Any]]:
+        """The tables the request's user sees, each with the pipelines loading it that
+        the user sees; a table dropped meanwhile with its error."""
+        access = access_of(self.engine, request)
+        loaders: dict[str, list[str]] = {}
+        for p in self.engine.pipelines():
+            if sees_pipeline(access, p.name):
+                loaders.setdefault(p.table, []).append(p.name)
+        out = []
+        for name in (t for t in self.engine.tables() if sees_table(access, t)):
+            try:
+                t = table_detail(self.engine, name)
+            except SparkpipesError as e:  # dropped between the listing and now
+                t = {"name": name, "columns": [], "rows": None, "error": e.message}
+            out.append({**t, "pipelines": loaders.get(name, [])})
+        return out
+
+    # -- pages --------------------------------------------------------------------------
+
+    def root(self) -> RedirectResponse:
+        return RedirectResponse("/console", status_code=302)
+
+    def pipelines_page(self, request: Request) -> HTMLResponse:
+        try:
+            rows = self.overview(request)
+        except SparkpipesError as e:
+            return self.error_page(request, e, "Pipelines")
+        return self.html(request, "pipelines.html", nav="pipelines", pipelines=rows)
+
+    def pipeline_page(self, request: Request, name: str) -> HTMLResponse:
+        try:
+            self.engine.pipeline(name)
+        except NotFoundError as e:
+            return self.html(
+                request, "error.html", 404, title=f"No pipeline '{name}'", message=e.message
+            )
+        except SparkpipesError as e:
+            return self.error_page(request, e, f"Pipeline '{name}'")
+        try:
+            definition = json.dumps(self.engine.spec(name).to_json(), indent=2, default=str)
+            definition_error = None
+        except SparkpipesError as e:
+            definition, definition_error = None, e.message
+        try:
+            context = {**self.detail(name), **self.recent(name)}
+        except SparkpipesError as e:
+            return self.error_page(request, e, f"Pipeline '{name}'")
+        return self.html(
+            request,
+            "pipeline.html",
+            nav="pipelines",
+            name=name,
+            definition=definition,
+            definition_error=definition_error,
+            **context,
+        )
+
+    def tables_page(self, request: Request) -> HTMLResponse:
+        try:
+            found = self.tables(request)
+        except SparkpipesError as e:
+            return self.error_page(request, e, "Tables")
+        return self.html(request, "tables.html", nav="tables", tables=found)
+
+    def query_page(self, request: Request) -> HTMLResponse:
+        return self.html(request, "query.html", nav="query")
+
+    # -- fragments ----------------------------------------------------------------------
+
+    def pipelines_fragment(self, request: Request) -> HTMLResponse:
+        return self.fragment(
+            request, "_pipelines.html", lambda: {"pipelines": self.overview(request)}
+        )
+
+    def status_fragment(self, request: Request, name: str) -> HTMLResponse:
+        return self.fragment(request, "_pipeline_status.html", lambda: self.detail(name), name=name)
+
+    def batches_fragment(self, request: Request, name: str) -> HTMLResponse:
+        return self.fragment(
+            request, "_pipeline_batches.html", lambda: self.recent(name), name=name
+        )
+
+    def tables_fragment(self, request: Request) -> HTMLResponse:
+        return self.fragment(request, "_tables.html", lambda: {"tables": self.tables(request)})
+
+    # -- actions ------------------------------------------------------------------------
+
+    def act(self, request: Request, name: str, action: str, view: str) -> HTMLResponse:
+        """Start or stop pipeline ``name`` if the request comes from a console page, then
+        the fragment of the page it came from (``view``: ``detail`` or the list), with the
+        refusal's message if any."""
+        if not console_action(request):
+            return HTMLResponse("console actions are sent by its pages", 403, headers=HEADERS)
+        error = None
+        try:
+            if action == "start":
+                self.engine.start(name, run=self.run)
+            else:
+                self.engine.stop(name)
+        except SparkpipesError as e:
+            error = e.message
+        if view == "detail":
+            return self.fragment(
+                request, "_pipeline_status.html", lambda: self.detail(name), name=name, error=error
+            )
+        return self.fragment(
+            request, "_pipelines.html", lambda: {"pipelines": self.overview(request)}, error=error
+        )
+
+    def start(self, request: Request, name: str, view: str = "list") -> HTMLResponse:
+        return self.act(request, name, "start", view)
+
+    def stop(self, request: Request, name: str, view: str = "list") -> HTMLResponse:
+        return self.act(request, name, "stop", view)
+
+    # -- static files -------------------------------------------------------------------
+
+    def static(self, request: Request, path: str, v: str | None = None) -> Response:
+        asset = self.assets.get(path)
+        if asset is None:
+            return Response("not found", 404, media_type="text/plain")
+        etag = f'"{asset.etag}"'
+        cache = "public, max-age=31536000, immutable" if v == asset.etag else "no-cache"
+        headers = {"ETag": etag, "Cache-Control": cache, "X-Content-Type-Options": "nosniff"}
+        if request.headers.get("If-None-Match") == etag:
+            return Response(status_code=304, headers=headers)
+        return Response(asset.body, media_type=asset.media_type, headers=headers)
+
+
 def router(engine: Any, *, run: bool) -> APIRouter:
     """The console's routes (none in the OpenAPI document); ``run`` as for the API: a
     pipeline started here is run by this engine's scheduler."""
-    assets = _assets()
-    env = _environment(assets)
-    history = LagHistory()
-    sampler = LagSampler(engine, history)
+    return routes(Console(engine, run=run))
+
+
+def routes(console: Console) -> APIRouter:
+    """``console``'s pages, fragments, actions and static files at their paths; its lag
+    sampler runs with the app (and is started by the first page otherwise)."""
+    sampler = console.sampler
 
     @asynccontextmanager
     async def lifespan(app: Any) -> AsyncIterator[None]:
@@ -407,180 +515,16 @@ def router(engine: Any, *, run: bool) -> APIRouter:
             await run_in_threadpool(sampler.stop)
 
     r = APIRouter(include_in_schema=False, lifespan=lifespan)
-
-    def html(request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
-        sampler.touch()
-        context.setdefault("user", getattr(request.state, "user", None))
-        context.setdefault("nav", "")
-        context.setdefault("error", None)
-        context.setdefault("csrf", getattr(request.state, "csrf", None) or "")
-        body = env.get_template(template).render(**context)
-        return HTMLResponse(body, status_code=status, headers=HEADERS)
-
-    def error_page(request: Request, e: SparkpipesError, title: str) -> HTMLResponse:
-        return html(request, "error.html", status_of(e), title=title, message=e.message)
-
-    def overview(request: Request) -> list[dict[str, Any]]:
-        access = access_of(engine, request)
-        rows = [p for p in pipeline_status(engine, lag=False) if sees_pipeline(access, p["name"])]
-        for p in rows:
-            p["lag"], p["lag_at"] = _lag(p["name"])
-        return rows
-
-    def _lag(name: str) -> tuple[int | None, float | None]:
-        last = history.latest(name)
-        return (last[1], last[0]) if last else (None, None)
-
-    def detail(name: str) -> dict[str, Any]:
-        (status,) = pipeline_status(engine, name, lag=False)
-        status["lag"], status["lag_at"] = _lag(name)
-        now = time.time()
-        batches = engine.batches(name, last=BATCH_POINTS)
-        series = {"throughput": throughput(batches, now), "lag": history.series(name), "now": now}
-        return {"p": status, "series": series}
-
-    def recent(name: str) -> dict[str, Any]:
-        batches = engine.batches(name, last=BATCH_ROWS)
-        errors = list(reversed(engine.errors(name, last=ERROR_ROWS)))
-        total = batches[-1]["batch_id"] if batches else 0  # batch ids count from 1
-        return {"batches": _batch_rows(batches), "errors": errors, "total": total}
-
-    def tables(request: Request) -> list[dict[str, Any]]:
-        access = access_of(engine, request)
-        loaders: dict[str, list[str]] = {}
-        for p in engine.pipelines():
-            if sees_pipeline(access, p.name):
-                loaders.setdefault(p.table, []).append(p.name)
-        out = []
-        for name in (t for t in engine.tables() if sees_table(access, t)):
-            try:
-                t = table_detail(engine, name)
-            except SparkpipesError as e:  # dropped between the listing and now
-                t = {"name": name, "columns": [], "rows": None, "error": e.message}
-            out.append({**t, "pipelines": loaders.get(name, [])})
-        return out
-
-    # -- pages ------------------------------------------------------------------------------
-
-    @r.get("/")
-    def root() -> RedirectResponse:
-        return RedirectResponse("/console", status_code=302)
-
-    @r.get("/console")
-    def pipelines_page(request: Request) -> HTMLResponse:
-        try:
-            rows = overview(request)
-        except SparkpipesError as e:
-            return error_page(request, e, "Pipelines")
-        return html(request, "pipelines.html", nav="pipelines", pipelines=rows)
-
-    @r.get("/console/pipelines/{name}")
-    def pipeline_page(request: Request, name: str) -> HTMLResponse:
-        try:
-            engine.pipeline(name)
-        except NotFoundError as e:
-            return html(
-                request, "error.html", 404, title=f"No pipeline '{name}'", message=e.message
-            )
-        except SparkpipesError as e:
-            return error_page(request, e, f"Pipeline '{name}'")
-        try:
-            definition = json.dumps(engine.spec(name).to_json(), indent=2, default=str)
-            definition_error = None
-        except SparkpipesError as e:
-            definition, definition_error = None, e.message
-        try:
-            context = {**detail(name), **recent(name)}
-        except SparkpipesError as e:
-            return error_page(request, e, f"Pipeline '{name}'")
-        return html(
-            request,
-            "pipeline.html",
-            nav="pipelines",
-            name=name,
-            definition=definition,
-            definition_error=definition_error,
-            **context,
-        )
-
-    @r.get("/console/tables")
-    def tables_page(request: Request) -> HTMLResponse:
-        try:
-            found = tables(request)
-        except SparkpipesError as e:
-            return error_page(request, e, "Tables")
-        return html(request, "tables.html", nav="tables", tables=found)
-
-    @r.get("/console/query")
-    def query_page(request: Request) -> HTMLResponse:
-        return html(request, "query.html", nav="query")
-
-    # -- fragments --------------------------------------------------------------------------
-
-    def fragment(request: Request, template: str, load: Any, **context: Any) -> HTMLResponse:
-        try:
-            context.update(load())
-        except SparkpipesError as e:
-            return html(request, "_message.html", message=e.message)
-        return html(request, template, **context)
-
-    @r.get("/console/fragments/pipelines")
-    def pipelines_fragment(request: Request) -> HTMLResponse:
-        return fragment(request, "_pipelines.html", lambda: {"pipelines": overview(request)})
-
-    @r.get("/console/fragments/pipelines/{name}/status")
-    def status_fragment(request: Request, name: str) -> HTMLResponse:
-        return fragment(request, "_pipeline_status.html", lambda: detail(name), name=name)
-
-    @r.get("/console/fragments/pipelines/{name}/batches")
-    def batches_fragment(request: Request, name: str) -> HTMLResponse:
-        return fragment(request, "_pipeline_batches.html", lambda: recent(name), name=name)
-
-    @r.get("/console/fragments/tables")
-    def tables_fragment(request: Request) -> HTMLResponse:
-        return fragment(request, "_tables.html", lambda: {"tables": tables(request)})
-
-    # -- actions ----------------------------------------------------------------------------
-
-    def act(request: Request, name: str, action: str, view: str) -> HTMLResponse:
-        if not console_action(request):
-            return HTMLResponse("console actions are sent by its pages", 403, headers=HEADERS)
-        error = None
-        try:
-            if action == "start":
-                engine.start(name, run=run)
-            else:
-                engine.stop(name)
-        except SparkpipesError as e:
-            error = e.message
-        if view == "detail":
-            return fragment(
-                request, "_pipeline_status.html", lambda: detail(name), name=name, error=error
-            )
-        return fragment(
-            request, "_pipelines.html", lambda: {"pipelines": overview(request)}, error=error
-        )
-
-    @r.post("/console/pipelines/{name}/start")
-    def start(request: Request, name: str, view: str = "list") -> HTMLResponse:
-        return act(request, name, "start", view)
-
-    @r.post("/console/pipelines/{name}/stop")
-    def stop(request: Request, name: str, view: str = "list") -> HTMLResponse:
-        return act(request, name, "stop", view)
-
-    # -- static files -----------------------------------------------------------------------
-
-    @r.get("/console/static/{path:path}")
-    def static(request: Request, path: str, v: str | None = None) -> Response:
-        asset = assets.get(path)
-        if asset is None:
-            return Response("not found", 404, media_type="text/plain")
-        etag = f'"{asset.etag}"'
-        cache = "public, max-age=31536000, immutable" if v == asset.etag else "no-cache"
-        headers = {"ETag": etag, "Cache-Control": cache, "X-Content-Type-Options": "nosniff"}
-        if request.headers.get("If-None-Match") == etag:
-            return Response(status_code=304, headers=headers)
-        return Response(asset.body, media_type=asset.media_type, headers=headers)
-
+    r.get("/")(console.root)
+    r.get("/console")(console.pipelines_page)
+    r.get("/console/pipelines/{name}")(console.pipeline_page)
+    r.get("/console/tables")(console.tables_page)
+    r.get("/console/query")(console.query_page)
+    r.get("/console/fragments/pipelines")(console.pipelines_fragment)
+    r.get("/console/fragments/pipelines/{name}/status")(console.status_fragment)
+    r.get("/console/fragments/pipelines/{name}/batches")(console.batches_fragment)
+    r.get("/console/fragments/tables")(console.tables_fragment)
+    r.post("/console/pipelines/{name}/start")(console.start)
+    r.post("/console/pipelines/{name}/stop")(console.stop)
+    r.get("/console/static/{path:path}")(console.static)
     return r

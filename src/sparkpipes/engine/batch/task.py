@@ -21,7 +21,6 @@ import time
 import traceback
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from sparkpipes.engine.batch.contract import (
     OFFSET_COLUMN,
@@ -40,6 +39,7 @@ from sparkpipes.errors import (
     OffsetOutOfRangeError,
     SparkpipesError,
 )
+from sparkpipes.formats.conform import not_null, to_columns, with_metadata
 from sparkpipes.sinks import Staged
 from sparkpipes.sources import Fetched
 
@@ -213,9 +213,9 @@ class _Task:
 def _decode(
     spec: TaskSpec, partition: str, fetched: Fetched, errors: list[ErrorRecord]
 ) -> pa.Table:
-    """The fetched records as rows of the output; the ones that do not decode (or leave a
-    NOT NULL column empty) fail the batch or, with ``skip_parser_errors``, are added to
-    ``errors``."""
+    """The fetched records as rows of the output (decoded, then shaped by
+    ``formats.conform``); the ones that do not decode (or leave a NOT NULL column empty)
+    fail the batch or, with ``skip_parser_errors``, are added to ``errors``."""
     if fetched.table is not None:
         decoded = spec.decoder.decode_table(fetched.table)
     else:
@@ -227,60 +227,19 @@ def _decode(
     if want is not None and spec.provenance:  # those two are appended below
         want = pa.schema([f for f in want if f.name not in (PARTITION_COLUMN, OFFSET_COLUMN)])
     if want is not None and table.schema != want:
-        table = conform(table, want)
+        table = to_columns(table, want)
     if spec.metadata_columns:
-        table = _with_metadata(table, spec.metadata_columns, partition, fetched, kept)
+        table = with_metadata(table, spec.metadata_columns, partition, fetched, kept)
     if spec.not_null:
-        table, kept = _not_null(spec, partition, fetched, table, kept, errors)
+        checked = not_null(table, kept, spec.not_null)
+        for bad in checked.errors:
+            _reject(spec, partition, fetched, bad.index, bad.reason, errors)
+        table, kept = checked.table, checked.kept
     if spec.provenance:
         table = table.append_column(
             PARTITION_COLUMN, pa.array([partition] * table.num_rows, pa.string())
         ).append_column(OFFSET_COLUMN, fetched.positions.take(kept))
     return table
-
-
-def _with_metadata(
-    table: pa.Table, columns: tuple[str, ...], partition: str, fetched: Fetched, kept: pa.Array
-) -> pa.Table:
-    """``table`` with its record-metadata columns filled (Pinot's ``metadata.populate``):
-    each is text unless the table gives the column another type."""
-    n = table.num_rows
-    headers = None
-    for name in columns:
-        if name not in table.column_names:
-            continue
-        if name == "__key":
-            values = _text(fetched.keys.take(kept)) if fetched.keys is not None else None
-        elif name == "__metadata$offset":
-            values = fetched.positions.take(kept).cast(pa.string())
-        elif name == "__metadata$partition":
-            values = pa.array([partition] * n, pa.string())
-        elif name == "__metadata$recordTimestamp":
-            ts = fetched.timestamps
-            values = ts.take(kept).cast(pa.string()) if ts is not None else None
-        else:  # __header$<name>: the last header of that name, as text
-            if headers is None:
-                rows = fetched.headers.take(kept).to_pylist() if fetched.headers else [[]] * n
-                headers = [{h["key"]: h["value"] for h in row or ()} for row in rows]
-            key = name[len("__header$") :]
-            values = _text(pa.array([h.get(key) for h in headers], pa.binary()))
-        if values is None:
-            values = pa.nulls(n, pa.string())
-        idx = table.schema.get_field_index(name)
-        target = table.schema.field(idx)
-        table = table.set_column(idx, target, values.cast(target.type))
-    return table
-
-
-def _text(values: pa.Array) -> pa.Array:
-    """Bytes as UTF-8 text (invalid sequences replaced, never an error)."""
-    try:
-        return values.cast(pa.string())
-    except pa.ArrowInvalid:
-        return pa.array(
-            [None if v is None else v.decode("utf-8", "replace") for v in values.to_pylist()],
-            pa.string(),
-        )
 
 
 def _reject(
@@ -304,37 +263,3 @@ def _reject(
         err.message += f"; value starts {rec.excerpt!r}"
         raise err
     errors.append(ErrorRecord.of(err, reason=reason, raw=raw))
-
-
-def _not_null(
-    spec: TaskSpec,
-    partition: str,
-    fetched: Fetched,
-    table: pa.Table,
-    kept: pa.Array,
-    errors: list[ErrorRecord],
-) -> tuple[pa.Table, pa.Array]:
-    """Rows with no value in a NOT NULL column are rejected like undecodable records."""
-    masks = {c: pc.is_null(table.column(c)) for c in spec.not_null if c in table.column_names}
-    if not masks:
-        return table, kept
-    mask = None
-    for m in masks.values():
-        mask = m if mask is None else pc.or_(mask, m)
-    if not pc.any(mask).as_py():
-        return table, kept
-    for row in pc.indices_nonzero(mask).to_pylist():
-        column = next(c for c, m in masks.items() if m[row].as_py())
-        reason = f"column '{column}' is NOT NULL but the record gives it no value"
-        _reject(spec, partition, fetched, kept[row].as_py(), reason, errors)
-    good = pc.invert(mask)
-    return table.filter(good), kept.filter(good)
-
-
-def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
-    """Columns of ``schema`` in its order; the ones the decoder did not load are NULL."""
-    cols = [
-        table.column(f.name) if f.name in table.column_names else pa.nulls(table.num_rows, f.type)
-        for f in schema
-    ]
-    return pa.Table.from_arrays(cols, schema=schema)
