@@ -7,52 +7,56 @@ canonical SQL with ``to_sql()``, and ``parse_one(s.to_sql()) == s``. Invalid inp
 the line, column and offending token; no other exception escapes the parser.
 """
 
-from sparkpipes.frontends.singlestore.ast import (
+from sparkpipes.frontends.singlestore.ast_base import (
+    DataType,
+    Expr,
+    Literal,
+    Node,
+    Statement,
+    StructField,
+    quote_ident,
+    quote_string,
+)
+from sparkpipes.frontends.singlestore.ast_pipelines import (
     AlterPipeline,
     AlterPipelineDropFile,
+    Assignment,
+    CreatePipeline,
+    DropPipeline,
+    FieldMapping,
+    FieldsFormat,
+    LinesFormat,
+    LoadColumn,
+    ShowCreatePipeline,
+    ShowPipelines,
+    StartAllPipelines,
+    StartPipeline,
+    StopAllPipelines,
+    StopPipeline,
+    Target,
+    TestPipeline,
+)
+from sparkpipes.frontends.singlestore.ast_procedures import (
+    CreateProcedure,
+    DropProcedure,
+    ProcedureParam,
+    ShowProcedures,
+)
+from sparkpipes.frontends.singlestore.ast_queries import Insert, Query
+from sparkpipes.frontends.singlestore.ast_session import SetVariable, ShowVariables
+from sparkpipes.frontends.singlestore.ast_tables import (
     AlterTableAddColumn,
     AlterTableDropColumn,
     AlterTableModifyColumn,
-    Assignment,
     ColumnDef,
     CreateIndex,
-    CreatePipeline,
-    CreateProcedure,
     CreateTable,
-    DataType,
     DescribeTable,
     DropIndex,
-    DropPipeline,
-    DropProcedure,
     DropTable,
-    Expr,
-    FieldMapping,
-    FieldsFormat,
-    Insert,
-    LinesFormat,
-    Literal,
-    LoadColumn,
-    Node,
-    ProcedureParam,
-    Query,
-    SetVariable,
-    ShowCreatePipeline,
     ShowCreateTable,
-    ShowPipelines,
-    ShowProcedures,
     ShowTables,
-    ShowVariables,
-    StartAllPipelines,
-    StartPipeline,
-    Statement,
-    StopAllPipelines,
-    StopPipeline,
-    StructField,
     TableKey,
-    Target,
-    TestPipeline,
-    quote_ident,
-    quote_string,
 )
 from sparkpipes.frontends.singlestore.errors import ParseError, SemanticError
 from sparkpipes.frontends.singlestore.parser import parse, parse_one

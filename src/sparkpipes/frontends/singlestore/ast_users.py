@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sparkpipes.config.core import Secret
-from sparkpipes.frontends.singlestore.ast import Statement, quote_string
+from sparkpipes.frontends.singlestore.ast_base import Statement, quote_string
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from sparkpipes.catalog import views
 from sparkpipes.catalog.grants import DATABASE, Access
 from sparkpipes.engine.variables import like
 from sparkpipes.errors import ConfigError, NotFoundError
-from sparkpipes.frontends.singlestore import ast as A
+from sparkpipes.frontends.singlestore import ast_tables as A
 from sparkpipes.frontends.singlestore.privileges import sees_table
 from sparkpipes.frontends.singlestore.results import Result, ok
 from sparkpipes.frontends.singlestore.types import arrow_type, spark_type

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sparkpipes.errors import ConfigError
-from sparkpipes.frontends.singlestore.ast import DataType
+from sparkpipes.frontends.singlestore.ast_base import DataType
 
 _SIMPLE = {
     "TINYINT": "TINYINT",

@@ -1,0 +1,220 @@
+"""Parse tree to AST for tables and indexes: ``CREATE TABLE`` (columns, attributes, keys,
+checked for duplicates and unknown key columns), ``ALTER | DROP | OPTIMIZE TABLE``,
+``VACUUM``, ``DESCRIBE``, ``CREATE | DROP INDEX`` and the table ``SHOW`` forms."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lark import Token, Tree
+
+from sparkpipes.frontends.singlestore import script
+from sparkpipes.frontends.singlestore.ast_base import Expr, Literal, quote_ident
+from sparkpipes.frontends.singlestore.ast_tables import (
+    AlterTableAddColumn,
+    AlterTableDropColumn,
+    AlterTableModifyColumn,
+    ColumnDef,
+    CreateIndex,
+    CreateTable,
+    DescribeTable,
+    DropIndex,
+    DropTable,
+    OptimizeTable,
+    ShowCreateTable,
+    ShowTables,
+    ShowTableStatus,
+    TableKey,
+    Vacuum,
+)
+from sparkpipes.frontends.singlestore.build_base import (
+    Builder,
+    _at,
+    _end,
+    _kw,
+    _start,
+    _sub,
+    _subs,
+    _tok,
+)
+
+
+class TableBuilder(Builder):
+    """The table statements of the builder (see ``build_base.Builder``)."""
+
+    def _create_table(self, tree: Tree) -> CreateTable:
+        storage = _sub(tree, "table_storage")
+        columns = [self.column(c) for c in _subs(tree, "column_def", "computed_column")]
+        keys = [
+            (k, self.table_key(k))
+            for k in _subs(tree, "primary_key", "shard_key", "sort_key", "plain_key", "unique_key")
+        ]
+        known: dict[str, Any] = {}
+        singles: dict[str, Any] = {}
+        for node, column in zip(_subs(tree, "column_def", "computed_column"), columns):
+            self.once(known, column.name.lower(), node, f"column '{column.name}'")
+            if column.primary_key:
+                self.once(singles, "PRIMARY", node, "PRIMARY KEY")
+        for node, key in keys:
+            if key.kind in ("PRIMARY", "SHARD", "SORT"):
+                self.once(singles, key.kind, node, f"{key.kind} KEY")
+            if not key.columns and key.kind not in ("SHARD", "SORT"):  # SingleStore: keyless
+                self.fail("a key needs at least one column", node)
+            for col in key.columns:
+                if col.lower() not in known:
+                    self.fail(f"key column '{col}' is not a column of the table", node)
+        return CreateTable(
+            self.name(_sub(tree, "name")),
+            tuple(columns),
+            tuple(k for _, k in keys),
+            if_not_exists=_sub(tree, "if_not_exists") is not None,
+            storage=None if storage is None else _kw(storage),
+            reference=_tok(tree, "REFERENCE") is not None,
+        )
+
+    def column(self, tree: Tree) -> ColumnDef:
+        name = self.name(_sub(tree, "name"))
+        dtype_tree = _sub(tree, "data_type", "generic_type")
+        assert dtype_tree is not None
+        dtype = self.data_type(dtype_tree)
+        if tree.data == "computed_column":
+            holder: Tree | Token | None = _sub(tree, "expr_text")
+            assert isinstance(holder, Tree)
+            inner = holder.children[0]
+            if isinstance(inner, Tree) and inner.data == "paren" and len(inner.children) == 1:
+                holder = inner.children[0]
+            text = script.normalize(self.stmt[_start(holder) : _end(holder)])
+            return ColumnDef(name, dtype, computed=Expr(text))
+        seen: dict[str, Any] = {}
+        values: dict[str, Any] = {}
+        for attr in _subs(tree, *_COLUMN_ATTRS):
+            key = _COLUMN_ATTRS[str(attr.data)]
+            self.once(seen, key, attr, _ATTR_NAMES[key])
+            values[key] = self.column_attr(attr)
+        return ColumnDef(name, dtype, **values)
+
+    def column_attr(self, attr: Tree) -> Any:
+        kind = attr.data
+        if kind in ("attr_not_null", "attr_null"):
+            return kind == "attr_null"
+        if kind == "attr_default":
+            return self.literal(_at(attr, 1))
+        if kind == "attr_default_word":
+            return Literal("word", self.name(_sub(attr, "name")))
+        if kind == "attr_default_call":
+            digits = _tok(attr, "NUMBER")
+            if digits is not None and not digits.value.isdigit():
+                self.fail("expected an integer", digits)
+            arg = "" if digits is None else str(self.number(digits))
+            return Literal("call", f"{quote_ident(self.name(_sub(attr, 'name')))}({arg})")
+        if kind in ("attr_collate", "attr_charset"):
+            return self.name(_sub(attr, "name"))
+        if kind == "attr_comment":
+            return self.string(_tok(attr, "STRING"))
+        return True
+
+    def table_key(self, tree: Tree) -> TableKey:
+        kind = {
+            "primary_key": "PRIMARY",
+            "shard_key": "SHARD",
+            "sort_key": "SORT",
+            "plain_key": "KEY",
+            "unique_key": "UNIQUE",
+        }[str(tree.data)]
+        key_name = _sub(tree, "name")
+        using = _sub(tree, "index_using")
+        return TableKey(
+            kind,
+            self.names(_sub(tree, "key_columns")),
+            name=None if key_name is None else self.name(key_name),
+            using=None
+            if using is None
+            else " ".join(_kw(using, i) for i in range(1, len(using.children))),
+        )
+
+    def _drop_table(self, tree: Tree) -> DropTable:
+        return DropTable(self.name(_sub(tree, "name")), _sub(tree, "if_exists") is not None)
+
+    def _describe_table(self, tree: Tree) -> DescribeTable:
+        names = [self.name(c) for c in tree.children if isinstance(c, Tree) and c.data == "name"]
+        if len(names) == 2:
+            return DescribeTable(names[1], database=names[0])
+        return DescribeTable(names[0])
+
+    def _alter_table(self, tree: Tree) -> AlterTableAddColumn:
+        column = _sub(tree, "column_def", "computed_column")
+        assert column is not None
+        return AlterTableAddColumn(self.name(_sub(tree, "name")), self.column(column))
+
+    def _alter_table_drop(self, tree: Tree) -> AlterTableDropColumn:
+        table, column = (self.name(n) for n in _subs(tree, "name"))
+        return AlterTableDropColumn(table, column)
+
+    def _alter_table_modify(self, tree: Tree) -> AlterTableModifyColumn:
+        column = _sub(tree, "column_def", "computed_column")
+        assert column is not None
+        if column.data == "computed_column":
+            self.fail(
+                "MODIFY COLUMN cannot change a computed column's expression (not supported); "
+                "drop the column and add it again",
+                column,
+            )
+        return AlterTableModifyColumn(self.name(_sub(tree, "name")), self.column(column))
+
+    def _create_index(self, tree: Tree) -> CreateIndex:
+        index, table = (self.name(n) for n in _subs(tree, "name"))
+        key_columns = _sub(tree, "key_columns")
+        assert key_columns is not None
+        columns = self.names(key_columns)
+        if not columns:
+            self.fail("an index needs at least one column", key_columns)
+        return CreateIndex(index, table, columns)
+
+    def _optimize_table(self, tree: Tree) -> OptimizeTable:
+        return OptimizeTable(self.name(_sub(tree, "name")), _tok(tree, "FULL") is not None)
+
+    def _vacuum_table(self, tree: Tree) -> Vacuum:
+        hours = _sub(tree, "int_value")
+        return Vacuum(
+            self.name(_sub(tree, "name")),
+            None if hours is None else self.integer(hours, 0, "RETAIN … HOURS"),
+            _tok(tree, "DRY") is not None,
+        )
+
+    def _show_table_status(self, tree: Tree) -> ShowTableStatus:
+        like = _tok(tree, "STRING")
+        return ShowTableStatus(None if like is None else self.string(like))
+
+    def _drop_index(self, tree: Tree) -> DropIndex:
+        index, table = (self.name(n) for n in _subs(tree, "name"))
+        return DropIndex(index, table)
+
+    def _show_tables(self, tree: Tree) -> ShowTables:
+        like = _tok(tree, "STRING")
+        return ShowTables(None if like is None else self.string(like))
+
+    def _show_create_table(self, tree: Tree) -> ShowCreateTable:
+        return ShowCreateTable(self.name(_sub(tree, "name")))
+
+
+_COLUMN_ATTRS = {
+    "attr_not_null": "nullable",
+    "attr_null": "nullable",
+    "attr_default": "default",
+    "attr_default_word": "default",
+    "attr_default_call": "default",
+    "attr_primary_key": "primary_key",
+    "attr_collate": "collate",
+    "attr_charset": "charset",
+    "attr_auto_increment": "auto_increment",
+    "attr_comment": "comment",
+}
+_ATTR_NAMES = {
+    "nullable": "NULL / NOT NULL",
+    "default": "DEFAULT",
+    "primary_key": "PRIMARY KEY",
+    "collate": "COLLATE",
+    "charset": "CHARACTER SET",
+    "auto_increment": "AUTO_INCREMENT",
+    "comment": "COMMENT",
+}
