@@ -170,3 +170,93 @@ def test_privileges_hold_on_every_surface(tmp_path):
             cur.execute("SELECT 1")
         ana_db.close()
     assert "classified" not in server.output and "Traceback" not in server.output
+
+
+def _sql_lines(session, url, text):
+    """``POST /api/sql``'s NDJSON lines."""
+    import json
+
+    r = session.post(f"{url}/api/sql", json={"sql": text})
+    assert r.status_code == 200, r.text
+    return [json.loads(ln) for ln in r.text.splitlines() if ln.strip()]
+
+
+def test_what_sqlglot_hid_stays_shut_on_every_surface(tmp_path):
+    """The second review's findings, as a user of a running server tries them: another
+    user's information_schema rows behind a raw string Spark reads and sqlglot does not, or
+    behind a JSON key's subquery; Spark's own SHOW VIEWS / SHOW TABLES; a procedure whose
+    batch would read a table by its parameter's name; current_user() naming the server's
+    OS account."""
+    wh = tmp_path / "wh"
+    (tmp_path / "in.json").write_text('{"a": 1}\n')
+    mysql_port = free_port()
+    with serve(wh, "/api/status", "--mysql-port", str(mysql_port)) as server:
+        url, owner = server.url, server.http
+        setup = (
+            "CREATE TABLE t (a INT); CREATE TABLE secret (s TEXT);"
+            "INSERT INTO secret VALUES ('classified');"
+            f"CREATE PIPELINE hidden_pipe AS LOAD DATA FS '{tmp_path}/in.json' INTO TABLE t "
+            f"FORMAT JSON; CREATE USER ana IDENTIFIED BY '{ANA[1]}';"
+            f"CREATE USER bo IDENTIFIED BY '{BO[1]}'"
+        )
+        assert owner.post(f"{url}/api/query", json={"sql": setup}).ok
+        bo = requests.Session()
+        bo.auth = BO
+        ana = requests.Session()
+        ana.auth = ANA
+        views = "SELECT count(*) FROM information_schema.PIPELINES"
+        assert ana.post(f"{url}/api/query", json={"sql": views}).json()["rows"] == [[1]]
+
+        leak = (
+            "SELECT r'\\', (SELECT max(PIPELINE_NAME) FROM __information_schema_PIPELINES) "
+            "AS leak --'"
+        )
+        for path in ("/api/query", "/api/query/stream", "/api/sql"):
+            r = bo.post(url + path, json={"sql": leak})
+            assert "hidden_pipe" not in r.text and "does not exist" in r.text, (path, r.text)
+        key = (
+            'SELECT JSON_EXTRACT_STRING(\'{"k": "yes"}\', (SELECT CASE WHEN count(*) > 0 '
+            "THEN 'k' END FROM information_schema.PIPELINES WHERE PIPELINE_NAME = 'hidden_pipe'))"
+        )
+        assert bo.post(f"{url}/api/query", json={"sql": key}).json()["rows"] == [[None]]
+        assert ana.post(f"{url}/api/query", json={"sql": key}).json()["rows"] == [["yes"]]
+
+        # listings: Spark's are refused; the dialect's SHOW TABLES shows what bo holds
+        for text in ("SHOW VIEWS", "SHOW TABLES IN default"):
+            r = bo.post(f"{url}/api/query", json={"sql": text})
+            assert r.status_code == 403 and "secret" not in r.text, r.text
+        assert _sql_lines(bo, url, "SHOW TABLES")[0]["rows"] == []
+        grant = "GRANT SELECT ON t TO bo; GRANT CREATE ROUTINE, EXECUTE ON bo_proc TO bo"
+        assert ana.post(f"{url}/api/query", json={"sql": grant}).ok
+        assert _sql_lines(bo, url, "SHOW TABLES")[0]["rows"] == [["t"]]
+        who = "SELECT current_user(), session_user()"
+        assert bo.post(f"{url}/api/query", json={"sql": who}).json()["rows"] == [["bo@%"] * 2]
+        streamed = _sql_lines(bo, url, who)
+        assert streamed[1]["rows"] == [["bo@%"] * 2]
+
+        # a body that names a protected table as its parameter, behind the raw string
+        make = "CREATE TABLE bo_t (a BIGINT, s TEXT); GRANT INSERT, SELECT ON bo_t TO bo"
+        assert ana.post(f"{url}/api/query", json={"sql": make}).ok
+        proc = (
+            "CREATE PROCEDURE bo_proc(secret QUERY(a BIGINT))\nAS\nBEGIN\n  INSERT INTO bo_t "
+            "(a, s) SELECT 1, x.s FROM (SELECT r'\\' AS z) JOIN secret x --'\n  ;\nEND"
+        )
+        r = bo.post(f"{url}/api/query", json={"sql": proc})
+        assert r.status_code == 403 and "SELECT command denied" in r.text, r.text
+
+        db = pymysql.connect(
+            host="127.0.0.1", port=mysql_port, user=BO[0], password=BO[1], database="sparkpipes"
+        )
+        with db.cursor() as cur:
+            cur.execute("SHOW TABLES")
+            assert cur.fetchall() == (("bo_t",), ("t",))
+            with pytest.raises(pymysql.MySQLError) as e:
+                cur.execute("SHOW VIEWS")
+            assert "secret" not in str(e.value)
+            cur.execute("SELECT SESSION_USER()")
+            assert cur.fetchall() == (("bo@%",),)
+            with pytest.raises(pymysql.MySQLError) as e:
+                cur.execute(leak)
+            assert "hidden_pipe" not in str(e.value)
+        db.close()
+    assert "classified" not in server.output and "Traceback" not in server.output

@@ -107,6 +107,10 @@ ATTACKS = [
     ),
     ("INSERT INTO t VALUES (length(reflect('java.lang.System', 'lineSeparator')))", "reflect"),
     ("SHOW SYSTEM FUNCTIONS LIKE 'reflect' ; SELECT reflect('a', 'b')", "reflect"),
+    # Spark's listings name every table and the session's internal views
+    ("SHOW VIEWS", "ShowViews"),
+    ("SHOW TABLES IN default", "ShowTables"),
+    ("SHOW TABLES FROM default LIKE '__*'", "ShowTables"),
 ]
 
 

@@ -4,11 +4,12 @@ JDBC URL (user info or JDBC's parameters), a Redis user in ``stream.redis.url``;
 location and an S3 endpoint holding a password refused before any client is made. The
 password is never in SHOW CREATE PIPELINE, information_schema, the catalog's definitions,
 an error, a log line (the registry client's HTTP log and librdkafka's included) or the
-process's output; SHOW CREATE PIPELINE's text run again keeps it; a catalog that stored
-one in clear is sealed when opened."""
+process's output; SHOW CREATE PIPELINE's text run again keeps it, for the same URL only; a
+catalog that stored one in clear is sealed when opened."""
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import uuid
@@ -20,10 +21,14 @@ import sqlalchemy as sa
 
 from sparkpipes import Engine
 from sparkpipes.catalog.views import VIEWS
-from sparkpipes.errors import SparkpipesError
+from sparkpipes.errors import ConfigError, SparkpipesError
 from sparkpipes.formats import build_decoder
 from sparkpipes.frontends.singlestore.executor import SqlSession
 from sparkpipes.testing.registry import Registry, encode
+from tests.e2e.test_pinot_rest import AVRO as PINOT_AVRO
+from tests.e2e.test_pinot_rest import SCHEMA as PINOT_AVRO_SCHEMA
+from tests.e2e.test_pinot_rest import table as pinot_avro_table
+from tests.integration.attacker import Listener
 from tests.integration.databases import ScratchDb
 from tests.integration.test_stream_plugins import SCHEMA as PINOT_SCHEMA
 from tests.integration.test_stream_plugins import redis_stream
@@ -326,3 +331,102 @@ def test_a_catalog_that_kept_a_url_password_in_clear_is_sealed_when_opened(tmp_p
     db.dispose()
     assert PW not in stored.definition and stored.credentials.startswith("fernet:")
     assert PW not in connectors and int(version) >= 4
+
+
+def test_a_url_password_given_back_goes_only_to_the_same_registry(broker, topic, engine):
+    """SHOW CREATE PIPELINE's text run again keeps a registry's password while the
+    registry's URL is as stored (the batch interval and the table may change; it still
+    logs in); with the registry's host, port or path changed it is refused, and neither the
+    statement nor a batch after it reaches the listener standing in for the new host."""
+    with Registry(user_info=f"ana:{PW}") as reg, Listener() as evil:
+        sid = reg.register(ORDER)
+        broker.produce(topic, [encode(sid, ORDER, {"id": i, "name": "n"}) for i in range(4)])
+        sess = SqlSession(engine)
+        sess.execute(
+            "CREATE TABLE orders (id BIGINT, name TEXT); CREATE TABLE o2 (id BIGINT, name TEXT)"
+        )
+        sess.execute(
+            f"CREATE PIPELINE av AS LOAD DATA KAFKA '{broker.bootstrap}/{topic}' INTO TABLE "
+            f"orders FORMAT AVRO SCHEMA REGISTRY 'http://ana:{PW}@127.0.0.1:{reg.port}' "
+            "(id <- id, name <- name)"
+        )
+        again = (
+            sess.execute("SHOW CREATE PIPELINE av")[0]
+            .rows[0][1]
+            .replace("CREATE PIPELINE", "CREATE OR REPLACE PIPELINE")
+        )
+        seen = []
+        for moved in (
+            again.replace(f"127.0.0.1:{reg.port}", evil.hostport),
+            again.replace(f"127.0.0.1:{reg.port}'", f"127.0.0.1:{reg.port}/other'"),
+            again.replace("http://ana:", "http://bob:"),
+        ):
+            with pytest.raises(ConfigError) as e:
+                sess.execute(moved)
+            assert (
+                "the password in format option 'schema.registry.url' is '<redacted>' but "
+                "format option 'schema.registry.url' differs"
+            ) in str(e.value)
+            seen.append(str(e.value))
+        sess.execute(  # the same registry: kept, whatever else changed
+            again.replace("BATCH_INTERVAL 2500", "BATCH_INTERVAL 10").replace(
+                "INTO TABLE orders", "INTO TABLE o2"
+            )
+        )
+        assert engine.catalog.credentials("av") == {"format.url:schema.registry.url": PW}
+        sess.execute("START PIPELINE av FOREGROUND")
+        assert sess.execute("SELECT count(*) FROM o2")[0].rows == [(4,)]
+        assert reg.refused == 0 and evil.connections == 0
+    assert all(PW not in s for s in seen)
+
+
+def test_a_pinot_tables_registry_password_is_not_sent_to_a_new_registry(broker, topic, engine):
+    """A Pinot table whose decoder logs in to the registry with a password in its URL: its
+    pipeline redefined by SQL keeps the password for the same registry only; a table config
+    shown back (``GET /tables/{name}``, the password ``<redacted>``) added again under
+    another name with the registry moved is refused, nothing made and nothing sent."""
+    with Registry(user_info=f"pinot:{PW}") as reg, Listener() as evil:
+        sid = reg.register(PINOT_AVRO)
+        rows = [
+            encode(
+                sid, PINOT_AVRO, {"studentID": i, "firstName": "f", "score": 1.0, "timestamp": i}
+            )
+            for i in range(3)
+        ]
+        broker.produce(topic, rows)
+        cfg = pinot_avro_table(broker, topic, f"http://pinot:{PW}@127.0.0.1:{reg.port}")
+        streams = cfg["tableIndexConfig"]["streamConfigs"]
+        del streams["stream.kafka.decoder.prop.schema.registry.basic.auth.user.info"]
+        engine.pinot.add(cfg, PINOT_AVRO_SCHEMA)
+        engine.run_batches("transcript_REALTIME", 3, until_idle=True)
+        assert engine.table_arrow("transcript").num_rows == 3
+
+        shown = copy.deepcopy(engine.pinot.config("transcript"))
+        registry = f"http://pinot:<redacted>@127.0.0.1:{reg.port}"
+        shown_streams = shown["tableIndexConfig"]["streamConfigs"]
+        assert shown_streams["stream.kafka.schema.registry.url"] == registry
+        for key in (
+            "stream.kafka.schema.registry.url",
+            "stream.kafka.decoder.prop.schema.registry.rest.url",
+        ):
+            shown_streams[key] = f"http://pinot:<redacted>@{evil.hostport}"
+        shown["tableName"] = "transcript2"
+        with pytest.raises(ConfigError) as e:
+            engine.pinot.add(shown)
+        assert "the password in format option 'schema.registry.url' is '<redacted>'" in str(e.value)
+        assert "transcript2" not in engine.pinot.names() + engine.tables()
+
+        sess = SqlSession(engine)
+        text = sess.execute("SHOW CREATE PIPELINE transcript_REALTIME")[0].rows[0][1]
+        again = text.replace("CREATE PIPELINE", "CREATE OR REPLACE PIPELINE")
+        assert f"SCHEMA REGISTRY '{registry}'" in again
+        with pytest.raises(ConfigError, match=r"format option 'schema\.registry\.url' differs"):
+            sess.execute(again.replace(f"127.0.0.1:{reg.port}", evil.hostport))
+        sess.execute(again.replace("BATCH_INTERVAL 2500", "BATCH_INTERVAL 10"))
+        creds = engine.catalog.credentials("transcript_REALTIME")
+        assert creds == {"format.url:schema.registry.url": PW}
+        broker.produce(topic, rows)
+        engine.run_batches("transcript_REALTIME", 3, until_idle=True)
+        assert engine.table_arrow("transcript").num_rows == 6
+        assert reg.refused == 0 and evil.connections == 0
+    assert PW not in str(e.value)

@@ -266,6 +266,22 @@ FORMAT_SECRET = "format."
 _OWNED = {"sink": SINK_SECRET, "format": FORMAT_SECRET}
 #: the components that hold secrets, and how an error names their URL options
 _SECRET_PARTS = {"source": "CONFIG option", "format": "format option", "sink": "sink option"}
+#: the fields of a component that may change while a secret given back as ``<redacted>``
+#: is kept (:meth:`PipelineSpec.keep_secrets`): none of them decides where the component's
+#: secrets are sent. Every other field — the kind, the location, every CONFIG, format and
+#: sink option, and a field added later — must be as stored. The other components
+#: (the batch options, the SET / WHERE, the other components' settings) may change too.
+_MAY_CHANGE = {
+    "source": frozenset({"start", "on_out_of_range"}),
+    "format": frozenset({"mapping", "csv", "skip_lines", "skip_parser_errors"}),
+    "sink": frozenset({"table", "write", "provenance"}),
+}
+#: how an error names a component's fields that are not options
+_FIELD_NAMES = {
+    "source": {"kind": "the source kind (LOAD DATA …)", "location": "the location"},
+    "format": {"kind": "the format (FORMAT …)"},
+    "sink": {"kind": "the sink kind"},
+}
 
 
 @dataclass(frozen=True)
@@ -449,20 +465,26 @@ class PipelineSpec:
         taken from ``stored``, the pipeline's stored spec: so running SHOW CREATE PIPELINE's
         text again (CREATE OR REPLACE) keeps the sealed values instead of storing the word
         ``<redacted>``. A secret ``stored`` does not hold (or no ``stored``) is a
-        ConfigError naming it."""
+        ConfigError naming it.
+
+        A secret is kept only where it would be sent where it was: every field of its
+        component but those of ``_MAY_CHANGE`` (the source's kind, location and every
+        CONFIG option; the decoder's kind and options; the sink's kind and options) must
+        be as stored, else a ConfigError names the secrets and what changed, and asks for
+        the values again. The batch options, the mapping, SET / WHERE, the table and the
+        other components may change."""
         creds = {p: dict(getattr(self, p).credentials) for p in _SECRET_PARTS}
-        missing = []
+        missing: list[str] = []
+        #: per component: (its secrets that would go elsewhere, what changed)
+        moved: dict[str, tuple[list[str], list[str]]] = {}
         for part, key in self.redacted_secrets():
             kept = getattr(stored, part).credentials.get(key) if stored is not None else None
             if kept is None or kept.reveal() == REDACTED:
-                option = urls.option_of(key)
-                missing.append(
-                    f"credential '{key}'"
-                    if option is None
-                    else "the password in the location"
-                    if part == "source" and option == urls.LOCATION
-                    else f"the password in {_SECRET_PARTS[part]} '{option}'"
-                )
+                missing.append(_secret_named(part, key))
+                continue
+            changed = _moved(part, getattr(self, part), getattr(stored, part))
+            if changed:
+                moved.setdefault(part, ([], changed))[0].append(_secret_named(part, key))
             else:
                 creds[part][key] = kept
         if missing:
@@ -474,6 +496,19 @@ class PipelineSpec:
             raise ConfigError(
                 f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} '{REDACTED}', "
                 f"as SHOW CREATE PIPELINE shows secrets: give the value ({why})",
+                pipeline=self.name,
+            )
+        if moved:
+            why = [
+                f"{', '.join(secrets)} {'is' if len(secrets) == 1 else 'are'} '{REDACTED}' "
+                f"but {', '.join(changed)} {'differs' if len(changed) == 1 else 'differ'} "
+                "from the stored definition"
+                for secrets, changed in moved.values()
+            ]
+            raise ConfigError(
+                f"{'; '.join(why)}: a stored secret is kept only while everything that "
+                "decides where it is sent stays the same; give the value again to send it "
+                "to the new place",
                 pipeline=self.name,
             )
         changed = {
@@ -502,6 +537,52 @@ class PipelineSpec:
     @property
     def mapping(self) -> tuple[FieldMapping, ...]:
         return self.format.mapping
+
+
+def _secret_named(part: str, key: str) -> str:
+    """How an error names secret ``key`` of component ``part`` (never its value)."""
+    option = urls.option_of(key)
+    if option is None:
+        return f"credential '{key}'" if part == "source" else f"{part} credential '{key}'"
+    if part == "source" and option == urls.LOCATION:
+        return "the password in the location"
+    return f"the password in {_SECRET_PARTS[part]} '{option}'"
+
+
+def _moved(part: str, new: Any, stored: Any) -> list[str]:
+    """What of component ``part`` that decides where its secrets are sent differs between
+    ``new`` and ``stored``: every field but its credentials and ``_MAY_CHANGE``, options
+    one by one (a CONFIG key the stored component keeps as a secret, given again in
+    clear, is a secret, not a setting). Named, never with their values."""
+    out: list[str] = []
+    for f in dataclasses.fields(new):
+        name = f.name
+        if name == "credentials" or name in _MAY_CHANGE[part]:
+            continue
+        a, b = getattr(new, name), getattr(stored, name)
+        if isinstance(a, Mapping) and isinstance(b, Mapping):
+            secret = set(stored.credentials)
+            keys = sorted((set(a) | set(b)) - secret, key=str)
+            out += [
+                f"{_SECRET_PARTS[part]} '{k}'"
+                for k in keys
+                if k not in a or k not in b or not _same(a[k], b[k])
+            ]
+        elif name == "kind":
+            if str(a).lower() != str(b).lower():
+                out.append(_FIELD_NAMES[part]["kind"])
+        elif not _same(a, b):
+            out.append(_FIELD_NAMES[part].get(name, f"{part} setting '{name}'"))
+    return out
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal as the stored JSON would hold them (``1`` and ``True`` differ)."""
+    if isinstance(a, Mapping | list | tuple) or isinstance(b, Mapping | list | tuple):
+        return json.dumps(a, sort_keys=True, default=str) == json.dumps(
+            b, sort_keys=True, default=str
+        )
+    return type(a) is type(b) and a == b
 
 
 def lift_stored_urls(definition: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:

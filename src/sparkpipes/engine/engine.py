@@ -322,10 +322,12 @@ class Engine:
         """Define a pipeline from a spec any front end lowered (state ``Stopped``)."""
         return self._pipelines.create(spec, replace=replace)
 
-    def prepare_pipeline(self, spec: PipelineSpec) -> PipelineSpec:
+    def prepare_pipeline(self, spec: PipelineSpec, *, replace: bool = False) -> PipelineSpec:
         """What ``create_pipeline_spec`` checks first (feature switches, the source's
-        options), with secrets given in CONFIG moved to the credentials."""
-        return self._pipelines.prepare(spec)
+        options), with secrets given in CONFIG moved to the credentials and, with
+        ``replace``, secrets given back as ``<redacted>`` kept where their destination is
+        unchanged."""
+        return self._pipelines.prepare(spec, replace=replace)
 
     def inferred_table(self, spec: PipelineSpec) -> str:
         """The ``CREATE TABLE`` of the table ``CREATE INFERRED PIPELINE`` makes."""

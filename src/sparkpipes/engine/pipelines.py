@@ -36,16 +36,21 @@ class Pipelines:
     def build(self, name: str, options: dict[str, Any]) -> PipelineSpec:
         return from_kwargs({"name": name, **options}, self.defaults())
 
-    def prepare(self, spec: PipelineSpec) -> PipelineSpec:
+    def prepare(self, spec: PipelineSpec, *, replace: bool = False) -> PipelineSpec:
         """Check what must hold before anything is created for ``spec`` (the source's
         own options as the user wrote them, an experimental feature switched on) and
-        move secrets given in CONFIG into the credentials. Secrets given back as
-        ``<redacted>`` (SHOW CREATE PIPELINE's text run again) keep the stored ones."""
+        move secrets given in CONFIG into the credentials. With ``replace`` (CREATE OR
+        REPLACE), secrets given back as ``<redacted>`` (SHOW CREATE PIPELINE's text run
+        again) keep the stored ones, where they would be sent where they were
+        (:meth:`PipelineSpec.keep_secrets`); without it there is nothing to keep. Either
+        way before anything (a source check) could send them."""
         if spec.redacted_secrets():
-            try:
-                stored = self.spec(spec.name)
-            except NotFoundError:
-                stored = None
+            stored = None
+            if replace:
+                try:
+                    stored = self.spec(spec.name)
+                except NotFoundError:
+                    pass
             spec = spec.keep_secrets(stored)
         source = build_source_of(spec)
         if source.feature:
@@ -84,7 +89,7 @@ class Pipelines:
         return ddl
 
     def create(self, spec: PipelineSpec, *, replace: bool = False) -> PipelineSpec:
-        spec = self.prepare(spec)
+        spec = self.prepare(spec, replace=replace)
         validate(spec, Procedures(self.rt).target(spec))
         existing = None
         if replace:

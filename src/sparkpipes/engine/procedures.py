@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import uuid
 from typing import Any
 
 from sparkpipes.catalog import TableRecord
@@ -17,9 +18,12 @@ from sparkpipes.config import PipelineSpec
 from sparkpipes.config.procedure import ProcedureSpec, ProcedureStatement
 from sparkpipes.engine.batch.transform import REJECT_COLUMN, Transform, apply
 from sparkpipes.engine.schema import to_arrow
-from sparkpipes.engine.sql.dialect import translate
-from sparkpipes.engine.sql.sandbox import check_query
+from sparkpipes.engine.sql.dialect import INTERNAL, translate
+from sparkpipes.engine.sql.sandbox import Admitted, check_query
 from sparkpipes.errors import ConfigError, NotAdmittedError, NotFoundError, SinkError
+
+#: the prefix of a batch's view (:func:`batch_view`)
+BATCH_VIEW = "__sp_batch_"
 
 
 class Procedures:
@@ -80,9 +84,14 @@ class Procedures:
                 raise ConfigError(f"{where}: REPLACE INTO needs a PRIMARY KEY on table '{s.table}'")
             if self.rt.spark_started:  # else the first batch checks it (no JVM for a CREATE)
                 try:
-                    check_query(self.rt.spark, translate(bind(s.query, spec.param, "__sp_b")))
+                    view = batch_view()
+                    stray = stray_views(
+                        check_query(self.rt.spark, body_sql(s.query, spec.param, view)), view
+                    )
                 except NotAdmittedError as e:
                     raise NotAdmittedError(f"{where}: {e.message}") from None
+                if stray:
+                    raise NotFoundError(f"{where}: table '{stray[0]}' does not exist")
         return tables
 
     def batch_table(self, spec: ProcedureSpec) -> TableRecord:
@@ -162,11 +171,13 @@ class ProcedureBody:
 
         where = f"procedure '{self.spec.name}', line {statement.line}"
         rec = self.tables[statement.table]
-        text = translate(bind(statement.query, self.spec.param, view))
+        text = body_sql(statement.query, self.spec.param, view)
         try:
-            check_query(spark, text)
+            stray = stray_views(check_query(spark, text), view)
         except NotAdmittedError as e:
             raise NotAdmittedError(f"{where}: {e.message}") from None
+        if stray:  # a body made before this check: it runs as the server, so never
+            raise NotAdmittedError(f"{where}: table '{stray[0]}' does not exist")
         try:
             df = spark.sql(text)
         except PySparkException as e:
@@ -196,20 +207,42 @@ class ProcedureBody:
 
 
 def bind(query: str, param: str, view: str) -> str:
-    """``query`` with every identifier ``param`` (the batch) replaced by ``view``."""
-    import sqlglot
-    from sqlglot.tokens import TokenType
+    """``query`` (Spark SQL) with the batch parameter ``param`` bound to the view ``view``
+    of the batch's rows: a CTE of the parameter's name around the query, so Spark itself
+    resolves every reference to it, wherever its lexer finds one.
 
-    out, pos = [], 0
-    for tok in sqlglot.tokenize(query, read="mysql"):
-        if (
-            tok.token_type in (TokenType.VAR, TokenType.IDENTIFIER)
-            and tok.text.lower() == param.lower()
-        ):
-            out.append(query[pos : tok.start] + f"`{view}`")
-            pos = tok.end + 1
-    out.append(query[pos:])
-    return "".join(out)
+    The text is not rewritten: a rename on another tokenizer's idea of the text would miss
+    a reference that Spark sees (sqlglot reads ``r'\\' … secret --'`` as one string, Spark
+    as a raw string, a name and a comment), and that reference would read the table of the
+    parameter's name. Here the statement checked when the procedure is made and the one
+    each batch runs are the same text but for ``view``, an internal name no user can
+    write; a reference to ``param`` is to the CTE, which a privilege check treats as the
+    table of that name if there is one (``SqlSession._may_read``). The newline keeps a
+    trailing ``--`` comment off the closing parenthesis."""
+    return f"WITH {_quoted(param)} AS (SELECT * FROM {_quoted(view)})\nSELECT * FROM (\n{query}\n)"
+
+
+def batch_view() -> str:
+    """A name for a batch's view no user can know (the procedure sink's, and the one a
+    body is checked with when it is made)."""
+    return f"{BATCH_VIEW}{uuid.uuid4().hex}"
+
+
+def body_sql(query: str, param: str, view: str) -> str:
+    """A body statement's query as Spark runs it on a batch bound to ``view``."""
+    return bind(translate(query), param, view)
+
+
+def stray_views(admitted: Admitted, view: str) -> list[str]:
+    """The session's internal names (information_schema's views, other batches) a body
+    statement bound to ``view`` names besides it: none may be read at batch time, when the
+    body runs as the server."""
+    names = admitted.relations | admitted.ctes
+    return sorted(n for n in names if n.lower().startswith(INTERNAL) and n.lower() != view.lower())
+
+
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
 
 
 def _spark_message(e: BaseException) -> str:

@@ -30,9 +30,9 @@ PLANS = frozenset(
 )
 
 #: read-only statements about the session's tables and functions, admitted as a whole
-#: statement only (their query, if any, is checked like any other); Spark's SHOW TABLES
-#: and SHOW VIEWS are not (they would list the session's internal views): the dialect's
-#: own SHOW TABLES lists the tables a user may see
+#: statement only (their query, if any, is checked like any other). Spark's SHOW TABLES
+#: and SHOW VIEWS are not: they list every table, whatever the user may see, and the
+#: session's internal views; the dialect's own SHOW TABLES lists the tables a user may see
 COMMANDS = frozenset(
     """
     analysis.CurrentNamespace$ analysis.UnresolvedAttribute analysis.UnresolvedFunctionName
@@ -43,7 +43,6 @@ COMMANDS = frozenset(
     org.apache.spark.sql.execution.command.ShowNamespacesCommand
     plans.logical.DescribeColumn plans.logical.DescribeFunction
     plans.logical.DescribeRelation plans.logical.ShowColumns plans.logical.ShowFunctions
-    plans.logical.ShowTables plans.logical.ShowViews
     """.split()  # noqa: SIM905
 )
 

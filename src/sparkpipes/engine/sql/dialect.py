@@ -12,9 +12,16 @@ What changes, and nothing else:
 * SingleStore functions Spark spells otherwise (``FROM_BASE64``, ``TO_BASE64``) become
   their Spark forms;
 * ``@var`` becomes the backquoted column ```@var``` (variables a pipeline loads);
-* ``information_schema.NAME`` becomes the temporary view that serves it.
+* ``information_schema.NAME`` becomes the temporary view that serves it, named by the
+  caller (``on_view``): each statement registers its own views, filtered for its user.
 
 Strings, comments and everything else are copied byte for byte.
+
+sqlglot's tokenizer is MySQL's, not Spark's: the two disagree about raw strings
+(``r'\\'``), backslashes, ``#`` comments and more, so nothing this module decides may be
+relied on for security. Whatever it writes, what Spark reads is decided on Spark's own
+parse of the result (``engine.sql.sandbox``), and the only information_schema views that
+exist are the ones ``on_view`` named and registered for the statement's user.
 """
 
 from __future__ import annotations
@@ -54,21 +61,16 @@ FUNCTIONS = {
 
 
 def view_name(view: str) -> str:
+    """The stem of the internal view that serves ``information_schema.<view>``. Never
+    registered as such: a statement registers its views under this stem plus a suffix of
+    its own, so no statement can name another's (which may hold rows its user may not see)."""
     return f"__information_schema_{view.upper()}"
 
 
 #: name prefixes of the session's internal views (information_schema, a procedure's batch):
-#: only the dialect's translation may write them
+#: a statement may read only the ones registered for it (``SqlSession._may_read``, on the
+#: relations Spark parsed)
 INTERNAL = (view_name("").lower(), "__sp_")
-
-
-def internal_names(text: str) -> list[str]:
-    """The names in user text that only the engine may use (:data:`INTERNAL`)."""
-    return [
-        t.text
-        for t in _tokens(text)
-        if _is_name(t) and t.token_type != TokenType.STRING and t.text.lower().startswith(INTERNAL)
-    ]
 
 
 def _tokens(text: str) -> list[Token]:
@@ -98,8 +100,11 @@ def _path(keys: list[str]) -> str:
     return out
 
 
-def translate(text: str, *, on_view: Callable[[str], None] | None = None) -> str:
-    """Rewrite ``text``; ``on_view`` is told each information_schema view it refers to."""
+def translate(text: str, *, on_view: Callable[[str], str | None] | None = None) -> str:
+    """Rewrite ``text``. ``on_view`` is told each information_schema view the text refers
+    to, wherever it is (a JSON key's subquery too), and answers the name the statement
+    registers it under; without it (or if it answers None) the name is :func:`view_name`'s
+    stem, which no view has, so such a reference reads nothing."""
     toks = _tokens(text)
     out: list[str] = []
     pos = 0  # next character of ``text`` not yet copied
@@ -117,9 +122,8 @@ def translate(text: str, *, on_view: Callable[[str], None] | None = None) -> str
             and _is_name(toks[i + 2])
         ):
             view = toks[i + 2].text.upper()
-            if on_view:
-                on_view(view)
-            out.append(text[pos : t.start] + f"`{view_name(view)}`")
+            named = on_view(view) if on_view else None
+            out.append(text[pos : t.start] + f"`{named or view_name(view)}`")
             pos = toks[i + 2].end + 1
             i += 3
             continue
@@ -139,7 +143,7 @@ def translate(text: str, *, on_view: Callable[[str], None] | None = None) -> str
             args, close = _call_args(toks, i + 1, text)
             if len(args) >= 2:
                 json_arg = translate(args[0][0], on_view=on_view)
-                expr = f"get_json_object({json_arg}, {_key_path(args[1:])})"
+                expr = f"get_json_object({json_arg}, {_key_path(args[1:], on_view)})"
                 cast = JSON_FUNCTIONS[t.text.upper()]
                 if cast:
                     expr = f"CAST({expr} AS {cast})"
@@ -226,7 +230,9 @@ def _call_args(toks: list[Token], open_idx: int, text: str) -> tuple[list[tuple[
     raise ConfigError("unbalanced parentheses in a JSON_EXTRACT_ call")
 
 
-def _key_path(keys: list[tuple[str, Token]]) -> str:
+def _key_path(keys: list[tuple[str, Token]], on_view: Callable[[str], str | None] | None) -> str:
+    """The JSON path of a JSON_EXTRACT_ call's keys; a key that is not a literal (a
+    column, a subquery) is translated like the rest of the text, its views reported."""
     if all(tok.token_type in (TokenType.STRING, TokenType.NUMBER) for _, tok in keys):
         literal = []
         for raw, tok in keys:
@@ -234,5 +240,5 @@ def _key_path(keys: list[tuple[str, Token]]) -> str:
         return _quote(_path(literal))
     parts = ["'$'"]
     for raw, _ in keys:
-        parts.append(f"'.', CAST({translate(raw)} AS STRING)")
+        parts.append(f"'.', CAST({translate(raw, on_view=on_view)} AS STRING)")
     return f"concat({', '.join(parts)})"

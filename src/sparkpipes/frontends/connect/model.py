@@ -90,6 +90,35 @@ NO_PASSWORD = {
 }
 #: MySQL connection parameters understood (``params.<name>``)
 PARAMS = ("connectTimeout", "ssl", "useSSL")
+#: the keys (and key prefixes) that may change while a password shown as ``<redacted>``
+#: is kept (``PUT …/config`` of a config ``GET …/config`` showed): batches, retries,
+#: topics, tables, keys, columns, bad records. None decides where a password is sent;
+#: every other key (the destination's ``connection.*`` and ``params.*``, the converters
+#: and the registry's URL, ``bootstrap.servers``, a key added later) must be as stored.
+KEEPS_SECRETS = frozenset(
+    {
+        "name",
+        "tasks.max",
+        "batch.interval.ms",
+        "max.retries",
+        "retry.backoff.ms",
+        "topics",
+        "topics.regex",
+        "fields.whitelist",
+        "errors.tolerance",
+        "errors.log.enable",
+        "errors.log.include.messages",
+        "errors.deadletterqueue.table.name",
+        "singlestore.metadata.allow",
+        "singlestore.metadata.table",
+        "singlestore.upsert",
+        "singlestore.loadDataCompression",
+        "consumer.override.auto.offset.reset",
+        "key.converter.schemas.enable",
+        "value.converter.schemas.enable",
+    }
+)
+KEEPS_SECRETS_PREFIXES = ("tableKey.", "singlestore.tableName.")
 
 
 @dataclass(frozen=True)
@@ -328,6 +357,20 @@ def build(given: Mapping[str, str]) -> SinkConnectorConfig:
         connect_timeout_s=timeout,
         raw={k: v for k, v in cfg.items() if k not in SECRET_KEYS},
     )
+
+
+def moved(stored: Mapping[str, str], given: Mapping[str, str]) -> list[str]:
+    """The keys (sorted) outside :data:`KEEPS_SECRETS` whose value differs between the
+    stored config and the one given (one absent from either counts): where a kept
+    password would be sent from. Keys only, never their values."""
+    return [
+        k
+        for k in sorted(set(stored) | set(given))
+        if k not in KEEPS_SECRETS
+        and not k.startswith(KEEPS_SECRETS_PREFIXES)
+        and k not in SECRET_KEYS
+        and stored.get(k) != given.get(k)
+    ]
 
 
 def _keys(cfg: Mapping[str, str]) -> tuple[Key, ...]:

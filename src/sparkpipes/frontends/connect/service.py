@@ -29,10 +29,12 @@ from sparkpipes.config.spec import BatchSpec, FormatSpec, SinkSpec, SourceSpec
 from sparkpipes.engine.extensions import Extension
 from sparkpipes.errors import ConfigError, NotFoundError, SinkError, SourceUnavailableError
 from sparkpipes.frontends.connect.model import (
+    REGISTRY_OPTION,
     STRING_CONVERTER,
     Key,
     SinkConnectorConfig,
     load,
+    moved,
 )
 
 if TYPE_CHECKING:
@@ -91,6 +93,7 @@ class Connectors(Extension):
         old = catalog.connector(cfg.name) if replace and cfg.name in catalog.connectors() else None
         if old is not None:  # a config as GET …/config shows it: its passwords <redacted>
             cfg = self._with_stored(cfg, old)
+        _refuse_unkept(cfg)
         topics = list(cfg.topics) or self._matching(cfg)
         if not topics:
             raise ConfigError(
@@ -351,8 +354,27 @@ class Connectors(Extension):
         return None
 
     def _with_stored(self, cfg: SinkConnectorConfig, d: Mapping[str, Any]) -> SinkConnectorConfig:
-        """``cfg`` with each password it shows as ``<redacted>`` (inside a URL) taken from
-        the sealed credentials of the connector's pipelines (``d``, as stored)."""
+        """``cfg`` with each password it shows as ``<redacted>`` (inside a URL, or
+        ``connection.password``) taken from the sealed credentials of the connector's
+        pipelines (``d``, as stored) — only while every key that could send it elsewhere
+        is as stored (:func:`~sparkpipes.frontends.connect.model.moved`): else a
+        ConfigError names the keys, before anything connects with it."""
+        shown = []
+        if cfg.password == Secret(REDACTED):
+            shown.append(_password_named(cfg))
+        if cfg.schema_registry and urls.is_redacted(cfg.schema_registry):
+            shown.append("the password in value.converter.schema.registry.url")
+        if not shown:
+            return cfg
+        changed = moved(d.get("config") or {}, cfg.raw)
+        if changed:
+            raise ConfigError(
+                f"{' and '.join(shown)} {'is' if len(shown) == 1 else 'are'} '{REDACTED}' but "
+                f"{', '.join(changed)} {'differs' if len(changed) == 1 else 'differ'} from "
+                f"connector '{cfg.name}' as stored: a stored password is kept only while "
+                "everything that decides where it is sent stays the same; give the value "
+                "again to send it to the new place"
+            )
         changes: dict[str, Any] = {}
         if cfg.password == Secret(REDACTED) and (password := self._password(d)) is not None:
             changes["password"] = Secret(password)
@@ -418,6 +440,30 @@ class Connectors(Extension):
         for p in d["pipelines"]:
             self.engine.drop_pipeline(p, if_exists=True)
         self.engine.catalog.drop_connector(name)
+
+
+def _refuse_unkept(cfg: SinkConnectorConfig) -> None:
+    """A ConfigError for a password still ``<redacted>`` once the stored ones are kept (a
+    new connector, or one with no such password stored), before anything connects."""
+    unkept = []
+    if cfg.password == Secret(REDACTED):
+        unkept.append(_password_named(cfg))
+    url, kept = cfg.schema_registry, urls.secret_key(REGISTRY_OPTION) in cfg.registry_secrets
+    if url and urls.is_redacted(url) and not kept:
+        unkept.append("the password in value.converter.schema.registry.url")
+    if unkept:
+        raise ConfigError(
+            f"{' and '.join(unkept)} {'is' if len(unkept) == 1 else 'are'} '{REDACTED}', as "
+            f"GET …/config shows passwords, and connector '{cfg.name}' has no stored value "
+            "to keep: give the value"
+        )
+
+
+def _password_named(cfg: SinkConnectorConfig) -> str:
+    """How an error names the destination's password given as ``<redacted>``."""
+    if urls.is_redacted(cfg.raw.get("connection.url", "")):
+        return "the password in connection.url"
+    return "connection.password"
 
 
 def _delta_kind(key: Key) -> str:

@@ -11,14 +11,16 @@ table, with ``information_schema`` views and the SingleStore JSON helpers transl
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from sparkpipes.catalog import BatchState, PipelineState
 from sparkpipes.catalog.grants import Access
 from sparkpipes.engine import Engine
-from sparkpipes.engine.procedures import bind
-from sparkpipes.engine.sql.dialect import internal_names, translate, view_name
+from sparkpipes.engine.procedures import batch_view, body_sql
+from sparkpipes.engine.sql import identity
+from sparkpipes.engine.sql.dialect import INTERNAL, translate, view_name
 from sparkpipes.engine.sql.sandbox import check_expression, check_query
 from sparkpipes.engine.variables import like
 from sparkpipes.errors import (
@@ -32,7 +34,12 @@ from sparkpipes.frontends.singlestore import ast as A
 from sparkpipes.frontends.singlestore import quick
 from sparkpipes.frontends.singlestore.lowering import create_pipeline_sql, to_procedure, to_spec
 from sparkpipes.frontends.singlestore.parser import iter_parse, locate
-from sparkpipes.frontends.singlestore.privileges import authorize, sees_pipeline, sees_table
+from sparkpipes.frontends.singlestore.privileges import (
+    authorize,
+    sees_pipeline,
+    sees_procedure,
+    sees_table,
+)
 from sparkpipes.frontends.singlestore.results import Result, ok
 from sparkpipes.frontends.singlestore.tables import TableStatements
 from sparkpipes.frontends.singlestore.users import UserStatements
@@ -69,6 +76,10 @@ class SqlSession(TableStatements, UserStatements):
         #: told of each batch of START PIPELINE … FOREGROUND (a BatchResult) and of each
         #: step of an ALTER TABLE that rewrites the rows (a RewriteProgress)
         self.progress = progress
+        #: statements running (a statement may run another), and whether one made Spark's
+        #: current_user() name the user: it does until the outermost one ends
+        self._depth = 0
+        self._assumed = False
 
     # -- entry points -----------------------------------------------------------------
     def execute(self, text: str) -> list[Result]:
@@ -94,13 +105,22 @@ class SqlSession(TableStatements, UserStatements):
             raise ConfigError(f"{type(stmt).__name__} statements are not supported yet")
         self.access.refresh()
         authorize(self.access, stmt)
-        return handler(stmt)
+        self._depth += 1
+        try:
+            return handler(stmt)
+        finally:
+            self._depth -= 1
+            if self._depth == 0 and self._assumed:
+                self._assumed = False
+                identity.forget(self.engine.spark)
 
     # -- pipelines --------------------------------------------------------------------
     def _CreatePipeline(self, s: A.CreatePipeline) -> Result:
         if s.if_not_exists and s.name in {p.name for p in self.engine.pipelines()}:
             return ok(0)
-        spec = self.engine.prepare_pipeline(to_spec(s, self.engine.pipeline_defaults()))
+        spec = self.engine.prepare_pipeline(
+            to_spec(s, self.engine.pipeline_defaults()), replace=s.or_replace
+        )
         if spec.transform and self.engine.rt.spark_started:  # else its first batch checks
             t = spec.transform
             for text in [e for _, e in t.assignments] + ([t.where] if t.where else []):
@@ -313,11 +333,12 @@ class SqlSession(TableStatements, UserStatements):
         text = getattr(self, "_source", None) or s.to_sql()
         spec = to_procedure(s, text)
         if not self.access.owner:  # its batches run as the server: what its author may do
+            view = batch_view()  # checked as each batch runs it, but for the view's name
             for statement in spec.statements:
                 self.access.require("INSERT", statement.table)
-                query = translate(bind(statement.query, spec.param, spec.param))
+                query = body_sql(statement.query, spec.param, view)
                 admitted = check_query(self.engine.spark, query)
-                self._may_read(admitted.relations - {spec.param}, admitted.ctes)
+                self._may_read(admitted.relations, admitted.ctes, internal=(view,))
         self.engine.create_procedure(spec, replace=s.or_replace)
         return ok(0)
 
@@ -327,22 +348,32 @@ class SqlSession(TableStatements, UserStatements):
 
     def _ShowProcedures(self, s: A.ShowProcedures) -> Result:
         rows = [
-            (p, "sparkpipes") for p in self.engine.procedures() if s.like is None or like(s.like, p)
+            (p, "sparkpipes")
+            for p in self.engine.procedures()
+            if (s.like is None or like(s.like, p)) and sees_procedure(self.access, p)
         ]
         return Result([f"Procedures_in_{DATABASE}", "Definer"], rows)
 
-    def _may_read(self, relations: Iterable[str], ctes: Iterable[str] = ()) -> None:
+    def _may_read(
+        self, relations: Iterable[str], ctes: Iterable[str] = (), *, internal: Iterable[str] = ()
+    ) -> None:
         """SELECT on every table a query names (as Spark resolves names: without regard
-        to case; a CTE of a table's name counts as the table). information_schema rows
-        are filtered instead (``_visible``); a user other than the owner may name nothing
-        else."""
+        to case; a CTE of a table's name counts as the table), on the names of Spark's own
+        parse. The session's internal views are no one's to name: only ``internal``, the
+        ones registered for this statement (its information_schema views, filtered for its
+        user, or a procedure's batch), may be read, and nothing else of their prefixes
+        exists; a user other than the owner may name nothing but tables."""
+        mine = {n.lower() for n in internal}
+        for name in [*relations, *ctes]:
+            if name.lower().startswith(INTERNAL) and name.lower() not in mine:
+                raise NotFoundError(f"table '{name}' does not exist")
         if self.access.owner:
             return
         tables = self.engine.tables()
         defined = {c.lower() for c in ctes}
         for name in relations:
             low = name.lower()
-            if low.startswith(view_name("").lower()):
+            if low in mine:
                 continue
             found = [t for t in tables if t.lower() == low]
             if not found and low not in defined:
@@ -369,15 +400,25 @@ class SqlSession(TableStatements, UserStatements):
         return view.filter(pc.is_in(view[column], value_set=pa.array(shown, pa.string())))
 
     def _spark_sql(self, text: str):
+        """The DataFrame of query ``text``, checked on Spark's parse of the translated text.
+        Its information_schema views are its own: registered under names with a suffix of
+        this statement's (no other statement can name them, whatever its text hides from
+        sqlglot), with the rows its user may see, and dropped once Spark has analyzed the
+        query (the DataFrame holds their rows)."""
         from pyspark.errors import PySparkException
 
-        for name in internal_names(text):  # the session's own views: never a user's
-            raise NotFoundError(f"table '{name}' does not exist")
-        views: list[str] = []
-        spark_text = translate(text, on_view=views.append)
+        statement = uuid.uuid4().hex
+        views: dict[str, str] = {}
+
+        def register(view: str) -> str:
+            return views.setdefault(view.upper(), f"{view_name(view)}_{statement}")
+
+        spark_text = translate(text, on_view=register)
         spark = self.engine.spark
+        identity.assume(spark, self.access.user)
+        self._assumed = True
         admitted = check_query(spark, spark_text)
-        self._may_read(admitted.relations, admitted.ctes)
+        self._may_read(admitted.relations, admitted.ctes, internal=views.values())
         tables = self.engine.tables()
         for gone in _VIEWS - set(tables):  # dropped since (by this process or another)
             spark.catalog.dropTempView(gone)
@@ -386,13 +427,19 @@ class SqlSession(TableStatements, UserStatements):
             self.engine.table(t).createOrReplaceTempView(t)
             _VIEWS.add(t)
         cache: dict = {}
-        for v in dict.fromkeys(views):
-            arrow = self._visible(self.engine.information_schema(v, cache))
-            spark.createDataFrame(arrow).createOrReplaceTempView(view_name(v))
         try:
-            return spark.sql(spark_text)
+            for view, name in views.items():
+                arrow = self._visible(self.engine.information_schema(view, cache))
+                spark.createDataFrame(arrow).createOrReplaceTempView(name)
+            df = spark.sql(spark_text)
+            if self.stream:  # read later, maybe on another thread: planned while it names
+                identity.plan(df)  # the user
+            return df
         except PySparkException as e:
             raise QueryError(_spark_message(e)) from None
+        finally:
+            for name in views.values():
+                spark.catalog.dropTempView(name)
 
 
 def _key_values(items: list[dict[str, Any]]) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """Which privilege each statement needs (SingleStore's permission matrix, on sparkpipes'
 statements), checked before it runs. Queries are checked on what they read, after the
 sandbox parsed them (``SqlSession._spark_sql``); listings (``SHOW PIPELINES``, ``SHOW
-TABLES``, ``information_schema``) show what the user holds a privilege on.
+TABLES``, ``SHOW PROCEDURES``, ``information_schema``) show what the user holds a privilege
+on.
 
 =========================================  ==========================================
 statement                                  needs (on the object named, or wider)
@@ -32,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from sparkpipes.catalog.grants import PIPELINE, TABLE, Access
+from sparkpipes.catalog.grants import PIPELINE, ROUTINE, TABLE, Access
 from sparkpipes.frontends.singlestore import ast as A
 
 Rule = Callable[[Access, Any], None]
@@ -134,3 +135,9 @@ def sees_pipeline(access: Access, name: str) -> bool:
 
 def sees_table(access: Access, name: str) -> bool:
     return access.may_any(TABLE, name)
+
+
+def sees_procedure(access: Access, name: str) -> bool:
+    """Whether ``SHOW PROCEDURES`` shows procedure ``name`` to the user (any routine
+    privilege: a name is something to know too)."""
+    return access.may_any(ROUTINE, name)

@@ -47,3 +47,27 @@ def test_information_schema_views_are_named_and_reported():
     )
     assert out == f"SELECT * FROM `{view_name('PIPELINES_SOURCE_OFFSETS')}`"
     assert seen == ["PIPELINES_SOURCE_OFFSETS"]
+
+
+def test_every_view_is_named_by_the_caller_a_json_key_s_subquery_too():
+    """A statement registers its own views (``SqlSession._spark_sql``); a reference the
+    translation wrote without asking would read a view registered for someone else."""
+    seen: list[str] = []
+
+    def name(view: str) -> str:
+        seen.append(view)
+        return f"v_{view.lower()}_1"
+
+    out = translate(
+        "SELECT JSON_EXTRACT_STRING(j, (SELECT max(PIPELINE_NAME) FROM "
+        "information_schema.PIPELINES)), FROM_BASE64((SELECT max(x) FROM "
+        "information_schema.PIPELINES_FILES)) FROM information_schema.PIPELINES_ERRORS",
+        on_view=name,
+    )
+    assert seen == ["PIPELINES", "PIPELINES_FILES", "PIPELINES_ERRORS"]
+    assert "information_schema" not in out and "__information_schema" not in out
+    assert "`v_pipelines_1`" in out and "`v_pipelines_errors_1`" in out
+    # without a caller's name, the stem: a view no statement registers
+    assert translate("SELECT * FROM information_schema.PIPELINES") == (
+        f"SELECT * FROM `{view_name('PIPELINES')}`"
+    )
