@@ -135,8 +135,10 @@ def child_probe(a: argparse.Namespace) -> None:
         "files": status["Files"],
         "version": status["Version"],
         "checkpoint": status["Checkpoint"],
-        "log_files": len(os.listdir(os.path.join(eng.catalog.table("ev").location, "_delta_log"))),
-        "catalog_batches": len(eng.catalog.batches(eng.catalog.pipeline("p").id)),
+        "log_files": len(
+            os.listdir(os.path.join(eng.catalog.tables.get("ev").location, "_delta_log"))
+        ),
+        "catalog_batches": len(eng.catalog.batches.list(eng.catalog.pipelines.get("p").id)),
     }
     print("PROBE " + json.dumps(out), flush=True)
     eng.close()

@@ -212,7 +212,7 @@ def test_a_config_sent_back_keeps_its_password_for_the_same_database_only(broker
 
     catalog = Catalog(f"sqlite:///{wh / 'catalog.db'}")
     try:  # the password the connector was made with, kept sealed through the PUT
-        assert catalog.credentials("kept")["sink.password"] == password
+        assert catalog.pipelines.credentials("kept")["sink.password"] == password
     finally:
         catalog.close()
     for text in [*refusals, server.output]:

@@ -100,7 +100,7 @@ def test_a_canary_secret_is_nowhere_at_rest_or_in_output(tmp_path, broker, topic
 
     cat = Catalog(f"sqlite:///{wh / 'catalog.db'}")
     try:
-        assert cat.credentials("p")["sasl.password"] == CANARY
+        assert cat.pipelines.credentials("p")["sasl.password"] == CANARY
     finally:
         cat.close()
 
@@ -187,6 +187,6 @@ def test_a_password_inside_a_url_is_nowhere_but_sealed(tmp_path, broker, topic, 
 
     cat = Catalog(f"sqlite:///{wh / 'catalog.db'}")
     try:  # sealed with the pipeline's credentials, for the client to log in with
-        assert cat.credentials("av") == {"format.url:schema.registry.url": URL_CANARY}
+        assert cat.pipelines.credentials("av") == {"format.url:schema.registry.url": URL_CANARY}
     finally:
         cat.close()

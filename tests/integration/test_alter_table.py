@@ -34,7 +34,7 @@ def rows(result):
 
 
 def delta(engine, table: str) -> DeltaTable:
-    return DeltaTable(engine.catalog.table(table).location)
+    return DeltaTable(engine.catalog.tables.get(table).location)
 
 
 def test_drop_and_modify_rewrite_the_rows_in_one_commit_each(sql, engine):
@@ -64,7 +64,7 @@ def test_drop_and_modify_rewrite_the_rows_in_one_commit_each(sql, engine):
         (1, 10, datetime.date(2024, 1, 2), "a"),
         (2, None, None, "b"),
     ]
-    rec = engine.catalog.table("t")
+    rec = engine.catalog.tables.get("t")
     assert rec.ddl == "`id` BIGINT, `n` INT, `d` DATE, `label` STRING"
     assert rec.computed == {} and "tmp" not in rec.options["declared"]
     assert delta(engine, "t").schema().to_arrow().names == ["id", "n", "d", "label"]
@@ -196,7 +196,7 @@ def test_a_rewrite_that_never_gets_a_quiet_moment_gives_up_and_changes_nothing(
     monkeypatch.setattr(tables, "write_frame", write_frame)
     assert delta(engine, "t").version() == version + 2  # the two INSERTs, nothing else
     assert rows(sql("SELECT a, b FROM t ORDER BY a")) == [(1, "x"), (2, "y"), (3, "y")]
-    location = engine.catalog.table("t").location
+    location = engine.catalog.tables.get("t").location
     assert not [f for f in os.listdir(location) if f.startswith("part-alter")]  # removed
 
 
@@ -213,7 +213,7 @@ def test_a_pipeline_resumes_from_its_offsets_after_the_table_changed(sql, engine
     # an append (the computed column makes it stage and refine its rows)
     sql(f"CREATE PIPELINE p AS LOAD DATA FS '{src}/*.json' INTO TABLE t FORMAT JSON")
     assert "2 rows loaded" in sql("START PIPELINE p FOREGROUND").message
-    app_id = f"sparkpipes:{engine.catalog.pipeline('p').id}"  # BatchRunner.app_id
+    app_id = f"sparkpipes:{engine.catalog.pipelines.get('p').id}"  # BatchRunner.app_id
     committed = delta(engine, "t").transaction_version(app_id)
     assert committed is not None
     history = len(delta(engine, "t").history())
@@ -280,7 +280,7 @@ def test_a_computed_column_added_later_is_filled_for_existing_rows(sql, engine, 
     (tmp_path / "a.json").write_text(record(3, "active", "5") + "\n")
     sql(f"CREATE PIPELINE p AS LOAD DATA FS '{tmp_path}/*.json' INTO TABLE kp")
     engine.run_batches("p", 3, until_idle=True)
-    app_id = f"sparkpipes:{engine.catalog.pipeline('p').id}"
+    app_id = f"sparkpipes:{engine.catalog.pipelines.get('p').id}"
     committed = delta(engine, "kp").transaction_version(app_id)
     before = delta(engine, "kp").version()
     # seed 000's statements, verbatim
@@ -326,7 +326,7 @@ def test_a_computed_value_the_type_cannot_hold_fails_the_statement(sql, engine):
         err.value.message,
     )
     assert delta(engine, "kp").version() == version and sql("DESCRIBE kp").rows == described
-    location = engine.catalog.table("kp").location
+    location = engine.catalog.tables.get("kp").location
     assert not [f for f in os.listdir(location) if f.startswith("part-alter")]
     # an expression that says what such a value is makes it NULL instead
     sql(
@@ -428,7 +428,7 @@ def test_a_pipeline_of_another_process_loading_meanwhile_loses_nothing(
         )
         (src / "c.json").write_text(record(3, "new", "3") + "\n")
         assert other.run_batches("p", 1)[0].rows == 1
-        assert other.pipeline("p").last_error is None
+        assert other.pipelines.get("p").last_error is None
     finally:
         other.close()
     got = rows(sql("SELECT id, status FROM kp ORDER BY id"))

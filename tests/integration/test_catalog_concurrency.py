@@ -28,14 +28,14 @@ def test_batches_of_several_pipelines_recorded_at_once(url, monkeypatch):
     scheduler, status = Catalog(url), Catalog(url)  # two engines on one catalog
     names = [f"p{i}" for i in range(4)]
     for n in names:
-        scheduler.create_pipeline(n, f"id-{n}", "kafka", "t", {}, {}, "Running")
+        scheduler.pipelines.create(n, f"id-{n}", "kafka", "t", {}, {}, "Running")
     failures: list[BaseException] = []
 
     def pipeline(name: str) -> None:  # what one worker thread writes per batch
         try:
             for b in range(1, 26):
-                scheduler.pipeline(name)
-                scheduler.record_batch(
+                scheduler.pipelines.get(name)
+                scheduler.batches.record(
                     pipeline_id=f"id-{name}",
                     pipeline_name=name,
                     batch_id=b,
@@ -45,18 +45,20 @@ def test_batches_of_several_pipelines_recorded_at_once(url, monkeypatch):
                     partitions=[{"partition": str(p), "rows": 10} for p in range(4)],
                     offsets={"0": b},
                 )
-                scheduler.replace_errors(f"id-{name}", name, b, [{"partition": 0, "reason": "x"}])
-                scheduler.update_pipeline(name, last_error=None)
-                scheduler.put_note("scheduler", json.dumps({"running": {name: b}}))
+                scheduler.batches.replace_errors(
+                    f"id-{name}", name, b, [{"partition": 0, "reason": "x"}]
+                )
+                scheduler.pipelines.update(name, last_error=None)
+                scheduler.notes.put("scheduler", json.dumps({"running": {name: b}}))
         except BaseException as e:
             failures.append(e)
 
     def reader() -> None:  # `sparkpipes status` meanwhile
         try:
             while any(t.is_alive() for t in threads):
-                status.pipelines()
-                status.batches()
-                status.note("scheduler")
+                status.pipelines.all()
+                status.batches.list()
+                status.notes.get("scheduler")
         except BaseException as e:
             failures.append(e)
 
@@ -69,9 +71,9 @@ def test_batches_of_several_pipelines_recorded_at_once(url, monkeypatch):
         t.join()
     assert failures == []
     for n in names:
-        assert [b["batch_id"] for b in status.batches(f"id-{n}")] == list(range(1, 26))
-        assert len(status.errors(f"id-{n}")) == 25
-    assert json.loads(status.note("scheduler"))["running"].popitem()[1] == 25
+        assert [b["batch_id"] for b in status.batches.list(f"id-{n}")] == list(range(1, 26))
+        assert len(status.batches.errors(f"id-{n}")) == 25
+    assert json.loads(status.notes.get("scheduler"))["running"].popitem()[1] == 25
     scheduler.close()
     status.close()
 
@@ -88,7 +90,7 @@ def test_two_engines_setting_one_variable_at_once(url, monkeypatch):
         try:
             start.wait()
             for i in range(40):
-                cat.set_variable(f"v{i % 3}", f"{tag}{i}")
+                cat.variables.set(f"v{i % 3}", f"{tag}{i}")
         except BaseException as e:
             failures.append(e)
 
@@ -109,7 +111,7 @@ def test_leases_give_each_pipeline_one_holder_with_rising_tokens(url, monkeypatc
 
     monkeypatch.setenv("SPARKPIPES_SECRET_KEY", "a passphrase for the test")
     a, b = Catalog(url), Catalog(url)  # two engines on one catalog
-    a.create_pipeline("p", "id-p", "kafka", "t", {}, {}, "Running")
+    a.pipelines.create("p", "id-p", "kafka", "t", {}, {}, "Running")
     won: list[tuple[str, int | None]] = []
     barrier = threading.Barrier(8)
 
@@ -140,7 +142,7 @@ def test_leases_give_each_pipeline_one_holder_with_rising_tokens(url, monkeypatc
     b.leases.release("id-p", "other", 2)
     assert not a.leases.all()["id-p"].held
     assert a.leases.acquire("id-p", first, 30.0) == 3  # never back to an old token
-    a.drop_pipeline("p")
+    a.pipelines.drop("p")
     assert "id-p" not in a.leases.all()
     a.close()
     b.close()

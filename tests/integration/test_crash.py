@@ -177,13 +177,13 @@ def read_state(warehouse: Path) -> State:
 
     catalog = Catalog(f"sqlite:///{warehouse / 'catalog.db'}")
     try:
-        if TABLE not in [t.name for t in catalog.tables()] or PIPELINE not in [
-            p.name for p in catalog.pipelines()
+        if TABLE not in [t.name for t in catalog.tables.all()] or PIPELINE not in [
+            p.name for p in catalog.pipelines.all()
         ]:
             return State()
-        rec = catalog.table(TABLE)
-        pipeline_id = catalog.pipeline(PIPELINE).id
-        rows = catalog.batches(pipeline_id)
+        rec = catalog.tables.get(TABLE)
+        pipeline_id = catalog.pipelines.get(PIPELINE).id
+        rows = catalog.batches.list(pipeline_id)
     finally:
         catalog.close()
     app_id = f"sparkpipes:{pipeline_id}"

@@ -77,7 +77,7 @@ def test_credentials_never_appear_anywhere(engine, broker, topic, caplog, capfd)
         assert secret not in text, f"secret {secret!r} leaked"
     assert "<redacted>" in text
     # but the engine itself still has them, to connect with
-    assert engine.catalog.credentials("good")["sasl.password"] == SECRETS[1]
+    assert engine.catalog.pipelines.credentials("good")["sasl.password"] == SECRETS[1]
 
 
 # -- a secret given back as <redacted> is sent nowhere new ------------------------------
@@ -104,7 +104,7 @@ def test_a_redacted_s3_secret_is_not_sent_to_the_attackers_endpoint(engine):
         "GRANT CREATE PIPELINE, DROP PIPELINE, SHOW PIPELINE, START PIPELINE ON s3p TO bo;"
         "GRANT INSERT ON bo_t TO bo"
     )
-    before = (engine.pipeline("s3p").definition, engine.catalog.credentials("s3p"))
+    before = (engine.pipeline("s3p").definition, engine.catalog.pipelines.credentials("s3p"))
     bo = SqlSession(engine, user="bo")
     seen: list[str] = []
     with Listener() as evil:
@@ -146,7 +146,10 @@ def test_a_redacted_s3_secret_is_not_sent_to_the_attackers_endpoint(engine):
         assert secret.encode() not in evil.received
         assert all(secret not in s for s in seen)
     assert "give the value again" in seen[0] and "aws_session_token" in seen[0]
-    assert (engine.pipeline("s3p").definition, engine.catalog.credentials("s3p")) == before
+    assert (
+        engine.pipeline("s3p").definition,
+        engine.catalog.pipelines.credentials("s3p"),
+    ) == before
     assert engine.spec("s3p").table == "secret"
 
 
@@ -177,7 +180,7 @@ def test_show_create_run_again_keeps_an_s3_secret_for_the_same_store_only(engine
         )
         (done,) = sql.execute(again)  # the source check signs with the kept keys
         assert "Query OK" in done.message
-        assert engine.catalog.credentials("sp") == keys
+        assert engine.catalog.pipelines.credentials("sp") == keys
         assert engine.spec("sp").batch.interval_ms == 100
         sql.execute("START PIPELINE sp FOREGROUND")
         assert sql.execute("SELECT count(*) FROM t2")[0].rows == [(2,)]
@@ -185,7 +188,7 @@ def test_show_create_run_again_keeps_an_s3_secret_for_the_same_store_only(engine
             with pytest.raises(ConfigError, match="CONFIG option 'endpoint_url' differs"):
                 sql.execute(again.replace(s3.endpoint_url, evil.url))
             assert evil.connections == 0
-        assert engine.catalog.credentials("sp") == keys
+        assert engine.catalog.pipelines.credentials("sp") == keys
 
 
 def test_a_redacted_kafka_login_is_not_sent_to_another_broker(engine, broker, topic):
@@ -208,7 +211,7 @@ def test_a_redacted_kafka_login_is_not_sent_to_another_broker(engine, broker, to
         )
     )
     assert f"topic '{topic}' answered" in done.message
-    assert engine.catalog.credentials("kp") == creds and engine.spec("kp").table == "t2"
+    assert engine.catalog.pipelines.credentials("kp") == creds and engine.spec("kp").table == "t2"
     wire = '{"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN"}'
     seen = []
     with Listener() as evil:
@@ -239,5 +242,5 @@ def test_a_redacted_kafka_login_is_not_sent_to_another_broker(engine, broker, to
             assert "credential 'sasl.password', credential 'sasl.username' are" in str(e.value)
             seen.append(str(e.value))
         assert evil.connections == 0 and evil.received == b""
-    assert engine.catalog.credentials("kp") == creds
+    assert engine.catalog.pipelines.credentials("kp") == creds
     assert all(s not in text for s in SECRETS for text in seen)

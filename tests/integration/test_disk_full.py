@@ -102,7 +102,7 @@ class TableFiles:
     """The Delta table as it is on disk: log entries, data files, referenced data files."""
 
     def __init__(self, eng: Engine) -> None:
-        self.location = Path(eng.catalog.table("events").location)
+        self.location = Path(eng.catalog.tables.get("events").location)
         table = DeltaTable(str(self.location))
         self.version = table.version()
         self.referenced = {os.path.basename(u) for u in table.file_uris()}

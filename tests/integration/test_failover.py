@@ -107,8 +107,8 @@ def test_failover_between_two_engines_and_a_zombie_commits_nothing(broker, topic
         )
         assert out.returncode == 0, out.stderr
         catalog = Catalog(url)
-        pid = catalog.pipeline("p").id
-        location = catalog.table("t").location
+        pid = catalog.pipelines.get("p").id
+        location = catalog.tables.get("t").location
 
         sent = 0
         stop = threading.Event()

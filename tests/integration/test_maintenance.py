@@ -46,7 +46,7 @@ def test_background_maintenance_while_a_pipeline_loads(engine, sql, broker, topi
         f"CREATE PIPELINE p AS LOAD DATA KAFKA '{broker.bootstrap}/{topic}' "
         "BATCH_INTERVAL 0 MAX_OFFSETS_PER_BATCH_PARTITION 2 INTO TABLE ev FORMAT JSON (id <- id)"
     )
-    location = engine.catalog.table("ev").location
+    location = engine.catalog.tables.get("ev").location
     seen: list[tuple[int, int]] = []
     failures: list[str] = []
     halt = threading.Event()
@@ -101,8 +101,8 @@ def test_background_maintenance_while_a_pipeline_loads(engine, sql, broker, topi
     assert compact and compact[0][1] == "auto" and compact[0][3] > 80
     kept = sql("SELECT count(DISTINCT BATCH_ID) FROM information_schema.PIPELINES_BATCHES").rows
     assert kept == [(20,)]
-    pipeline = engine.catalog.pipeline("p")
-    assert engine.catalog.loaded(pipeline.id)[0] == total
+    pipeline = engine.catalog.pipelines.get("p")
+    assert engine.catalog.batches.loaded(pipeline.id)[0] == total
     # the log holds the last checkpoint and a few commits before it
     versions = sorted(
         int(f[:20]) for f in os.listdir(os.path.join(location, "_delta_log")) if f[:20].isdigit()
@@ -115,14 +115,14 @@ def test_background_maintenance_while_a_pipeline_loads(engine, sql, broker, topi
     sql("SET GLOBAL table_checkpoint_interval = 100")
     broker.produce(topic, [json.dumps({"id": total + i}) for i in range(8)], partitions=4)
     assert engine.run_batches("p", 1)[0].rows == 8
-    last = engine.catalog.last_succeeded(pipeline.id)
-    engine.catalog.record_batch(
+    last = engine.catalog.batches.last_succeeded(pipeline.id)
+    engine.catalog.batches.record(
         pipeline_id=pipeline.id,
         pipeline_name="p",
         batch_id=last[0] + 1,
         attempt=1,
         state="Succeeded",
-        started_at=engine.catalog.batches(pipeline.id, last=1)[0]["started_at"],
+        started_at=engine.catalog.batches.list(pipeline.id, last=1)[0]["started_at"],
         offsets=last[1],
     )
     before = sorted(os.listdir(os.path.join(location, "_delta_log")))
@@ -139,7 +139,7 @@ def test_vacuum_deletes_only_unreferenced_old_files(engine, sql, tmp_path):
     sql("CREATE TABLE v (id BIGINT, KEY (id))")
     for i in range(6):
         sql(f"INSERT INTO v VALUES ({i}), ({i + 100})")
-    location = engine.catalog.table("v").location
+    location = engine.catalog.tables.get("v").location
     two_hours_ago = time.time() - 7200
 
     def aged(path: str) -> str:
@@ -204,7 +204,7 @@ def test_a_quiet_table_is_not_read_again_until_a_commit_or_a_setting_changes(eng
     before) or a maintenance variable changes."""
     engine.set_variable("table_compaction_min_files", 4)
     sql("CREATE TABLE q (id BIGINT)")
-    location = engine.catalog.table("q").location
+    location = engine.catalog.tables.get("q").location
     for i in range(3):
         sql(f"INSERT INTO q VALUES ({i})")
 

@@ -265,7 +265,7 @@ def test_a_table_never_takes_over_or_drops_a_pipeline_of_its_name(engine, broker
     dims = [{"name": "id", "dataType": "INT"}]
     with pytest.raises(AlreadyExistsError, match=r"pipeline 't_REALTIME' already exists"):
         engine.pinot.add(table_config(broker, topic), schema(dims))
-    assert engine.catalog.pipeline("t_REALTIME").table == "other"
+    assert engine.catalog.pipelines.get("t_REALTIME").table == "other"
     assert "t" not in engine.tables() and "t" not in engine.pinot.names()
 
 
@@ -340,7 +340,7 @@ def test_compaction_bounds_the_files_of_many_small_batches(engine, broker, topic
     broker.produce(topic, [json.dumps({"id": i, "ts": i}) for i in range(total)], partitions=4)
     engine.pinot.add(t, s)
     engine.alter_pipeline("t_REALTIME", max_offsets_per_batch_partition=per_batch // 4)
-    location = engine.catalog.table("t").location
+    location = engine.catalog.tables.get("t").location
     seen, stop = [], threading.Event()
 
     def reader():

@@ -29,16 +29,16 @@ TABLES = [
 def test_show_create_table_round_trips(engine, name, create, shown):
     sql = SqlSession(engine)
     sql.execute(create)
-    sql.execute(f"CREATE INDEX idx ON {name} ({engine.catalog.table(name).schema.names[0]})")
+    sql.execute(f"CREATE INDEX idx ON {name} ({engine.catalog.tables.get(name).schema.names[0]})")
     result = sql.execute(f"SHOW CREATE TABLE {name}")[0]
     assert result.columns == ["Table", "Create Table"]
     ddl = result.rows[0][1]
     if shown is not None:
         assert ddl == shown.replace("\n)", ",\n  KEY `idx` (`topic`)\n)")
-    before = engine.catalog.table(name)
+    before = engine.catalog.tables.get(name)
     sql.execute(f"DROP TABLE {name}")
     sql.execute(ddl)
-    after = engine.catalog.table(name)
+    after = engine.catalog.tables.get(name)
     assert (after.schema, after.options, after.ddl) == (before.schema, before.options, before.ddl)
     with pytest.raises(NotFoundError, match="table 'nosuch' does not exist"):
         sql.execute("SHOW CREATE TABLE nosuch")
@@ -52,7 +52,7 @@ def test_create_index_z_orders_the_files_and_keeps_the_rows(engine):
     for k in range(4):  # four commits: four files, each with every status
         values = ", ".join(f"({k * 100 + i}, 's{i % 5}')" for i in range(100))
         sql.execute(f"INSERT INTO ev VALUES {values}")
-    location = engine.catalog.table("ev").location
+    location = engine.catalog.tables.get("ev").location
     files_before = len(DeltaTable(location).file_uris())
     before = sorted(engine.table_arrow("ev").to_pylist(), key=lambda r: r["id"])
     sql.execute("CREATE INDEX idx_status ON ev(status)")

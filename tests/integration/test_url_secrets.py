@@ -75,7 +75,7 @@ def test_a_registry_login_in_the_url_reads_avro_and_shows_nowhere(
         assert f"SCHEMA REGISTRY '{redacted}'" in shown
         # the text run again (as OR REPLACE) keeps the sealed password: it still logs in
         sess.execute(shown.replace("CREATE PIPELINE", "CREATE OR REPLACE PIPELINE"))
-        assert engine.catalog.credentials("av")["format.url:schema.registry.url"] == PW
+        assert engine.catalog.pipelines.credentials("av")["format.url:schema.registry.url"] == PW
         broker.produce(topic, [encode(sid, ORDER, {"id": 20 + i, "name": "b"}) for i in range(5)])
         sess.execute("START PIPELINE av FOREGROUND")
         assert sess.execute("SELECT count(*) FROM orders")[0].rows == [(25,)]
@@ -181,7 +181,7 @@ def test_a_jdbc_login_in_the_connection_url_reads_the_table(form, engine, caplog
         sess.execute("START PIPELINE jp FOREGROUND")
         rows = sess.execute("SELECT record::%id FROM jp")[0].rows
         assert sorted(int(r[0]) for r in rows) == [1, 2, 3]
-        assert engine.catalog.credentials("jp") == {"url:connection.url": PW}
+        assert engine.catalog.pipelines.credentials("jp") == {"url:connection.url": PW}
         seen = everything_shown(engine, sess, ["jp"])
     finally:
         db.run(f"DROP OWNED BY {user}")
@@ -312,7 +312,7 @@ def test_a_catalog_that_kept_a_url_password_in_clear_is_sealed_when_opened(tmp_p
         )
         c.execute(sa.text("UPDATE sp_meta SET value = '3' WHERE key = 'schema'"))
     with Engine(wh) as eng:
-        creds = eng.catalog.credentials("old")
+        creds = eng.catalog.pipelines.credentials("old")
         assert creds == {
             "sasl.password": "sasl-pw",
             "url:location": PW,
@@ -321,7 +321,7 @@ def test_a_catalog_that_kept_a_url_password_in_clear_is_sealed_when_opened(tmp_p
         shown = SqlSession(eng).execute("SHOW CREATE PIPELINE old")[0].rows[0][1]
         assert "KAFKA 'svc:<redacted>@127.0.0.1:1/t'" in shown
         assert "SCHEMA REGISTRY 'http://ana:<redacted>@registry:8081'" in shown
-        assert eng.catalog.connector("c")["config"] == {
+        assert eng.catalog.connectors.get("c")["config"] == {
             "value.converter.schema.registry.url": "http://a:<redacted>@r:8081"
         }
     with db.connect() as c:
@@ -373,7 +373,7 @@ def test_a_url_password_given_back_goes_only_to_the_same_registry(broker, topic,
                 "INTO TABLE orders", "INTO TABLE o2"
             )
         )
-        assert engine.catalog.credentials("av") == {"format.url:schema.registry.url": PW}
+        assert engine.catalog.pipelines.credentials("av") == {"format.url:schema.registry.url": PW}
         sess.execute("START PIPELINE av FOREGROUND")
         assert sess.execute("SELECT count(*) FROM o2")[0].rows == [(4,)]
         assert reg.refused == 0 and evil.connections == 0
@@ -423,7 +423,7 @@ def test_a_pinot_tables_registry_password_is_not_sent_to_a_new_registry(broker, 
         with pytest.raises(ConfigError, match=r"format option 'schema\.registry\.url' differs"):
             sess.execute(again.replace(f"127.0.0.1:{reg.port}", evil.hostport))
         sess.execute(again.replace("BATCH_INTERVAL 2500", "BATCH_INTERVAL 10"))
-        creds = engine.catalog.credentials("transcript_REALTIME")
+        creds = engine.catalog.pipelines.credentials("transcript_REALTIME")
         assert creds == {"format.url:schema.registry.url": PW}
         broker.produce(topic, rows)
         engine.run_batches("transcript_REALTIME", 3, until_idle=True)

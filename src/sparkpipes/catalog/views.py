@@ -17,8 +17,9 @@ from typing import Any
 
 import pyarrow as pa
 
+from sparkpipes.catalog.pipelines import PipelineRecord
 from sparkpipes.catalog.states import BatchState
-from sparkpipes.catalog.store import Catalog, PipelineRecord
+from sparkpipes.catalog.store import Catalog
 
 DATABASE = "sparkpipes"
 TS = pa.timestamp("us", tz="UTC")
@@ -163,7 +164,7 @@ def _table(name: str, rows: list[dict[str, Any]]) -> pa.Table:
 
 def pipelines(cat: Catalog) -> pa.Table:
     rows = []
-    for p in cat.pipelines():
+    for p in cat.pipelines.all():
         config = json.loads(json.dumps(p.definition))
         config.get("source", {}).pop("credentials", None)
         rows.append(
@@ -184,13 +185,13 @@ def pipelines(cat: Catalog) -> pa.Table:
 
 
 def _names(cat: Catalog) -> dict[str, str]:
-    return {p.id: p.name for p in cat.pipelines()}
+    return {p.id: p.name for p in cat.pipelines.all()}
 
 
 def batches_summary(cat: Catalog) -> pa.Table:
     names = _names(cat)
     rows = []
-    for b in cat.batches():
+    for b in cat.batches.list():
         if b["pipeline_id"] not in names:
             continue
         secs = (b["duration_ms"] or 0) / 1000
@@ -218,7 +219,7 @@ def batches_summary(cat: Catalog) -> pa.Table:
 def batches(cat: Catalog) -> pa.Table:
     names = _names(cat)
     rows = []
-    for b in cat.batches():
+    for b in cat.batches.list():
         if b["pipeline_id"] not in names:
             continue
         for part in b["partitions"]:
@@ -256,7 +257,7 @@ def errors(cat: Catalog) -> pa.Table:
             "BATCH_OFFSET": _j(e["offset"]),
             "LOAD_DATA_LINE": e["excerpt"],
         }
-        for e in cat.errors()
+        for e in cat.batches.errors()
         if e["pipeline_id"] in names
     ]
     return _table("PIPELINES_ERRORS", rows)
@@ -264,7 +265,7 @@ def errors(cat: Catalog) -> pa.Table:
 
 def offsets(cat: Catalog, snapshot: OffsetsFn, name: str = "PIPELINES_OFFSETS") -> pa.Table:
     rows = []
-    for p in cat.pipelines():
+    for p in cat.pipelines.all():
         for o in snapshot(p):
             rows.append(
                 {
@@ -283,7 +284,7 @@ def offsets(cat: Catalog, snapshot: OffsetsFn, name: str = "PIPELINES_OFFSETS") 
 
 def source_offsets(cat: Catalog, snapshot: OffsetsFn) -> pa.Table:
     rows = []
-    for p in cat.pipelines():
+    for p in cat.pipelines.all():
         for task, o in enumerate(snapshot(p)):
             if o.committed is None:
                 continue
@@ -305,11 +306,11 @@ def files(cat: Catalog, snapshot: OffsetsFn, lists_files: Callable[[PipelineReco
     part of it was loaded), Loaded or Skipped (it could not be read to its end under
     SKIP PARSER ERRORS; FILE_ERROR says why), with the batch that last loaded from it."""
     rows = []
-    for p in cat.pipelines():
+    for p in cat.pipelines.all():
         if not lists_files(p):
             continue
         last: dict[str, int] = {}
-        for b in cat.batches(p.id):
+        for b in cat.batches.list(p.id):
             if b["state"] in BatchState.committed():
                 for part in b["partitions"]:
                     last[part["partition"]] = b["batch_id"]

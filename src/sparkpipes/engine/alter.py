@@ -101,7 +101,7 @@ class AlterTable:
         from deltalake import DeltaTable
         from deltalake.schema import Field
 
-        rec = self.rt.catalog.table(table)
+        rec = self.rt.catalog.tables.get(table)
         if column in rec.schema.names:
             raise ConfigError(f"table '{table}' already has a column '{column}'")
         self.rt.spark  # noqa: B018 - DDL parsing needs a session
@@ -137,13 +137,13 @@ class AlterTable:
             )
             return
         DeltaTable(rec.location).alter.add_columns([Field.from_arrow(arrow.field(0))])
-        self.rt.catalog.update_table(
+        self.rt.catalog.tables.update(
             table,
             schema=rec.schema.append(arrow.field(0)),
             ddl=f"{rec.ddl}, {ddl}",
             options=options,
         )
-        for p in self.rt.catalog.pipelines():
+        for p in self.rt.catalog.pipelines.all():
             if p.table == table:
                 with self.rt.lock(p.name):
                     self.rt.forget(p.name)
@@ -156,7 +156,7 @@ class AlterTable:
         Refused, naming what is in the way: the table's only column, a column of a key,
         one another computed column uses, and one a pipeline into the table loads (field
         mapping, SET, CSV fields by position) or needs (WHERE, SET expressions)."""
-        rec = self.rt.catalog.table(table)
+        rec = self.rt.catalog.tables.get(table)
         self._column_of(rec, column)
         refuse = f"cannot drop column '{column}' of table '{table}'"
         if len(rec.schema) == 1:
@@ -210,7 +210,7 @@ class AlterTable:
         a computed column or a pipeline's SET / WHERE that would no longer resolve. A
         computed column's type and expression cannot be modified (drop it, add it again).
         """
-        rec = self.rt.catalog.table(table)
+        rec = self.rt.catalog.tables.get(table)
         old = self._column_of(rec, column)
         refuse = f"cannot modify column '{column}' of table '{table}'"
         if column in rec.computed:
@@ -277,7 +277,7 @@ class AlterTable:
         """The pipelines into ``table``, by name, with their definitions."""
         return [
             (p.name, PipelineSpec.from_json(p.definition))
-            for p in self.rt.catalog.pipelines()
+            for p in self.rt.catalog.pipelines.all()
             if p.table == table
         ]
 
@@ -372,7 +372,7 @@ class AlterTable:
         and nothing changes."""
         from deltalake import DeltaTable
 
-        users = [p.name for p in self.rt.catalog.pipelines() if p.table == before.name]
+        users = [p.name for p in self.rt.catalog.pipelines.all() if p.table == before.name]
         sink = DeltaSink(before.location, after.schema, before.name)
         done: list[tuple[frozenset[str], list[AddFile]]] = []  # files read -> files written
         with contextlib.ExitStack() as held:
@@ -409,7 +409,7 @@ class AlterTable:
                     with contextlib.suppress(OSError):
                         sink.table_writer().remove(out)
                 raise
-            self.rt.catalog.update_table(
+            self.rt.catalog.tables.update(
                 before.name,
                 schema=after.schema,
                 ddl=to_arrow(after.schema)[1],

@@ -243,7 +243,7 @@ class Engine:
     def optimize_table(self, name: str, *, full: bool = False) -> dict[str, Any]:
         """``OPTIMIZE TABLE``: bin-pack the table's small files now; ``full`` also
         clusters it by its keys (as ``CREATE INDEX`` does). What was done."""
-        rec = self.catalog.table(name)
+        rec = self.catalog.tables.get(name)
         metrics = self.housekeeper.optimize(rec, trigger="user", force=True) or {}
         out = {
             "files_removed": metrics.get("numFilesRemoved", 0),
@@ -260,7 +260,7 @@ class Engine:
     ) -> list[str]:
         """``VACUUM``: delete the table's files no commit references, older than
         ``retain_hours`` (default ``table_vacuum_retain_hours``); the files."""
-        rec = self.catalog.table(name)
+        rec = self.catalog.tables.get(name)
         return self.housekeeper.vacuum(
             rec, trigger="user", retain_hours=retain_hours, dry_run=dry_run
         )
@@ -268,7 +268,7 @@ class Engine:
     def table_status(self, name: str) -> dict[str, Any]:
         """``SHOW TABLE STATUS``: the table's version, files, size, checkpoint and last
         maintenance."""
-        rec = self.catalog.table(name)
+        rec = self.catalog.tables.get(name)
         layout = self.housekeeper.layout(rec)
         history = self.catalog.history
         return {
@@ -300,13 +300,13 @@ class Engine:
     def variables(self) -> dict[str, Any]:
         from sparkpipes.engine.variables import resolve
 
-        return resolve(self.catalog.variables())
+        return resolve(self.catalog.variables.all())
 
     def set_variable(self, name: str, value: Any) -> Any:
         from sparkpipes.engine.variables import coerce
 
         v = coerce(name, value)
-        self.catalog.set_variable(name.lower(), str(v))
+        self.catalog.variables.set(name.lower(), str(v))
         return v
 
     # -- pipelines --------------------------------------------------------------------
@@ -389,11 +389,11 @@ class Engine:
 
     def batches(self, name: str, last: int | None = None) -> list[dict[str, Any]]:
         """The pipeline's batch attempts, oldest first (only the newest ``last``)."""
-        return self.catalog.batches(self.catalog.pipeline(name).id, last)
+        return self.catalog.batches.list(self.catalog.pipelines.get(name).id, last)
 
     def errors(self, name: str, last: int | None = None) -> list[dict[str, Any]]:
         """The pipeline's stored errors, oldest first (only the newest ``last``)."""
-        return self.catalog.errors(self.catalog.pipeline(name).id, last)
+        return self.catalog.batches.errors(self.catalog.pipelines.get(name).id, last)
 
     # -- running ----------------------------------------------------------------------
     def run_batch(self, name: str) -> BatchResult:

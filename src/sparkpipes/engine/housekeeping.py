@@ -118,7 +118,7 @@ class Housekeeper:
         values = self._values()
         own = set(self._own_names()) if self._own else set()
         out: dict[str, dict[str, Any]] = {}
-        for rec in self.rt.catalog.tables():
+        for rec in self.rt.catalog.tables.all():
             with self._lease(rec.name) as held:
                 if not held:
                     continue
@@ -168,7 +168,7 @@ class Housekeeper:
         keep = max(1, values["pipelines_batches_metadata_to_keep"])
         before = _now() - dt.timedelta(minutes=values["pipelines_errors_retention_minutes"])
         deleted = 0
-        for p in self.rt.catalog.pipelines():
+        for p in self.rt.catalog.pipelines.all():
             deleted += self.rt.catalog.history.prune(p.id, keep_batches=keep, errors_before=before)
         return deleted
 
@@ -268,20 +268,20 @@ class Housekeeper:
         after it) needs that commit's info in the log to resume."""
         from deltalake import DeltaTable
 
-        loaders = [p for p in self.rt.catalog.pipelines() if p.table == rec.name]
+        loaders = [p for p in self.rt.catalog.pipelines.all() if p.table == rec.name]
         if not loaders:
             return True
         dt = DeltaTable(rec.location)
         for p in loaders:
             version = dt.transaction_version(app_id(p.id))
-            last = self.rt.catalog.last_succeeded(p.id)
+            last = self.rt.catalog.batches.last_succeeded(p.id)
             if version is not None and (last is None or last[0] != version):
                 log.info("table %s: log kept whole until pipeline %s resumes", rec.name, p.name)
                 return False
         return True
 
     def _values(self) -> dict[str, Any]:
-        return variables.resolve(self.rt.catalog.variables())
+        return variables.resolve(self.rt.catalog.variables.all())
 
     @contextmanager
     def _lease(self, table: str) -> Iterator[bool]:
@@ -298,7 +298,7 @@ class Housekeeper:
     ) -> None:
         took = time.monotonic() - started
         try:
-            version = Layout.version_of(self.rt.catalog.table(table).location)
+            version = Layout.version_of(self.rt.catalog.tables.get(table).location)
         except Exception:  # the table may be gone; the record still says what happened
             version = None
         self.rt.catalog.history.record(

@@ -91,7 +91,7 @@ class Offsets:
         """Offsets moved by hand: an empty batch, committed and recorded like any other."""
         batch_id = committed.batch_id + 1 if committed else 1
         runner.sink.commit([], BatchCommit(runner.app_id, name, batch_id, new))
-        self.rt.catalog.record_batch(
+        self.rt.catalog.batches.record(
             pipeline_id=runner.pipeline_id,
             pipeline_name=name,
             batch_id=batch_id,

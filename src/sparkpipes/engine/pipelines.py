@@ -31,7 +31,7 @@ class Pipelines:
 
     def defaults(self) -> dict[str, Any]:
         """Options (Python API names) a new pipeline takes from the variables."""
-        return variables.pipeline_defaults(variables.resolve(self.rt.catalog.variables()))
+        return variables.pipeline_defaults(variables.resolve(self.rt.catalog.variables.all()))
 
     def build(self, name: str, options: dict[str, Any]) -> PipelineSpec:
         return from_kwargs({"name": name, **options}, self.defaults())
@@ -54,7 +54,7 @@ class Pipelines:
             spec = spec.keep_secrets(stored)
         source = build_source_of(spec)
         if source.feature:
-            flags = str(variables.resolve(self.rt.catalog.variables())[FEATURES])
+            flags = str(variables.resolve(self.rt.catalog.variables.all())[FEATURES])
             on = {f.strip().lower() for f in flags.split(",")}
             if f"{source.feature}=true" not in on:
                 raise ConfigError(
@@ -94,12 +94,12 @@ class Pipelines:
         existing = None
         if replace:
             try:
-                existing = self.rt.catalog.pipeline(spec.name)
+                existing = self.rt.catalog.pipelines.get(spec.name)
             except NotFoundError:
                 pass
         pid = existing.id if existing else uuid.uuid4().hex
         with self.rt.lock(spec.name):
-            self.rt.catalog.create_pipeline(
+            self.rt.catalog.pipelines.create(
                 spec.name,
                 pid,
                 spec.source.kind,
@@ -124,14 +124,14 @@ class Pipelines:
             raise e.with_context(pipeline=spec.name) from None
 
     def spec(self, name: str) -> PipelineSpec:
-        rec = self.rt.catalog.pipeline(name)
-        return PipelineSpec.from_json(rec.definition, self.rt.catalog.credentials(name))
+        rec = self.rt.catalog.pipelines.get(name)
+        return PipelineSpec.from_json(rec.definition, self.rt.catalog.pipelines.credentials(name))
 
     def get(self, name: str) -> PipelineRecord:
-        return self.rt.catalog.pipeline(name)
+        return self.rt.catalog.pipelines.get(name)
 
     def all(self) -> list[PipelineRecord]:
-        return self.rt.catalog.pipelines()
+        return self.rt.catalog.pipelines.all()
 
     def alter(self, name: str, **changes: Any) -> PipelineSpec:
         """Change options (Python API names, e.g. ``batch_interval_ms``) keeping the
@@ -140,18 +140,18 @@ class Pipelines:
         new = from_kwargs(options)
         validate(new, Procedures(self.rt).target(new))
         with self.rt.lock(name):
-            self.rt.catalog.update_pipeline(name, definition=new.to_json())
+            self.rt.catalog.pipelines.update(name, definition=new.to_json())
             self.rt.forget(name)
         return new
 
     def drop(self, name: str, *, if_exists: bool = False) -> None:
         try:
-            rec = self.rt.catalog.pipeline(name)
+            rec = self.rt.catalog.pipelines.get(name)
         except NotFoundError:
             if if_exists:
                 return
             raise
         with self.rt.lock(name):
             self.rt.forget(name)
-            self.rt.catalog.drop_pipeline(name)
-            self.rt.catalog.drop_pipeline_history(rec.id)
+            self.rt.catalog.pipelines.drop(name)
+            self.rt.catalog.batches.drop_history(rec.id)

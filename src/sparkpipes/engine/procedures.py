@@ -32,20 +32,20 @@ class Procedures:
 
     def create(self, spec: ProcedureSpec, *, replace: bool = False) -> None:
         self.check(spec)
-        self.rt.catalog.put_procedure(spec.name, spec.to_json(), replace=replace)
+        self.rt.catalog.procedures.put(spec.name, spec.to_json(), replace=replace)
         for name in self.users(spec.name):
             self.rt.forget(name)
 
     def get(self, name: str) -> ProcedureSpec:
-        return ProcedureSpec.from_json(self.rt.catalog.procedure(name))
+        return ProcedureSpec.from_json(self.rt.catalog.procedures.get(name))
 
     def names(self) -> list[str]:
-        return self.rt.catalog.procedures()
+        return self.rt.catalog.procedures.names()
 
     def users(self, name: str) -> list[str]:
         return [
             p.name
-            for p in self.rt.catalog.pipelines()
+            for p in self.rt.catalog.pipelines.all()
             if p.definition.get("sink", {}).get("kind") == "procedure" and p.table == name
         ]
 
@@ -58,7 +58,7 @@ class Procedures:
                 f"procedure '{name}' is used by pipeline(s) {', '.join(users)}; drop or "
                 "replace them first"
             )
-        self.rt.catalog.drop_procedure(name)
+        self.rt.catalog.procedures.drop(name)
 
     def check(self, spec: ProcedureSpec) -> dict[str, TableRecord]:
         """The tables the body writes; ConfigError naming the statement's line and what
@@ -67,7 +67,7 @@ class Procedures:
         for s in spec.statements:
             where = f"procedure '{spec.name}', line {s.line}"
             try:
-                rec = tables.get(s.table) or self.rt.catalog.table(s.table)
+                rec = tables.get(s.table) or self.rt.catalog.tables.get(s.table)
             except NotFoundError:
                 raise ConfigError(
                     f"{where}: table '{s.table}' does not exist ({s.text[:80]})"
@@ -112,7 +112,7 @@ class Procedures:
         if spec.sink.kind == "database":
             return self.database_table(spec)
         if spec.sink.kind != "procedure":
-            return self.rt.catalog.table(spec.table)
+            return self.rt.catalog.tables.get(spec.table)
         try:
             proc = self.get(spec.table)
         except NotFoundError:

@@ -100,8 +100,8 @@ class Runtime:
                 return runner
 
     def _assemble(self, name: str) -> BatchRunner:
-        rec = self.catalog.pipeline(name)
-        spec = PipelineSpec.from_json(rec.definition, self.catalog.credentials(name))
+        rec = self.catalog.pipelines.get(name)
+        spec = PipelineSpec.from_json(rec.definition, self.catalog.pipelines.credentials(name))
 
         procs = Procedures(self)
         table = procs.target(spec)
@@ -121,7 +121,7 @@ class Runtime:
             runner.close()
 
     def forget_table(self, table: str) -> None:
-        for p in self.catalog.pipelines():
+        for p in self.catalog.pipelines.all():
             if p.table == table:
                 self.forget(p.name)
 

@@ -38,7 +38,7 @@ def cluster_shares(eng: Engine) -> dict[str, str]:
     room. Each engine notes its own; a note not renewed for ``STALE_S`` is from an engine
     that died (SIGKILL) and is ignored."""
     try:
-        notes = eng.rt.catalog.notes(NOTE)
+        notes = eng.rt.catalog.notes.starting(NOTE)
     except SparkpipesError:
         return {}
     shares: dict[str, str] = {}
@@ -61,9 +61,9 @@ def pipeline_status(eng: Engine, name: str | None = None, *, lag: bool = True) -
         leases = {}
     out = []
     for p in [eng.pipeline(name)] if name else eng.pipelines():
-        window = eng.rt.catalog.batches(p.id, last=4 * RECENT)
+        window = eng.rt.catalog.batches.list(p.id, last=4 * RECENT)
         recent = [b for b in window if b["state"] == BatchState.SUCCEEDED][-RECENT:]
-        loaded, finished = eng.rt.catalog.loaded(p.id)
+        loaded, finished = eng.rt.catalog.batches.loaded(p.id)
         secs = sum((b["duration_ms"] or 0) for b in recent) / 1000
         out.append(
             {

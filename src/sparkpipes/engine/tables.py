@@ -46,7 +46,7 @@ class Tables(AlterTable):
         self.rt = rt
 
     def names(self) -> list[str]:
-        return [t.name for t in self.rt.catalog.tables()]
+        return [t.name for t in self.rt.catalog.tables.all()]
 
     def sink(self, rec: TableRecord) -> DeltaSink:
         return DeltaSink(rec.location, rec.schema, rec.name)
@@ -91,26 +91,26 @@ class Tables(AlterTable):
             raise ConfigError(f"NOT NULL names unknown column(s) {', '.join(unknown)}")
         if not_null:
             options["not_null"] = list(not_null)
-        self.rt.catalog.create_table(name, location, ddl, arrow, options)
+        self.rt.catalog.tables.create(name, location, ddl, arrow, options)
         try:
-            sink.create(table_properties(self.rt.catalog.variables()))
+            sink.create(table_properties(self.rt.catalog.variables.all()))
         except Exception:  # any failure creating it: the catalog row must not stay
-            self.rt.catalog.drop_table(name)
+            self.rt.catalog.tables.drop(name)
             raise
 
     def drop(self, name: str, *, if_exists: bool = False) -> None:
-        users = [p.name for p in self.rt.catalog.pipelines() if p.table == name]
+        users = [p.name for p in self.rt.catalog.pipelines.all() if p.table == name]
         if users:
             raise PipelineStateError(
                 f"table '{name}' is loaded by pipeline(s) {', '.join(users)}; drop them first"
             )
         try:
-            rec = self.rt.catalog.table(name)
+            rec = self.rt.catalog.tables.get(name)
         except NotFoundError:
             if if_exists:
                 return
             raise
-        self.rt.catalog.drop_table(name)
+        self.rt.catalog.tables.drop(name)
         shutil.rmtree(rec.location, ignore_errors=True)
 
     def add_key(self, table: str, key: Mapping[str, Any]) -> None:
@@ -118,7 +118,7 @@ class Tables(AlterTable):
         (kind ``KEY``, what ``CREATE INDEX`` makes) also clusters the table's files by
         the columns of all its indexes first (:meth:`cluster`); if that fails, nothing
         is recorded."""
-        rec = self.rt.catalog.table(table)
+        rec = self.rt.catalog.tables.get(table)
         missing = [c for c in key.get("columns", ()) if c not in rec.schema.names]
         if missing:
             raise ConfigError(f"table '{table}' has no column(s) {', '.join(missing)}")
@@ -129,12 +129,12 @@ class Tables(AlterTable):
         options["keys"] = [*keys, dict(key)]
         if key.get("kind") == "KEY" and key.get("columns"):
             self.cluster(dataclasses.replace(rec, options=options), f"CREATE INDEX {key['name']}")
-        self.rt.catalog.update_table(table, options=options)
+        self.rt.catalog.tables.update(table, options=options)
 
     def drop_key(self, table: str, name: str) -> None:
         """``DROP INDEX name ON table``: forget an index (``KEY`` or ``UNIQUE KEY``). The
         files stay as they are (no commit); the next clustering leaves its columns out."""
-        rec = self.rt.catalog.table(table)
+        rec = self.rt.catalog.tables.get(table)
         keys = rec.options.get("keys", [])
         found = [k for k in keys if k.get("name") == name]
         if not found:
@@ -145,7 +145,7 @@ class Tables(AlterTable):
             raise ConfigError(f"{_key_text(found[0])} of table '{table}' cannot be dropped")
         options = dict(rec.options)
         options["keys"] = [k for k in keys if k.get("name") != name]
-        self.rt.catalog.update_table(table, options=options)
+        self.rt.catalog.tables.update(table, options=options)
 
     def cluster(self, rec: TableRecord, operation: str = "OPTIMIZE") -> dict[str, Any] | None:
         """Z-order the table's files by the columns of its indexes (``KEY``s, in order):
@@ -206,7 +206,7 @@ class Tables(AlterTable):
     def insert(self, table: str, df) -> int:
         """Append a DataFrame's rows (columns by name; computed columns are computed) in
         one Delta commit. Returns the number of rows written."""
-        rec = self.rt.catalog.table(table)
+        rec = self.rt.catalog.tables.get(table)
         sink = self.sink(rec)
         from pyspark.sql import functions as F
 
@@ -229,7 +229,7 @@ class Tables(AlterTable):
 
     def frame(self, name: str):
         """The table's current snapshot as a Spark DataFrame."""
-        rec = self.rt.catalog.table(name)
+        rec = self.rt.catalog.tables.get(name)
         files = self.sink(rec).file_uris()
         return read_parquet(self.rt.spark, to_spark(rec.schema), files)
 
@@ -237,7 +237,7 @@ class Tables(AlterTable):
         """The table's current snapshot as an Arrow table (no Spark needed)."""
         from deltalake import DeltaTable
 
-        return DeltaTable(self.rt.catalog.table(name).location).to_pyarrow_table()
+        return DeltaTable(self.rt.catalog.tables.get(name).location).to_pyarrow_table()
 
     def sql(self, query: str):
         """Spark SQL with every table registered as a view of its current snapshot."""

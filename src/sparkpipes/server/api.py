@@ -348,7 +348,7 @@ def router(engine: Engine, *, run: bool) -> APIRouter:
 
 def table_detail(engine: Engine, name: str) -> dict[str, Any]:
     """A table's columns, rows and upkeep (``SHOW TABLE STATUS``'s figures)."""
-    rec = engine.catalog.table(name)
+    rec = engine.catalog.tables.get(name)
     out: dict[str, Any] = {
         "name": name,
         "columns": [{"name": f.name, "type": str(f.type)} for f in rec.schema],

@@ -215,7 +215,7 @@ def session_factory(engine: Engine) -> Any:
             tables: dict[str, Any] = {}
             for name in engine.tables():
                 if sees_table(access, name):
-                    rec = engine.catalog.table(name)
+                    rec = engine.catalog.tables.get(name)
                     tables[name] = {f.name: mysql_type(str(f.type)) for f in rec.schema}
             return {DATABASE: tables}
 

@@ -16,29 +16,36 @@ def cat(tmp_path):
 
 def test_tables_and_pipelines_round_trip(cat):
     schema = pa.schema([("a", pa.int64())])
-    cat.create_table("t", "/x", "`a` BIGINT", schema)
-    assert cat.table("t").schema == schema
+    cat.tables.create("t", "/x", "`a` BIGINT", schema)
+    assert cat.tables.get("t").schema == schema
     with pytest.raises(AlreadyExistsError):
-        cat.create_table("t", "/x", "", schema)
-    cat.create_pipeline("p", "id1", "kafka", "t", {"name": "p"}, {"sasl.password": "pw"}, "Stopped")
-    assert cat.pipeline("p").definition == {"name": "p"}
-    assert cat.credentials("p") == {"sasl.password": "pw"}
+        cat.tables.create("t", "/x", "", schema)
+    cat.pipelines.create(
+        "p", "id1", "kafka", "t", {"name": "p"}, {"sasl.password": "pw"}, "Stopped"
+    )
+    assert cat.pipelines.get("p").definition == {"name": "p"}
+    assert cat.pipelines.credentials("p") == {"sasl.password": "pw"}
     with pytest.raises(NotFoundError, match="pipeline 'q' does not exist"):
-        cat.pipeline("q")
-    cat.update_pipeline("p", state="Running")
-    assert cat.pipeline("p").state == "Running"
+        cat.pipelines.get("q")
+    cat.pipelines.update("p", state="Running")
+    assert cat.pipelines.get("p").state == "Running"
 
 
 def test_errors_of_a_retried_batch_replace_not_duplicate(cat):
     errs = [{"partition": "0", "offset": 5, "reason": "bad"}]
-    cat.replace_errors("id1", "p", 3, errs)
-    cat.replace_errors("id1", "p", 3, [*errs, {"partition": "1", "offset": 2, "reason": "x"}])
-    assert [(e["partition"], e["offset"]) for e in cat.errors("id1")] == [("0", 5), ("1", 2)]
+    cat.batches.replace_errors("id1", "p", 3, errs)
+    cat.batches.replace_errors(
+        "id1", "p", 3, [*errs, {"partition": "1", "offset": 2, "reason": "x"}]
+    )
+    assert [(e["partition"], e["offset"]) for e in cat.batches.errors("id1")] == [
+        ("0", 5),
+        ("1", 2),
+    ]
 
 
 def test_batches_and_last_succeeded(cat):
     now = dt.datetime.now()
-    cat.record_batch(
+    cat.batches.record(
         pipeline_id="i",
         pipeline_name="p",
         batch_id=1,
@@ -47,7 +54,7 @@ def test_batches_and_last_succeeded(cat):
         started_at=now,
         offsets={"0": 3},
     )
-    cat.record_batch(
+    cat.batches.record(
         pipeline_id="i",
         pipeline_name="p",
         batch_id=2,
@@ -56,8 +63,8 @@ def test_batches_and_last_succeeded(cat):
         started_at=now,
         error="boom",
     )
-    assert cat.last_succeeded("i") == (1, {"0": 3})
-    assert [b["state"] for b in cat.batches("i")] == ["Succeeded", "Failed"]
+    assert cat.batches.last_succeeded("i") == (1, {"0": 3})
+    assert [b["state"] for b in cat.batches.list("i")] == ["Succeeded", "Failed"]
 
 
 def test_unreachable_catalog_is_a_clear_error():
@@ -86,13 +93,13 @@ def test_a_catalog_of_another_schema_version_is_refused(tmp_path):
 
 
 def test_the_newest_batches_and_rows_loaded_are_read_without_the_whole_history(cat):
-    cat.create_pipeline("p", "id1", "kafka", "t", {}, {}, "Running")
+    cat.pipelines.create("p", "id1", "kafka", "t", {}, {}, "Running")
     t0 = dt.datetime(2026, 1, 1)
     for b in range(1, 31):
         for attempt, state in (
             ((1, "Failed"), (2, "Succeeded")) if b % 10 == 0 else ((1, "Succeeded"),)
         ):
-            cat.record_batch(
+            cat.batches.record(
                 pipeline_id="id1",
                 pipeline_name="p",
                 batch_id=b,
@@ -101,16 +108,18 @@ def test_the_newest_batches_and_rows_loaded_are_read_without_the_whole_history(c
                 started_at=t0 + dt.timedelta(seconds=b),
                 rows=b if state == "Succeeded" else 999,
             )
-    last = cat.batches("id1", last=4)
+    last = cat.batches.list("id1", last=4)
     assert [(x["batch_id"], x["attempt"]) for x in last] == [(28, 1), (29, 1), (30, 1), (30, 2)]
-    assert len(cat.batches("id1")) == 33
-    rows, finished = cat.loaded("id1")
+    assert len(cat.batches.list("id1")) == 33
+    rows, finished = cat.batches.loaded("id1")
     assert rows == sum(range(1, 31)) and finished is not None
-    assert cat.loaded("nope") == (0, None)
+    assert cat.batches.loaded("nope") == (0, None)
 
 
 def test_the_newest_errors_are_read_alone(cat):
     for b in range(1, 6):
-        cat.replace_errors("id1", "p", b, [{"partition": "0", "offset": b, "reason": f"r{b}"}])
-    assert [e["reason"] for e in cat.errors("id1", last=2)] == ["r4", "r5"]
-    assert len(cat.errors("id1")) == 5 and cat.errors("other", last=3) == []
+        cat.batches.replace_errors(
+            "id1", "p", b, [{"partition": "0", "offset": b, "reason": f"r{b}"}]
+        )
+    assert [e["reason"] for e in cat.batches.errors("id1", last=2)] == ["r4", "r5"]
+    assert len(cat.batches.errors("id1")) == 5 and cat.batches.errors("other", last=3) == []

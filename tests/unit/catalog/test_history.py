@@ -19,7 +19,7 @@ def _batches(cat, pipeline_id, ids, *, rows=10, state="Succeeded"):
     start = dt.datetime.now(dt.UTC).replace(tzinfo=None)
     for b in ids:
         for attempt in (1, 2) if b % 7 == 0 else (1,):  # some batches were retried
-            cat.record_batch(
+            cat.batches.record(
                 pipeline_id=pipeline_id,
                 pipeline_name="p",
                 batch_id=b,
@@ -34,34 +34,34 @@ def _batches(cat, pipeline_id, ids, *, rows=10, state="Succeeded"):
 def test_pruning_keeps_the_newest_batches_and_the_loaded_total(cat):
     _batches(cat, "id1", range(1, 51))
     _batches(cat, "id2", range(1, 6))
-    before = cat.loaded("id1")
+    before = cat.batches.loaded("id1")
     deleted = cat.history.prune("id1", keep_batches=10, errors_before=dt.datetime(2000, 1, 1))
-    left = cat.batches("id1")
+    left = cat.batches.list("id1")
     assert sorted({b["batch_id"] for b in left}) == list(range(41, 51))
     assert deleted == 40 + len([b for b in range(1, 41) if b % 7 == 0])  # retried: 2 rows
-    assert cat.loaded("id1") == before  # 50 succeeded batches of 10 rows: 500
+    assert cat.batches.loaded("id1") == before  # 50 succeeded batches of 10 rows: 500
     assert before[0] == 500
     assert cat.history.pruned("id1")[:2] == (40, 400)
-    assert len(cat.batches("id2")) == 5  # another pipeline's history is its own
+    assert len(cat.batches.list("id2")) == 5  # another pipeline's history is its own
     # pruning again adds nothing twice
     cat.history.prune("id1", keep_batches=10, errors_before=dt.datetime(2000, 1, 1))
-    assert cat.loaded("id1")[0] == 500
+    assert cat.batches.loaded("id1")[0] == 500
     _batches(cat, "id1", range(51, 61))
     cat.history.prune("id1", keep_batches=10, errors_before=dt.datetime(2000, 1, 1))
-    assert cat.loaded("id1")[0] == 600
+    assert cat.batches.loaded("id1")[0] == 600
     assert cat.history.pruned("id1")[:2] == (50, 500)
-    cat.drop_pipeline_history("id1")
-    assert cat.loaded("id1") == (0, None)
+    cat.batches.drop_history("id1")
+    assert cat.batches.loaded("id1") == (0, None)
 
 
 def test_errors_are_kept_for_their_retention(cat):
-    cat.replace_errors("id1", "p", 1, [{"partition": "0", "offset": 1, "reason": "old"}])
+    cat.batches.replace_errors("id1", "p", 1, [{"partition": "0", "offset": 1, "reason": "old"}])
     edge = dt.datetime.now(dt.UTC).replace(tzinfo=None) + dt.timedelta(seconds=1)
-    cat.replace_errors("id1", "p", 2, [{"partition": "0", "offset": 2, "reason": "new"}])
+    cat.batches.replace_errors("id1", "p", 2, [{"partition": "0", "offset": 2, "reason": "new"}])
     cat.history.prune("id1", keep_batches=1000, errors_before=edge - dt.timedelta(hours=1))
-    assert [e["reason"] for e in cat.errors("id1")] == ["old", "new"]
+    assert [e["reason"] for e in cat.batches.errors("id1")] == ["old", "new"]
     cat.history.prune("id1", keep_batches=1000, errors_before=edge)
-    left = [e["reason"] for e in cat.errors("id1")]
+    left = [e["reason"] for e in cat.batches.errors("id1")]
     assert "old" not in left
 
 

@@ -116,14 +116,16 @@ def test_a_version_1_catalog_is_migrated_at_open(tmp_path):
     cat = Catalog(url)
     try:
         assert schema_version(url) == str(SCHEMA_VERSION)
-        rec = cat.pipeline("p")
+        rec = cat.pipelines.get("p")
         assert rec.definition["version"] == 2
         assert rec.definition["source"]["kind"] == "kafka"
         assert rec.definition["source"]["credentials"] == {"sasl.password": "<redacted>"}
         assert rec.definition["batch"]["interval_ms"] == 75
         assert "batch_interval_ms" not in rec.definition
-        assert cat.credentials("p") == {"sasl.password": "pw-6a1f0c93-canary"}
-        assert PipelineSpec.from_json(rec.definition, cat.credentials("p")) == PipelineSpec.build(
+        assert cat.pipelines.credentials("p") == {"sasl.password": "pw-6a1f0c93-canary"}
+        assert PipelineSpec.from_json(
+            rec.definition, cat.pipelines.credentials("p")
+        ) == PipelineSpec.build(
             name="p",
             source="kafka",
             location="127.0.0.1:9092/t",
@@ -132,8 +134,10 @@ def test_a_version_1_catalog_is_migrated_at_open(tmp_path):
             mapping=[("a", ("x",))],
             batch_interval_ms=75,
         )
-        csv = cat.pipeline("fp")
-        assert PipelineSpec.from_json(csv.definition, cat.credentials("fp")) == PipelineSpec.build(
+        csv = cat.pipelines.get("fp")
+        assert PipelineSpec.from_json(
+            csv.definition, cat.pipelines.credentials("fp")
+        ) == PipelineSpec.build(
             name="fp",
             source="fs",
             location="/data/*.csv",
@@ -155,8 +159,8 @@ def test_a_version_1_catalog_is_migrated_at_open(tmp_path):
             rec.created_at,
             rec.updated_at,
         )
-        assert cat.last_succeeded("id0") == (1, {"0": 3})
-        assert cat.variables() == {"pipelines_batch_interval": "75"}
+        assert cat.batches.last_succeeded("id0") == (1, {"0": 3})
+        assert cat.variables.all() == {"pipelines_batch_interval": "75"}
     finally:
         cat.close()
     stored = raw(url, "SELECT name, definition, credentials FROM sp_pipelines ORDER BY name")

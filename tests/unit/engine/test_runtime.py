@@ -13,12 +13,12 @@ from sparkpipes.engine import runtime as runtime_mod
 from sparkpipes.engine.runtime import Runtime
 
 
-class FakeCatalog:
+class FakePipelines:
     def __init__(self) -> None:
         self.definition = {"v": 1}
         self.reading = None  # called while a definition is read
 
-    def pipeline(self, name):
+    def get(self, name):
         rec = SimpleNamespace(id=f"id-{name}", definition=dict(self.definition))
         if self.reading is not None:
             self.reading()
@@ -27,8 +27,11 @@ class FakeCatalog:
     def credentials(self, name):
         return {}
 
-    def table(self, name):
-        return None
+
+class FakeCatalog:
+    def __init__(self) -> None:
+        self.pipelines = FakePipelines()
+        self.tables = SimpleNamespace(get=lambda name: None)
 
 
 class FakeRunner:
@@ -59,7 +62,7 @@ def rt(tmp_path, monkeypatch):
 
 
 def test_threads_asking_together_share_one_assembled_pipeline(rt):
-    rt.catalog.reading = lambda: time.sleep(0.05)  # all of them miss the cache
+    rt.catalog.pipelines.reading = lambda: time.sleep(0.05)  # all of them miss the cache
     got = []
     threads = [threading.Thread(target=lambda: got.append(rt.runner("p"))) for _ in range(6)]
     for t in threads:
@@ -72,11 +75,11 @@ def test_threads_asking_together_share_one_assembled_pipeline(rt):
 
 def test_an_assembly_overtaken_by_a_change_is_not_cached(rt):
     def altered_meanwhile():  # ALTER PIPELINE commits and forgets while p is assembled
-        rt.catalog.reading = None
-        rt.catalog.definition = {"v": 2}
+        rt.catalog.pipelines.reading = None
+        rt.catalog.pipelines.definition = {"v": 2}
         rt.forget("p")
 
-    rt.catalog.reading = altered_meanwhile
+    rt.catalog.pipelines.reading = altered_meanwhile
     runner = rt.runner("p")
     assert runner.spec.v == 2
     assert rt.runner("p") is runner

@@ -19,10 +19,10 @@ def _engine(tmp_path, monkeypatch):
 def test_a_fresh_note_shows_shares_and_a_stale_one_none(tmp_path, monkeypatch):
     eng = _engine(tmp_path, monkeypatch)
     note = {"capacity": 4, "running": {"a": 2}, "waiting": {"b": 4}}
-    eng.rt.catalog.put_note("scheduler", json.dumps({"at": time.time(), **note}))
+    eng.rt.catalog.notes.put("scheduler", json.dumps({"at": time.time(), **note}))
     assert cluster_shares(eng) == {"a": "2/4", "b": "waiting (needs 4)"}
     # the scheduler was SIGKILLed: it stopped renewing its note
-    eng.rt.catalog.put_note("scheduler", json.dumps({"at": time.time() - STALE_S - 1, **note}))
+    eng.rt.catalog.notes.put("scheduler", json.dumps({"at": time.time() - STALE_S - 1, **note}))
     assert cluster_shares(eng) == {}
     assert HEARTBEAT_S < STALE_S
     eng.rt.catalog.close()

@@ -122,13 +122,17 @@ class FakeEngine:
         self.listed = ["orders", "secret", "gone"]  # "gone" was dropped after the listing
         self.calls: list[tuple] = []
         self.fail: dict[str, SparkpipesError] = {}
-        self.catalog = SimpleNamespace(grants=catalog.grants, table=self._table)
+        self.catalog = SimpleNamespace(
+            grants=catalog.grants, tables=SimpleNamespace(get=self._table)
+        )
         self.rt = SimpleNamespace(
             catalog=SimpleNamespace(
-                notes=lambda kind: {},
+                notes=SimpleNamespace(starting=lambda kind: {}),
                 leases=SimpleNamespace(all=dict),
-                batches=lambda pid, last=None: self._log(pid)[-last:],
-                loaded=lambda pid: (sum(b["rows"] for b in self._log(pid)), NOW),
+                batches=SimpleNamespace(
+                    list=lambda pid, last=None: self._log(pid)[-last:],
+                    loaded=lambda pid: (sum(b["rows"] for b in self._log(pid)), NOW),
+                ),
             )
         )
 

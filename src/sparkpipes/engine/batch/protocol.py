@@ -155,7 +155,7 @@ class BatchRunner:
 
     # -- step 1 -----------------------------------------------------------------------
     def committed(self) -> Committed | None:
-        hint = self.catalog.last_succeeded(self.pipeline_id)
+        hint = self.catalog.batches.last_succeeded(self.pipeline_id)
         return self.sink.committed(self.app_id, Committed(*hint) if hint else None)
 
     def plan(self, max_partitions: int | None = None) -> Plan:
@@ -336,7 +336,7 @@ class BatchRunner:
             return result
 
         if w.errors:
-            self.catalog.replace_errors(
+            self.catalog.batches.replace_errors(
                 self.pipeline_id, self.spec.name, plan.batch_id, [e.to_dict() for e in w.errors]
             )
         batch = BatchCommit(
@@ -375,11 +375,11 @@ class BatchRunner:
         if late:  # an upsert refines in its commit: rows it rejected are known only now
             w.errors.extend(late)
             result.errors = len(w.errors)
-            self.catalog.replace_errors(
+            self.catalog.batches.replace_errors(
                 self.pipeline_id, self.spec.name, plan.batch_id, [e.to_dict() for e in w.errors]
             )
         result.seconds = time.time() - w.t0
-        self.catalog.record_batch(
+        self.catalog.batches.record(
             pipeline_id=self.pipeline_id,
             pipeline_name=self.spec.name,
             batch_id=plan.batch_id,
@@ -479,10 +479,10 @@ class BatchRunner:
     def _write_failure(
         self, plan: Plan, attempt: int, started_at: dt.datetime, err: SparkpipesError
     ) -> None:
-        self.catalog.replace_errors(
+        self.catalog.batches.replace_errors(
             self.pipeline_id, self.spec.name, plan.batch_id, [ErrorRecord.of(err).to_dict()]
         )
-        self.catalog.record_batch(
+        self.catalog.batches.record(
             pipeline_id=self.pipeline_id,
             pipeline_name=self.spec.name,
             batch_id=plan.batch_id,

@@ -105,7 +105,7 @@ class Scheduler:
         ttl, at = self._ttl
         if time.monotonic() - at > 5.0:
             try:
-                values = variables.resolve(self.rt.catalog.variables())
+                values = variables.resolve(self.rt.catalog.variables.all())
                 ttl = max(0.5, values["pipelines_lease_ttl_ms"] / 1000)
             except CatalogError:
                 pass
@@ -114,7 +114,7 @@ class Scheduler:
 
     def _limits(self) -> tuple[int, int]:
         """(partitions of all batches at once, pipelines at once; 0: no cap)."""
-        values = variables.resolve(self.rt.catalog.variables())
+        values = variables.resolve(self.rt.catalog.variables.all())
         cap = values["pipelines_max_concurrent_batch_partitions"]
         if not cap:
             cap = int(self.rt.spark.sparkContext.defaultParallelism)
@@ -169,9 +169,9 @@ class Scheduler:
                     self._note(name, state=PipelineState.ERROR, last_error=str(e))
                     raise
                 break
-        rec = self.rt.catalog.pipeline(name)
+        rec = self.rt.catalog.pipelines.get(name)
         if rec.last_error and rec.state != PipelineState.ERROR:
-            self.rt.catalog.update_pipeline(name, last_error=None)
+            self.rt.catalog.pipelines.update(name, last_error=None)
         if result.state != BatchState.NO_DATA:
             log.info(
                 "pipeline %s batch %d: %s, %d rows in %.2fs",
@@ -187,13 +187,15 @@ class Scheduler:
         """From the stored definition: assembling the pipeline is the first attempt's
         work, retried like the rest (a sink that reads its table's columns from a
         database that is restarting)."""
-        return PipelineSpec.from_json(self.rt.catalog.pipeline(name).definition).batch.max_retries
+        return PipelineSpec.from_json(
+            self.rt.catalog.pipelines.get(name).definition
+        ).batch.max_retries
 
     def _note(self, name: str, **values: object) -> None:
         """Best effort: a catalog that cannot take the update (its disk is full too) must
         not hide the batch's own error, nor stop its retries."""
         try:
-            self.rt.catalog.update_pipeline(name, **values)
+            self.rt.catalog.pipelines.update(name, **values)
         except CatalogError as e:
             log.warning("could not record pipeline %s's state: %s", name, e)
 
@@ -216,19 +218,19 @@ class Scheduler:
         return out
 
     def start(self, name: str | None = None, *, run: bool = True) -> None:
-        names = [name] if name else [p.name for p in self.rt.catalog.pipelines()]
+        names = [name] if name else [p.name for p in self.rt.catalog.pipelines.all()]
         for n in names:
-            self.rt.catalog.pipeline(n)
-            self.rt.catalog.update_pipeline(n, state=PipelineState.RUNNING, last_error=None)
+            self.rt.catalog.pipelines.get(n)
+            self.rt.catalog.pipelines.update(n, state=PipelineState.RUNNING, last_error=None)
         self._wake.set()
         if run:
             self._ensure_thread()
 
     def stop(self, name: str | None = None) -> None:
         """Set ``Stopped``; returns once a batch in flight has finished."""
-        names = [name] if name else [p.name for p in self.rt.catalog.pipelines()]
+        names = [name] if name else [p.name for p in self.rt.catalog.pipelines.all()]
         for n in names:
-            self.rt.catalog.update_pipeline(n, state=PipelineState.STOPPED)
+            self.rt.catalog.pipelines.update(n, state=PipelineState.STOPPED)
         for n in names:
             with self.rt.lock(n):
                 pass
@@ -252,7 +254,7 @@ class Scheduler:
                 try:
                     running = [
                         p.name
-                        for p in self.rt.catalog.pipelines()
+                        for p in self.rt.catalog.pipelines.all()
                         if p.state == PipelineState.RUNNING
                     ]
                 except CatalogError as e:  # a catalog that is down for a while
@@ -293,7 +295,7 @@ class Scheduler:
                 idle = not self._workers
             if idle:  # this engine serves nothing any more: its note goes
                 try:
-                    self.rt.catalog.drop_note(f"{NOTE}:{self.leases.me}")
+                    self.rt.catalog.notes.drop(f"{NOTE}:{self.leases.me}")
                 except CatalogError:
                     pass
 
@@ -319,7 +321,7 @@ class Scheduler:
         try:
             while not self._halted(halt):
                 try:
-                    rec = self.rt.catalog.pipeline(name)
+                    rec = self.rt.catalog.pipelines.get(name)
                 except SparkpipesError:
                     return  # dropped
                 if rec.state != PipelineState.RUNNING:
@@ -431,7 +433,7 @@ class Scheduler:
 
     def _still_running(self, name: str) -> bool:
         try:
-            return self.rt.catalog.pipeline(name).state == PipelineState.RUNNING
+            return self.rt.catalog.pipelines.get(name).state == PipelineState.RUNNING
         except SparkpipesError:
             return False
 
@@ -464,7 +466,7 @@ class Scheduler:
                 try:
                     now = time.time()
                     note = json.dumps({"at": now, **state}, sort_keys=True)
-                    self.rt.catalog.put_note(f"{NOTE}:{self.leases.me}", note)
+                    self.rt.catalog.notes.put(f"{NOTE}:{self.leases.me}", note)
                     self._noted_at = now
                 except Exception as e:  # best effort: status shows less, batches go on
                     log.debug("could not note the scheduler's state: %s", e)

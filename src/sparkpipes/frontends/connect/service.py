@@ -86,11 +86,15 @@ class Connectors(Extension):
         its offsets) a connector and set it running; its info as Kafka Connect gives it."""
         cfg = config if isinstance(config, SinkConnectorConfig) else load(config)
         catalog = self.engine.catalog
-        if not replace and cfg.name in catalog.connectors():
+        if not replace and cfg.name in catalog.connectors.names():
             from sparkpipes.errors import AlreadyExistsError
 
             raise AlreadyExistsError(f"connector '{cfg.name}' already exists")
-        old = catalog.connector(cfg.name) if replace and cfg.name in catalog.connectors() else None
+        old = (
+            catalog.connectors.get(cfg.name)
+            if replace and cfg.name in catalog.connectors.names()
+            else None
+        )
         if old is not None:  # a config as GET …/config shows it: its passwords <redacted>
             cfg = self._with_stored(cfg, old)
         _refuse_unkept(cfg)
@@ -106,7 +110,7 @@ class Connectors(Extension):
             self.engine.drop_pipeline(stale, if_exists=True)
         for spec in specs:
             self.engine.create_pipeline_spec(spec, replace=replace)
-        catalog.put_connector(
+        catalog.connectors.put(
             cfg.name,
             {"config": dict(cfg.raw), "topics": topics, "pipelines": names},
             replace=replace,
@@ -215,7 +219,7 @@ class Connectors(Extension):
     def _existing(self, table: str, sink: SinkSpec) -> list[str] | None:
         if sink.kind == "delta":
             try:
-                return list(self.engine.catalog.table(table).schema.names)
+                return list(self.engine.catalog.tables.get(table).schema.names)
             except NotFoundError:
                 return None
         from sparkpipes.sinks.database import Destination, reflect
@@ -341,7 +345,7 @@ class Connectors(Extension):
                 d["pipelines"].append(spec.name)
                 made.append(spec.name)
             if new:
-                self.engine.catalog.put_connector(name, d, replace=True)
+                self.engine.catalog.connectors.put(name, d, replace=True)
                 log.info("connector %s: new topics %s", name, ", ".join(new))
         return made
 
@@ -388,11 +392,11 @@ class Connectors(Extension):
 
     # -- the rest of the REST API -------------------------------------------------------
     def names(self) -> list[str]:
-        return self.engine.catalog.connectors()
+        return self.engine.catalog.connectors.names()
 
     def get(self, name: str) -> dict[str, Any]:
         try:
-            return self.engine.catalog.connector(name)
+            return self.engine.catalog.connectors.get(name)
         except NotFoundError:
             raise NotFoundError(f"connector '{name}' does not exist") from None
 
@@ -439,7 +443,7 @@ class Connectors(Extension):
         d = self.get(name)
         for p in d["pipelines"]:
             self.engine.drop_pipeline(p, if_exists=True)
-        self.engine.catalog.drop_connector(name)
+        self.engine.catalog.connectors.drop(name)
 
 
 def _refuse_unkept(cfg: SinkConnectorConfig) -> None:

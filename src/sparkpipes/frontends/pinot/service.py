@@ -50,9 +50,9 @@ class PinotTables(Extension):
     def add_schema(self, doc: Doc | PinotSchema, *, override: bool = False) -> PinotSchema:
         schema = doc if isinstance(doc, PinotSchema) else load_schema(doc)
         catalog = self.engine.catalog
-        exists = schema.name in catalog.pinot_names("schema")
+        exists = schema.name in catalog.pinot["schema"].names()
         if exists and not override:
-            if catalog.pinot("schema", schema.name) == dict(schema.raw):
+            if catalog.pinot["schema"].get(schema.name) == dict(schema.raw):
                 return schema
             raise AlreadyExistsError(
                 f"schema '{schema.name}' already exists (override it to change it)"
@@ -64,17 +64,17 @@ class PinotTables(Extension):
                     f"schema '{schema.name}' is used by table(s) {', '.join(users)}; change "
                     "their columns with ALTER TABLE, or delete them first"
                 )
-        catalog.put_pinot("schema", schema.name, dict(schema.raw), replace=exists)
+        catalog.pinot["schema"].put(schema.name, dict(schema.raw), replace=exists)
         return schema
 
     def schema(self, name: str) -> PinotSchema:
         try:
-            return load_schema(self.engine.catalog.pinot("schema", name))
+            return load_schema(self.engine.catalog.pinot["schema"].get(name))
         except NotFoundError:
             raise NotFoundError(f"schema '{name}' does not exist") from None
 
     def schema_names(self) -> list[str]:
-        return self.engine.catalog.pinot_names("schema")
+        return self.engine.catalog.pinot["schema"].names()
 
     def delete_schema(self, name: str) -> None:
         users = self._users(name)
@@ -83,7 +83,7 @@ class PinotTables(Extension):
                 f"schema '{name}' is used by table(s) {', '.join(users)}; delete them first"
             )
         self.schema(name)
-        self.engine.catalog.drop_pinot("schema", name)
+        self.engine.catalog.pinot["schema"].drop(name)
 
     # -- tables -------------------------------------------------------------------------
     def plan(self, table: Doc, schema: Doc | None = None) -> dict[str, Any]:
@@ -124,7 +124,7 @@ class PinotTables(Extension):
                 f"table '{cfg.name}' already exists in the warehouse (not as a Pinot table); "
                 "drop it or name the Pinot table otherwise"
             )
-        if any(p.name == spec.name for p in catalog.pipelines()):
+        if any(p.name == spec.name for p in catalog.pipelines.all()):
             raise AlreadyExistsError(
                 f"pipeline '{spec.name}' already exists (not as a Pinot table's): drop it or "
                 "name the Pinot table otherwise"
@@ -140,7 +140,7 @@ class PinotTables(Extension):
         try:
             self.engine.create_pipeline_spec(spec)
             made = True
-            catalog.put_pinot("table", cfg.name, stored, replace=False)
+            catalog.pinot["table"].put(cfg.name, stored, replace=False)
         except BaseException:
             if made:
                 self.engine.drop_pipeline(spec.name, if_exists=True)
@@ -175,7 +175,7 @@ class PinotTables(Extension):
         return out
 
     def names(self) -> list[str]:
-        return self.engine.catalog.pinot_names("table")
+        return self.engine.catalog.pinot["table"].names()
 
     def maintained(self) -> list[str]:
         """Pinot tables keep their own retention and flush thresholds."""
@@ -187,7 +187,7 @@ class PinotTables(Extension):
 
     def _stored(self, name: str) -> dict[str, Any]:
         try:
-            return self.engine.catalog.pinot("table", _base(name))
+            return self.engine.catalog.pinot["table"].get(_base(name))
         except NotFoundError:
             raise NotFoundError(f"table '{name}' does not exist") from None
 
@@ -201,7 +201,7 @@ class PinotTables(Extension):
         out = {}
         for table in [_base(name)] if name else self.names():
             m = self._stored(table)["maintenance"]
-            location = self.engine.catalog.table(table).location
+            location = self.engine.catalog.tables.get(table).location
             done: dict[str, Any] = {"expired": 0, "compacted": 0}
             predicate = retention_predicate(m.get("retention"), now_ms)
             if predicate:
@@ -224,7 +224,7 @@ class PinotTables(Extension):
         pipeline = pipeline_name(base)
         self.engine.drop_pipeline(pipeline, if_exists=True)
         self.engine.drop_table(base, if_exists=True)
-        self.engine.catalog.drop_pinot("table", base)
+        self.engine.catalog.pinot["table"].drop(base)
         return pipeline
 
 

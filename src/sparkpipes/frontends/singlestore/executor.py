@@ -288,7 +288,7 @@ class SqlSession(TableStatements, UserStatements):
                 "REPLACE INTO is supported in the body of a pipeline procedure; a statement "
                 "of its own takes INSERT INTO"
             )
-        rec = self.engine.catalog.table(s.table)
+        rec = self.engine.catalog.tables.get(s.table)
         cols = list(s.columns) or [f.name for f in rec.schema if f.name not in rec.computed]
         unknown = [c for c in cols if c not in rec.schema.names]
         if unknown:

@@ -149,7 +149,7 @@ def _answer(
             reads(names)
         except SparkpipesError as e:
             raise _Refused(e) from None
-    rec = engine.catalog.table(names[0])
+    rec = engine.catalog.tables.get(names[0])
     if remote(rec.location):
         raise _Fallback
     delta = _open(rec)

@@ -94,7 +94,7 @@ class TableStatements:
     def _ShowCreateTable(self, s: A.ShowCreateTable) -> Result:
         """The table's DDL as SingleStore prints it: declared types, NOT NULL, computed
         columns and keys; running it again (after DROP TABLE) makes the same table."""
-        rec = self.engine.catalog.table(s.name)
+        rec = self.engine.catalog.tables.get(s.name)
         declared = rec.options.get("declared", {})
         types = _ddl_types(rec.ddl)
         lines = []
@@ -168,7 +168,7 @@ class TableStatements:
                 f"database '{s.database}' does not exist (databases: {DATABASE}, "
                 "information_schema)"
             )
-        rec = self.engine.catalog.table(s.name)
+        rec = self.engine.catalog.tables.get(s.name)
         types = _ddl_types(rec.ddl)
         key_of: dict[str, str] = {}
         for k in rec.options.get("keys", []):

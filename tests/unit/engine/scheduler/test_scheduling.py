@@ -35,7 +35,7 @@ def retries(caplog) -> list[str]:
 def test_a_transient_error_is_retried_then_the_pipeline_is_in_error(engine, tmp_path, caplog):
     """A real transient failure: the destination table's log is gone (SinkError)."""
     fs_pipeline(engine, tmp_path, '{"a": 1}\n')
-    shutil.rmtree(os.path.join(engine.catalog.table("t").location, "_delta_log"))
+    shutil.rmtree(os.path.join(engine.catalog.tables.get("t").location, "_delta_log"))
     caplog.set_level(logging.WARNING, "sparkpipes.engine")
     with pytest.raises(SinkError, match="Delta table 't' is missing"):
         engine.run_batch("p")

@@ -43,7 +43,7 @@ def test_create_table_starts_no_spark_unless_a_column_is_computed(engine):
         "tags ARRAY<TEXT>, PRIMARY KEY (id)); SHOW TABLES; DESCRIBE ev; SHOW CREATE TABLE ev"
     )
     assert engine.rt._spark is None
-    rec = engine.catalog.table("ev")
+    rec = engine.catalog.tables.get("ev")
     assert rec.schema.field("at").type == pa.timestamp("us", tz="UTC")
     assert rec.ddl == "`id` BIGINT, `at` TIMESTAMP, `amount` DECIMAL(12,3), `tags` ARRAY<STRING>"
     session.execute("CREATE TABLE c (a INT, b AS (a + 1) PERSISTED INT)")

@@ -1,0 +1,105 @@
+"""The tables of the warehouse as the catalog records them: location, Spark DDL, Arrow
+schema and options (keys, computed columns, NOT NULL). Dropping a table drops its
+maintenance log with it."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import sqlalchemy as sa
+from sqlalchemy.exc import IntegrityError
+
+from sparkpipes.catalog.schema import maintenance_t, schema_from_text, schema_to_text, tables_t
+from sparkpipes.catalog.time import now as _now
+from sparkpipes.errors import AlreadyExistsError, NotFoundError
+
+Tx = Callable[[], AbstractContextManager[sa.Connection]]
+
+
+@dataclass(frozen=True)
+class TableRecord:
+    name: str
+    location: str
+    ddl: str
+    schema: pa.Schema
+    options: dict[str, Any]  # keys, computed columns, …
+    created_at: dt.datetime
+
+    @property
+    def not_null(self) -> tuple[str, ...]:
+        """Columns declared NOT NULL (and primary-key columns): enforced at ingest."""
+        return tuple(self.options.get("not_null", ()))
+
+    @property
+    def computed(self) -> dict[str, str]:
+        """Computed columns, in order: name → expression (computed at ingest)."""
+        return dict(self.options.get("computed", {}))
+
+
+class Tables:
+    """``catalog.tables``: one row per table."""
+
+    def __init__(self, tx: Tx) -> None:
+        self._tx = tx
+
+    def create(
+        self,
+        name: str,
+        location: str,
+        ddl: str,
+        schema: pa.Schema,
+        options: dict[str, Any] | None = None,
+    ) -> None:
+        try:
+            with self._tx() as c:
+                c.execute(
+                    tables_t.insert().values(
+                        name=name,
+                        location=location,
+                        ddl=ddl,
+                        arrow_schema=schema_to_text(schema),
+                        options=json.dumps(options or {}),
+                        created_at=_now(),
+                    )
+                )
+        except IntegrityError:
+            raise AlreadyExistsError(f"table '{name}' already exists") from None
+
+    def get(self, name: str) -> TableRecord:
+        with self._tx() as c:
+            row = c.execute(sa.select(tables_t).where(tables_t.c.name == name)).first()
+        if row is None:
+            raise NotFoundError(f"table '{name}' does not exist")
+        return TableRecord(
+            row.name,
+            row.location,
+            row.ddl,
+            schema_from_text(row.arrow_schema),
+            json.loads(row.options),
+            row.created_at,
+        )
+
+    def all(self) -> list[TableRecord]:
+        with self._tx() as c:
+            names = [r.name for r in c.execute(sa.select(tables_t.c.name).order_by("name"))]
+        return [self.get(n) for n in names]
+
+    def update(self, name: str, **values: Any) -> None:
+        if "schema" in values:
+            values["arrow_schema"] = schema_to_text(values.pop("schema"))
+        if "options" in values:
+            values["options"] = json.dumps(values["options"])
+        with self._tx() as c:
+            c.execute(tables_t.update().where(tables_t.c.name == name).values(**values))
+
+    def drop(self, name: str) -> None:
+        with self._tx() as c:
+            if c.execute(tables_t.delete().where(tables_t.c.name == name)).rowcount == 0:
+                raise NotFoundError(f"table '{name}' does not exist")
+            c.execute(maintenance_t.delete().where(maintenance_t.c.table_name == name))
