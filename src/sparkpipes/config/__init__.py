@@ -1,11 +1,14 @@
-"""Typed, frozen configuration built once at the boundary.
+"""The core: typed, frozen configuration built once at the boundary.
 
-Everything a user hands in (Python keyword arguments, SQL clauses, later JSON table
-configs and connector properties) becomes a :class:`PipelineSpec` before any work
-starts; unknown keys are rejected there with a message naming the key and the keys that
-are accepted. ``core`` holds the building blocks (secrets, checks), ``urls`` the passwords
-inside URLs (taken out as secrets, shown redacted), ``spec`` the nested spec, ``lower`` one
-module per front end that lowers into it and back.
+Everything a user hands in (Python keyword arguments, SQL clauses, Pinot table configs,
+connector properties) becomes a :class:`PipelineSpec` before any work starts; unknown keys
+are rejected there with a message naming the key and the keys that are accepted.
+``core`` holds the building blocks (secrets, checks, record-metadata columns), ``urls``
+the passwords inside URLs (taken out as secrets, shown redacted), ``parts`` the spec's
+components, ``spec`` the spec itself (stored form, versions, secrets kept on replace),
+``kwargs`` the Python API's flat options (and version-1 stored definitions), ``procedure``
+a stored procedure's spec. The front ends (``sparkpipes.frontends``) lower into these.
+It may import ``errors`` and ``util`` only.
 """
 
 from sparkpipes.config.core import (
@@ -15,16 +18,16 @@ from sparkpipes.config.core import (
     parse_json_object,
     reject_unknown,
 )
-from sparkpipes.config.spec import (
+from sparkpipes.config.parts import (
     BatchSpec,
     CsvOptions,
     FieldMapping,
     FormatSpec,
-    PipelineSpec,
     SinkSpec,
     SourceSpec,
     TransformSpec,
 )
+from sparkpipes.config.spec import PipelineSpec
 
 __all__ = [
     "REDACTED",

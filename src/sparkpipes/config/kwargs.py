@@ -1,9 +1,10 @@
 """The Python front end: ``Engine.create_pipeline(name, **options)`` ↔ ``PipelineSpec``.
 
 The options are flat (``source="kafka", location=…, table=…, batch_interval_ms=…``), as
-the README documents them. :func:`from_kwargs` lowers them into the nested spec,
-rejecting an unknown option by name with the closest known one; :func:`to_kwargs` is the
-way back, so ``from_kwargs(to_kwargs(spec)) == spec``. Version-1 catalog definitions were
+the README documents them. :func:`parts_of` lowers them into the nested spec's parts
+(``config.spec.from_kwargs`` makes the spec of them), rejecting an unknown option by name
+with the closest known one; :func:`to_kwargs` is the way back, so
+``from_kwargs(to_kwargs(spec)) == spec``. Version-1 catalog definitions were
 these flat options, so :func:`upgrade_v1` is the catalog's migration of them.
 """
 
@@ -11,20 +12,22 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sparkpipes.config.core import ConfigError, Secret, parse_json_object, reject_unknown
-from sparkpipes.config.spec import (
+from sparkpipes.config.parts import (
     BATCH_OPTION_NAMES,
     BatchSpec,
     CsvOptions,
     FieldMapping,
     FormatSpec,
-    PipelineSpec,
     SinkSpec,
     SourceSpec,
     TransformSpec,
 )
+
+if TYPE_CHECKING:
+    from sparkpipes.config.spec import PipelineSpec
 
 #: flat option → (component, field); batch options come from BATCH_OPTION_NAMES
 _FIELDS: dict[str, tuple[str, str]] = {
@@ -53,9 +56,9 @@ _FIELDS: dict[str, tuple[str, str]] = {
 OPTIONS = ("name", *_FIELDS)
 
 
-def from_kwargs(
+def parts_of(
     kwargs: Mapping[str, Any], defaults: Mapping[str, Any] | None = None
-) -> PipelineSpec:
+) -> dict[str, Any]:
     """Lower flat options into a spec. ``defaults`` (flat names, the engine's variables)
     fill the batch options a caller left out or gave as None."""
     name = kwargs.get("name")
@@ -104,7 +107,7 @@ def from_kwargs(
         raise ConfigError(
             f"on_duplicate_key must be replace or ignore, got '{write}'", pipeline=name
         )
-    return PipelineSpec(
+    return dict(
         name=name,
         source=SourceSpec(**src),
         format=FormatSpec(**fmt),

@@ -15,7 +15,7 @@ from typing import Any
 
 from sparkpipes.catalog import PipelineRecord, PipelineState
 from sparkpipes.config import PipelineSpec, Secret
-from sparkpipes.config.kwargs import from_kwargs
+from sparkpipes.config.spec import from_kwargs
 from sparkpipes.engine import variables
 from sparkpipes.engine.batch.assembly import build_source_of, validate
 from sparkpipes.engine.procedures import Procedures

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from sparkpipes.config import REDACTED, PipelineSpec, Secret
-from sparkpipes.config.spec import SinkSpec, SourceSpec
+from sparkpipes.config.parts import SinkSpec, SourceSpec
 from sparkpipes.errors import ConfigError
 from sparkpipes.frontends.connect.model import load as load_connector
 from sparkpipes.frontends.connect.model import moved

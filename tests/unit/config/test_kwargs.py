@@ -5,7 +5,8 @@ import json
 import pytest
 
 from sparkpipes.config import CsvOptions, FieldMapping, PipelineSpec, Secret
-from sparkpipes.config.kwargs import from_kwargs, to_kwargs, upgrade_v1
+from sparkpipes.config.kwargs import to_kwargs, upgrade_v1
+from sparkpipes.config.spec import from_kwargs
 from sparkpipes.errors import ConfigError
 from tests.unit.config.v1 import V1_KAFKA
 

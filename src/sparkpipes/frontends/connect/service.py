@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from sparkpipes.catalog.states import PipelineState
 from sparkpipes.config import REDACTED, FieldMapping, PipelineSpec, Secret, urls
-from sparkpipes.config.spec import BatchSpec, FormatSpec, SinkSpec, SourceSpec
+from sparkpipes.config.parts import BatchSpec, FormatSpec, SinkSpec, SourceSpec
 from sparkpipes.engine.extensions import Extension
 from sparkpipes.errors import ConfigError, NotFoundError, SinkError, SourceUnavailableError
 from sparkpipes.frontends.connect.model import (

@@ -23,15 +23,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sparkpipes.config.core import is_metadata_column
-from sparkpipes.config.spec import (
+from sparkpipes.config.parts import (
     BatchSpec,
     FieldMapping,
     FormatSpec,
-    PipelineSpec,
     SinkSpec,
     SourceSpec,
     TransformSpec,
 )
+from sparkpipes.config.spec import PipelineSpec
 from sparkpipes.errors import ConfigError
 from sparkpipes.frontends.pinot.expr import filter_sql, translate
 from sparkpipes.frontends.pinot.model import (

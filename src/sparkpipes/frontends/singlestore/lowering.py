@@ -20,9 +20,9 @@ from typing import Any
 
 from sparkpipes.config import urls
 from sparkpipes.config.core import REDACTED, reject_unknown
-from sparkpipes.config.kwargs import OPTIONS, from_kwargs
+from sparkpipes.config.kwargs import OPTIONS
 from sparkpipes.config.procedure import ProcedureSpec, ProcedureStatement
-from sparkpipes.config.spec import PipelineSpec
+from sparkpipes.config.spec import PipelineSpec, from_kwargs
 from sparkpipes.errors import ConfigError
 from sparkpipes.frontends.singlestore import ast as A
 from sparkpipes.frontends.singlestore.parser import iter_parse

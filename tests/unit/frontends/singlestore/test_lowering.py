@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sparkpipes.config import REDACTED, CsvOptions, PipelineSpec, Secret
-from sparkpipes.config.kwargs import from_kwargs
+from sparkpipes.config.spec import from_kwargs
 from sparkpipes.errors import ConfigError
 from sparkpipes.frontends.singlestore import CreatePipeline, parse_one
 from sparkpipes.frontends.singlestore.lowering import (

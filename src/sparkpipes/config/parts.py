@@ -1,0 +1,315 @@
+"""The components of a ``PipelineSpec``, in the order a record flows through them: where
+records come from (``SourceSpec``), how they are decoded (``FormatSpec``, with
+``CsvOptions`` and ``FieldMapping``), what ingest-time SQL does to them (``TransformSpec``),
+where they go (``SinkSpec``) and in what batches (``BatchSpec``). Each checks what is the
+same for every plugin; the plugin named by ``kind`` checks its own options."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from sparkpipes.config import urls
+from sparkpipes.config.core import (
+    Secret,
+    check_choice,
+    check_int,
+    check_name,
+    reject_unknown,
+)
+from sparkpipes.errors import ConfigError
+
+#: the version of :meth:`PipelineSpec.to_json`; the catalog migrates older definitions
+SPEC_VERSION = 2
+
+START_POLICIES = ("earliest", "latest")
+#: a start policy ``at:<epoch ms>``: each partition's first record at or after that time
+START_AT = "at:"
+OUT_OF_RANGE_POLICIES = ("fail", "earliest")
+WRITE_MODES = ("append", "replace", "ignore")
+FORMAT_OPTIONS = (
+    "schema.registry.url",
+    "schema",
+    "schema.registry.ssl.ca.location",
+    "schema.registry.ssl.certificate.location",
+    "schema.registry.ssl.key.location",
+    "decoder.class",
+    "decoder.topic",
+)
+#: the props of a stream plugin's decoder (``FORMAT`` kind ``stream``)
+FORMAT_PROP_PREFIX = "decoder.prop."
+#: the decoder's secrets (``FormatSpec.credentials``)
+FORMAT_SECRETS = ("schema.registry.basic.auth.user.info",)
+
+
+def _set_lifted(spec: Any, name: str, lifted: Any, creds: dict[str, Secret]) -> None:
+    """Set a frozen spec's URL-bearing field and its credentials, where passwords were
+    lifted out of them (each lifted password is a credential it did not have)."""
+    if creds != dict(spec.credentials):
+        object.__setattr__(spec, name, lifted)
+        object.__setattr__(spec, "credentials", creds)
+
+
+@dataclass(frozen=True)
+class CsvOptions:
+    """``FIELDS TERMINATED BY … ENCLOSED BY … ESCAPED BY …`` and header handling."""
+
+    delimiter: str = ","
+    quote: str | None = '"'
+    escape: str | None = None
+    header: bool = False
+
+
+@dataclass(frozen=True)
+class FieldMapping:
+    """``column <- path``: where in the record a table column comes from.
+
+    ``path`` is a tuple of keys into nested JSON objects (``a::b`` becomes ``("a", "b")``;
+    ``()`` is the whole record). A ``column`` starting with ``@`` is a variable: loaded for
+    ``SET`` expressions only. For CSV the mappings list the fields in order. Given any
+    mapping, table columns it does not name are not loaded (NULL unless a ``SET`` fills
+    them).
+    """
+
+    column: str
+    path: tuple[str, ...]
+
+    @property
+    def is_variable(self) -> bool:
+        return self.column.startswith("@")
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    """Where records come from. ``kind`` names a source plugin (``kafka``, ``fs``);
+    ``config`` and ``credentials`` are its options, checked by that plugin. ``start`` is
+    where a new pipeline's partitions begin; ``on_out_of_range`` what a batch does when
+    its resume offset no longer exists (``fail``, or resume at ``earliest`` and record
+    the gap).
+
+    A password inside the location or a CONFIG URL is taken out when the spec is made
+    (``config.urls``): the field keeps the URL with ``<redacted>`` in its place and the
+    password is a credential, ``url:location`` or ``url:<option>``."""
+
+    kind: str
+    location: str
+    config: Mapping[str, Any] = field(default_factory=dict)
+    credentials: Mapping[str, Secret] = field(default_factory=dict)
+    #: ``earliest``, ``latest`` or ``at:<epoch ms>`` (Pinot's offset criteria by time)
+    start: str = "earliest"
+    on_out_of_range: str = "fail"
+
+    def __post_init__(self) -> None:
+        creds = dict(self.credentials)
+        if isinstance(self.location, str):
+            shown, password = urls.split(self.location, bare=self.hosts, what="the location")
+            if password is not None:
+                object.__setattr__(self, "location", shown)
+                creds[urls.secret_key(urls.LOCATION)] = Secret(password)
+        config = self.config
+        if isinstance(config, Mapping):
+            config = urls.lift(config, creds, what="CONFIG option")
+        _set_lifted(self, "config", config, creds)
+
+    @property
+    def hosts(self) -> bool:
+        """The location starts with a host list (``[user:pass@]host:port,…``)."""
+        return str(self.kind).lower() == "kafka"
+
+    def url_options(self) -> dict[str, Any]:
+        """The location and the CONFIG options, by the names their passwords are kept
+        under (``url:<name>``)."""
+        return {urls.LOCATION: self.location, **self.config}
+
+    def redacted_urls(self) -> list[str]:
+        """The options (``location`` among them) that show a password as ``<redacted>``."""
+        bare = frozenset([urls.LOCATION]) if self.hosts else frozenset()
+        return urls.redacted_options(self.url_options(), bare=bare)
+
+    def check(self, pipeline: str | None = None) -> None:
+        if not self.kind:
+            raise ConfigError("a pipeline needs a source", pipeline=pipeline)
+        at = isinstance(self.start, str) and self.start.startswith(START_AT)
+        if not (at and self.start[len(START_AT) :].isdigit()):
+            check_choice(self.start, "offsets", START_POLICIES, pipeline=pipeline)
+        check_choice(
+            self.on_out_of_range, "on_offset_out_of_range", OUT_OF_RANGE_POLICIES, pipeline=pipeline
+        )
+        for k, v in self.credentials.items():
+            if not isinstance(v, Secret):
+                raise ConfigError(f"credential '{k}' must be a Secret", pipeline=pipeline)
+
+
+@dataclass(frozen=True)
+class FormatSpec:
+    """How payloads decode to columns: a decoder plugin (``json``, ``csv``, ``raw``), the
+    ``col <- path`` mapping, CSV options, ``IGNORE n LINES`` and whether records that do
+    not decode are skipped (to the errors store) or fail the batch."""
+
+    kind: str = "json"
+    mapping: tuple[FieldMapping, ...] = ()
+    csv: CsvOptions = CsvOptions()
+    skip_lines: int = 0
+    skip_parser_errors: bool = False
+    #: the decoder's own options: ``schema.registry.url`` or ``schema`` (Avro messages)
+    options: Mapping[str, str] = field(default_factory=dict)
+    #: its secrets (a schema registry's user and password, the password of a registry
+    #: URL as ``url:schema.registry.url``), kept with the pipeline's under
+    #: ``format.``-prefixed keys
+    credentials: Mapping[str, Secret] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.options, Mapping):
+            creds = dict(self.credentials)
+            _set_lifted(
+                self, "options", urls.lift(self.options, creds, what="format option"), creds
+            )
+
+    def check(self, pipeline: str | None = None) -> None:
+        check_int(self.skip_lines, "skip_lines", 0, pipeline=pipeline)
+        reject_unknown(
+            [k for k in self.options if not k.startswith(FORMAT_PROP_PREFIX)],
+            FORMAT_OPTIONS,
+            what="format option",
+            pipeline=pipeline,
+        )
+        reject_unknown(
+            [k for k in self.credentials if urls.option_of(k) not in self.options],
+            FORMAT_SECRETS,
+            what="format secret",
+            pipeline=pipeline,
+        )
+        for k, v in self.credentials.items():
+            if not isinstance(v, Secret):
+                raise ConfigError(f"format credential '{k}' must be a Secret", pipeline=pipeline)
+
+    def decoder_options(self) -> dict[str, str]:
+        """The options the decoder is built with: its options and, revealed, its secrets
+        (a URL's password under ``url:<option>``, the URL itself kept redacted)."""
+        return {**self.options, **{k: v.reveal() for k, v in self.credentials.items()}}
+
+    def redacted_urls(self) -> list[str]:
+        """The options that show a password as ``<redacted>``."""
+        return urls.redacted_options(self.options)
+
+
+@dataclass(frozen=True)
+class TransformSpec:
+    """Ingest-time SQL of the pipeline: ``SET col = expr`` and ``WHERE cond``."""
+
+    assignments: tuple[tuple[str, str], ...] = ()
+    where: str | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self.assignments or self.where)
+
+
+@dataclass(frozen=True)
+class SinkSpec:
+    """Where rows go: a sink plugin (``delta``) and its table. ``write`` is the write
+    strategy: ``append``, or an upsert by primary key that ``replace``s the row with the
+    same key or ``ignore``s the new one. ``provenance`` fills ``__source_partition`` and
+    ``__source_offset``. ``config`` and ``credentials`` are the options of a sink outside
+    the warehouse (a database's address and user; its password), checked by that plugin;
+    the catalog keeps the credentials with the source's, under ``sink.``-prefixed keys
+    (a password inside a URL option among them, as for the source)."""
+
+    table: str
+    kind: str = "delta"
+    write: str = "append"
+    provenance: bool = False
+    config: Mapping[str, Any] = field(default_factory=dict)
+    credentials: Mapping[str, Secret] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.config, Mapping):
+            creds = dict(self.credentials)
+            _set_lifted(self, "config", urls.lift(self.config, creds, what="sink option"), creds)
+
+    def redacted_urls(self) -> list[str]:
+        """The options that show a password as ``<redacted>``."""
+        return urls.redacted_options(self.config)
+
+    def check(self, pipeline: str | None = None) -> None:
+        if self.kind != "database":  # a database's own names may hold any character
+            check_name(self.table, "table name")
+        elif not isinstance(self.table, str) or not self.table or len(self.table) > 64:
+            raise ConfigError(f"table name must be 1 to 64 characters, got {self.table!r}")
+        check_choice(self.write, "write mode", WRITE_MODES, pipeline=pipeline)
+        for k, v in self.credentials.items():
+            if not isinstance(v, Secret):
+                raise ConfigError(f"sink credential '{k}' must be a Secret", pipeline=pipeline)
+
+
+#: prefixes of the sink's and the decoder's keys among a pipeline's stored credentials
+SINK_SECRET = "sink."
+FORMAT_SECRET = "format."
+_OWNED = {"sink": SINK_SECRET, "format": FORMAT_SECRET}
+#: the components that hold secrets, and how an error names their URL options
+_SECRET_PARTS = {"source": "CONFIG option", "format": "format option", "sink": "sink option"}
+#: the fields of a component that may change while a secret given back as ``<redacted>``
+#: is kept (:meth:`PipelineSpec.keep_secrets`): none of them decides where the component's
+#: secrets are sent. Every other field — the kind, the location, every CONFIG, format and
+#: sink option, and a field added later — must be as stored. The other components
+#: (the batch options, the SET / WHERE, the other components' settings) may change too.
+_MAY_CHANGE = {
+    "source": frozenset({"start", "on_out_of_range"}),
+    "format": frozenset({"mapping", "csv", "skip_lines", "skip_parser_errors"}),
+    "sink": frozenset({"table", "write", "provenance"}),
+}
+#: how an error names a component's fields that are not options
+_FIELD_NAMES = {
+    "source": {"kind": "the source kind (LOAD DATA …)", "location": "the location"},
+    "format": {"kind": "the format (FORMAT …)"},
+    "sink": {"kind": "the sink kind"},
+}
+
+
+@dataclass(frozen=True)
+class BatchSpec:
+    """How batches are cut. The defaults are those of the engine variables
+    (``pipelines_batch_interval`` …), which a front end's engine applies when a clause
+    is absent."""
+
+    interval_ms: int = 2500
+    max_partitions: int | None = None
+    max_offsets_per_partition: int = 1_000_000
+    max_retries: int = 4
+    fetch_timeout_ms: int = 200
+    chunk_records: int = 20_000
+
+    def check(self, pipeline: str | None = None) -> None:
+        for key, low in (
+            ("interval_ms", 0),
+            ("max_offsets_per_partition", 1),
+            ("max_retries", 0),
+            ("fetch_timeout_ms", 1),
+            ("chunk_records", 1),
+        ):
+            check_int(getattr(self, key), BATCH_OPTION_NAMES.get(key, key), low, pipeline=pipeline)
+        mpb = self.max_partitions
+        if mpb is not None and (not isinstance(mpb, int) or isinstance(mpb, bool) or mpb < 1):
+            raise ConfigError(
+                f"max_partitions_per_batch must be a positive integer, got {mpb!r}",
+                pipeline=pipeline,
+            )
+
+
+#: the Python API's (and the stored v1 definitions') names of BatchSpec fields
+BATCH_OPTION_NAMES = {
+    "interval_ms": "batch_interval_ms",
+    "max_partitions": "max_partitions_per_batch",
+    "max_offsets_per_partition": "max_offsets_per_batch_partition",
+    "max_retries": "max_retries",
+    "fetch_timeout_ms": "fetch_timeout_ms",
+    "chunk_records": "chunk_records",
+}
+
+_COMPONENTS = {
+    "source": SourceSpec,
+    "format": FormatSpec,
+    "transform": TransformSpec,
+    "sink": SinkSpec,
+    "batch": BatchSpec,
+}
