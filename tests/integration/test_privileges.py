@@ -289,3 +289,25 @@ def test_listings_and_current_user_name_only_what_the_user_holds(served, engine)
     server = engine.spark.sql("SELECT current_user()").collect()[0][0]
     assert rows(owner, "SELECT current_user()") == [(server,)]  # the owner's own account
     assert "@%" not in server
+
+
+def test_replacing_a_procedure_needs_alter_routine_on_it(served, engine, tmp_path):
+    """CREATE ROUTINE alone used to let a user replace another's procedure, and with it
+    take every record its pipeline loads (held-out review)."""
+    owner, ana, bo = served
+    owner.execute(
+        "CREATE TABLE cards (a BIGINT); CREATE TABLE bo_t (a BIGINT);"
+        "CREATE PROCEDURE p(batch QUERY(a BIGINT))\nAS\nBEGIN\nINSERT INTO cards SELECT a FROM "
+        "batch;\nEND"
+    )
+    ana.execute("GRANT CREATE ROUTINE ON * TO bo; GRANT SELECT, INSERT ON bo_t TO bo")
+    takeover = (
+        "CREATE OR REPLACE PROCEDURE p(batch QUERY(a BIGINT))\nAS\nBEGIN\nINSERT INTO bo_t "
+        "SELECT a FROM batch;\nEND"
+    )
+    refused(bo, takeover, "ALTER ROUTINE command denied to user 'bo'")
+    refused(bo, "DROP PROCEDURE p", "ALTER ROUTINE command denied to user 'bo'")
+    assert [s["table"] for s in engine.catalog.procedures.get("p")["statements"]] == ["cards"]
+    ana.execute("GRANT ALTER ROUTINE ON p TO bo")  # now bo may, as MariaDB would let him
+    bo.execute(takeover)
+    assert [s["table"] for s in engine.catalog.procedures.get("p")["statements"]] == ["bo_t"]
