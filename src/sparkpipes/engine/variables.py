@@ -15,6 +15,7 @@ from typing import Any
 
 from sparkpipes.config import BatchSpec
 from sparkpipes.errors import ConfigError
+from sparkpipes.util.like import like as like  # SHOW … LIKE everywhere (linear time)
 
 _BATCH = BatchSpec()
 
@@ -180,27 +181,3 @@ def pipeline_defaults(values: dict[str, Any]) -> dict[str, Any]:
     out["chunk_records"] = max(1, out["chunk_records"])
     out["max_offsets_per_batch_partition"] = max(1, out["max_offsets_per_batch_partition"])
     return out
-
-
-def like(pattern: str, text: str) -> bool:
-    """SQL LIKE (``%`` any run, ``_`` one character, backslash escapes), case-insensitive."""
-    p, t = pattern.lower(), text.lower()
-
-    def match(i: int, j: int) -> bool:
-        while i < len(p):
-            c = p[i]
-            if c == "%":
-                return any(match(i + 1, k) for k in range(j, len(t) + 1))
-            if j >= len(t):
-                return False
-            if c == "\\" and i + 1 < len(p):
-                i += 1
-                if p[i] != t[j]:
-                    return False
-            elif c != "_" and c != t[j]:
-                return False
-            i += 1
-            j += 1
-        return j == len(t)
-
-    return match(0, 0)

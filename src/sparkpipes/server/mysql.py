@@ -16,6 +16,13 @@ no user (on loopback only), only the server's owner may, with its local token as
 password (:func:`identity_provider`). A refused connection is closed, never served.
 Timeouts, packet checks and TLS are the wire's (``server.mysql_wire``); a statement that
 fails, however, is an error packet naming it (:func:`guarded`).
+
+A ``LIKE`` pattern is a user's text: every one mysql-mimic would match (``SHOW VARIABLES
+| COLUMNS | DATABASES | FULL TABLES … LIKE``) is matched by :func:`sparkpipes.util.like.like`
+(at worst pattern length times name length) instead of mysql-mimic's regular expression
+of it, and is never pasted into SQL text; the ``LIKE`` of an ``information_schema`` query
+sqlglot's executor evaluates uses that matcher too (:func:`_safe_sqlglot_like`). None can
+hang the event loop.
 """
 
 from __future__ import annotations
@@ -45,6 +52,7 @@ from sparkpipes.server.auth import LOCAL_USER
 from sparkpipes.server.errors import unexpected
 from sparkpipes.server.mysql_wire import GuardedServer, MysqlLimits
 from sparkpipes.server.throttle import Throttle, retry_after
+from sparkpipes.util.like import like
 
 if TYPE_CHECKING:
     from sparkpipes.engine.engine import Engine
@@ -104,6 +112,24 @@ def for_mimic(sql: str) -> bool:
     return bool(MIMIC.search(text))
 
 
+#: the SHOW forms mysql-mimic answers from information_schema, filtered on their first column
+_INFO_SHOWS = ("COLUMNS", "TABLES", "DATABASES", "INDEX")
+#: what the names of those SHOWs may not hold: mysql-mimic pastes them into SQL text
+_UNQUOTABLE = re.compile(r"['\"\\`\x00-\x1f]")
+
+
+def _safe_sqlglot_like() -> None:
+    """sqlglot's Python executor (mysql-mimic's information_schema) evaluates ``LIKE`` and
+    ``ILIKE`` with a regular expression of the pattern — ``'%%%%%%%%%%%%!'`` backtracks for
+    hours. Its ``LIKE``/``ILIKE`` become :func:`like` with the executor's own semantics
+    (no escape character; ``LIKE`` case-sensitive, ``ILIKE`` not). Only mysql-mimic runs that
+    executor in sparkpipes; done once, before the first connection."""
+    from sqlglot.executor import env
+
+    env.ENV["LIKE"] = env.null_if_any(lambda this, e: like(e, this, escape=None, fold_case=False))
+    env.ENV["ILIKE"] = env.null_if_any(lambda this, e: like(e, this, escape=None))
+
+
 def session_factory(engine: Engine) -> Any:
     """A new mysql-mimic session per connection, over ``engine``: statements run as the
     signed-in user, with their privileges (``sql.privileges``); the owner (the no-user
@@ -111,6 +137,8 @@ def session_factory(engine: Engine) -> Any:
     from mysql_mimic import ResultColumn, Session
     from mysql_mimic.errors import ErrorCode, MysqlError
     from sqlglot import exp
+
+    _safe_sqlglot_like()
 
     #: connection id → its user, for KILL (only one's own connections, without PROCESS)
     users: dict[int, str | None] = {}
@@ -158,6 +186,37 @@ def session_factory(engine: Engine) -> Any:
         async def _query_info_schema(self, expression: Any) -> Any:
             _admit(expression)
             return await super()._query_info_schema(expression)
+
+        def _show_variables(self, show: Any) -> Any:
+            """mysql-mimic's, with the LIKE pattern matched by :func:`like` (mysql-mimic
+            builds an unescaped regular expression of it: catastrophic backtracking)."""
+            rows = [(k, None if v is None else str(v)) for k, v in self.variables.list()]
+            if show.args.get("like") is not None:
+                pattern = show.text("like")
+                rows = [(k, v) for k, v in rows if like(pattern, k)]
+            return rows, ["Variable_name", "Value"]
+
+        async def _show(self, expression: Any) -> Any:
+            """mysql-mimic's; SHOW COLUMNS | TABLES | DATABASES … LIKE query information_schema
+            without the pattern (mysql-mimic would paste it into SQL text) and keep the rows
+            whose name (the first column) it matches, by :func:`like`."""
+            kind = expression.name.upper()
+            if kind not in _INFO_SHOWS:
+                return await super()._show(expression)
+            for arg in ("target", "db"):
+                if _UNQUOTABLE.search(expression.text(arg)):
+                    raise MysqlError(
+                        "quotes, backslashes and control characters are not admitted in the "
+                        f"names of SHOW {kind} over the MySQL protocol",
+                        1227,  # ER_SPECIFIC_ACCESS_DENIED_ERROR, as mimic_guard refuses
+                    )
+            if expression.args.get("like") is None:
+                return await super()._show(expression)
+            pattern = expression.text("like")
+            unfiltered = expression.copy()
+            unfiltered.set("like", None)
+            rows, columns = await super()._show(unfiltered)
+            return [r for r in rows if like(pattern, str(r[0]))], columns
 
         async def _kill_middleware(self, q: Any) -> Any:
             if isinstance(q.expression, exp.Kill):
