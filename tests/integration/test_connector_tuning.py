@@ -11,6 +11,7 @@ from typing import Any
 
 from sparkpipes.frontends.singlestore.executor import SqlSession
 from sparkpipes.sources.connect import PartitionReader, Polled, SourceConnector, SourceRecord
+from sparkpipes.util.registry import PLUGIN_MODULES_ENV
 
 
 class Recorder(SourceConnector):
@@ -44,7 +45,8 @@ class RecorderReader(PartitionReader):
         return Polled(recs, {"i": upto - 1} if upto else {}, upto >= self.records)
 
 
-def test_extractor_batch_size_and_interval_reach_the_connector_poll(engine, tmp_path):
+def test_extractor_batch_size_and_interval_reach_the_connector_poll(engine, tmp_path, monkeypatch):
+    monkeypatch.setenv(PLUGIN_MODULES_ENV, __name__)  # Recorder, by its Python path
     log = tmp_path / "polls.jsonl"
     sess = SqlSession(engine)
     sess.execute('SET GLOBAL experimental_features_config = "kafka_connect_enabled=true"')

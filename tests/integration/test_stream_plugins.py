@@ -24,6 +24,7 @@ from sparkpipes.sources.plugin import (
     StreamMessageDecoder,
     StreamMetadataProvider,
 )
+from sparkpipes.util.registry import PLUGIN_MODULES_ENV
 
 SCHEMA = {
     "schemaName": "s",
@@ -40,6 +41,12 @@ SCHEMA = {
         }
     ],
 }
+
+
+@pytest.fixture(autouse=True)
+def _allow_this_module(monkeypatch):
+    """The plugins here are named by their Python path: the operator allows this module."""
+    monkeypatch.setenv(PLUGIN_MODULES_ENV, __name__)
 
 
 def table(stream: dict, name: str = "t") -> dict:

@@ -94,6 +94,10 @@ def parsed(schema_text: str) -> Any:
         return fastavro.parse_schema(json.loads(schema_text))
     except (ValueError, fastavro.schema.SchemaParseException) as e:
         raise ConfigError(f"the Avro schema does not parse: {e}") from None
+    except Exception as e:  # a JSON value that is no schema (an object without "type")
+        raise ConfigError(
+            f"the Avro schema does not parse: {type(e).__name__} (not an Avro schema)"
+        ) from None
 
 
 class AvroMessageDecoder(Decoder):

@@ -24,6 +24,7 @@ from sparkpipes.sources.connect import (
     resolve,
 )
 from sparkpipes.sources.connect.kinesis import KinesisConnector
+from sparkpipes.util.registry import PLUGIN_MODULES_ENV
 
 KINESIS = "com.singlestore.kafka.connect.kinesis.KinesisSourceConnector"
 
@@ -62,17 +63,47 @@ def kc(config: dict[str, Any], credentials: dict[str, Any] | None = None):
     return build_source("kafkaconnect", "c", config, creds)
 
 
-def test_java_names_resolve_to_built_ins_and_unknown_ones_list_them():
+def test_java_names_resolve_to_built_ins_and_unknown_ones_list_them(monkeypatch):
     assert resolve(KINESIS) is KinesisConnector
     assert {KINESIS, "io.confluent.connect.jdbc.JdbcSourceConnector"} <= set(known())
     with pytest.raises(ConfigError) as e:
         resolve("io.debezium.connector.mysql.MySqlConnector")
     assert KINESIS in str(e.value) and "package.module:Class" in str(e.value)
+    monkeypatch.setenv(PLUGIN_MODULES_ENV, "builtins")
     with pytest.raises(ConfigError, match="not a sparkpipes SourceConnector"):
         resolve("builtins:dict")
 
 
-def test_a_connector_by_python_path_reads_through_the_source_spi():
+def test_a_python_path_the_operator_did_not_allow_imports_nothing(monkeypatch):
+    import sys
+
+    monkeypatch.delenv(PLUGIN_MODULES_ENV, raising=False)
+    sys.modules.pop("this", None)
+    for name in ("this:X", "this.X", "sqlglot.__main__:X", f"{__name__}:Counter"):
+        with pytest.raises(ConfigError) as e:
+            resolve(name)
+        assert PLUGIN_MODULES_ENV in str(e.value) and "sparkpipes.connectors" in str(e.value)
+    assert "this" not in sys.modules and "sqlglot.__main__" not in sys.modules
+    # an allowed prefix allows its submodules, not a module that merely starts alike
+    monkeypatch.setenv(PLUGIN_MODULES_ENV, "thi, tests.nothere")
+    with pytest.raises(ConfigError, match="not one the server's operator allowed"):
+        resolve("this:X")
+    assert "this" not in sys.modules
+
+
+def test_an_allowed_module_that_exits_on_import_is_a_config_error(monkeypatch, tmp_path):
+    import sys
+
+    (tmp_path / "sp_exits_on_import.py").write_text("raise SystemExit(2)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv(PLUGIN_MODULES_ENV, "sp_exits_on_import")
+    with pytest.raises(ConfigError, match=r"importing Python module .* failed \(SystemExit\)"):
+        resolve("sp_exits_on_import:X")
+    sys.modules.pop("sp_exits_on_import", None)
+
+
+def test_a_connector_by_python_path_reads_through_the_source_spi(monkeypatch):
+    monkeypatch.setenv(PLUGIN_MODULES_ENV, __name__)
     for path in (f"{__name__}:Counter", f"{__name__}.Counter"):
         src = kc({"connector.class": path, "tasks.max": 2, "count.upto": 3})
         meta = src.metadata()

@@ -14,6 +14,7 @@ from sparkpipes.config import Secret, SourceSpec
 from sparkpipes.errors import ConfigError
 from sparkpipes.sources import build_source
 from sparkpipes.sources.plugin import StreamConsumerFactory
+from sparkpipes.util.registry import PLUGIN_MODULES_ENV
 
 PW = "Url-Pw-7731"
 JDBC = "io.confluent.connect.jdbc.JdbcSourceConnector"
@@ -143,7 +144,8 @@ class _Seen(StreamConsumerFactory):
         raise NotImplementedError
 
 
-def test_a_stream_plugin_gets_its_url_back_as_written():
+def test_a_stream_plugin_gets_its_url_back_as_written(monkeypatch):
+    monkeypatch.setenv(PLUGIN_MODULES_ENV, __name__)  # _Seen, by its Python path
     spec = sealed(
         "stream",
         "x/t",

@@ -32,7 +32,12 @@ from typing import Any
 from sparkpipes.config import urls
 from sparkpipes.config.core import REDACTED, parse_json_object, reject_unknown
 from sparkpipes.errors import ConfigError
-from sparkpipes.frontends.pinot.stream import StreamConfig, is_secret_key, load_stream
+from sparkpipes.frontends.pinot.stream import (
+    StreamConfig,
+    is_secret_key,
+    load_stream,
+    local_file_keys,
+)
 from sparkpipes.frontends.pinot.units import TIME_UNITS_MS
 from sparkpipes.frontends.pinot.upsert import (
     UpsertConfig,
@@ -448,6 +453,32 @@ def load_table(doc: str | Mapping[str, Any], schema: PinotSchema | None = None) 
         continue_on_error=bool(cont),
         raw=redacted(d),
     )
+
+
+def local_files(doc: Any) -> list[str]:
+    """The keys (``where: key``) of a table config's stream configs that name a file of the
+    server's disk — what reading it needs ``FILE READ`` for; [] for a config that does not
+    parse (its error comes from :func:`load_table`)."""
+    try:
+        d = parse_json_object(doc, what="the Pinot table config")
+    except ConfigError:
+        return []
+    found: list[str] = []
+    index = d.get("tableIndexConfig")
+    if isinstance(index, Mapping) and isinstance(index.get("streamConfigs"), Mapping):
+        found += [
+            f"tableIndexConfig.streamConfigs.{k}" for k in local_file_keys(index["streamConfigs"])
+        ]
+    ingestion = d.get("ingestionConfig")
+    sic = ingestion.get("streamIngestionConfig") if isinstance(ingestion, Mapping) else None
+    maps = sic.get("streamConfigMaps") if isinstance(sic, Mapping) else None
+    for i, m in enumerate(maps if isinstance(maps, list) else []):
+        if isinstance(m, Mapping):
+            found += [
+                f"ingestionConfig.streamIngestionConfig.streamConfigMaps[{i}].{k}"
+                for k in local_file_keys(m)
+            ]
+    return found
 
 
 def _stream(index: Mapping[str, Any], ingestion: Mapping[str, Any], table: str) -> StreamConfig:

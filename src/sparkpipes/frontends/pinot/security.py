@@ -85,18 +85,21 @@ def registry_options(
 
 
 def pem(path: str, key: str, where: str, *, need_key: bool = False) -> str:
+    """``path`` if it is a PEM file (with a private key: ``need_key``). One message for
+    a file missing, unreadable, not PEM or without a key: it tells nothing of the file
+    (the REST API asks FILE READ for a path; still, an answer is no file oracle)."""
+    unusable = ConfigError(
+        f"{where}: {key} '{path}' cannot be used: it must be a readable PEM file"
+        f"{' with the private key' if need_key else ''} (a Java keystore cannot be read "
+        "here; convert it with keytool -exportcert -rfc / openssl pkcs12)"
+    )
     try:
         with open(path, "rb") as f:
             head = f.read(1 << 20)
-    except OSError as e:
-        raise ConfigError(f"{where}: cannot read {key} '{path}': {e.strerror}") from None
-    if b"-----BEGIN" not in head:
-        raise ConfigError(
-            f"{where}: {key} '{path}' is not a PEM file (a Java keystore cannot be read here; "
-            "convert it with keytool -exportcert -rfc / openssl pkcs12)"
-        )
-    if need_key and b"PRIVATE KEY-----" not in head:
-        raise ConfigError(f"{where}: {key} '{path}' holds no private key")
+    except (OSError, ValueError):
+        raise unusable from None
+    if b"-----BEGIN" not in head or (need_key and b"PRIVATE KEY-----" not in head):
+        raise unusable
     return path
 
 

@@ -416,21 +416,56 @@ def _decoder(given: Mapping[str, str], p: str, where: str) -> tuple[str, str | N
                 f"{where}: The Avro schema must be provided: SimpleAvroMessageDecoder needs "
                 f"{p}decoder.prop.schema (the schema JSON, or the path of an .avsc file)"
             )
-        if not schema.lstrip().startswith("{"):
+        if not is_inline_schema(schema):
+            # a file of the server's disk (the REST API asks FILE READ for it): whether it
+            # is missing, unreadable or not a schema is not told, nor anything it holds
+            unusable = ConfigError(
+                f"{where}: the file named by {p}decoder.prop.schema cannot be used as an "
+                "Avro schema (give the schema JSON inline, or the path of a readable .avsc "
+                "file)"
+            )
             try:
                 with open(schema, encoding="utf-8") as f:
-                    schema = f.read()
-            except OSError as e:
-                raise ConfigError(
-                    f"{where}: cannot read the Avro schema file '{schema}' named by "
-                    f"{p}decoder.prop.schema: {e.strerror}"
-                ) from None
-
-        try:
-            parsed(schema)
-        except ConfigError as e:
-            raise ConfigError(f"{where}: {p}decoder.prop.schema: {e.message}") from None
+                    text = f.read(_MAX_SCHEMA_FILE + 1)
+            except (OSError, UnicodeDecodeError, ValueError):
+                raise unusable from None
+            if len(text) > _MAX_SCHEMA_FILE:
+                raise unusable
+            try:
+                parsed(text)
+            except ConfigError:
+                raise unusable from None
+            schema = text
+        else:
+            try:
+                parsed(schema)
+            except ConfigError as e:
+                raise ConfigError(f"{where}: {p}decoder.prop.schema: {e.message}") from None
     return kind, schema if kind == "avro" else None
+
+
+#: the largest Avro schema file read (a schema is small; a device or a huge file is not one)
+_MAX_SCHEMA_FILE = 1 << 20
+
+
+def is_inline_schema(value: str) -> bool:
+    """Whether ``decoder.prop.schema`` is the schema JSON itself (not a file's path)."""
+    return value.lstrip().startswith("{")
+
+
+def local_file_keys(stream: Mapping[str, Any]) -> list[str]:
+    """The keys of a streamConfigs that name a file of the server's disk, which the front
+    end or the Kafka / registry clients open: ``*.location`` (TLS material) and a
+    ``decoder.prop.schema`` that is not inline JSON."""
+    out = []
+    for k, v in stream.items():
+        if not isinstance(k, str) or not isinstance(v, str) or not v.strip():
+            continue
+        if k.endswith(".location") or (
+            k.endswith("decoder.prop.schema") and not is_inline_schema(v)
+        ):
+            out.append(k)
+    return sorted(out)
 
 
 def _millis(text: str, where: str) -> int:

@@ -15,7 +15,8 @@ CREATE INDEX, DROP INDEX                   INDEX
 CREATE PIPELINE                            CREATE PIPELINE, and INSERT on its table (or
                                            EXECUTE on its procedure; CREATE for an
                                            INFERRED pipeline's new table); FILE READ
-                                           to load the server's files (FS, HDFS)
+                                           to load the server's files (FS, HDFS) or
+                                           to name one in CONFIG (``*.location``)
 START / STOP / TEST PIPELINE               START PIPELINE
 ALTER PIPELINE                             ALTER PIPELINE
 DROP PIPELINE                              DROP PIPELINE
@@ -62,9 +63,22 @@ def _any_on_table(access: Access, s: Any) -> None:
 LOCAL_FILES = ("FS", "HDFS")
 
 
+def _names_local_files(s: A.CreatePipeline) -> bool:
+    """Whether CONFIG names a file of the server's disk the client opens (Kafka's
+    ``ssl.ca.location``, ``ssl.key.location`` … : any ``*.location`` key)."""
+    try:
+        config = s.config_json
+    except Exception:  # a CONFIG that does not parse fails as the statement runs
+        return False
+    return any(
+        isinstance(k, str) and k.endswith(".location") and isinstance(v, str) and v.strip()
+        for k, v in config.items()
+    )
+
+
 def _create_pipeline(access: Access, s: A.CreatePipeline) -> None:
     access.require("CREATE PIPELINE", s.name, kind="pipeline")
-    if s.source.upper() in LOCAL_FILES:
+    if s.source.upper() in LOCAL_FILES or _names_local_files(s):
         access.require("FILE READ")
     if s.or_replace:
         access.require("DROP PIPELINE", s.name, kind="pipeline")

@@ -174,6 +174,29 @@ def test_simple_avro_schema_inline_or_file(tmp_path):
     assert json.loads(load_table(with_stream(stream)).stream.avro_schema) == avsc
 
 
+def test_a_schema_file_that_is_no_schema_is_named_without_its_content(tmp_path):
+    """Missing, a directory, a JSON secret, an object without "type": one message, no
+    content of the file, no uncaught exception."""
+    stream = dict(TABLE["tableIndexConfig"]["streamConfigs"])
+    stream["stream.kafka.decoder.class.name"] = (
+        "org.apache.pinot.plugin.inputformat.avro.SimpleAvroMessageDecoder"
+    )
+    (tmp_path / "creds.json").write_text('{"client_secret": "s3cr3t-value"}')
+    (tmp_path / "notjson").write_text("password=s3cr3t-value\n")
+    messages = set()
+    for name in ("creds.json", "notjson", "missing.avsc", "."):
+        path = str(tmp_path / name)
+        stream["stream.kafka.decoder.prop.schema"] = path
+        with pytest.raises(ConfigError, match="cannot be used as an Avro schema") as e:
+            load_table(with_stream(stream))
+        assert "s3cr3t" not in str(e.value) and "client_secret" not in str(e.value)
+        messages.add(str(e.value))
+    assert len(messages) == 1
+    stream["stream.kafka.decoder.prop.schema"] = '{"name": "x"}'  # inline: no KeyError
+    with pytest.raises(ConfigError, match="does not parse"):
+        load_table(with_stream(stream))
+
+
 @pytest.mark.parametrize(
     ("change", "message"),
     [
@@ -433,10 +456,14 @@ def test_registry_tls_props_take_pem_files_and_refuse_java_keystores(tmp_path):
         "schema.registry.ssl.key.location": str(both),
     }
     for change, message in [
-        ({pre + "ssl.truststore.location": str(jks)}, "is not a PEM file"),
+        # not PEM, no key, missing: one answer, which tells nothing of the file
+        ({pre + "ssl.truststore.location": str(jks)}, "cannot be used: it must be a readable PEM"),
         ({pre + "ssl.truststore.type": "JKS"}, "Java keystore format"),
-        ({pre + "ssl.keystore.location": str(ca)}, "holds no private key"),
-        ({pre + "ssl.truststore.location": str(tmp_path / "none.pem")}, "cannot read"),
+        ({pre + "ssl.keystore.location": str(ca)}, "readable PEM file with the private key"),
+        (
+            {pre + "ssl.truststore.location": str(tmp_path / "none.pem")},
+            "cannot be used: it must be a readable PEM",
+        ),
         ({"ssl.keystore.location": "/x/client.jks"}, "is a Java keystore"),
     ]:
         with pytest.raises(ConfigError, match=message):
