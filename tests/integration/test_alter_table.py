@@ -428,7 +428,7 @@ def test_a_pipeline_of_another_process_loading_meanwhile_loses_nothing(
         )
         (src / "c.json").write_text(record(3, "new", "3") + "\n")
         assert other.run_batches("p", 1)[0].rows == 1
-        assert other.pipelines.get("p").last_error is None
+        assert other.pipeline("p").last_error is None
     finally:
         other.close()
     got = rows(sql("SELECT id, status FROM kp ORDER BY id"))

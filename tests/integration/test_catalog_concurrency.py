@@ -100,7 +100,7 @@ def test_two_engines_setting_one_variable_at_once(url, monkeypatch):
     for t in threads:
         t.join()
     assert failures == []
-    values = engines[0].variables()
+    values = engines[0].variables.all()
     assert {values[f"v{i}"][1:] for i in range(3)} == {"39", "37", "38"}
     for c in engines:
         c.close()

@@ -265,8 +265,8 @@ def test_a_batch_committed_by_another_writer_is_not_loaded_twice(tmp_path, broke
     assert result.state == "Replayed" and result.offsets["0"] == 200
     first.run_batches("p", 3, until_idle=True)
     assert ids(first) == list(range(200))
-    assert [b["batch_id"] for b in first.batches.list("p")] == [1]
-    assert first.batches.list("p")[0]["offsets"]["0"] == 200
+    assert [b["batch_id"] for b in first.batches("p")] == [1]
+    assert first.batches("p")[0]["offsets"]["0"] == 200
     first.close()
     second.close()
 
