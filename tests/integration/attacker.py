@@ -61,6 +61,11 @@ class Listener:
                 data += chunk
                 if not data[:8].isascii() or not data[:1].isalpha():
                     break  # not HTTP (a Kafka or PostgreSQL client): its first bytes will do
+        except OSError:
+            pass
+        with self._lock:  # recorded before the answer: the client may look right after it
+            self._chunks.append(data)
+        try:
             if data[:1].isalpha():
                 conn.sendall(
                     b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
@@ -68,6 +73,4 @@ class Listener:
         except OSError:
             pass
         finally:
-            with self._lock:
-                self._chunks.append(data)
             conn.close()
