@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pymysql
 import requests
 
 from sparkpipes.cli.remote import local_token
@@ -210,3 +211,26 @@ def native_password(hello: bytes, password: str) -> bytes:
     p3 = hashlib.sha1(nonce + hashlib.sha1(p1).digest()).digest()
     scramble = bytes(a ^ b for a, b in zip(p1, p3, strict=True))
     return bytes([len(scramble)]) + scramble + b"mysql_native_password\0"
+
+
+@contextmanager
+def serve_mysql(warehouse, setup: str) -> Iterator[Served]:
+    """``serve`` with the MySQL endpoint (``served.mysql_port``), after the owner ran
+    ``setup`` (tables, users) over the JSON API."""
+    port = free_port()
+    with serve(warehouse, "/api/status", "--mysql-port", str(port)) as served:
+        assert served.http.post(f"{served.url}/api/query", json={"sql": setup}).ok
+        served.mysql_port = port  # type: ignore[attr-defined]
+        yield served
+
+
+def mysql_connect(served: Served, user: tuple[str, str], **kwargs):
+    """A PyMySQL connection to ``served``'s MySQL endpoint as ``user`` (name, password)."""
+    return pymysql.connect(
+        host="127.0.0.1",
+        port=served.mysql_port,  # type: ignore[attr-defined]
+        user=user[0],
+        password=user[1],
+        database="sparkpipes",
+        **kwargs,
+    )

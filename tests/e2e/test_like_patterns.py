@@ -14,7 +14,7 @@ import pymysql
 import pytest
 import requests
 
-from tests.e2e.serving import free_port, serve
+from tests.e2e.serving import mysql_connect, serve_mysql
 
 ANA, ZED = ("ana", "Ana-pw-3307"), ("zed", "Zed-pw-5521")  # ana: the admin; zed: no grant
 REGEX = "default_tmp_st(.*.*.*)*!"
@@ -24,27 +24,16 @@ LONG = "%" * 60 + "!"
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    wh = tmp_path_factory.mktemp("like") / "wh"
-    port = free_port()
-    with serve(wh, "/api/status", "--mysql-port", str(port)) as served:
-        setup = (
-            "CREATE TABLE t1 (a INT); CREATE TABLE tx (b INT); CREATE TABLE u (c INT);"
-            f"CREATE USER ana IDENTIFIED BY '{ANA[1]}'; CREATE USER zed IDENTIFIED BY '{ZED[1]}'"
-        )
-        assert served.http.post(f"{served.url}/api/query", json={"sql": setup}).ok
-        served.mysql_port = port
+    setup = (
+        "CREATE TABLE t1 (a INT); CREATE TABLE tx (b INT); CREATE TABLE u (c INT);"
+        f"CREATE USER ana IDENTIFIED BY '{ANA[1]}'; CREATE USER zed IDENTIFIED BY '{ZED[1]}'"
+    )
+    with serve_mysql(tmp_path_factory.mktemp("like") / "wh", setup) as served:
         yield served
 
 
 def connect(server, user=ZED):
-    return pymysql.connect(
-        host="127.0.0.1",
-        port=server.mysql_port,
-        user=user[0],
-        password=user[1],
-        database="sparkpipes",
-        read_timeout=60,
-    )
+    return mysql_connect(server, user, read_timeout=60)
 
 
 def mysql_rows(server, sql: str, user=ZED) -> tuple:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pymysql
 import pytest
 
-from tests.e2e.serving import free_port, mariadb, serve
+from tests.e2e.serving import mariadb, mysql_connect, serve_mysql
 
 ANA, ZED = ("ana", "Ana-pw-3307"), ("zed", "Zed-pw-5521")
 
@@ -37,26 +37,16 @@ def payloads(mark) -> list[str]:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    wh = tmp_path_factory.mktemp("chatter") / "wh"
-    port = free_port()
-    with serve(wh, "/api/status", "--mysql-port", str(port)) as served:
-        setup = (
-            f"CREATE TABLE t (a INT); CREATE USER ana IDENTIFIED BY '{ANA[1]}';"
-            f"CREATE USER zed IDENTIFIED BY '{ZED[1]}'"
-        )
-        assert served.http.post(f"{served.url}/api/query", json={"sql": setup}).ok
-        served.mysql_port = port
+    setup = (
+        f"CREATE TABLE t (a INT); CREATE USER ana IDENTIFIED BY '{ANA[1]}';"
+        f"CREATE USER zed IDENTIFIED BY '{ZED[1]}'"
+    )
+    with serve_mysql(tmp_path_factory.mktemp("chatter") / "wh", setup) as served:
         yield served
 
 
 def connect(server, user=ZED):
-    return pymysql.connect(
-        host="127.0.0.1",
-        port=server.mysql_port,
-        user=user[0],
-        password=user[1],
-        database="sparkpipes",
-    )
+    return mysql_connect(server, user)
 
 
 def test_expressions_in_chatter_are_refused_not_evaluated(server, tmp_path):

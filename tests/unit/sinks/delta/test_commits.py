@@ -4,13 +4,7 @@ import pytest
 from deltalake.exceptions import CommitFailedError
 
 from sparkpipes.errors import SinkError
-from sparkpipes.sinks.delta import commits
-from sparkpipes.sinks.delta.commits import CommitConflict, retrying
-
-
-@pytest.fixture(autouse=True)
-def no_pause(monkeypatch):
-    monkeypatch.setattr(commits, "CONFLICT_PAUSE_S", 0.0)
+from sparkpipes.sinks.delta.commits import COMMIT_ATTEMPTS, CommitConflict, retrying
 
 
 def test_a_conflict_is_tried_again_from_attempt_two():
@@ -22,7 +16,7 @@ def test_a_conflict_is_tried_again_from_attempt_two():
             raise CommitFailedError("version 7 already exists")
         return "done"
 
-    assert retrying("compacting table 't'", commit) == "done"
+    assert retrying("compacting table 't'", commit, pause_s=0.0) == "done"
     assert seen == [1, 2, 3]
 
 
@@ -30,10 +24,12 @@ def test_conflicts_that_persist_give_up_naming_what_and_how_often():
     def commit(attempt):
         raise CommitConflict("another writer committed")
 
-    with pytest.raises(CommitConflict, match=r"compacting table .t. conflicted .* 6 times"):
-        retrying("compacting table 't'", commit)
+    with pytest.raises(CommitConflict, match=rf"table .t. conflicted .* {COMMIT_ATTEMPTS} times"):
+        retrying("compacting table 't'", commit, pause_s=0.0)
     with pytest.raises(CommitConflict, match=r"another writer committed \(2 attempts\)$"):
-        retrying("x", commit, attempts=2, gave_up=lambda cause, n: f"{cause} ({n} attempts)")
+        retrying(
+            "x", commit, attempts=2, pause_s=0.0, gave_up=lambda cause, n: f"{cause} ({n} attempts)"
+        )
 
 
 def test_a_failure_is_named_once_and_not_tried_again():
