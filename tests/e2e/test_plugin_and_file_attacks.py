@@ -9,7 +9,8 @@
   ``*.location`` keys): a user without FILE READ gets 403 naming FILE READ and nothing of
   the file; a user with FILE READ gets one "cannot be used" message for a missing file, a
   JSON secret or a JSON object without "type" (no content, no 500); an inline schema works
-  for everyone.
+  for everyone; a stream plugin's path option (a key that names a file, a value or a URL
+  parameter that is a path) and a Kafka Connect config's ``*.location`` need FILE READ too.
 """
 
 from __future__ import annotations
@@ -175,6 +176,46 @@ def test_plugin_paths_and_schema_files_are_refused(tmp_path):
             },
         )
         assert r.status_code == 403 and "FILE READ" in r.text, r.text
+        assert owner.get(f"{url}/api/status").ok
+
+        # 4. a stream plugin's own options and a connector's config: a path is a file
+        r = owner.post(
+            f"{url}/api/query", json={"sql": "GRANT CREATE, ALTER PIPELINE ON *.* TO ana"}
+        )
+        assert r.ok, r.text
+        redis_url = f"rediss://127.0.0.1:1/0?ssl_ca_certs={creds}"
+        zz = {"streamType": "zz", "stream.zz.topic.name": "t"}
+        for stream in (
+            {"streamType": "redis", "stream.redis.topic.name": "t", "stream.redis.url": redis_url},
+            {**zz, "stream.zz.tls.ca": str(creds)},
+            {**zz, "stream.zz.descriptorFile": "ev.desc"},
+        ):
+            r = validate(ana, url, stream)
+            assert r.status_code == 403 and "FILE READ" in r.text, r.text
+            assert SECRET not in r.text and str(creds) not in r.text, r.text
+        redis = json.dumps({"stream.redis.url": f"rediss://127.0.0.1:1/0?ssl_ca_certs={creds}"})
+        r = ana.post(
+            f"{url}/api/query",
+            json={
+                "sql": f"CREATE PIPELINE rp AS LOAD DATA STREAM 'redis/t' CONFIG '{redis}' "
+                "SKIP SOURCE CHECK INTO TABLE t FORMAT JSON"
+            },
+        )
+        assert r.status_code == 403 and "FILE READ" in r.text, r.text
+        connector = {
+            "name": "snk",
+            "config": {
+                "connector.class": "com.singlestore.kafka.SingleStoreSinkConnector",
+                "topics": "t",
+                "connection.ddlEndpoint": "127.0.0.1:1",
+                "consumer.override.ssl.truststore.location": str(creds),
+            },
+        }
+        r = ana.post(f"{url}/connectors", json=connector)
+        assert r.status_code == 403 and "FILE READ" in r.text, r.text
+        r = ana.put(f"{url}/connectors/snk/config", json=connector["config"])
+        assert r.status_code == 403 and "FILE READ" in r.text, r.text
+        assert SECRET not in r.text and str(creds) not in r.text
         assert owner.get(f"{url}/api/status").ok
     assert ZEN not in server.output and "Traceback" not in server.output
     assert SECRET not in server.output

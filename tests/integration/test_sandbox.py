@@ -352,3 +352,48 @@ CORPUS = [
     "DESCRIBE FUNCTION upper",
     "DESCRIBE QUERY SELECT a FROM u",
 ]
+
+
+#: (query, the tables it reads): a name is a CTE only inside that CTE's scope
+SCOPES = [
+    ("SELECT * FROM (WITH s AS (SELECT 1 AS x) SELECT * FROM s) q, s", {"s"}),
+    ("WITH a AS (SELECT * FROM t1), b AS (SELECT * FROM a) SELECT * FROM b", {"t1"}),
+    ("WITH b AS (SELECT * FROM a), a AS (SELECT 1 AS x) SELECT * FROM b", {"a"}),
+    ("WITH t AS (SELECT * FROM t) SELECT * FROM t", {"t"}),
+    ("WITH a AS (SELECT 1 AS x) SELECT * FROM u WHERE x IN (SELECT x FROM a)", {"u"}),
+    ("SELECT * FROM a WHERE EXISTS (WITH a AS (SELECT 1 AS x) SELECT * FROM a)", {"a"}),
+    (
+        "WITH a AS (SELECT 1 AS x) SELECT (SELECT count(*) FROM "
+        "(WITH c AS (SELECT * FROM a) SELECT * FROM c)) AS k FROM a",
+        set(),
+    ),
+    ("SELECT * FROM (WITH p AS (SELECT 1 AS x) SELECT * FROM p) UNION ALL SELECT x FROM p", {"p"}),
+    (
+        "WITH RECURSIVE r AS (SELECT 1 AS n UNION ALL SELECT n + 1 FROM r WHERE n < 3) "
+        "SELECT * FROM r",
+        set(),
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "tables"), SCOPES)
+def test_cte_scopes_are_spark_s(engine, text, tables):
+    """The tables the check finds are the ones Spark reads: with views of exactly those
+    names the query runs, and without any one of them it fails for that name (so a
+    procedure body never holds a name a later table could take over)."""
+    spark = engine.spark
+    got = check_query(spark, text)
+    assert {n.lower() for n in got.relations} == tables
+    names = {"s", "t1", "a", "t", "u", "p", "b", "c", "r"}
+    try:
+        for name in tables:
+            spark.range(1).selectExpr("1 AS x", "1 AS n").createOrReplaceTempView(name)
+        spark.sql(text).collect()
+        for name in tables:
+            spark.catalog.dropTempView(name)
+            with pytest.raises(Exception, match=name):
+                spark.sql(text).collect()
+            spark.range(1).selectExpr("1 AS x", "1 AS n").createOrReplaceTempView(name)
+    finally:
+        for name in names:
+            spark.catalog.dropTempView(name)

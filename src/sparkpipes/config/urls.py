@@ -18,6 +18,7 @@ they are host lists (``bare``): elsewhere ``a:b@c`` is not read as a URL.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -37,7 +38,36 @@ _HOST_LIST_IN = re.compile(
     r'"([\w.]*(?:bootstrap\.servers|broker\.list|ddlEndpoint))"\s*:\s*"([^"]*)"'
 )
 _URL_END = re.compile(r"[\s\"'`]")
-_PARAM = re.compile(r"(?:^|[?&;])password=([^&;#]*)", re.IGNORECASE)
+#: query parameters that carry a password (the login's) or another secret (a token,
+#: a signature): each is sealed; only the password is the login's
+PASSWORD_PARAMS = ("password", "passwd", "pwd")
+TOKEN_PARAMS = (
+    "sig",
+    "signature",
+    "token",
+    "access_token",
+    "auth_token",
+    "refresh_token",
+    "id_token",
+    "secret",
+    "client_secret",
+    "api_key",
+    "apikey",
+    "key",
+    "x-amz-signature",
+    "x-amz-security-token",
+    "x-goog-signature",
+    "security_token",
+    "sessiontoken",
+)
+_PARAM = re.compile(
+    r"(?:^|[?&;])("
+    + "|".join(re.escape(p) for p in PASSWORD_PARAMS + TOKEN_PARAMS)
+    + r")=([^&;#]*)",
+    re.IGNORECASE,
+)
+#: a sealed value holding a URL's password and its tokens (see :func:`split`)
+_PACKED = "\x00"
 
 
 def secret_key(option: str) -> str:
@@ -56,25 +86,31 @@ def is_host_list(option: str) -> bool:
 
 
 def spans(text: str, *, bare: bool = False) -> list[tuple[int, int]]:
-    """Where the passwords of ``text`` are (``(start, end)``, empty ones left out)."""
+    """Where the secrets of ``text`` are (``(start, end)``, empty ones left out)."""
+    return [(start, end) for start, end, _ in _spans(text, bare=bare)]
+
+
+def _spans(text: str, *, bare: bool = False) -> list[tuple[int, int, bool]]:
+    """:func:`spans` in order, each marked whether it is the login's password (user info,
+    ``password=``) rather than a token."""
     m = _SCHEME.match(text)
-    out: list[tuple[int, int]] = []
+    out: list[tuple[int, int, bool]] = []
     if m is not None:
         start = m.end()
         end = _authority_end(text, start)
-        out += _userinfo(text, start, end)
+        out += [(s, e, True) for s, e in _userinfo(text, start, end)]
         query = text.find("?", end)
         if query >= 0:
             stop = text.find("#", query)
             stop = len(text) if stop < 0 else stop
             for p in _PARAM.finditer(text, query, stop):
-                if p.end(1) > p.start(1):
-                    out.append((p.start(1), p.end(1)))
+                if p.end(2) > p.start(2):
+                    out.append((p.start(2), p.end(2), p.group(1).lower() in PASSWORD_PARAMS))
     elif bare:
         end = _authority_end(text, 0)
         start = 0
         for entry in text[:end].split(","):
-            out += _userinfo(text, start, start + len(entry))
+            out += [(s, e, True) for s, e in _userinfo(text, start, start + len(entry))]
             start += len(entry) + 1
     return out
 
@@ -113,15 +149,37 @@ def redact(text: str, *, bare: bool = False) -> str:
 
 
 def split(text: str, *, bare: bool = False, what: str = "the URL") -> tuple[str, str | None]:
-    """``(text redacted, its password)``; no password (or one already ``<redacted>``):
-    ``(text, None)``. Two different passwords in one URL are a ConfigError naming
-    ``what`` (never the passwords)."""
-    found = {text[s:e] for s, e in spans(text, bare=bare)} - {REDACTED}
-    if not found:
+    """``(text redacted, its secret)``; nothing to seal (or every secret already shown
+    ``<redacted>``): ``(text, None)``. The secret is the password when the URL has no
+    tokens; with tokens (``sig=``, ``X-Amz-Security-Token=`` …) it packs the password and
+    the tokens in order, for :func:`restore` (and :func:`password_of`). Two different
+    passwords in one URL, or a secret in clear beside one shown ``<redacted>``, are a
+    ConfigError naming ``what`` (never the secrets)."""
+    found = [(text[s:e], pw) for s, e, pw in _spans(text, bare=bare)]
+    fresh = [v for v, _ in found if v != REDACTED]
+    if not fresh:
         return text, None
-    if len(found) > 1:
+    if len(fresh) < len(found):
+        raise ConfigError(
+            f"{what} shows a secret as {REDACTED} beside one in clear: give them all, or "
+            "the URL as it was shown"
+        )
+    passwords = {v for v, pw in found if pw}
+    if len(passwords) > 1:
         raise ConfigError(f"{what} holds two different passwords: give one")
-    return redact(text, bare=bare), found.pop()
+    tokens = [v for v, pw in found if not pw]
+    password = passwords.pop() if passwords else None
+    if not tokens:
+        return redact(text, bare=bare), password
+    return redact(text, bare=bare), _PACKED + json.dumps({"password": password, "tokens": tokens})
+
+
+def password_of(secret: str | Secret | None) -> str | None:
+    """The login's password among a URL's sealed secret (:func:`split`)."""
+    value = secret.reveal() if isinstance(secret, Secret) else secret
+    if value is None or not value.startswith(_PACKED):
+        return value
+    return json.loads(value[len(_PACKED) :])["password"]
 
 
 def redact_all(doc: Any, key: str = "") -> Any:
@@ -142,14 +200,26 @@ def is_redacted(text: str, *, bare: bool = False) -> bool:
 
 
 def restore(text: str, password: str | Secret | None, *, bare: bool = False) -> str:
-    """``text`` with each ``<redacted>`` password replaced by ``password`` (the URL as the
-    user wrote it, for a client that takes the URL whole)."""
+    """``text`` with each ``<redacted>`` secret replaced by the sealed one (``password``,
+    as :func:`split` made it): the URL as the user wrote it, for a client that takes the
+    URL whole."""
     if password is None:
         return text
     value = password.reveal() if isinstance(password, Secret) else password
-    for start, end in reversed(spans(text, bare=bare)):
-        if text[start:end] == REDACTED:
-            text = text[:start] + value + text[end:]
+    if value.startswith(_PACKED):
+        packed = json.loads(value[len(_PACKED) :])
+        pw, tokens = packed["password"], list(packed["tokens"])
+    else:
+        pw, tokens = value, []
+    found = _spans(text, bare=bare)
+    wanted = sum(1 for s, e, is_pw in found if not is_pw and text[s:e] == REDACTED)
+    tokens = tokens if len(tokens) == wanted else [None] * wanted  # not this URL's tokens
+    for start, end, is_pw in reversed(found):
+        if text[start:end] != REDACTED:
+            continue
+        put = pw if is_pw else tokens.pop()
+        if put is not None:
+            text = text[:start] + put + text[end:]
     return text
 
 
@@ -177,7 +247,7 @@ def in_query(text: str) -> bool:
     if m is None:
         return False
     end = _authority_end(text, m.end())
-    return any(s > end for s, _ in spans(text))
+    return any(s > end and pw for s, _, pw in _spans(text))
 
 
 def lift(

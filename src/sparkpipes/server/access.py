@@ -154,3 +154,17 @@ def guard(engine: Engine) -> Callable[[Request], None]:
             access.require(need.any_of[0], obj, kind=need.kind)
 
     return check
+
+
+def require_file_read(engine: Engine, request: Request, keys: list[str], hint: str = "") -> None:
+    """A config whose options ``keys`` name files of the server's disk (TLS material, a
+    schema file, a plugin's path) has the server read them: that needs ``FILE READ``, as
+    ``LOAD DATA FS`` does. The refusal names the options, never their values."""
+    access = access_of(engine, request)
+    if not keys or access.owner or access.may("FILE READ"):
+        return
+    raise AccessDeniedError(
+        f"Access denied for user '{access.user}': {', '.join(keys)} names a file of the "
+        "server, and reading the server's files needs the FILE READ privilege (GRANT "
+        f"FILE READ ON *.*){hint}"
+    )

@@ -11,7 +11,9 @@ from fastapi import APIRouter, Body, Request, Response
 
 from sparkpipes.errors import ConfigError
 from sparkpipes.frontends.connect.model import CLASS_NAMES, load
+from sparkpipes.server.access import require_file_read
 from sparkpipes.sources.connect import known
+from sparkpipes.util.localfiles import local_file_keys
 
 if TYPE_CHECKING:
     from sparkpipes.engine.engine import Engine
@@ -43,6 +45,8 @@ def router(engine: Engine, *, run: bool) -> APIRouter:
         body = json_body(await request.body())
         if not isinstance(body, dict) or "config" not in body:
             raise ConfigError('POST /connectors takes {"name": …, "config": {…}}')
+        config = body["config"] if isinstance(body["config"], dict) else {}
+        require_file_read(engine, request, local_file_keys(config))
         info = conns.create(body)
         _run(info["name"])
         return info
@@ -60,6 +64,7 @@ def router(engine: Engine, *, run: bool) -> APIRouter:
         body = json_body(await request.body())
         if not isinstance(body, dict):
             raise ConfigError("PUT /connectors/{name}/config takes the config as a JSON object")
+        require_file_read(engine, request, local_file_keys(body))
         exists = name in conns.names()
         info = conns.create(load(body, name=name), replace=exists)
         _run(name)

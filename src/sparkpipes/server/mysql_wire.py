@@ -31,6 +31,8 @@ from mysql_mimic.errors import ErrorCode, MysqlError
 from mysql_mimic.stream import ConnectionClosed, MysqlStream
 from mysql_mimic.types import Capabilities
 
+from sparkpipes.server.security import is_loopback
+
 log = logging.getLogger("sparkpipes.server")
 
 #: a packet at most before sign-in (a handshake response is a few hundred bytes)
@@ -39,6 +41,8 @@ HANDSHAKE_PACKET_BYTES = 1 << 18
 WRITE_TIMEOUT_S = 60.0
 #: MySQL's ER_CLIENT_INTERACTION_TIMEOUT, ER_NET_PACKET_TOO_LARGE
 CLIENT_INTERACTION_TIMEOUT = 4031
+#: ER_SECURE_TRANSPORT_REQUIRED
+SECURE_TRANSPORT_REQUIRED = 3159
 NET_PACKET_TOO_LARGE = 1153
 #: the longest wait_timeout a session may set (MySQL's maximum)
 MAX_WAIT_TIMEOUT_S = 31_536_000
@@ -187,6 +191,11 @@ class GuardedStream:
         self.limits = limits
         self.capabilities = capabilities
         self.tls = tls
+        #: a client may sign in without TLS: when the server has none, or from loopback
+        #: (no other host sees that traffic; as MySQL's require_secure_transport, else)
+        peer = writer.get_extra_info("peername")
+        self.plain_ok = not tls or not isinstance(peer, tuple) or is_loopback(str(peer[0]))
+        self.secured = False
         self.deadline = asyncio.get_running_loop().time() + limits.connect_timeout_s
         self.handshake = True
         #: set once signed in: the connection (its session's variables, its error packets)
@@ -233,7 +242,16 @@ class GuardedStream:
             if problem is not None:
                 self.closing = True
                 raise Refused(f"Bad handshake: {problem}", ErrorCode.HANDSHAKE_ERROR)
-            self.handshake = len(data) == _SSL_REQUEST_BYTES  # the response follows TLS
+            upgrade = len(data) == _SSL_REQUEST_BYTES
+            if not upgrade and not self.secured and not self.plain_ok:
+                self.closing = True
+                raise Refused(
+                    "Connections using insecure transport are prohibited: this server "
+                    "takes clients of other hosts over TLS only (connect with --ssl)",
+                    SECURE_TRANSPORT_REQUIRED,
+                )
+            self.secured = self.secured or upgrade
+            self.handshake = upgrade  # the response follows TLS
         return data
 
     async def _packet(self, limit: int) -> bytes:

@@ -9,9 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Request
 
-from sparkpipes.errors import AccessDeniedError
 from sparkpipes.frontends.pinot.model import local_files
-from sparkpipes.server.access import access_of
+from sparkpipes.server.access import require_file_read
 from sparkpipes.server.connect import json_body
 
 if TYPE_CHECKING:
@@ -25,19 +24,10 @@ async def _body(request: Request) -> Any:
     return json_body(await request.body())
 
 
-def require_file_read(engine: Engine, request: Request, table: Any) -> None:
+def _files(engine: Engine, request: Request, table: Any) -> None:
     """A table config naming a file of the server's disk (an Avro schema by its path, TLS
-    material) has the server read it: that needs ``FILE READ``, as ``LOAD DATA FS`` does."""
-    access = access_of(engine, request)
-    if access.owner or access.may("FILE READ"):
-        return
-    keys = local_files(table)
-    if keys:
-        raise AccessDeniedError(
-            f"Access denied for user '{access.user}': {', '.join(keys)} names a file of the "
-            "server, and reading the server's files needs the FILE READ privilege (GRANT "
-            "FILE READ ON *.*); give an Avro schema inline as JSON"
-        )
+    material, a plugin's path option) needs ``FILE READ``."""
+    require_file_read(engine, request, local_files(table), "; give an Avro schema inline as JSON")
 
 
 def router(engine: Engine, *, run: bool) -> APIRouter:
@@ -65,7 +55,7 @@ def router(engine: Engine, *, run: bool) -> APIRouter:
     @r.post("/tables")
     async def add_table(request: Request) -> Any:
         body = await _body(request)
-        require_file_read(engine, request, body)
+        _files(engine, request, body)
         out = pinot.add(body, run=run)
         return {"unrecognizedProperties": {}, "status": out["status"]}
 
@@ -75,9 +65,9 @@ def router(engine: Engine, *, run: bool) -> APIRouter:
         what adding it would do, nothing created."""
         body = await _body(request)
         if isinstance(body, dict) and "table" in body:
-            require_file_read(engine, request, body["table"])
+            _files(engine, request, body["table"])
             return pinot.plan(body["table"], body.get("schema"))
-        require_file_read(engine, request, body)
+        _files(engine, request, body)
         return pinot.plan(body)
 
     @r.get("/tables")

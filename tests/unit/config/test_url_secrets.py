@@ -239,3 +239,48 @@ def test_a_stored_definition_of_an_older_sparkpipes_is_sealed():
     assert back.source.location == "svc:<redacted>@127.0.0.1:9092/t"
     assert clear(back) == passwords
     assert lift_stored_urls(new) == (new, {})  # sealed once: nothing left to seal
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        (
+            "https://acct.blob.core.windows.net/c?sv=2022-11-02&sig=Zm9vYmFy%3D",
+            "https://acct.blob.core.windows.net/c?sv=2022-11-02&sig=<redacted>",
+        ),
+        (
+            "https://b.s3.amazonaws.com/k?X-Amz-Signature=ab12&X-Amz-Security-Token=tok9",
+            "https://b.s3.amazonaws.com/k?X-Amz-Signature=<redacted>&X-Amz-Security-Token=<redacted>",
+        ),
+        (
+            "http://u:pw@registry:8081/x?token=t0k&api_key=k3y",
+            "http://u:<redacted>@registry:8081/x?token=<redacted>&api_key=<redacted>",
+        ),
+    ],
+)
+def test_tokens_in_a_url_s_query_are_sealed_beside_its_password(text, shown):
+    """A signature or a token in the query is a secret as a password is: stored and shown
+    ``<redacted>``, put back in its own place for the client, never the login's."""
+    got, secret = urls.split(text)
+    assert got == shown and secret is not None
+    assert urls.restore(got, Secret(secret)) == text
+    assert urls.password_of(secret) == ("pw" if "u:pw@" in text else None)
+    for word in ("Zm9vYmFy", "ab12", "tok9", "t0k", "k3y"):
+        assert word not in got
+    spec = lower(
+        "CREATE PIPELINE p AS LOAD DATA KAFKA '127.0.0.1:9092/t' INTO TABLE t FORMAT AVRO "
+        f"SCHEMA REGISTRY '{text}'"
+    )
+    assert spec.format.options == {"schema.registry.url": shown}
+    stored = json.dumps(spec.to_json())
+    for out in (create_pipeline_sql(spec), stored, repr(spec)):
+        assert not any(w in out for w in ("Zm9vYmFy", "ab12", "tok9", "t0k", "k3y"))
+    assert PipelineSpec.from_json(json.loads(stored), clear(spec)) == spec
+    again = lower(create_pipeline_sql(spec)).keep_secrets(spec)  # SHOW CREATE run again
+    assert urls.restore(shown, again.format.credentials["url:schema.registry.url"]) == text
+
+
+def test_a_secret_in_clear_beside_a_redacted_one_is_refused():
+    with pytest.raises(ConfigError, match="beside one in clear") as e:
+        urls.split("http://u:<redacted>@h/x?token=Tk-77")
+    assert "Tk-77" not in str(e.value)

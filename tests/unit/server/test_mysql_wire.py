@@ -6,6 +6,7 @@ packets and a few thousand random ones; and the limits refuse what MySQL refuses
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 import struct
@@ -17,7 +18,10 @@ from mysql_mimic.constants import DEFAULT_SERVER_CAPABILITIES
 from mysql_mimic.types import Capabilities
 
 from sparkpipes.server.mysql_wire import (
+    SECURE_TRANSPORT_REQUIRED,
+    GuardedStream,
     MysqlLimits,
+    Refused,
     change_user_problem,
     field_list_problem,
     handshake_problem,
@@ -145,3 +149,41 @@ def test_the_messages_name_the_missing_part():
 def test_timeouts_outside_mysqls_bounds_are_refused(connect, wait):
     with pytest.raises(ValueError, match="timeout is between"):
         MysqlLimits(connect, wait)
+
+
+class _Peer:
+    """A stream writer as far as the endpoint asks it before sign-in: who the peer is."""
+
+    def __init__(self, host: str) -> None:
+        self.host = host
+
+    def get_extra_info(self, name: str, default=None):
+        return (self.host, 40_000) if name == "peername" else default
+
+
+@pytest.mark.parametrize(
+    ("host", "tls", "refused"),
+    [
+        ("192.0.2.7", True, True),  # another host, TLS on: TLS only
+        ("2001:db8::7", True, True),
+        ("127.0.0.1", True, False),  # loopback: no other host sees the traffic
+        ("::1", True, False),
+        ("192.0.2.7", False, False),  # a server without TLS takes what it can
+    ],
+)
+def test_a_client_of_another_host_must_use_tls_when_the_server_has_it(host, tls, refused):
+    async def first_packet():
+        reader = asyncio.StreamReader()
+        body = handshake()
+        reader.feed_data(len(body).to_bytes(3, "little") + b"\x00" + body)
+        stream = GuardedStream(
+            reader, _Peer(host), limits=MysqlLimits(), capabilities=SERVER, tls=tls
+        )
+        return await stream.read()
+
+    if refused:
+        with pytest.raises(Refused, match="insecure transport") as e:
+            asyncio.run(first_packet())
+        assert e.value.code == SECURE_TRANSPORT_REQUIRED
+    else:
+        assert asyncio.run(first_packet()) == handshake()

@@ -51,6 +51,7 @@ from sparkpipes.engine.sql.allowlists import (
     PLANS,
     TABLE_FUNCTIONS,
 )
+from sparkpipes.engine.sql.scope import name_parts, table_references
 from sparkpipes.errors import NotAdmittedError, QueryError
 
 _CATALYST = "org.apache.spark.sql.catalyst."
@@ -75,10 +76,10 @@ _CASE = re.compile(r"(?<![A-Za-z0-9_])case(?![A-Za-z0-9_])", re.IGNORECASE | re.
 
 @dataclass(frozen=True)
 class Admitted:
-    """An admitted statement or expression: the plain relation names it reads, and the
-    names of the CTEs it defines, for the privilege check. A name may be both (a CTE
-    shadows a table in its scope only, so a reader must treat such a name as the
-    table)."""
+    """An admitted statement or expression: the tables it reads (the plain relation names
+    outside the scope of every CTE of that name, :mod:`.scope`), and the names of the
+    CTEs it defines, for the privilege check. A name may be both (a CTE shadows a table
+    in its scope only)."""
 
     relations: frozenset[str]
     ctes: frozenset[str] = frozenset()
@@ -269,10 +270,13 @@ def _cached(kind: str, text: str, parser: _Parser) -> Admitted:
         if root in COMMANDS:
             walk.command = root
     walk.visit(tree)
+    tables, seen = table_references(tree)
+    if seen != walk.relation_nodes:
+        raise NotAdmittedError(f"the {kind} cannot be checked (its CTE scopes are unclear)")
     if walk.ctes:
         _expansion(kind, tree)
     _inlining(kind, tree)
-    return Admitted(frozenset(walk.relations), frozenset(walk.ctes))
+    return Admitted(frozenset(walk.relations | tables), frozenset(walk.ctes))
 
 
 def _expansion(kind: str, tree: list[dict[str, Any]]) -> None:
@@ -293,7 +297,7 @@ def _expansion(kind: str, tree: list[dict[str, Any]]) -> None:
         cls = _short(str(value.get("class", "")))
         total = 1 if cls else 0
         if cls == _RELATION:
-            parts = _parts(value.get("multipartIdentifier"))
+            parts = name_parts(value.get("multipartIdentifier"))
             total += sizes.get(parts[0].lower(), 0) if len(parts) == 1 else 0
         for key, item in value.items():
             if cls != _CTE or key != "cteRelations":
@@ -341,7 +345,7 @@ def _inlining(kind: str, tree: list[dict[str, Any]]) -> None:
             size = 1 + sum(kids) + sum(value(v) for k, v in node.items() if k != "class")
             cls = _short(str(node["class"]))
             if cls == "analysis.UnresolvedAttribute":
-                size += aliases.get(_parts(node.get("nameParts"))[-1].lower(), 0)
+                size += aliases.get(name_parts(node.get("nameParts"))[-1].lower(), 0)
             elif cls == "expressions.Alias" and isinstance(node.get("name"), str):
                 name = node["name"].lower()
                 aliases[name] = max(aliases.get(name, 0), min(sum(kids), cap))
@@ -374,6 +378,7 @@ class _Walk:
         self.kind = kind
         self.command: str | None = None
         self.relations: set[str] = set()
+        self.relation_nodes = 0
         self.ctes: set[str] = set()
 
     def visit(self, value: Any) -> None:
@@ -412,7 +417,7 @@ class _Walk:
 
     # -- names ------------------------------------------------------------------------
     def relation(self, n: dict[str, Any]) -> None:
-        parts = _parts(n.get("multipartIdentifier"))
+        parts = name_parts(n.get("multipartIdentifier"))
         if len(parts) != 1:
             raise NotAdmittedError(
                 f"'{'.'.join(parts)}' is not admitted: a table is named by one plain name; "
@@ -420,10 +425,10 @@ class _Walk:
             )
         if n.get("options") not in (None, {}):
             raise NotAdmittedError(f"'{parts[0]}' takes no options: {ADMITS}")
-        self.relations.add(parts[0])
+        self.relation_nodes += 1  # a table or a CTE: scope.table_references decides
 
     def table_or_view(self, n: dict[str, Any]) -> None:
-        parts = _parts(n.get("multipartIdentifier"))
+        parts = name_parts(n.get("multipartIdentifier"))
         if len(parts) != 1:
             raise NotAdmittedError(f"'{'.'.join(parts)}' is not admitted: {ADMITS}")
         self.relations.add(parts[0])
@@ -434,7 +439,7 @@ class _Walk:
                 self.ctes.add(rel["_1"])
 
     def function(self, n: dict[str, Any]) -> None:
-        parts = _parts(n.get("nameParts"))
+        parts = name_parts(n.get("nameParts"))
         if n.get("isInternal"):
             raise NotAdmittedError(f"'{'.'.join(parts)}' is an internal function: {ADMITS}")
         _function(parts, FUNCTIONS)
@@ -446,7 +451,7 @@ class _Walk:
         _function([str(name.get("funcName", ""))], FUNCTIONS)
 
     def table_function(self, n: dict[str, Any]) -> None:
-        _function(_parts(n.get("name")), TABLE_FUNCTIONS)
+        _function(name_parts(n.get("name")), TABLE_FUNCTIONS)
 
 
 _CHECKS = {
@@ -466,17 +471,6 @@ def _function(parts: list[str], allowed: frozenset[str]) -> None:
         raise NotAdmittedError(f"'{parts[0]}' is not admitted: {why} ({ADMITS})")
     if len(parts) != 1 or (name not in allowed and name in _BUILTINS):
         raise NotAdmittedError(f"'{'.'.join(parts)}' is not an admitted function: {ADMITS}")
-
-
-def _parts(value: Any) -> list[str]:
-    """A multi-part name as Spark's JSON prints it (``[a, b]``). A part that itself holds
-    ``", "`` reads as two parts: refused, never mistaken for one."""
-    if isinstance(value, list):
-        return [str(v) for v in value]
-    text = str(value or "")
-    if text.startswith("[") and text.endswith("]"):
-        text = text[1:-1]
-    return text.split(", ") if text else [""]
 
 
 def _short(cls: str) -> str:

@@ -397,8 +397,8 @@ def _password(cfg: Mapping[str, str], in_url: Secret | None) -> Secret | None:
     stored one (``PipelineSpec.keep_secrets``)."""
     given = cfg.get("connection.password")
     url = cfg.get("connection.url", "")
-    if in_url is not None:
-        raw = in_url.reveal()
+    raw = urls.password_of(in_url)
+    if raw is not None:
         found = unquote_plus(raw) if urls.in_query(url) else unquote(raw)
         if given and given != found:
             raise ConfigError(

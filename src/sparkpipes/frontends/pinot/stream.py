@@ -27,6 +27,7 @@ from sparkpipes.frontends.pinot.security import (
     registry_options,
     security,
 )
+from sparkpipes.util.localfiles import local_file_keys as files_named
 
 #: what ``stream.<type>.decoder.class.name`` may name (``shaded.`` and version variants
 #: are the same class) and the decoder each is
@@ -455,17 +456,18 @@ def is_inline_schema(value: str) -> bool:
 
 def local_file_keys(stream: Mapping[str, Any]) -> list[str]:
     """The keys of a streamConfigs that name a file of the server's disk, which the front
-    end or the Kafka / registry clients open: ``*.location`` (TLS material) and a
-    ``decoder.prop.schema`` that is not inline JSON."""
-    out = []
-    for k, v in stream.items():
-        if not isinstance(k, str) or not isinstance(v, str) or not v.strip():
-            continue
-        if k.endswith(".location") or (
-            k.endswith("decoder.prop.schema") and not is_inline_schema(v)
-        ):
-            out.append(k)
-    return sorted(out)
+    end, the Kafka / registry clients or a stream plugin open (:mod:`sparkpipes.util.localfiles`),
+    and a ``decoder.prop.schema`` that is not inline JSON."""
+    schemas = [
+        k
+        for k, v in stream.items()
+        if isinstance(k, str)
+        and k.endswith("decoder.prop.schema")
+        and isinstance(v, str)
+        and v.strip()
+        and not is_inline_schema(v)
+    ]
+    return sorted({*files_named(stream), *schemas})
 
 
 def _millis(text: str, where: str) -> int:

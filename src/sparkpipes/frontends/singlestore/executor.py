@@ -358,11 +358,12 @@ class SqlSession(TableStatements, UserStatements):
         self, relations: Iterable[str], ctes: Iterable[str] = (), *, internal: Iterable[str] = ()
     ) -> None:
         """SELECT on every table a query names (as Spark resolves names: without regard
-        to case; a CTE of a table's name counts as the table), on the names of Spark's own
-        parse. The session's internal views are no one's to name: only ``internal``, the
-        ones registered for this statement (its information_schema views, filtered for its
-        user, or a procedure's batch), may be read, and nothing else of their prefixes
-        exists; a user other than the owner may name nothing but tables."""
+        to case; a name inside the scope of a CTE of that name is the CTE), on the names
+        of Spark's own parse. The session's internal views are no one's to name: only
+        ``internal``, the ones registered for this statement (its information_schema
+        views, filtered for its user, or a procedure's batch), may be read, and nothing
+        else of their prefixes exists; a user other than the owner may name nothing but
+        tables."""
         mine = {n.lower() for n in internal}
         for name in [*relations, *ctes]:
             if name.lower().startswith(INTERNAL) and name.lower() not in mine:
@@ -370,13 +371,12 @@ class SqlSession(TableStatements, UserStatements):
         if self.access.owner:
             return
         tables = self.engine.tables()
-        defined = {c.lower() for c in ctes}
         for name in relations:
             low = name.lower()
             if low in mine:
                 continue
             found = [t for t in tables if t.lower() == low]
-            if not found and low not in defined:
+            if not found:
                 raise NotFoundError(f"table '{name}' does not exist")
             for t in found:
                 self.access.require("SELECT", t)

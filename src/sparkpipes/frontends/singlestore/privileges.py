@@ -36,6 +36,7 @@ from typing import Any
 
 from sparkpipes.catalog.grants import PIPELINE, ROUTINE, TABLE, Access
 from sparkpipes.frontends.singlestore import ast as A
+from sparkpipes.util.localfiles import local_file_keys
 
 Rule = Callable[[Access, Any], None]
 
@@ -65,15 +66,12 @@ LOCAL_FILES = ("FS", "HDFS")
 
 def _names_local_files(s: A.CreatePipeline) -> bool:
     """Whether CONFIG names a file of the server's disk the client opens (Kafka's
-    ``ssl.ca.location``, ``ssl.key.location`` … : any ``*.location`` key)."""
+    ``ssl.ca.location``, a plugin's path option: :mod:`sparkpipes.util.localfiles`)."""
     try:
         config = s.config_json
     except Exception:  # a CONFIG that does not parse fails as the statement runs
         return False
-    return any(
-        isinstance(k, str) and k.endswith(".location") and isinstance(v, str) and v.strip()
-        for k, v in config.items()
-    )
+    return bool(local_file_keys(config))
 
 
 def _create_pipeline(access: Access, s: A.CreatePipeline) -> None:

@@ -152,8 +152,8 @@ def parse_url(
                 f"connection.url parameter '{key}' is not understood (accepted: "
                 f"{', '.join(sorted(URL_PARAMS))})"
             )
-    if url_password is not None:
-        raw = url_password.reveal()
+    raw = urls.password_of(url_password)
+    if raw is not None:
         given = Secret(unquote_plus(raw) if urls.in_query(text) else unquote(raw))
         if password is not None and password != given:
             raise ConfigError(

@@ -1,0 +1,44 @@
+"""Which options of a config make the server read a file of its own disk.
+
+A user who may create a pipeline, a Pinot table or a connector may not thereby read the
+server's files: a Kafka client opens ``ssl.ca.location``, a decoder its schema file, a
+stream plugin whatever path its options give. Reading them needs ``FILE READ``, as
+``LOAD DATA FS`` does. The front ends ask :func:`local_file_keys` for the options of a
+config that name such a file, whatever the option is called: a plugin's options are its
+own, so a value that reads as a local path counts as one too (a false alarm costs a
+clear refusal naming the option; a miss would be a file oracle).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+#: option names that name a file whatever the value looks like
+_FILE_KEY = re.compile(
+    r"(?:[._-]|^)(?:location|path|file|filename|dir|directory|certs?|certfile|keyfile|"
+    r"keystore|truststore|cafile|capath|ca_certs)$|[a-z](?:File|Path|Location|Dir)$",
+)
+#: a value that is a path of the local disk: absolute, home, relative, a file: URL, or a
+#: SQLite database
+_PATH = re.compile(r"\s*(?:/|~|\.\.?/|file:|(?:jdbc:)?sqlite:|[A-Za-z]:[\\/])", re.IGNORECASE)
+#: a URL query parameter whose value is such a path (``rediss://h?ssl_ca_certs=/x``)
+_PARAM_PATH = re.compile(r"[?&;][^=&;#]+=(?:/|~|\.\.?/|file:|%2[Ff])")
+
+
+def names_local_file(key: str, value: Any) -> bool:
+    """Whether option ``key`` = ``value`` has the server open a file of its disk."""
+    if not isinstance(value, str) or not value.strip():
+        return False
+    return bool(
+        _FILE_KEY.search(key)
+        or _FILE_KEY.search(key.lower())
+        or _PATH.match(value)
+        or _PARAM_PATH.search(value)
+    )
+
+
+def local_file_keys(options: Mapping[str, Any]) -> list[str]:
+    """The keys of ``options`` (sorted) that name a file of the server's disk."""
+    return sorted(k for k, v in options.items() if isinstance(k, str) and names_local_file(k, v))

@@ -1,0 +1,50 @@
+"""Which options name a file of the server's disk (what asks for FILE READ)."""
+
+from __future__ import annotations
+
+import pytest
+
+from sparkpipes.util.localfiles import local_file_keys, names_local_file
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("ssl.ca.location", "ca.pem"),  # Kafka's TLS material, relative or not
+        ("SSL.KEY.LOCATION", "/k.pem"),  # upper-case keys as SingleStore users write them
+        ("consumer.override.ssl.truststore.location", "ts.jks"),
+        ("stream.zz.descriptorFile", "ev.desc"),  # a plugin's own camel-case option
+        ("stream.zz.tls.ca", "/etc/ssl/ca.pem"),  # any option whose value is a path
+        ("stream.zz.dir", "data"),
+        ("x", "~/secret"),
+        ("x", "../up"),
+        ("x", "file:///etc/passwd"),
+        ("connection.url", "jdbc:sqlite:/var/db.sqlite"),
+        ("stream.redis.url", "rediss://h:1/0?ssl_ca_certs=/etc/ca.pem"),
+        ("url", "rediss://h:1/0?a=1&ssl_keyfile=%2Fetc%2Fkey"),
+    ],
+)
+def test_file_options(key, value):
+    assert names_local_file(key, value)
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("bootstrap.servers", "127.0.0.1:9092"),
+        ("sasl.mechanism", "PLAIN"),
+        ("ssl.ca.location", ""),  # unset
+        ("stream.kafka.topic.name", "events"),
+        ("connection.url", "jdbc:mysql://127.0.0.1:3306/app?useSSL=false"),
+        ("endpoint_url", "http://127.0.0.1:5000/bucket/key"),
+        ("profile", "default"),
+        ("stream.zz.decoder.prop.schema", '{"type": "record"}'),
+    ],
+)
+def test_other_options(key, value):
+    assert not names_local_file(key, value)
+
+
+def test_keys_listed_sorted_without_values():
+    keys = local_file_keys({"b.location": "x", "a": "/etc/passwd", "c": "plain", "d": 3})
+    assert keys == ["a", "b.location"]
