@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 
 import requests
 
@@ -77,6 +78,18 @@ def avro(schema: str, **more: str) -> dict:
         "stream.kafka.decoder.prop.schema": schema,
         **more,
     }
+
+
+def _library(tmp_path):
+    """A shared library whose constructor writes ``LOADED`` beside it."""
+    src = tmp_path / "evil.c"
+    src.write_text(
+        "#include <stdio.h>\n__attribute__((constructor)) static void hit(void) {"
+        f' FILE *f = fopen("{tmp_path}/LOADED", "w"); if (f) fclose(f); }}\n'
+    )
+    out = tmp_path / "evil.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(out), str(src)], check=True)
+    return out
 
 
 def validate(session, url, stream):
@@ -177,6 +190,26 @@ def test_plugin_paths_and_schema_files_are_refused(tmp_path):
         )
         assert r.status_code == 403 and "FILE READ" in r.text, r.text
         assert owner.get(f"{url}/api/status").ok
+
+        # a library librdkafka would load (OpenSSL providers): refused for everyone, the
+        # library never loaded (its constructor would write a file), whatever the list
+        evil = _library(tmp_path)
+        r = owner.post(
+            f"{url}/api/query", json={"sql": "GRANT CREATE PIPELINE, INSERT ON *.* TO cy"}
+        )
+        assert r.ok, r.text
+        for who, providers in ((ana, f"default,{evil}"), (cy, f"default,{evil}"), (cy, str(evil))):
+            kafka = json.dumps({"security.protocol": "SSL", "ssl.providers": providers})
+            r = who.post(
+                f"{url}/api/query",
+                json={
+                    "sql": f"CREATE PIPELINE lp AS LOAD DATA KAFKA '127.0.0.1:1/t' CONFIG '{kafka}' "
+                    "INTO TABLE t FORMAT JSON"
+                },
+            )
+            assert r.status_code in (400, 403), r.text
+            assert ("FILE READ" in r.text) if who is ana else ("not allowed" in r.text), r.text
+        assert not (tmp_path / "LOADED").exists(), "the server loaded a user's library"
 
         # 4. a stream plugin's own options and a connector's config: a path is a file
         r = owner.post(

@@ -234,15 +234,18 @@ def test_what_sqlglot_hid_stays_shut_on_every_surface(tmp_path):
         streamed = _sql_lines(bo, url, who)
         assert streamed[1]["rows"] == [["bo@%"] * 2]
 
-        # a body that names a protected table as its parameter, behind the raw string
+        # a body that names a protected table outside its parameter's scope, behind the
+        # raw string: refused; named as the parameter it is the batch, and admitted
         make = "CREATE TABLE bo_t (a BIGINT, s TEXT); GRANT INSERT, SELECT ON bo_t TO bo"
         assert ana.post(f"{url}/api/query", json={"sql": make}).ok
         proc = (
-            "CREATE PROCEDURE bo_proc(secret QUERY(a BIGINT))\nAS\nBEGIN\n  INSERT INTO bo_t "
+            "CREATE PROCEDURE bo_proc(b QUERY(a BIGINT))\nAS\nBEGIN\n  INSERT INTO bo_t "
             "(a, s) SELECT 1, x.s FROM (SELECT r'\\' AS z) JOIN secret x --'\n  ;\nEND"
         )
         r = bo.post(f"{url}/api/query", json={"sql": proc})
         assert r.status_code == 403 and "SELECT command denied" in r.text, r.text
+        as_param = proc.replace("bo_proc(b QUERY", "bo_proc(secret QUERY")
+        assert bo.post(f"{url}/api/query", json={"sql": as_param}).ok
 
         db = pymysql.connect(
             host="127.0.0.1", port=mysql_port, user=BO[0], password=BO[1], database="sparkpipes"

@@ -59,6 +59,11 @@ def test_reads_need_select_on_every_table_a_query_names(served):
         "SELECT * FROM t UNION ALL SELECT length(s) FROM secret",
     ):
         refused(bo, text, "denied to user 'bo'")
+    # a plan shows no path of the server (where the warehouse and its files are)
+    for text in ("EXPLAIN FORMATTED SELECT a FROM t", "EXPLAIN EXTENDED SELECT * FROM t"):
+        plan = " ".join(str(v) for r in rows(bo, text) for v in r)
+        assert "Scan" in plan and "<path>" in plan, plan
+        assert str(bo.engine.warehouse) not in plan and "file:" not in plan, plan
     # a CTE of its own name reads no table
     assert rows(bo, "WITH x AS (SELECT 2 AS a) SELECT a FROM x") == [(2,)]
     inner = "SELECT a, x FROM t, (WITH secret AS (SELECT 3 AS x) SELECT * FROM secret) q"
@@ -99,6 +104,16 @@ def test_pipelines_need_pipeline_privileges_and_lists_show_what_is_held(served, 
     _owner, ana, bo = served
     assert rows(bo, "SHOW PIPELINES") == [] and rows(bo, "SHOW TABLES") == []
     assert rows(bo, "SELECT PIPELINE_NAME FROM information_schema.PIPELINES") == []
+    # CREATE PIPELINE (on the database, to make pipelines) shows no one else's pipeline:
+    # not its definition, errors, files or batches
+    ana.execute("GRANT CREATE PIPELINE ON *.* TO bo")
+    assert rows(bo, "SHOW PIPELINES") == []
+    for view in ("PIPELINES", "PIPELINES_ERRORS", "PIPELINES_FILES", "PIPELINES_BATCHES"):
+        assert rows(bo, f"SELECT PIPELINE_NAME FROM information_schema.{view}") == []
+    assert rows(
+        bo, "SELECT count(*) FROM information_schema.PIPELINES WHERE CONFIG_JSON IS NOT NULL"
+    ) == [(0,)]
+    ana.execute("REVOKE CREATE PIPELINE ON *.* FROM bo")
     refused(bo, "START PIPELINE p FOREGROUND", "START PIPELINE command denied")
     refused(bo, "STOP PIPELINE p", "START PIPELINE command denied")
     refused(bo, "SHOW CREATE PIPELINE p", "SHOW PIPELINE command denied")

@@ -132,6 +132,12 @@ VARIABLES = {
             "most commits between Delta checkpoints of tables created from now on (a "
             "pipeline checkpoints sooner when that costs less than re-reading the log)",
         ),
+        Variable(
+            "max_execution_time",
+            0,
+            int,
+            "ms a query (SELECT) may run before it is stopped, as MySQL's (0: no limit)",
+        ),
         Variable("experimental_features_config", "", str, "comma-separated feature=true flags"),
     )
 }

@@ -37,6 +37,7 @@ import ssl
 from typing import TYPE_CHECKING, Any
 
 from sparkpipes.catalog.users import mysql_native
+from sparkpipes.engine.sql import jobs
 from sparkpipes.errors import (
     AccessDeniedError,
     NotAdmittedError,
@@ -140,8 +141,10 @@ def session_factory(engine: Engine) -> Any:
 
     _safe_sqlglot_like()
 
-    #: connection id → its user, for KILL (only one's own connections, without PROCESS)
+    #: connection id → its user, for KILL (only one's own connections, without PROCESS),
+    #: and its session, whose running statement KILL stops
     users: dict[int, str | None] = {}
+    sessions: dict[int, Any] = {}
 
     class SparkpipesSession(Session):
         def __init__(self) -> None:
@@ -163,11 +166,14 @@ def session_factory(engine: Engine) -> Any:
                 self.version = engine.catalog.users.version(user) if user else None
             if self._connection is not None:
                 users[self._connection.connection_id] = user
+                sessions[self._connection.connection_id] = self
             return self.sql
 
         async def close(self) -> None:
             if self._connection is not None:
                 users.pop(self._connection.connection_id, None)
+                sessions.pop(self._connection.connection_id, None)
+            self.sql.cancel()  # a connection gone stops what it was running
             await super().close()
 
         async def handle_query(self, sql: str, attrs: dict[str, str]) -> Any:
@@ -229,6 +235,9 @@ def session_factory(engine: Engine) -> Any:
                     mine.may_any, ("PROCESS", "SUPER")
                 ):
                     raise MysqlError(f"You are not owner of thread {target}", 1095)
+                victim = sessions.get(target) if target is not None else None
+                if victim is not None:  # its Spark jobs stop, not only its asyncio task
+                    await asyncio.to_thread(victim.sql.cancel)
             return await super()._kill_middleware(q)
 
         def _current(self) -> Any:
@@ -255,7 +264,7 @@ def session_factory(engine: Engine) -> Any:
                 code = 1142 if "command denied" in e.message else 1227
                 raise MysqlError(str(e), code) from None
             except SparkpipesError as e:
-                raise MysqlError(str(e), ErrorCode.UNKNOWN_ERROR) from None
+                raise MysqlError(str(e), error_code(e)) from None
             last = next((r for r in reversed(results) if r.has_rows), None)
             if last is None:
                 return [], []
@@ -321,10 +330,22 @@ def _column_type(spark_type: str) -> Any:
     return getattr(ColumnType, _SPARK_TYPES.get(spark_type, "VARCHAR"))
 
 
+#: MySQL's ER_QUERY_TIMEOUT and ER_QUERY_INTERRUPTED, for a statement stopped by
+#: max_execution_time or KILL QUERY
+_STOPPED = ((jobs.TIMED_OUT, 3024), (jobs.INTERRUPTED, 1317))
+
+
+def error_code(e: SparkpipesError) -> int:
+    """The MySQL error code of a statement's error (ER_UNKNOWN_ERROR but for a stop)."""
+    from mysql_mimic.errors import ErrorCode
+
+    return next((code for text, code in _STOPPED if text in str(e)), ErrorCode.UNKNOWN_ERROR)
+
+
 async def _rows(stream: Any) -> Any:
     """A query's rows to the client as Spark gives them, a chunk at a time (never the whole
     result in memory); a failure midway ends the result set with the error."""
-    from mysql_mimic.errors import ErrorCode, MysqlError
+    from mysql_mimic.errors import MysqlError
 
     def take() -> list[tuple[Any, ...]]:
         return [tuple(r) for r in itertools.islice(stream, CHUNK_ROWS)]
@@ -333,7 +354,7 @@ async def _rows(stream: Any) -> Any:
         try:
             chunk = await asyncio.to_thread(take)
         except SparkpipesError as e:
-            raise MysqlError(str(e), ErrorCode.UNKNOWN_ERROR) from None
+            raise MysqlError(str(e), error_code(e)) from None
         if not chunk:
             return
         for row in chunk:

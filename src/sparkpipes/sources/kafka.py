@@ -53,8 +53,28 @@ ALLOWED_CONFIG = {
     "socket.keepalive.enable",
     "metadata.max.age.ms",
     "check.crcs",
+    "enable.ssl.certificate.verification",
 }
-ALLOWED_SSL_PREFIX = "ssl."
+#: librdkafka's TLS settings that take text or files of certificates, keys and lists
+#: (``ssl.providers``, ``ssl.engine.*`` load code: refused)
+ALLOWED_SSL = frozenset(
+    f"ssl.{k}"
+    for k in (
+        "cipher.suites",
+        "curves.list",
+        "sigalgs.list",
+        "key.location",
+        "key.pem",
+        "certificate.location",
+        "certificate.pem",
+        "ca.location",
+        "ca.pem",
+        "ca.certificate.stores",
+        "crl.location",
+        "keystore.location",
+        "endpoint.identification.algorithm",
+    )
+)
 SECRET_KEYS = {"sasl.password", "ssl.key.password", "ssl.keystore.password", "sasl.username"}
 FORBIDDEN = {
     "sasl.jaas.config": "Java JAAS configuration is not supported; give sasl.mechanism in "
@@ -63,6 +83,8 @@ FORBIDDEN = {
     "sasl.kerberos.kinit.cmd": "it runs a shell command on every executor",
     "ssl.engine.location": "loading an OpenSSL engine would run code on every executor",
     "ssl.engine.id": "OpenSSL engines are not supported",
+    "ssl.providers": "loading OpenSSL providers would load a library into the server and "
+    "every executor",
     "enable.auto.commit": "sparkpipes commits offsets with the data, never to Kafka",
     "group.id": "sparkpipes assigns partitions itself and does not use consumer groups",
     "auto.offset.reset": "use the pipeline's offsets / on_offset_out_of_range settings",
@@ -128,11 +150,11 @@ class KafkaSource(Source):
                 raise ConfigError(
                     f"Kafka option '{key}' is a secret: give it in CREDENTIALS, not CONFIG"
                 )
-            if key.startswith(ALLOWED_SSL_PREFIX) or key in ALLOWED_CONFIG:
+            if key in ALLOWED_SSL or key in ALLOWED_CONFIG:
                 continue
             raise ConfigError(
                 f"unknown or unsupported Kafka option '{key}' (allowed: "
-                f"{', '.join(sorted(ALLOWED_CONFIG))}, ssl.*)"
+                f"{', '.join(sorted(ALLOWED_CONFIG | ALLOWED_SSL))})"
             )
         for key in credentials:
             if key not in SECRET_KEYS:

@@ -18,11 +18,16 @@ from typing import Any
 #: option names that name a file whatever the value looks like
 _FILE_KEY = re.compile(
     r"(?:[._-]|^)(?:location|path|file|filename|dir|directory|certs?|certfile|keyfile|"
-    r"keystore|truststore|cafile|capath|ca_certs)$|[a-z](?:File|Path|Location|Dir)$",
+    r"keystore|truststore|keytab|cafile|capath|ca_certs|socket)$|[a-z](?:File|Path|Location|Dir)$",
 )
-#: a value that is a path of the local disk: absolute, home, relative, a file: URL, or a
-#: SQLite database
-_PATH = re.compile(r"\s*(?:/|~|\.\.?/|file:|(?:jdbc:)?sqlite:|[A-Za-z]:[\\/])", re.IGNORECASE)
+#: a value that is a path of the local disk: absolute, home, relative, a file: URL, a unix
+#: socket, or a SQLite database
+_PATH = re.compile(
+    r"\s*(?:/|~|\.\.?/|file:|(?:[a-z]+\+)?unix:|(?:jdbc:)?sqlite:|[A-Za-z]:[\\/])",
+    re.IGNORECASE,
+)
+#: a value may list several (``default,/x/evil.so``): each element is judged
+_ELEMENTS = re.compile(r"[,;\s]+")
 #: a URL query parameter whose value is such a path (``rediss://h?ssl_ca_certs=/x``)
 _PARAM_PATH = re.compile(r"[?&;][^=&;#]+=(?:/|~|\.\.?/|file:|%2[Ff])")
 
@@ -34,7 +39,7 @@ def names_local_file(key: str, value: Any) -> bool:
     return bool(
         _FILE_KEY.search(key)
         or _FILE_KEY.search(key.lower())
-        or _PATH.match(value)
+        or any(_PATH.match(part) for part in _ELEMENTS.split(value))
         or _PARAM_PATH.search(value)
     )
 

@@ -22,6 +22,11 @@ from sparkpipes.util.localfiles import local_file_keys, names_local_file
         ("connection.url", "jdbc:sqlite:/var/db.sqlite"),
         ("stream.redis.url", "rediss://h:1/0?ssl_ca_certs=/etc/ca.pem"),
         ("url", "rediss://h:1/0?a=1&ssl_keyfile=%2Fetc%2Fkey"),
+        ("ssl.providers", "default,/tmp/evil.so"),  # a list: each element is judged
+        ("stream.zz.libs", "a.so; /tmp/b.so"),
+        ("stream.redis.url", "unix:///run/other.sock"),
+        ("url", "redis+unix:///run/other.sock"),
+        ("sasl.kerberos.keytab", "svc.keytab"),
     ],
 )
 def test_file_options(key, value):

@@ -83,6 +83,13 @@ class Admitted:
 
     relations: frozenset[str]
     ctes: frozenset[str] = frozenset()
+    #: the command at the statement's root (``…command.ExplainCommand``), if any
+    command: str | None = None
+
+    @property
+    def explains(self) -> bool:
+        """Whether the statement answers a plan (whose text names the server's files)."""
+        return (self.command or "").endswith("ExplainCommand")
 
 
 def check_query(spark: Any, text: str) -> Admitted:
@@ -276,7 +283,7 @@ def _cached(kind: str, text: str, parser: _Parser) -> Admitted:
     if walk.ctes:
         _expansion(kind, tree)
     _inlining(kind, tree)
-    return Admitted(frozenset(walk.relations | tables), frozenset(walk.ctes))
+    return Admitted(frozenset(walk.relations | tables), frozenset(walk.ctes), walk.command)
 
 
 def _expansion(kind: str, tree: list[dict[str, Any]]) -> None:

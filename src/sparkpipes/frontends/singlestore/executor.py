@@ -11,6 +11,7 @@ table, with ``information_schema`` views and the SingleStore JSON helpers transl
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -21,6 +22,7 @@ from sparkpipes.engine import Engine
 from sparkpipes.engine.procedures import batch_view, body_sql
 from sparkpipes.engine.sql import identity
 from sparkpipes.engine.sql.dialect import INTERNAL, translate, view_name
+from sparkpipes.engine.sql.jobs import Statement
 from sparkpipes.engine.sql.sandbox import check_expression, check_query
 from sparkpipes.engine.variables import like
 from sparkpipes.errors import (
@@ -48,6 +50,8 @@ DATABASE = "sparkpipes"
 #: the tables this process registered as views of the Spark session (a dropped table's
 #: view goes with the next query, so no query reads a table that is gone)
 _VIEWS: set[str] = set()
+#: a file: URI in a plan's text, up to where Spark's listing of it ends
+_FILE_URI = re.compile(r"file:[^\s,\]\)]+")
 #: a streaming session takes a query's rows from the quick path up to this many
 QUICK_STREAM_ROWS = 10_000
 
@@ -80,6 +84,10 @@ class SqlSession(TableStatements, UserStatements):
         #: current_user() name the user: it does until the outermost one ends
         self._depth = 0
         self._assumed = False
+        #: whether the query last checked answers a plan (EXPLAIN)
+        self._explains = False
+        #: the Spark jobs of the statement running (KILL QUERY, max_execution_time)
+        self.statement = Statement(lambda: engine.spark)
 
     # -- entry points -----------------------------------------------------------------
     def execute(self, text: str) -> list[Result]:
@@ -105,14 +113,30 @@ class SqlSession(TableStatements, UserStatements):
             raise ConfigError(f"{type(stmt).__name__} statements are not supported yet")
         self.access.refresh()
         authorize(self.access, stmt)
+        if self._depth == 0:
+            limit = (
+                self.engine.variables()["max_execution_time"] if isinstance(stmt, A.Query) else 0
+            )
+            self.statement = Statement(lambda: self.engine.spark, limit)
         self._depth += 1
+        streamed = False
         try:
-            return handler(stmt)
+            res = handler(stmt)
+            streamed = res.stream is not None
+            return res
         finally:
             self._depth -= 1
-            if self._depth == 0 and self._assumed:
-                self._assumed = False
-                identity.forget(self.engine.spark)
+            if self._depth == 0:
+                if not streamed:  # a streamed result's rows end it
+                    self.statement.close()
+                if self._assumed:
+                    self._assumed = False
+                    identity.forget(self.engine.spark)
+
+    def cancel(self) -> None:
+        """Stop the running statement's Spark jobs (KILL QUERY): it fails with "Query
+        execution was interrupted"."""
+        self.statement.cancel()
 
     # -- pipelines --------------------------------------------------------------------
     def _CreatePipeline(self, s: A.CreatePipeline) -> Result:
@@ -310,7 +334,8 @@ class SqlSession(TableStatements, UserStatements):
                 f"INSERT gives {len(df.columns)} columns for {len(cols)} ({', '.join(cols)})"
             )
         df = df.toDF(*cols)
-        return ok(self.engine.insert(s.table, df))
+        with self.statement.running():
+            return ok(self.engine.insert(s.table, df))
 
     # -- everything else: Spark SQL ---------------------------------------------------
     def _Query(self, s: A.Query) -> Result:
@@ -320,14 +345,28 @@ class SqlSession(TableStatements, UserStatements):
             fast = quick.answer(self.engine, s.text, max_rows=cap, reads=self._may_read)
             if fast is not None and (not self.stream or len(fast.rows) <= QUICK_STREAM_ROWS):
                 return fast
+        self._explains = False
         df = self._spark_sql(s.text)
+        if self._explains:  # a plan names the table's files: shown without their paths
+            with self.statement.running():
+                plan = [tuple(self._hide_paths(v) for v in r) for r in _collect(df)]
+            return Result(list(df.columns), plan)
         if self.stream:
             types = [f.dataType.simpleString() for f in df.schema.fields]
-            return Result(list(df.columns), stream=_iterate(df), types=types)
+            return Result(list(df.columns), stream=_iterate(df, self.statement), types=types)
         if self.max_rows is not None:
             df = df.limit(self.max_rows + 1)
-        rows = [tuple(r) for r in _collect(df)]
+        with self.statement.running():
+            rows = [tuple(r) for r in _collect(df)]
         return Result(list(df.columns), rows)
+
+    def _hide_paths(self, value: Any) -> Any:
+        """A plan's text with the server's paths (the warehouse, any ``file:`` URI) shown
+        as ``<path>``: where its files are is none of a user's business."""
+        if not isinstance(value, str):
+            return value
+        home = str(self.engine.warehouse)
+        return _FILE_URI.sub("<path>", value.replace(home, "<path>"))
 
     def _CreateProcedure(self, s: A.CreateProcedure) -> Result:
         text = getattr(self, "_source", None) or s.to_sql()
@@ -419,6 +458,7 @@ class SqlSession(TableStatements, UserStatements):
         self._assumed = True
         admitted = check_query(spark, spark_text)
         self._may_read(admitted.relations, admitted.ctes, internal=views.values())
+        self._explains = admitted.explains
         tables = self.engine.tables()
         for gone in _VIEWS - set(tables):  # dropped since (by this process or another)
             spark.catalog.dropTempView(gone)
@@ -462,17 +502,29 @@ def _collect(df) -> Iterable[Any]:
         raise QueryError(_spark_message(e)) from None
 
 
-def _iterate(df) -> Iterator[tuple[Any, ...]]:
+def _iterate(df, statement: Statement) -> Iterator[tuple[Any, ...]]:
+    """A query's rows as Spark serves them a partition at a time; its jobs are the
+    statement's (the serving thread takes the tag as the iterator is made), and a stopped
+    statement ends the rows with why."""
     from py4j.protocol import Py4JJavaError
     from pyspark.errors import PySparkException
 
     try:
-        for row in df.toLocalIterator(prefetchPartitions=True):
+        with statement.running():
+            rows = df.toLocalIterator(prefetchPartitions=True)
+        for row in rows:
+            if statement.reason is not None:
+                statement.check()
             yield tuple(row)
+        statement.check()
     except PySparkException as e:
+        statement.check()
         raise QueryError(_spark_message(e)) from None
     except Py4JJavaError as e:  # a partition failed (PySpark leaves it unconverted here)
+        statement.check()
         raise QueryError(_java_message(e)) from None
+    finally:
+        statement.close()
 
 
 def _java_message(e: Any) -> str:

@@ -149,9 +149,16 @@ def authorize(access: Access, stmt: Any) -> None:
         _any_on_table(access, stmt)
 
 
+#: the privileges on a pipeline that show it (its definition, state, errors, files and
+#: batches): ``CREATE PIPELINE``, held on the database to make pipelines, shows none
+#: of the others' pipelines
+SHOWS_PIPELINE = tuple(p for p in PIPELINE if p != "CREATE PIPELINE")
+
+
 def sees_pipeline(access: Access, name: str) -> bool:
-    """Whether a listing shows pipeline ``name`` to the user (any pipeline privilege)."""
-    return access.may_any(PIPELINE, name)
+    """Whether a listing (``SHOW PIPELINES``, information_schema, the HTTP API and the
+    console) shows pipeline ``name`` to the user: a privilege on it that acts on it."""
+    return access.may_any(SHOWS_PIPELINE, name)
 
 
 def sees_table(access: Access, name: str) -> bool:
