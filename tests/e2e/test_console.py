@@ -205,3 +205,25 @@ def test_console_in_a_browser(broker, topic, tmp_path):
     assert not leaked, leaked
     assert not problems, problems
     assert CANARY not in server.output and "Traceback" not in server.output
+
+
+def test_a_user_signs_in_with_the_form_in_a_browser(tmp_path):
+    """The login form as a browser submits it (Chromium sends the page's Origin, which the
+    server's cross-origin guard must accept): signed in, the console names the user; a wrong
+    password stays on the form, saying so."""
+    with serve(tmp_path / "wh", "/api/status") as server, sync_api.sync_playwright() as pw:
+        url = server.url
+        sql(server, "CREATE USER ana IDENTIFIED BY 'Ana-pw-5521'")
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = browser.new_page()
+        page.set_default_timeout(30_000)
+        for password, lands in (("wrong-pw", "/login"), ("Ana-pw-5521", "/console")):
+            page.goto(f"{url}/console")
+            assert page.url.startswith(f"{url}/login")
+            page.fill("#user", "ana")
+            page.fill("#password", password)
+            with page.expect_navigation():
+                page.click("button[type=submit]")
+            assert page.url.startswith(url + lands), (page.url, page.content()[:500])
+        assert "ana" in page.locator("header").inner_text()
+        browser.close()

@@ -448,7 +448,7 @@ def test_tls_serves_https_and_mysql_and_sparkpipes_sql_trusts_its_certificate(tm
         )
         assert signed.status_code == 303, signed.text[:300]
         cookie = signed.headers["set-cookie"].lower()
-        assert cookie.startswith("sparkpipes_session=") and "; secure" in cookie
+        assert cookie.startswith("__host-sparkpipes_session=") and "; secure" in cookie
         assert "httponly" in cookie and "samesite=strict" in cookie
         assert browser.get(f"{base}/api/status", verify=cert).status_code == 200
 

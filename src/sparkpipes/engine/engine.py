@@ -30,6 +30,7 @@ from sparkpipes.catalog.secrets import ENV, SecretBox
 from sparkpipes.catalog.views import PartitionOffsets
 from sparkpipes.config import PipelineSpec
 from sparkpipes.config.procedure import ProcedureSpec
+from sparkpipes.config.tables import ColumnSpec, TableKey, TableSpec, ddl_types
 from sparkpipes.engine.alter import RewriteProgress
 from sparkpipes.engine.batch.protocol import BatchResult
 from sparkpipes.engine.extensions import Extension
@@ -41,6 +42,7 @@ from sparkpipes.engine.pipelines import Pipelines
 from sparkpipes.engine.procedures import Procedures
 from sparkpipes.engine.runtime import Runtime
 from sparkpipes.engine.scheduler.scheduling import Scheduler
+from sparkpipes.engine.schema import to_arrow
 from sparkpipes.engine.tables import Tables
 from sparkpipes.errors import ConfigError
 from sparkpipes.util.sparkfiles import remote
@@ -169,16 +171,36 @@ class Engine:
         columns, evaluated whenever rows are loaded (``col AS (expr) PERSISTED type``).
         ``declared`` keeps the types as the user wrote them (``JSON``) for DESCRIBE;
         ``not_null`` columns reject rows without a value (a record error at ingest).
+        The front ends describe their tables as a :class:`TableSpec` instead
+        (:meth:`create_table_spec`).
         """
-        self._tables.create(
-            name,
-            schema,
-            keys=keys,
-            computed=computed,
-            if_not_exists=if_not_exists,
-            declared=declared,
-            not_null=not_null,
+        if if_not_exists and name in self.tables():
+            return
+        if isinstance(schema, str):
+            self.spark  # noqa: B018 - DDL parsing needs a session
+        arrow, ddl = to_arrow(schema)
+        spark_types = ddl_types(ddl)
+        computed, declared, nulls = computed or {}, declared or {}, set(not_null)
+        unknown = [c for c in [*computed, *nulls] if c not in arrow.names]
+        if unknown:
+            raise ConfigError(f"table '{name}' has no column(s) {', '.join(unknown)}")
+        columns = tuple(
+            ColumnSpec(
+                f.name,
+                f.type if isinstance(schema, pa.Schema) else spark_types[f.name],
+                declared.get(f.name),
+                f.name in nulls,
+                computed.get(f.name),
+            )
+            for f in arrow
         )
+        spec = TableSpec(name, columns, tuple(TableKey.from_json(k) for k in keys))
+        self.create_table_spec(spec)
+
+    def create_table_spec(self, spec: TableSpec, *, if_not_exists: bool = False) -> None:
+        """Create the table a front end describes (``CREATE TABLE``, a Pinot schema, a
+        sink connector's automatic table)."""
+        self._tables.create(spec, if_not_exists=if_not_exists)
 
     def drop_table(self, name: str, *, if_exists: bool = False) -> None:
         self._tables.drop(name, if_exists=if_exists)

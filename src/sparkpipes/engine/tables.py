@@ -12,11 +12,12 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from sparkpipes.catalog import TableRecord
 from sparkpipes.config import check_name
+from sparkpipes.config.tables import TableSpec
 from sparkpipes.engine.alter import AlterTable, _key_text
 from sparkpipes.engine.batch.transform import REJECT_COLUMN, Transform, apply
 from sparkpipes.engine.runtime import Runtime
@@ -51,17 +52,11 @@ class Tables(AlterTable):
     def sink(self, rec: TableRecord) -> DeltaSink:
         return DeltaSink(rec.location, rec.schema, rec.name)
 
-    def create(
-        self,
-        name: str,
-        schema: Any,
-        *,
-        keys: Sequence[Mapping[str, Any]] = (),
-        computed: Mapping[str, str] | None = None,
-        if_not_exists: bool = False,
-        declared: Mapping[str, str] | None = None,
-        not_null: Sequence[str] = (),
-    ) -> None:
+    def create(self, spec: TableSpec, *, if_not_exists: bool = False) -> None:
+        """Create the Delta table of ``spec`` and record it in the catalog; a spec with
+        Spark DDL types needs a Spark session (to read them), one of Arrow types does not
+        (a computed column does: its expression is checked with Spark)."""
+        name = spec.name
         check_name(name, "table name")
         if if_not_exists and name in self.names():
             return
@@ -71,26 +66,17 @@ class Tables(AlterTable):
                 f"table '{twin}' exists: a table's name must differ from every other's by "
                 f"more than case ('{name}')"
             )
+        schema = spec.schema
         if isinstance(schema, str):
             self.rt.spark  # noqa: B018 - DDL parsing needs a session
         arrow, ddl = to_arrow(schema)
-        for col in computed or {}:
-            if col not in arrow.names:
-                raise ConfigError(f"computed column '{col}' is not a column of table '{name}'")
-        for col, expr in (computed or {}).items():
+        for col, expr in spec.computed.items():
             self._check_computed(name, arrow, col, expr)
         location = os.path.join(self.rt.tables_dir, name)
         sink = DeltaSink(location, arrow, name)
         if sink.exists():
             raise ConfigError(f"a Delta table already exists at {location}; drop it first")
-        options = {"keys": [dict(k) for k in keys], "computed": dict(computed or {})}
-        if declared:
-            options["declared"] = dict(declared)
-        unknown = [c for c in not_null if c not in arrow.names]
-        if unknown:
-            raise ConfigError(f"NOT NULL names unknown column(s) {', '.join(unknown)}")
-        if not_null:
-            options["not_null"] = list(not_null)
+        options = spec.options()
         self.rt.catalog.tables.create(name, location, ddl, arrow, options)
         try:
             sink.create(table_properties(self.rt.catalog.variables.all()))

@@ -64,6 +64,16 @@ __all__ = ["LOCAL_USER", "Auth", "install", "is_loopback", "safe_next"]
 #: of the catalog may have this name
 LOCAL_USER = RESERVED
 COOKIE = "sparkpipes_session"
+#: over TLS: a ``__Host-`` cookie, which a plain-HTTP server on another port of the same
+#: host cannot set (cookies are not kept apart by port; that one could overwrite ours)
+TLS_COOKIE = "__Host-" + COOKIE
+
+
+def cookie_name(request: Request) -> str:
+    """The session cookie's name for a request (over TLS, the ``__Host-`` one only)."""
+    return TLS_COOKIE if _tls(request) else COOKIE
+
+
 SESSION_TTL_S = 12 * 3600
 BASIC_CACHE_S = 60.0
 LINK_TTL_S = 600.0
@@ -274,7 +284,7 @@ class Auth:
         return s
 
     async def authenticate(
-        self, headers: Any, cookies: dict[str, str], address: str
+        self, headers: Any, cookies: dict[str, str], address: str, *, cookie_name: str = COOKIE
     ) -> Principal | Refused:
         """Who a request proves to be (its Authorization header, else its cookie)."""
         header = headers.get("authorization", "")
@@ -300,7 +310,7 @@ class Auth:
             if isinstance(checked, Refused):
                 return checked
             return Principal(name, credential_binding(header))
-        cookie = cookies.get(COOKIE)
+        cookie = cookies.get(cookie_name)
         if cookie:
             s = await asyncio.to_thread(self.session, cookie)
             if s is not None:
@@ -338,7 +348,9 @@ def install(app: Any, auth: Auth, error: Any) -> None:
         request.state.csrf = None
         if path.startswith(OPEN):
             return await call_next(request)
-        found = await auth.authenticate(request.headers, request.cookies, address_of(request))
+        found = await auth.authenticate(
+            request.headers, request.cookies, address_of(request), cookie_name=cookie_name(request)
+        )
         if isinstance(found, Refused):
             browsing = request.method in ("GET", "HEAD") and (
                 path == "/" or path.startswith("/console")
@@ -417,14 +429,14 @@ def install(app: Any, auth: Auth, error: Any) -> None:
 
     @app.post("/logout", include_in_schema=False)
     async def logout(request: Request) -> Any:
-        cookie = request.cookies.get(COOKIE)
+        cookie = request.cookies.get(cookie_name(request))
         if cookie:
             form = _form(await request.body())
             if not auth.csrf.valid(cookie_binding(cookie), form.get(CSRF_FIELD)):
                 return error(request, 403, "sign out with the console's Sign out button")
             auth.logout(cookie)
         answer = RedirectResponse("/login", status_code=303)
-        answer.delete_cookie(COOKIE, path="/", secure=_tls(request))
+        answer.delete_cookie(cookie_name(request), path="/", secure=_tls(request))
         return answer
 
     login_errors = {k: ERRORS[k] for k in (400, 401)}
@@ -453,7 +465,7 @@ _PAGE_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; "
     "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
     "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
+    "Referrer-Policy": "same-origin",  # no-referrer makes a form POST say Origin: null
     "Cache-Control": "no-store",
 }
 
@@ -468,7 +480,7 @@ def _form(raw: bytes) -> dict[str, str]:
 
 def _set_cookie(answer: Any, token: str, request: Request) -> None:
     answer.set_cookie(
-        COOKIE,
+        cookie_name(request),
         token,
         max_age=SESSION_TTL_S,
         httponly=True,

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from sparkpipes.catalog.states import PipelineState
 from sparkpipes.config import REDACTED, FieldMapping, PipelineSpec, Secret, urls
 from sparkpipes.config.parts import BatchSpec, FormatSpec, SinkSpec, SourceSpec
+from sparkpipes.config.tables import ColumnSpec, TableKey, TableSpec
 from sparkpipes.engine.extensions import Extension
 from sparkpipes.errors import ConfigError, NotFoundError, SinkError, SourceUnavailableError
 from sparkpipes.frontends.connect.model import (
@@ -302,14 +303,9 @@ class Connectors(Extension):
                     f"(they have {', '.join(sorted(names))})"
                 )
         if sink.kind == "delta":
-            ddl = ", ".join(f"`{n}` {t[1]}" for n, t, _ in fields)
-            keys = [
-                {"kind": _delta_kind(k), "name": k.name, "columns": list(k.columns), "using": None}
-                for k in cfg.keys
-            ]
-            pk = {c for k in cfg.keys if k.kind == "PRIMARY" for c in k.columns}
-            not_null = [n for n, _, nullable in fields if not nullable or n in pk]
-            self.engine.create_table(table, ddl, keys=keys, not_null=not_null)
+            columns = tuple(ColumnSpec(n, t[1], not_null=not nullable) for n, t, nullable in fields)
+            keys = tuple(TableKey(_delta_kind(k), tuple(k.columns), k.name) for k in cfg.keys)
+            self.engine.create_table_spec(TableSpec(table, columns, keys))
             return
         from sparkpipes.sinks.database import Destination, create_table
 

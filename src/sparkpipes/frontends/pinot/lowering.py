@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from sparkpipes.config.core import is_metadata_column
@@ -32,6 +31,7 @@ from sparkpipes.config.parts import (
     TransformSpec,
 )
 from sparkpipes.config.spec import PipelineSpec
+from sparkpipes.config.tables import ColumnSpec, TableKey, TableSpec
 from sparkpipes.errors import ConfigError
 from sparkpipes.frontends.pinot.expr import filter_sql, translate
 from sparkpipes.frontends.pinot.model import (
@@ -45,33 +45,24 @@ from sparkpipes.frontends.pinot.model import (
 RECORD_METADATA = "record.metadata"
 
 
-@dataclass(frozen=True)
-class TablePlan:
-    """The Delta table a Pinot schema becomes."""
-
-    name: str
-    ddl: str
-    declared: Mapping[str, str] = field(default_factory=dict)
-    keys: tuple[Mapping[str, Any], ...] = ()
-    not_null: tuple[str, ...] = ()
-
-
 def pipeline_name(table: str) -> str:
     return f"{table}_REALTIME"
 
 
-def table_plan(schema: PinotSchema, table: str) -> TablePlan:
-    cols = ", ".join(f"`{f.name}` {f.ddl_type}" for f in schema.fields)
-    declared = {f.name: "JSON" for f in schema.fields if f.data_type == "JSON" and f.single_value}
-    keys: tuple[Mapping[str, Any], ...] = ()
-    if schema.primary_key:
-        keys = (
-            {"kind": "PRIMARY", "name": None, "columns": list(schema.primary_key), "using": None},
+def table_spec(schema: PinotSchema, table: str) -> TableSpec:
+    """The Delta table a Pinot schema becomes: its fields in order (Spark types; a
+    single-value JSON field declared JSON), the primary key, and NOT NULL fields."""
+    columns = tuple(
+        ColumnSpec(
+            f.name,
+            f.ddl_type,
+            "JSON" if f.data_type == "JSON" and f.single_value else None,
+            f.not_null,
         )
-    not_null = tuple(
-        dict.fromkeys([*schema.primary_key, *(f.name for f in schema.fields if f.not_null)])
+        for f in schema.fields
     )
-    return TablePlan(table, cols, declared, keys, not_null)
+    keys = (TableKey("PRIMARY", tuple(schema.primary_key)),) if schema.primary_key else ()
+    return TableSpec(table, columns, keys)
 
 
 def lower(

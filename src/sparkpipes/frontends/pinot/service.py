@@ -30,7 +30,7 @@ from sparkpipes.engine.batch.assembly import build_source_of
 from sparkpipes.engine.extensions import Extension
 from sparkpipes.errors import AlreadyExistsError, ConfigError, NotFoundError
 from sparkpipes.formats import build_decoder
-from sparkpipes.frontends.pinot.lowering import lower, pipeline_name, table_plan
+from sparkpipes.frontends.pinot.lowering import lower, pipeline_name, table_spec
 from sparkpipes.frontends.pinot.model import PinotSchema, PinotTableConfig, load_schema, load_table
 from sparkpipes.frontends.pinot.units import TIME_UNITS_MS
 from sparkpipes.sinks.delta.maintenance import CompactionPolicy, compact, expire
@@ -96,11 +96,10 @@ class PinotTables(Extension):
         return self._describe(s, cfg, spec)
 
     def _describe(self, s: PinotSchema, cfg: PinotTableConfig, spec: Any) -> dict[str, Any]:
-        plan = table_plan(s, cfg.name)
         return {
             "table": cfg.name,
             "schema": s.name,
-            "columns": plan.ddl,
+            "columns": table_spec(s, cfg.name).schema,
             "primaryKey": list(s.primary_key),
             "pipeline": spec.name,
             "source": f"kafka {spec.source.location}",
@@ -131,10 +130,7 @@ class PinotTables(Extension):
             )
         if schema is not None:
             self.add_schema(s)
-        plan = table_plan(s, cfg.name)
-        self.engine.create_table(
-            cfg.name, plan.ddl, keys=plan.keys, declared=plan.declared, not_null=plan.not_null
-        )
+        self.engine.create_table_spec(table_spec(s, cfg.name))
         stored = {"config": cfg.shown(), "maintenance": _maintenance(s, cfg)}
         made = False  # undo only what this call made
         try:

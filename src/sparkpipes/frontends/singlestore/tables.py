@@ -6,17 +6,19 @@ privilege on."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from sparkpipes.catalog import views
 from sparkpipes.catalog.grants import DATABASE, Access
+from sparkpipes.config.tables import TableSpec
 from sparkpipes.engine.variables import like
 from sparkpipes.errors import ConfigError, NotFoundError
 from sparkpipes.frontends.singlestore import ast_tables as A
+from sparkpipes.frontends.singlestore.lower_tables import create_table_sql, table_spec
 from sparkpipes.frontends.singlestore.privileges import sees_table
 from sparkpipes.frontends.singlestore.results import Result, ok
-from sparkpipes.frontends.singlestore.types import arrow_type, spark_type
+from sparkpipes.frontends.singlestore.types import spark_type
 
 #: ``SHOW TABLE STATUS``
 TABLE_STATUS_COLUMNS = [
@@ -59,60 +61,17 @@ class TableStatements:
     def _CreateTable(self, s: A.CreateTable) -> Result:
         if s.if_not_exists and s.name in self.engine.tables():
             return ok(0)
-        import pyarrow as pa
-
-        # an Arrow schema, not Spark DDL: only a computed column needs Spark (to check it)
-        schema = pa.schema([pa.field(c.name, arrow_type(c.type)) for c in s.columns])
-        computed = {c.name: c.computed.text for c in s.columns if c.computed is not None}
-        keys = [
-            {"kind": k.kind, "name": k.name, "columns": list(k.columns), "using": k.using}
-            for k in s.keys
-        ]
-        keys += [
-            {"kind": "PRIMARY", "name": None, "columns": [c.name], "using": None}
-            for c in s.columns
-            if c.primary_key
-        ]
-        names = {c.name for c in s.columns}
-        for k in keys:
-            missing = [c for c in k["columns"] if c not in names]
-            if missing:
-                raise ConfigError(f"{k['kind']} KEY names unknown column(s) {', '.join(missing)}")
-        declared = {c.name: c.type.to_sql() for c in s.columns}
-        primary = {c for k in keys if k["kind"] == "PRIMARY" for c in k["columns"]}
-        not_null = [c.name for c in s.columns if c.nullable is False or c.name in primary]
-        self.engine.create_table(
-            s.name,
-            schema,
-            keys=keys,
-            computed=computed,
-            declared=declared,
-            not_null=not_null,
-        )
+        self.engine.create_table_spec(table_spec(s))
         return ok(0)
 
     def _ShowCreateTable(self, s: A.ShowCreateTable) -> Result:
         """The table's DDL as SingleStore prints it: declared types, NOT NULL, computed
         columns and keys; running it again (after DROP TABLE) makes the same table."""
-        rec = self.engine.catalog.tables.get(s.name)
-        declared = rec.options.get("declared", {})
-        types = _ddl_types(rec.ddl)
-        lines = []
-        for f in rec.schema:
-            typ = declared.get(f.name) or types.get(f.name, str(f.type))
-            if f.name in rec.computed:
-                lines.append(f"{_bq(f.name)} AS ({rec.computed[f.name]}) PERSISTED {typ}")
-            else:
-                null = " NOT NULL" if f.name in rec.not_null else ""
-                lines.append(f"{_bq(f.name)} {typ}{null}")
-        for k in rec.options.get("keys", []):
-            key = "KEY" if k["kind"] == "KEY" else f"{k['kind']} KEY"
-            if k.get("name"):
-                key += f" {_bq(k['name'])}"
-            key += " (" + ", ".join(_bq(c) for c in k["columns"]) + ")"
-            lines.append(key + (f" USING {k['using']}" if k.get("using") else ""))
-        ddl = f"CREATE TABLE {_bq(s.name)} (\n  " + ",\n  ".join(lines) + "\n)"
-        return Result(["Table", "Create Table"], [(s.name, ddl)])
+        return Result(["Table", "Create Table"], [(s.name, create_table_sql(self._spec(s.name)))])
+
+    def _spec(self, name: str) -> TableSpec:
+        rec = self.engine.catalog.tables.get(name)
+        return TableSpec.of_stored(rec.name, rec.schema, rec.ddl, rec.options)
 
     def _DropTable(self, s: A.DropTable) -> Result:
         self.engine.drop_table(s.name, if_exists=s.if_exists)
@@ -168,18 +127,17 @@ class TableStatements:
                 f"database '{s.database}' does not exist (databases: {DATABASE}, "
                 "information_schema)"
             )
-        rec = self.engine.catalog.tables.get(s.name)
-        types = _ddl_types(rec.ddl)
+        spec = self._spec(s.name)
         key_of: dict[str, str] = {}
-        for k in rec.options.get("keys", []):
-            for c in k["columns"]:
-                key_of.setdefault(c, {"PRIMARY": "PRI", "UNIQUE": "UNI"}.get(k["kind"], "MUL"))
+        for k in spec.keys:
+            for c in k.columns:
+                key_of.setdefault(c, {"PRIMARY": "PRI", "UNIQUE": "UNI"}.get(k.kind, "MUL"))
         rows = []
-        for f in rec.schema:
-            extra = f"computed: {rec.computed[f.name]}" if f.name in rec.computed else ""
-            typ = rec.options.get("declared", {}).get(f.name) or types.get(f.name, str(f.type))
-            null = "NO" if f.name in rec.not_null else "YES"
-            rows.append((f.name, typ, null, key_of.get(f.name, ""), None, extra))
+        not_null = set(spec.not_null)
+        for c in spec.columns:
+            extra = f"computed: {c.computed}" if c.computed is not None else ""
+            null = "NO" if c.name in not_null else "YES"
+            rows.append((c.name, c.declared, null, key_of.get(c.name, ""), None, extra))
         return Result(cols, rows)
 
     def _AlterTableAddColumn(self, s: A.AlterTableAddColumn) -> Result:
@@ -223,35 +181,6 @@ class TableStatements:
     def _DropIndex(self, s: A.DropIndex) -> Result:
         self.engine.drop_key(s.table, s.name)
         return ok(0)
-
-
-def _bq(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
-
-
-def _ddl_types(ddl: str) -> dict[str, str]:
-    out = {}
-    for part in _split_top(ddl):
-        name, _, typ = part.strip().partition(" ")
-        out[name.strip("`")] = typ.strip()
-    return out
-
-
-def _split_top(text: str) -> Sequence[str]:
-    parts, depth, cur = [], 0, []
-    for ch in text:
-        if ch in "<(":
-            depth += 1
-        elif ch in ">)":
-            depth -= 1
-        if ch == "," and depth == 0:
-            parts.append("".join(cur))
-            cur = []
-        else:
-            cur.append(ch)
-    if cur:
-        parts.append("".join(cur))
-    return parts
 
 
 def _type_name(t) -> str:

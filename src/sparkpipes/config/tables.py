@@ -1,0 +1,181 @@
+"""A table as every front end describes it: :class:`TableSpec`, its columns and its keys.
+
+SingleStore's ``CREATE TABLE``, a Pinot schema and a Kafka Connect sink's automatic tables
+each lower into one ``TableSpec``, which the engine creates (``Engine.create_table_spec``)
+and the catalog keeps (its Arrow schema, the Spark DDL of its types, and the options
+:meth:`TableSpec.options` writes). :meth:`TableSpec.of_stored` gives the spec back from what
+is stored, so ``SHOW CREATE TABLE`` and ``DESCRIBE`` are the lowering run backwards.
+
+A column's type is an Arrow type, or Spark DDL text (``ARRAY<STRING>``) that the engine
+parses with Spark; ``declared`` keeps the type as the user wrote it (``JSON``,
+``VARCHAR(20)``). Primary-key columns are NOT NULL, as in SingleStore.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from sparkpipes.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class TableKey:
+    """``PRIMARY`` / ``UNIQUE`` / ``SHARD`` / ``SORT`` / ``KEY`` (an index) on ``columns``."""
+
+    kind: str
+    columns: tuple[str, ...]
+    name: str | None = None
+    using: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "name": self.name,
+            "columns": list(self.columns),
+            "using": self.using,
+        }
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> TableKey:
+        return cls(str(d["kind"]), tuple(d.get("columns") or ()), d.get("name"), d.get("using"))
+
+
+@dataclass(frozen=True)
+class ColumnSpec:
+    """A column: its type (Arrow, or Spark DDL text), the type as declared, whether it
+    refuses NULL, and for a computed column its expression (Spark SQL over the others)."""
+
+    name: str
+    type: pa.DataType | str
+    declared: str | None = None
+    not_null: bool = False
+    computed: str | None = None
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """A table to create: checked when made (names unique, keys on its columns)."""
+
+    name: str
+    columns: tuple[ColumnSpec, ...]
+    keys: tuple[TableKey, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.columns:
+            raise ConfigError(f"table '{self.name}' needs at least one column")
+        seen: set[str] = set()
+        for c in self.columns:
+            if c.name.lower() in seen:
+                raise ConfigError(f"table '{self.name}' has column '{c.name}' twice")
+            seen.add(c.name.lower())
+        names = {c.name for c in self.columns}
+        for k in self.keys:
+            missing = [c for c in k.columns if c not in names]
+            if missing:
+                raise ConfigError(f"{k.kind} KEY names unknown column(s) {', '.join(missing)}")
+
+    @property
+    def primary(self) -> tuple[str, ...]:
+        return tuple(c for k in self.keys if k.kind == "PRIMARY" for c in k.columns)
+
+    @property
+    def schema(self) -> pa.Schema | str:
+        """An Arrow schema when every type is Arrow (no JVM needed), else Spark DDL."""
+        if all(isinstance(c.type, pa.DataType) for c in self.columns):
+            return pa.schema([pa.field(c.name, c.type) for c in self.columns])
+        return ", ".join(f"{_bq(c.name)} {_ddl(c.type)}" for c in self.columns)
+
+    @property
+    def not_null(self) -> tuple[str, ...]:
+        """Columns that refuse NULL at ingest: declared so, or in the primary key."""
+        primary = set(self.primary)
+        return tuple(c.name for c in self.columns if c.not_null or c.name in primary)
+
+    @property
+    def computed(self) -> dict[str, str]:
+        return {c.name: c.computed for c in self.columns if c.computed is not None}
+
+    @property
+    def declared(self) -> dict[str, str]:
+        return {c.name: c.declared for c in self.columns if c.declared is not None}
+
+    def options(self) -> dict[str, Any]:
+        """What the catalog keeps of the spec besides the schema."""
+        out: dict[str, Any] = {"keys": [k.to_json() for k in self.keys], "computed": self.computed}
+        if self.declared:
+            out["declared"] = self.declared
+        if self.not_null:
+            out["not_null"] = list(self.not_null)
+        return out
+
+    @classmethod
+    def of_stored(
+        cls, name: str, schema: pa.Schema, ddl: str, options: Mapping[str, Any]
+    ) -> TableSpec:
+        """The spec of a stored table; a column's ``declared`` is the type as written, or
+        Spark's name of it (what ``SHOW CREATE TABLE`` prints)."""
+        spark_types = ddl_types(ddl)
+        declared = options.get("declared", {})
+        computed = options.get("computed", {})
+        not_null = set(options.get("not_null", ()))
+        columns = tuple(
+            ColumnSpec(
+                f.name,
+                f.type,
+                declared.get(f.name) or spark_types.get(f.name, str(f.type)),
+                f.name in not_null,
+                computed.get(f.name),
+            )
+            for f in schema
+        )
+        keys = tuple(TableKey.from_json(k) for k in options.get("keys", ()))
+        return cls(name, columns, keys)
+
+
+def ddl_types(ddl: str) -> dict[str, str]:
+    """Column → Spark type text of a stored DDL (``\\`a\\` BIGINT, \\`b\\` ARRAY<STRING>``)."""
+    out = {}
+    for part in _split_top(ddl):
+        part = part.strip()
+        m = _QUOTED.match(part)
+        if m is not None:
+            out[m.group(1).replace("``", "`")] = part[m.end() :].strip()
+        else:
+            name, _, typ = part.partition(" ")
+            out[name] = typ.strip()
+    return out
+
+
+_QUOTED = re.compile(r"`((?:[^`]|``)*)`")
+
+
+def _split_top(text: str) -> Sequence[str]:
+    parts, depth, cur = [], 0, []
+    for ch in text:
+        if ch in "<(":
+            depth += 1
+        elif ch in ">)":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    if cur:
+        parts.append("".join(cur))
+    return parts
+
+
+def _ddl(t: pa.DataType | str) -> str:
+    if isinstance(t, str):
+        return t
+    raise ConfigError(f"a table spec mixes Arrow and Spark DDL types ({t})")
+
+
+def _bq(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
