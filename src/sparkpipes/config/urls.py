@@ -38,34 +38,32 @@ _HOST_LIST_IN = re.compile(
     r'"([\w.]*(?:bootstrap\.servers|broker\.list|ddlEndpoint))"\s*:\s*"([^"]*)"'
 )
 _URL_END = re.compile(r"[\s\"'`]")
-#: query parameters that carry a password (the login's) or another secret (a token,
-#: a signature): each is sealed; only the password is the login's
+#: query parameters that carry a password (the login's) or another secret (a token, a
+#: signature, a key): each is sealed; only the password is the login's. A name is read
+#: percent-decoded, lower-cased, ``-`` as ``_``: one of :data:`TOKEN_NAMES`, or holding one
+#: of :data:`TOKEN_WORDS` (sealing a harmless parameter costs only its display)
 PASSWORD_PARAMS = ("password", "passwd", "pwd")
-TOKEN_PARAMS = (
-    "sig",
-    "signature",
+TOKEN_NAMES = frozenset({"sig", "key", "code", "auth", "secret", "token", "pass", "sas"})
+TOKEN_WORDS = (
     "token",
-    "access_token",
-    "auth_token",
-    "refresh_token",
-    "id_token",
     "secret",
-    "client_secret",
-    "api_key",
+    "password",
+    "passwd",
+    "signature",
     "apikey",
-    "key",
-    "x-amz-signature",
-    "x-amz-security-token",
-    "x-goog-signature",
-    "security_token",
-    "sessiontoken",
+    "api_key",
+    "access_key",
+    "accesskey",
+    "private_key",
+    "privatekey",
+    "credential",
+    "session_key",
+    "auth_key",
+    "client_key",
+    "sharedkey",
+    "shared_key",
 )
-_PARAM = re.compile(
-    r"(?:^|[?&;])("
-    + "|".join(re.escape(p) for p in PASSWORD_PARAMS + TOKEN_PARAMS)
-    + r")=([^&;#]*)",
-    re.IGNORECASE,
-)
+_PARAM = re.compile(r"(?:^|[?&;])([^=&;#?]+)=([^&;#]*)")
 #: a sealed value holding a URL's password and its tokens (see :func:`split`)
 _PACKED = "\x00"
 
@@ -104,8 +102,9 @@ def _spans(text: str, *, bare: bool = False) -> list[tuple[int, int, bool]]:
             stop = text.find("#", query)
             stop = len(text) if stop < 0 else stop
             for p in _PARAM.finditer(text, query, stop):
-                if p.end(2) > p.start(2):
-                    out.append((p.start(2), p.end(2), p.group(1).lower() in PASSWORD_PARAMS))
+                kind = _param_kind(p.group(1))
+                if kind is not None and p.end(2) > p.start(2):
+                    out.append((p.start(2), p.end(2), kind))
     elif bare:
         end = _authority_end(text, 0)
         start = 0
@@ -128,6 +127,17 @@ def spans_in(text: str, *, bare: bool = False) -> list[tuple[int, int]]:
     for m in _HOST_LIST_IN.finditer(text):  # "bootstrap.servers": "user:pass@host" in JSON
         out += [(m.start(2) + s, m.start(2) + e) for s, e in spans(m.group(2), bare=True)]
     return sorted(set(out))
+
+
+def _param_kind(name: str) -> bool | None:
+    """Whether query parameter ``name`` is the login's password (True), another secret
+    (False), or no secret (None)."""
+    n = unquote(name).strip().lower().replace("-", "_")
+    if n in PASSWORD_PARAMS:
+        return True
+    if n in TOKEN_NAMES or any(w in n for w in TOKEN_WORDS):
+        return False
+    return None
 
 
 def _authority_end(text: str, start: int) -> int:

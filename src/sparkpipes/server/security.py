@@ -162,9 +162,10 @@ def _has_body(headers: Headers) -> bool:
 
 def same_origin(origin: str, host: tuple[str, int | None], scheme: str) -> bool:
     """Whether an ``Origin`` header names the server the request was sent to (its
-    ``Host``); the scheme may differ only between http and https, for a TLS proxy."""
+    ``Host``). Over plain HTTP the origin may be https (a TLS proxy in front); a server
+    serving TLS itself takes https origins only (a plain page on that name is another)."""
     scheme_of, sep, rest = origin.strip().lower().partition("://")
-    if not sep or scheme_of not in ("http", "https"):
+    if not sep or scheme_of not in (("https",) if scheme == "https" else ("http", "https")):
         return False
     parsed = split_host(rest)
     if parsed is None:

@@ -256,6 +256,12 @@ def test_a_stored_definition_of_an_older_sparkpipes_is_sealed():
             "http://u:pw@registry:8081/x?token=t0k&api_key=k3y",
             "http://u:<redacted>@registry:8081/x?token=<redacted>&api_key=<redacted>",
         ),
+        (  # any spelling: hyphens, other words for a key, percent-encoded names (review R6)
+            "http://h/reg?api-key=AK3&auth=AUTH4&code=CODE5&access_key=ACK6&private_token=PT7"
+            "&%73ig=SIG8&v=1&keyspace=ks",
+            "http://h/reg?api-key=<redacted>&auth=<redacted>&code=<redacted>&access_key="
+            "<redacted>&private_token=<redacted>&%73ig=<redacted>&v=1&keyspace=ks",
+        ),
     ],
 )
 def test_tokens_in_a_url_s_query_are_sealed_beside_its_password(text, shown):
@@ -265,7 +271,7 @@ def test_tokens_in_a_url_s_query_are_sealed_beside_its_password(text, shown):
     assert got == shown and secret is not None
     assert urls.restore(got, Secret(secret)) == text
     assert urls.password_of(secret) == ("pw" if "u:pw@" in text else None)
-    for word in ("Zm9vYmFy", "ab12", "tok9", "t0k", "k3y"):
+    for word in ("Zm9vYmFy", "ab12", "tok9", "t0k", "k3y", "AK3", "AUTH4", "CODE5", "PT7", "SIG8"):
         assert word not in got
     spec = lower(
         "CREATE PIPELINE p AS LOAD DATA KAFKA '127.0.0.1:9092/t' INTO TABLE t FORMAT AVRO "

@@ -119,6 +119,9 @@ def test_same_origin_means_scheme_host_and_port():
     assert not same_origin("null", host, "http")
     assert not same_origin(f"file://127.0.0.1:{PORT}", host, "http")
     assert same_origin("http://data.example", ("data.example", None), "http")
+    # serving TLS itself: a plain page on the same name and port is another origin
+    assert same_origin(f"https://127.0.0.1:{PORT}", host, "https")
+    assert not same_origin(f"http://127.0.0.1:{PORT}", host, "https")
 
 
 @pytest.mark.parametrize("method", ["POST", "PUT", "PATCH", "DELETE"])
