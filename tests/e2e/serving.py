@@ -108,7 +108,12 @@ def serve(warehouse, ready_path: str, *extra: str) -> Iterator[Served]:
         yield served
     finally:
         proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=120)
+        try:
+            proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:  # never leave a server (and its JVM) running
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+            raise AssertionError(f"the server did not stop on SIGTERM: {served.text()}") from None
         served.output = served.text()
         served.log.unlink(missing_ok=True)
         served.http.close()
@@ -126,6 +131,7 @@ def _start(warehouse, extra: tuple[str, ...]) -> tuple[Served, subprocess.Popen]
             stderr=subprocess.STDOUT,
             text=True,
             env={**os.environ, "SPARKPIPES_SPARK_MASTER": "local[2]"},
+            start_new_session=True,  # its JVM in its process group: killed with it if need be
         )
     return served, proc
 

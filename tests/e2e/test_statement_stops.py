@@ -73,4 +73,17 @@ def test_kill_query_and_the_time_limit_stop_spark_jobs(tmp_path):
         assert r.status_code >= 400 and "maximum statement execution time" in r.text, r.text
         for conn in (ana, bo, killer):
             conn.close()
+
+        # SIGTERM while a query would run for hours: serve stops its jobs and ends (the
+        # fixture fails if it is still up after 120 s)
+        assert server.http.post(
+            f"{server.url}/api/query", json={"sql": "SET GLOBAL max_execution_time = 0"}
+        ).ok
+        failed.clear()
+        ana = mysql_connect(server, ANA, read_timeout=300)
+        runner = threading.Thread(target=run)
+        runner.start()
+        time.sleep(3)
+    runner.join(60)
+    assert not runner.is_alive() and failed, "the query outlived the server"
     assert "Traceback" not in server.output

@@ -327,6 +327,7 @@ def _run(args) -> int:
 
 def _serve(args) -> int:
     from sparkpipes.cli import remote
+    from sparkpipes.engine.sql import jobs
     from sparkpipes.server import create_app
     from sparkpipes.server.mysql_wire import MysqlLimits
     from sparkpipes.server.security import Hosts, is_loopback
@@ -386,6 +387,7 @@ def _serve(args) -> int:
                 greet = _greet(app) if owner_only else None
                 _listen(app, args.host, args.port, advert, greet, http_limits, tls)
         finally:
+            jobs.stop_all()
             halt.set()
             runner.join()
     print("stopped", file=sys.stderr)

@@ -17,11 +17,14 @@ from __future__ import annotations
 import contextlib
 import threading
 import uuid
+import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from sparkpipes.errors import QueryError
 
+#: the statements that ran a Spark action and are not closed (to stop at shutdown)
+_LIVE: weakref.WeakSet[Statement] = weakref.WeakSet()
 INTERRUPTED = "Query execution was interrupted"
 TIMED_OUT = "Query execution was interrupted, maximum statement execution time exceeded"
 
@@ -53,6 +56,7 @@ class Statement:
                 self._timer.daemon = True
                 self._timer.start()
         self._ran = True
+        _LIVE.add(self)
         sc.setInterruptOnCancel(True)
         sc.addJobTag(self.tag)
         try:
@@ -81,3 +85,11 @@ class Statement:
         with self._lock:
             if self._timer is not None:
                 self._timer.cancel()
+        _LIVE.discard(self)
+
+
+def stop_all(reason: str = "the server is stopping") -> None:
+    """Stop every statement still running (``serve`` at SIGTERM: a query that would run
+    for hours must not keep the process from ending; pipelines' batches finish)."""
+    for statement in list(_LIVE):
+        statement.cancel(f"{INTERRUPTED}: {reason}")
