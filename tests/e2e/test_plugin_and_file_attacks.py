@@ -220,21 +220,33 @@ def test_plugin_paths_and_schema_files_are_refused(tmp_path):
         zz = {"streamType": "zz", "stream.zz.topic.name": "t"}
         for stream in (
             {"streamType": "redis", "stream.redis.topic.name": "t", "stream.redis.url": redis_url},
+            {
+                "streamType": "redis",
+                "stream.redis.topic.name": "t",
+                "stream.redis.url": "rediss://127.0.0.1:1/0?ssl_ca_certs=..%2F..%2Fetc%2Fshadow",
+            },
             {**zz, "stream.zz.tls.ca": str(creds)},
             {**zz, "stream.zz.descriptorFile": "ev.desc"},
         ):
             r = validate(ana, url, stream)
             assert r.status_code == 403 and "FILE READ" in r.text, r.text
             assert SECRET not in r.text and str(creds) not in r.text, r.text
-        redis = json.dumps({"stream.redis.url": f"rediss://127.0.0.1:1/0?ssl_ca_certs={creds}"})
-        r = ana.post(
-            f"{url}/api/query",
-            json={
-                "sql": f"CREATE PIPELINE rp AS LOAD DATA STREAM 'redis/t' CONFIG '{redis}' "
-                "SKIP SOURCE CHECK INTO TABLE t FORMAT JSON"
-            },
-        )
-        assert r.status_code == 403 and "FILE READ" in r.text, r.text
+        relative = "..%2F" * 12 + str(creds).lstrip("/").replace("/", "%2F")
+        for where, value in (
+            ("CONFIG", f"rediss://127.0.0.1:1/0?ssl_ca_certs={creds}"),
+            ("CONFIG", f"rediss://127.0.0.1:1/0?ssl_ca_certs={relative}"),  # encoded, relative
+            ("CREDENTIALS", f"rediss://127.0.0.1:1/0?ssl_ca_certs={creds}"),  # a plugin reads both
+            ("CREDENTIALS", "unix:///run/any.sock"),
+        ):
+            redis = json.dumps({"stream.redis.url": value})
+            r = ana.post(
+                f"{url}/api/query",
+                json={
+                    "sql": f"CREATE PIPELINE rp AS LOAD DATA STREAM 'redis/t' {where} '{redis}' "
+                    "SKIP SOURCE CHECK INTO TABLE t FORMAT JSON"
+                },
+            )
+            assert r.status_code == 403 and "FILE READ" in r.text, (where, value, r.text)
         connector = {
             "name": "snk",
             "config": {
@@ -245,6 +257,9 @@ def test_plugin_paths_and_schema_files_are_refused(tmp_path):
             },
         }
         r = ana.post(f"{url}/connectors", json=connector)
+        assert r.status_code == 403 and "FILE READ" in r.text, r.text
+        flat = {"name": "snk", "config": None, **connector["config"]}  # read as a flat config
+        r = ana.post(f"{url}/connectors", json=flat)
         assert r.status_code == 403 and "FILE READ" in r.text, r.text
         r = ana.put(f"{url}/connectors/snk/config", json=connector["config"])
         assert r.status_code == 403 and "FILE READ" in r.text, r.text

@@ -43,7 +43,7 @@ _URL_END = re.compile(r"[\s\"'`]")
 #: percent-decoded, lower-cased, ``-`` as ``_``: one of :data:`TOKEN_NAMES`, or holding one
 #: of :data:`TOKEN_WORDS` (sealing a harmless parameter costs only its display)
 PASSWORD_PARAMS = ("password", "passwd", "pwd")
-TOKEN_NAMES = frozenset({"sig", "key", "code", "auth", "secret", "token", "pass", "sas"})
+TOKEN_NAMES = frozenset({"sig", "key", "code", "auth", "secret", "token", "pass", "pw", "sas"})
 TOKEN_WORDS = (
     "token",
     "secret",
@@ -62,8 +62,12 @@ TOKEN_WORDS = (
     "client_key",
     "sharedkey",
     "shared_key",
+    "passphrase",
+    "authorization",
 )
 _PARAM = re.compile(r"(?:^|[?&;])([^=&;#?]+)=([^&;#]*)")
+#: the comma before the next URL of a list
+_NEXT_URL = re.compile(r",\s*(?=[A-Za-z][A-Za-z0-9+.\-]*://)")
 #: a sealed value holding a URL's password and its tokens (see :func:`split`)
 _PACKED = "\x00"
 
@@ -90,7 +94,19 @@ def spans(text: str, *, bare: bool = False) -> list[tuple[int, int]]:
 
 def _spans(text: str, *, bare: bool = False) -> list[tuple[int, int, bool]]:
     """:func:`spans` in order, each marked whether it is the login's password (user info,
-    ``password=``) rather than a token."""
+    ``password=``) rather than a token. A list of URLs (``http://a,http://u:p@b``, as a
+    schema registry's ``url`` takes) is read URL by URL."""
+    if _SCHEME.match(text) is not None and _NEXT_URL.search(text):
+        out: list[tuple[int, int, bool]] = []
+        starts = [0, *(m.end() for m in _NEXT_URL.finditer(text))]
+        ends = [m.start() for m in _NEXT_URL.finditer(text)] + [len(text)]
+        for start, end in zip(starts, ends, strict=True):
+            out += [(start + a, start + b, pw) for a, b, pw in _one(text[start:end], bare)]
+        return out
+    return _one(text, bare)
+
+
+def _one(text: str, bare: bool) -> list[tuple[int, int, bool]]:
     m = _SCHEME.match(text)
     out: list[tuple[int, int, bool]] = []
     if m is not None:
@@ -237,18 +253,34 @@ def login(text: str, password: str | Secret | None) -> tuple[str, str | None, st
     """For a client that takes the login apart from the URL (basic auth, a driver's
     ``password=``): ``(URL without user info, user, password)``, percent-decoded as a
     URL's user info is. ``text`` is the URL as stored (its password ``<redacted>``) with
-    ``password`` its secret, or a URL in clear with ``password`` None."""
+    ``password`` its secret, or a URL in clear with ``password`` None. In a list of URLs
+    every one loses its user info, and the first one's is the login."""
     clear = restore(text, password)
-    m = _SCHEME.match(clear)
+    if _SCHEME.match(clear) is None:
+        return clear, None, None
+    starts = [0, *(m.end() for m in _NEXT_URL.finditer(clear))]
+    ends = [m.start() for m in _NEXT_URL.finditer(clear)] + [len(clear)]
+    parts, user, secret = [], None, None
+    for start, end in zip(starts, ends, strict=True):
+        bare, u, p = _login_one(clear[start:end])
+        parts.append(clear[start:end] if bare is None else bare)
+        if user is None and secret is None:
+            user, secret = u, p
+    seps = [clear[e:s] for e, s in zip(ends, starts[1:], strict=False)]
+    out = parts[0] + "".join(sep + part for sep, part in zip(seps, parts[1:], strict=True))
+    return out, user, secret
+
+
+def _login_one(url: str) -> tuple[str | None, str | None, str | None]:
+    m = _SCHEME.match(url)
     if m is None:
-        return clear, None, None
-    start, end = m.end(), _authority_end(clear, m.end())
-    at = clear.rfind("@", start, end)
+        return None, None, None
+    start, end = m.end(), _authority_end(url, m.end())
+    at = url.rfind("@", start, end)
     if at < 0:
-        return clear, None, None
-    user, colon, secret = clear[start:at].partition(":")
-    bare = clear[:start] + clear[at + 1 :]
-    return bare, unquote(user) or None, unquote(secret) if colon else None
+        return url, None, None
+    user, colon, secret = url[start:at].partition(":")
+    return url[:start] + url[at + 1 :], unquote(user) or None, unquote(secret) if colon else None
 
 
 def in_query(text: str) -> bool:

@@ -45,7 +45,7 @@ def router(engine: Engine, *, run: bool) -> APIRouter:
         body = json_body(await request.body())
         if not isinstance(body, dict) or "config" not in body:
             raise ConfigError('POST /connectors takes {"name": …, "config": {…}}')
-        config = body["config"] if isinstance(body["config"], dict) else {}
+        config = body["config"] if isinstance(body["config"], dict) else body  # as load() reads
         require_file_read(engine, request, local_file_keys(config))
         info = conns.create(body)
         _run(info["name"])

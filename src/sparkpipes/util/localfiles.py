@@ -14,10 +14,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import unquote_plus
 
 #: option names that name a file whatever the value looks like
 _FILE_KEY = re.compile(
-    r"(?:[._-]|^)(?:location|path|file|filename|dir|directory|certs?|certfile|keyfile|"
+    r"(?:[._-]|^)(?:location|path|file|filename|dir|directory|certs?|certfile|keyfile|cafile|"
     r"keystore|truststore|keytab|cafile|capath|ca_certs|socket)$|[a-z](?:File|Path|Location|Dir)$",
 )
 #: a value that is a path of the local disk: absolute, home, relative, a file: URL, a unix
@@ -28,8 +29,10 @@ _PATH = re.compile(
 )
 #: a value may list several (``default,/x/evil.so``): each element is judged
 _ELEMENTS = re.compile(r"[,;\s]+")
-#: a URL query parameter whose value is such a path (``rediss://h?ssl_ca_certs=/x``)
-_PARAM_PATH = re.compile(r"[?&;][^=&;#]+=(?:/|~|\.\.?/|file:|%2[Ff])")
+#: a URL's query parameters (``rediss://h?ssl_ca_certs=x``), read percent-decoded: a
+#: parameter named like a file (``ssl_certfile``, ``ssl_ca_path``) or valued like a path
+#: names one, relative or not (``..%2F..%2Fetc%2Fshadow``)
+_PARAM = re.compile(r"[?&;]([^=&;#?]+)=([^&;#]*)")
 
 
 def names_local_file(key: str, value: Any) -> bool:
@@ -40,7 +43,17 @@ def names_local_file(key: str, value: Any) -> bool:
         _FILE_KEY.search(key)
         or _FILE_KEY.search(key.lower())
         or any(_PATH.match(part) for part in _ELEMENTS.split(value))
-        or _PARAM_PATH.search(value)
+        or any(_param_names_file(*m.groups()) for m in _PARAM.finditer(value))
+    )
+
+
+def _param_names_file(name: str, value: str) -> bool:
+    name, value = unquote_plus(name).strip(), unquote_plus(value).strip()
+    if not value:
+        return False
+    return bool(
+        _FILE_KEY.search(name.lower().replace("-", "_"))
+        or any(_PATH.match(part) for part in _ELEMENTS.split(value))
     )
 
 

@@ -290,3 +290,18 @@ def test_a_secret_in_clear_beside_a_redacted_one_is_refused():
     with pytest.raises(ConfigError, match="beside one in clear") as e:
         urls.split("http://u:<redacted>@h/x?token=Tk-77")
     assert "Tk-77" not in str(e.value)
+
+
+def test_each_url_of_a_list_has_its_login_taken_out():
+    """A schema registry's ``url`` may list several; a login in any of them is sealed, and
+    the client gets every URL without user info and the login apart (review R7)."""
+    text = "http://127.0.0.1:18398, http://u:REGPW2@127.0.0.1:18397/x?pw=W9&passphrase=P1"
+    shown, secret = urls.split(text)
+    assert shown == (
+        "http://127.0.0.1:18398, http://u:<redacted>@127.0.0.1:18397/x?pw=<redacted>"
+        "&passphrase=<redacted>"
+    )
+    assert urls.restore(shown, secret) == text
+    bare, user, password = urls.login(shown, secret)
+    assert user == "u" and password == "REGPW2" and "REGPW2" not in bare and "u@" not in bare
+    assert bare.startswith("http://127.0.0.1:18398, http://127.0.0.1:18397/x?pw=W9")

@@ -27,6 +27,11 @@ from sparkpipes.util.localfiles import local_file_keys, names_local_file
         ("stream.redis.url", "unix:///run/other.sock"),
         ("url", "redis+unix:///run/other.sock"),
         ("sasl.kerberos.keytab", "svc.keytab"),
+        # a query value read percent-decoded, relative or not; a parameter named as a file
+        ("stream.redis.url", "rediss://h:1/0?ssl_ca_certs=..%2F..%2F..%2Fetc%2Fshadow"),
+        ("stream.redis.url", "rediss://h:1/0?ssl_ca_certs=wh%2Fsecret.key"),
+        ("stream.redis.url", "rediss://h:1/0?db=0&ssl_keyfile=k.pem"),
+        ("url", "rediss://h:1/0?x=%7E%2F.ssh%2Fid_rsa"),
     ],
 )
 def test_file_options(key, value):
@@ -44,6 +49,8 @@ def test_file_options(key, value):
         ("endpoint_url", "http://127.0.0.1:5000/bucket/key"),
         ("profile", "default"),
         ("stream.zz.decoder.prop.schema", '{"type": "record"}'),
+        ("stream.redis.url", "rediss://h:1/0?ssl_cert_reqs=none&db=0"),
+        ("endpoint_url", "http://h/bucket?prefix=logs/2024"),
     ],
 )
 def test_other_options(key, value):

@@ -65,13 +65,17 @@ LOCAL_FILES = ("FS", "HDFS")
 
 
 def _names_local_files(s: A.CreatePipeline) -> bool:
-    """Whether CONFIG names a file of the server's disk the client opens (Kafka's
-    ``ssl.ca.location``, a plugin's path option: :mod:`sparkpipes.util.localfiles`)."""
-    try:
-        config = s.config_json
-    except Exception:  # a CONFIG that does not parse fails as the statement runs
-        return False
-    return bool(local_file_keys(config))
+    """Whether CONFIG or CREDENTIALS names a file of the server's disk the client opens
+    (Kafka's ``ssl.ca.location``, a plugin's path option or URL, which a plugin takes from
+    either: :mod:`sparkpipes.util.localfiles`)."""
+    for part in ("config_json", "credentials_json"):
+        try:
+            options = getattr(s, part)
+        except Exception:  # one that does not parse fails as the statement runs
+            continue
+        if local_file_keys(options):
+            return True
+    return False
 
 
 def _create_pipeline(access: Access, s: A.CreatePipeline) -> None:
