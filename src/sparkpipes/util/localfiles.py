@@ -18,7 +18,7 @@ from urllib.parse import unquote_plus
 
 #: option names that name a file whatever the value looks like
 _FILE_KEY = re.compile(
-    r"(?:[._-]|^)(?:location|path|file|filename|dir|directory|certs?|certfile|keyfile|cafile|"
+    r"(?:[._-]|^)(?:location|path|file|filename|dir|directory|certs?|certfile|keyfile|"
     r"keystore|truststore|keytab|cafile|capath|ca_certs|socket)$|[a-z](?:File|Path|Location|Dir)$",
 )
 #: a value that is a path of the local disk: absolute, home, relative, a file: URL, a unix

@@ -4,8 +4,6 @@
 
 from __future__ import annotations
 
-import pyarrow as pa
-
 from sparkpipes.config.tables import ColumnSpec, TableKey, TableSpec
 from sparkpipes.frontends.singlestore import ast_tables as A
 from sparkpipes.frontends.singlestore.types import arrow_type
@@ -35,7 +33,7 @@ def create_table_sql(spec: TableSpec) -> str:
     not_null = set(spec.not_null)
     lines = []
     for c in spec.columns:
-        typ = c.declared or str(c.type if isinstance(c.type, str) else _spark_name(c.type))
+        typ = c.declared or (c.type if isinstance(c.type, str) else str(c.type).upper())
         if c.computed is not None:
             lines.append(f"{_bq(c.name)} AS ({c.computed}) PERSISTED {typ}")
         else:
@@ -47,10 +45,6 @@ def create_table_sql(spec: TableSpec) -> str:
         key += " (" + ", ".join(_bq(c) for c in k.columns) + ")"
         lines.append(key + (f" USING {k.using}" if k.using else ""))
     return f"CREATE TABLE {_bq(spec.name)} (\n  " + ",\n  ".join(lines) + "\n)"
-
-
-def _spark_name(t: pa.DataType) -> str:
-    return str(t).upper()
 
 
 def _bq(name: str) -> str:
