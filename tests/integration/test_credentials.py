@@ -15,15 +15,22 @@ from sparkpipes.frontends.singlestore.executor import SqlSession
 from sparkpipes.testing import MotoServer
 from tests.integration.attacker import Listener
 
-SECRETS = ("Us3r-N4me-x", "P4ss-W0rd-y", "K3y-Pw-z")
+SECRETS = ("Us3r-N4me-x", "P4ss-W0rd-y", "K3y-Pw-z", "MIIEvQIBADANBgkqPr1v4teK3y")
+#: a client's private key given inline, as librdkafka's ssl.key.pem takes it
+KEY_PEM = f"-----BEGIN PRIVATE KEY-----\n{SECRETS[3]}\n-----END PRIVATE KEY-----\n"
 
 
 def test_credentials_never_appear_anywhere(engine, broker, topic, caplog, capfd):
     caplog.set_level(logging.DEBUG)
     sql = SqlSession(engine)
     creds = json.dumps(
-        {"sasl.username": SECRETS[0], "sasl.password": SECRETS[1], "ssl.key.password": SECRETS[2]}
-    )
+        {
+            "sasl.username": SECRETS[0],
+            "sasl.password": SECRETS[1],
+            "ssl.key.password": SECRETS[2],
+            "ssl.key.pem": KEY_PEM,
+        }
+    ).replace("\\", "\\\\")  # a SQL string reads backslash escapes
     broker.produce(topic, [json.dumps({"a": 1}), "{broken"], partitions=4)
     seen: list[str] = []
     sql.execute("CREATE TABLE t (a INT)")
@@ -43,6 +50,9 @@ def test_credentials_never_appear_anywhere(engine, broker, topic, caplog, capfd)
         f"CREDENTIALS '{creds}' INTO TABLE t",
         "CREATE PIPELINE leak AS LOAD DATA KAFKA 'h:1/x' "
         f'CONFIG \'{{"sasl.password": "{SECRETS[1]}"}}\' INTO TABLE t',
+        # the held-out review's repro: a private key in CONFIG (refused, never echoed)
+        "CREATE PIPELINE leakpem AS LOAD DATA KAFKA 'h:1/x' "
+        "CONFIG '" + json.dumps({"ssl.key.pem": KEY_PEM}).replace("\\", "\\\\") + "' INTO TABLE t",
         # errors that echo the statement: a syntax error and a missing table after it
         f"CREATE PIPELINE typo AS LOAD DATA KAFKA 'h:1/x' CREDENTIALS '{creds}' INTO TABEL t",
         f"CREATE PIPELINE nt AS LOAD DATA KAFKA 'h:1/x'\n CREDENTIALS\n '{creds}' INTO TABLE nt",
@@ -57,7 +67,8 @@ def test_credentials_never_appear_anywhere(engine, broker, topic, caplog, capfd)
     assert any("cannot decode" in s for s in seen)
     assert any("cannot reach Kafka" in s for s in seen)
     assert any("is a secret: give it in CREDENTIALS" in s for s in seen)
-    assert any("unexpected 'TABEL'" in s and "CREDENTIALS '****" in s for s in seen)
+    assert any("'ssl.key.pem' is a secret: give it in CREDENTIALS" in s for s in seen)
+    assert any("unexpected 'TABEL'" in s and "*****" in s for s in seen)
     assert any("table 'nt' does not exist" in s for s in seen)
     assert any("CREDENTIALS must be a JSON object" in s for s in seen)
 

@@ -189,6 +189,20 @@ def test_what_the_review_found_stays_shut(served, engine, tmp_path):
         f"CREATE PIPELINE leak AS LOAD DATA FS '{engine.warehouse}/secret.key' INTO TABLE t",
         "FILE READ",
     )
+    # so does signing in as the server: S3 or Kinesis without keys take the server's own
+    # AWS login (its environment, profile or role), which may read the warehouse's bucket
+    for text in (
+        "CREATE PIPELINE s3 AS LOAD DATA S3 'warehouse/tables/secret' SKIP SOURCE CHECK "
+        "INTO TABLE t",
+        "CREATE PIPELINE k AS LOAD DATA KAFKACONNECT 'kc' CONFIG '{\"connector.class\": "
+        '"com.singlestore.kafka.connect.kinesis.KinesisSourceConnector", '
+        '"kinesis.stream": "s"}\' SKIP SOURCE CHECK INTO TABLE t',
+    ):
+        refused(bo, text, "FILE READ")
+    bo.execute(  # with keys of its own, it signs in as whoever they are
+        "CREATE PIPELINE s3 AS LOAD DATA S3 'bucket/x' CREDENTIALS '{\"aws_access_key_id\": "
+        '"AKIA1", "aws_secret_access_key": "s"}\' SKIP SOURCE CHECK INTO TABLE t'
+    )
     ana.execute("GRANT CREATE ROUTINE ON * TO bo")
     body = "AS\nBEGIN\nINSERT INTO {into} SELECT {what} FROM {src};\nEND"
     for into, what, src, match in (

@@ -44,6 +44,7 @@ from sparkpipes.engine.runtime import Runtime
 from sparkpipes.engine.scheduler.scheduling import Scheduler
 from sparkpipes.engine.schema import to_arrow
 from sparkpipes.engine.tables import Tables
+from sparkpipes.engine.variables import coerce, resolve
 from sparkpipes.errors import ConfigError
 from sparkpipes.util.sparkfiles import remote
 
@@ -320,13 +321,9 @@ class Engine:
 
     # -- variables --------------------------------------------------------------------
     def variables(self) -> dict[str, Any]:
-        from sparkpipes.engine.variables import resolve
-
         return resolve(self.catalog.variables.all())
 
     def set_variable(self, name: str, value: Any) -> Any:
-        from sparkpipes.engine.variables import coerce
-
         v = coerce(name, value)
         self.catalog.variables.set(name.lower(), str(v))
         return v

@@ -169,6 +169,14 @@ class Source(abc.ABC):
     #: the ``experimental_features_config`` flag that must be on to create a pipeline
     feature: ClassVar[str | None] = None
 
+    @classmethod
+    def signs_in_as_server(cls, config: Mapping[str, Any], credentials: Mapping[str, Any]) -> bool:
+        """Whether a source of these options would sign in with the server's own login
+        (an AWS default chain: its environment, profile or instance role) because they
+        give none: such a pipeline reads what the server may read, so whoever makes it
+        needs the privilege to read the server's files. No I/O."""
+        return False
+
     @abc.abstractmethod
     def metadata(self, timeout_s: float | None = None) -> MetadataProvider:
         """A provider whose source calls give up after ``timeout_s`` (None: the source's

@@ -4,7 +4,8 @@ Location is ``'host:port[,host:port…]/topic'`` as in ``LOAD DATA KAFKA``. Clie
 are an allow-list: anything else, and options that would run code or commands on the
 executors (``sasl.jaas.config``, ``plugin.library.paths``, ``sasl.kerberos.kinit.cmd``,
 ``ssl.engine.location``), is refused by name. Secrets (``sasl.password``,
-``ssl.key.password``, ``ssl.keystore.password``) belong in CREDENTIALS, never in CONFIG.
+``ssl.key.password``, ``ssl.keystore.password``, an inline ``ssl.key.pem``) belong in
+CREDENTIALS, never in CONFIG.
 A user and password in the broker list (``user:pass@host:9092/topic``) are refused, saying
 so: no Kafka client takes them there (librdkafka would look the whole text up as a host
 name, and log it), and guessing SASL's protocol and mechanism could send the password
@@ -64,7 +65,6 @@ ALLOWED_SSL = frozenset(
         "curves.list",
         "sigalgs.list",
         "key.location",
-        "key.pem",
         "certificate.location",
         "certificate.pem",
         "ca.location",
@@ -75,7 +75,14 @@ ALLOWED_SSL = frozenset(
         "endpoint.identification.algorithm",
     )
 )
-SECRET_KEYS = {"sasl.password", "ssl.key.password", "ssl.keystore.password", "sasl.username"}
+#: a client's private key given inline (``ssl.key.pem``) is a secret like its password
+SECRET_KEYS = {
+    "sasl.password",
+    "ssl.key.password",
+    "ssl.keystore.password",
+    "ssl.key.pem",
+    "sasl.username",
+}
 FORBIDDEN = {
     "sasl.jaas.config": "Java JAAS configuration is not supported; give sasl.mechanism in "
     "CONFIG and sasl.username / sasl.password in CREDENTIALS",

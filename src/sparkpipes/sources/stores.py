@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+from collections.abc import Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -67,6 +68,10 @@ class S3Source(ObjectSource):
             "and shows the URL in its errors); S3 requests are signed with the keys in "
             "CREDENTIALS: aws_access_key_id and aws_secret_access_key"
         )
+
+    @classmethod
+    def signs_in_as_server(cls, config: Mapping[str, Any], credentials: Mapping[str, Any]) -> bool:
+        return "aws_access_key_id" not in credentials
 
     def _pattern(self, location: str) -> str:
         for scheme in ("s3://", "s3a://"):

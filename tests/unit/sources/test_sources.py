@@ -13,6 +13,7 @@ from sparkpipes.sources import build_source
         ({"sasl.kerberos.kinit.cmd": "rm -rf /"}, "runs a shell command"),
         ({"group.id": "g"}, "does not use consumer groups"),
         ({"sasl.password": "p"}, "is a secret: give it in CREDENTIALS"),
+        ({"ssl.key.pem": "-----BEGIN PRIVATE KEY-----"}, "'ssl.key.pem' is a secret"),
         ({"linger.ms": 5}, "unknown or unsupported Kafka option 'linger.ms'"),
         ({"isolation.level": "dirty"}, "isolation.level must be read_committed"),
     ],
@@ -32,11 +33,12 @@ def test_kafka_accepts_allowed_options_and_credentials():
             "ssl.ca.location": "/ca",
             "isolation.level": "read_committed",
         },
-        {"sasl.password": Secret("pw")},
+        {"sasl.password": Secret("pw"), "ssl.key.pem": Secret("-----BEGIN PRIVATE KEY-----k")},
     )
     assert (src.servers, src.topic) == ("a:1,b:2", "events")
     assert src.client_config()["sasl.password"] == "pw"
-    assert "pw" not in str(src.describe())
+    assert src.client_config()["ssl.key.pem"] == "-----BEGIN PRIVATE KEY-----k"
+    assert "pw" not in str(src.describe()) and "PRIVATE" not in str(src.describe())
 
 
 def test_bad_locations_and_unknown_sources():

@@ -28,7 +28,13 @@ from sparkpipes.config import REDACTED, FieldMapping, PipelineSpec, Secret, urls
 from sparkpipes.config.parts import BatchSpec, FormatSpec, SinkSpec, SourceSpec
 from sparkpipes.config.tables import ColumnSpec, TableKey, TableSpec
 from sparkpipes.engine.extensions import Extension
-from sparkpipes.errors import ConfigError, NotFoundError, SinkError, SourceUnavailableError
+from sparkpipes.errors import (
+    AlreadyExistsError,
+    ConfigError,
+    NotFoundError,
+    SinkError,
+    SourceUnavailableError,
+)
 from sparkpipes.frontends.connect.model import (
     REGISTRY_OPTION,
     STRING_CONVERTER,
@@ -88,8 +94,6 @@ class Connectors(Extension):
         cfg = config if isinstance(config, SinkConnectorConfig) else load(config)
         catalog = self.engine.catalog
         if not replace and cfg.name in catalog.connectors.names():
-            from sparkpipes.errors import AlreadyExistsError
-
             raise AlreadyExistsError(f"connector '{cfg.name}' already exists")
         old = (
             catalog.connectors.get(cfg.name)

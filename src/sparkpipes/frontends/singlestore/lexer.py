@@ -59,7 +59,7 @@ def tokens(text: str) -> list[Token]:
     return [t for t in lex(text) if t.type not in ("WS", "LINE_COMMENT", "BLOCK_COMMENT")]
 
 
-_SECRET_HINTS = ("password", "secret", "jaas", "token")
+_SECRET_HINTS = ("password", "secret", "jaas", "token", "key.pem", "private key")
 #: a string after these words is a secret (``BY``: of ``IDENTIFIED BY``; ``IDENTIFIED``
 #: alone: a ``BY`` forgotten)
 _MASKED_AFTER = ("CREDENTIALS", "IDENTIFIED", "BY")

@@ -15,8 +15,10 @@ CREATE INDEX, DROP INDEX                   INDEX
 CREATE PIPELINE                            CREATE PIPELINE, and INSERT on its table (or
                                            EXECUTE on its procedure; CREATE for an
                                            INFERRED pipeline's new table); FILE READ
-                                           to load the server's files (FS, HDFS) or
-                                           to name one in CONFIG (``*.location``)
+                                           to load the server's files (FS, HDFS), to
+                                           name one in CONFIG (``*.location``), or to
+                                           sign in as the server (S3, Kinesis
+                                           without keys)
 START / STOP / TEST PIPELINE               START PIPELINE
 ALTER PIPELINE                             ALTER PIPELINE
 DROP PIPELINE                              DROP PIPELINE
@@ -35,7 +37,9 @@ from collections.abc import Callable
 from typing import Any
 
 from sparkpipes.catalog.grants import PIPELINE, ROUTINE, TABLE, Access
+from sparkpipes.errors import SparkpipesError
 from sparkpipes.frontends.singlestore import ast as A
+from sparkpipes.sources import SOURCES
 from sparkpipes.util.localfiles import local_file_keys
 
 Rule = Callable[[Access, Any], None]
@@ -64,23 +68,29 @@ def _any_on_table(access: Access, s: Any) -> None:
 LOCAL_FILES = ("FS", "HDFS")
 
 
-def _names_local_files(s: A.CreatePipeline) -> bool:
-    """Whether CONFIG or CREDENTIALS names a file of the server's disk the client opens
-    (Kafka's ``ssl.ca.location``, a plugin's path option or URL, which a plugin takes from
-    either: :mod:`sparkpipes.util.localfiles`)."""
+def _reads_as_server(s: A.CreatePipeline) -> bool:
+    """Whether the pipeline reads what only the server may: CONFIG or CREDENTIALS name a
+    file of the server's disk the client opens (Kafka's ``ssl.ca.location``, a plugin's
+    path option or URL, which a plugin takes from either:
+    :mod:`sparkpipes.util.localfiles`), or give no login, so that the source signs in
+    with the server's own (S3 or Kinesis without keys: the AWS default chain)."""
+    options = []
     for part in ("config_json", "credentials_json"):
         try:
-            options = getattr(s, part)
+            options.append(getattr(s, part) if getattr(s, part.split("_")[0]) else {})
         except Exception:  # one that does not parse fails as the statement runs
-            continue
-        if local_file_keys(options):
-            return True
-    return False
+            return False
+    if any(local_file_keys(o) for o in options):
+        return True
+    try:
+        return SOURCES.get(s.source.lower()).signs_in_as_server(*options)
+    except SparkpipesError:  # an unknown source fails as the statement runs
+        return False
 
 
 def _create_pipeline(access: Access, s: A.CreatePipeline) -> None:
     access.require("CREATE PIPELINE", s.name, kind="pipeline")
-    if s.source.upper() in LOCAL_FILES or _names_local_files(s):
+    if s.source.upper() in LOCAL_FILES or _reads_as_server(s):
         access.require("FILE READ")
     if s.or_replace:
         access.require("DROP PIPELINE", s.name, kind="pipeline")

@@ -198,6 +198,12 @@ class SourceConnector(abc.ABC):
     def __init__(self, config: ConnectorConfig) -> None:
         self.config = config
 
+    @classmethod
+    def signs_in_as_server(cls, config: Mapping[str, Any], credentials: Mapping[str, Any]) -> bool:
+        """As :meth:`sparkpipes.sources.base.Source.signs_in_as_server`, for this
+        connector's CONFIG and CREDENTIALS as given."""
+        return False
+
     @abc.abstractmethod
     def partitions(self) -> list[dict[str, Any]]:
         """The source partitions now (I/O; called every batch, so new ones appear)."""

@@ -165,6 +165,10 @@ class KinesisConnector(SourceConnector):
     secret_keys = SECRET_KEYS
     partition_noun = "shard"
 
+    @classmethod
+    def signs_in_as_server(cls, config: Mapping[str, Any], credentials: Mapping[str, Any]) -> bool:
+        return "aws.access.key.id" not in config and "aws.access.key.id" not in credentials
+
     def __init__(self, config: Any) -> None:
         super().__init__(config)
         if importlib.util.find_spec("boto3") is None:

@@ -148,6 +148,13 @@ class KafkaConnectSource(Source):
         self._given_secrets = {k for k in cfg if k in secret}
         self.connector = cls(ConnectorConfig(class_name.strip(), tasks, values, secrets))
 
+    @classmethod
+    def signs_in_as_server(cls, config: Mapping[str, Any], credentials: Mapping[str, Any]) -> bool:
+        name = config.get("connector.class")
+        if not isinstance(name, str) or not name.strip():
+            return False  # refused as the pipeline is made
+        return resolve(name.strip()).signs_in_as_server(config, credentials)
+
     # -- Source -------------------------------------------------------------------------
     def secret_config_keys(self) -> frozenset[str]:
         return frozenset(self._given_secrets)
