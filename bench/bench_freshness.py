@@ -420,7 +420,7 @@ class Trace:
         self._lock = threading.Lock()
 
     def install(self) -> None:
-        from sparkpipes.catalog import Catalog
+        from sparkpipes.catalog.batches import Batches
         from sparkpipes.engine.batch.protocol import BatchRunner
         from sparkpipes.engine.scheduler.leasing import Keeper
         from sparkpipes.engine.scheduler.scheduling import Scheduler
@@ -434,7 +434,7 @@ class Trace:
             (BatchRunner, "_execute", "spark_job"),
             (Keeper, "fence", "fence"),
             (DeltaSink, "commit", "delta_commit"),
-            (Catalog, "record_batch", "record"),
+            (Batches, "record", "record"),
         ):
             self._wrap(cls, attr, key)
 

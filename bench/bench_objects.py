@@ -68,7 +68,7 @@ def run_pipeline(eng, name: str, table: str, sql_source: str) -> tuple[float, li
 
     sql = SqlSession(eng)
     sql.execute(f"CREATE TABLE {table} ({SCHEMA})")
-    sql.execute(f"CREATE PIPELINE {name} AS {sql_source} INTO TABLE {table}")
+    sql.execute(f"CREATE PIPELINE {name} AS {sql_source} INTO TABLE {table} FORMAT JSON")
     t = time.perf_counter()
     eng.run_batches(name, 100_000, until_idle=True)
     secs = time.perf_counter() - t

@@ -64,7 +64,9 @@ def test_multi_line_statements_errors_and_history(tmp_path):
         sh.send("SELEC 1;")
         screen = sh.expect("syntax error")
         (tmp_path / "in.json").write_text('{"a": 1, "b": "p"}\n{"a": 2, "b": "q"}\n')
-        sh.send(f"CREATE PIPELINE fp AS LOAD DATA FS '{tmp_path}/in.json' INTO TABLE t;")
+        sh.send(
+            f"CREATE PIPELINE fp AS LOAD DATA FS '{tmp_path}/in.json' INTO TABLE t FORMAT JSON;"
+        )
         sh.expect("Query OK")
         sh.send("START PIPELINE fp FOREGROUND;")
         sh.expect("batch 1: 2 rows in")  # progress while it runs

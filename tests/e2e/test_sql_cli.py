@@ -110,7 +110,8 @@ def test_run_loads_running_pipelines_and_stops_cleanly_on_sigterm(wh, broker, to
         "sql",
         "-e",
         f"CREATE TABLE t (a INT); CREATE PIPELINE p AS LOAD DATA KAFKA '{broker.bootstrap}/{topic}' "
-        "BATCH_INTERVAL 200 MAX_OFFSETS_PER_BATCH_PARTITION 10 INTO TABLE t; START PIPELINE p;",
+        "BATCH_INTERVAL 200 MAX_OFFSETS_PER_BATCH_PARTITION 10 INTO TABLE t FORMAT JSON; "
+        "START PIPELINE p;",
         wh=wh,
     )
     assert setup.returncode == 0, setup.stderr[-2000:]

@@ -278,7 +278,7 @@ def test_a_computed_column_added_later_is_filled_for_existing_rows(sql, engine, 
         "('t', '2', '{\"status\": \"closed\"}')"
     )
     (tmp_path / "a.json").write_text(record(3, "active", "5") + "\n")
-    sql(f"CREATE PIPELINE p AS LOAD DATA FS '{tmp_path}/*.json' INTO TABLE kp")
+    sql(f"CREATE PIPELINE p AS LOAD DATA FS '{tmp_path}/*.json' INTO TABLE kp FORMAT JSON")
     engine.run_batches("p", 3, until_idle=True)
     app_id = f"sparkpipes:{engine.catalog.pipelines.get('p').id}"
     committed = delta(engine, "kp").transaction_version(app_id)
@@ -407,7 +407,7 @@ def test_a_pipeline_of_another_process_loading_meanwhile_loses_nothing(
     src.mkdir()
     sql(SEED_TABLE)
     (src / "a.json").write_text(record(1, "active", "1") + "\n")
-    sql(f"CREATE PIPELINE p AS LOAD DATA FS '{src}/*.json' INTO TABLE kp")
+    sql(f"CREATE PIPELINE p AS LOAD DATA FS '{src}/*.json' INTO TABLE kp FORMAT JSON")
     other = Engine(engine.warehouse)
     try:
         other.run_batches("p", 1)  # assembled now, with the table's three columns

@@ -36,7 +36,7 @@ def test_credentials_never_appear_anywhere(engine, broker, topic, caplog, capfd)
     sql.execute("CREATE TABLE t (a INT)")
     sql.execute(
         f"CREATE PIPELINE good AS LOAD DATA KAFKA '{broker.bootstrap}/{topic}' "
-        f"CREDENTIALS '{creds}' INTO TABLE t"
+        f"CREDENTIALS '{creds}' INTO TABLE t FORMAT JSON"
     )
     # a failing batch (bad record), a pipeline whose broker is unreachable, a bad option
     for stmt in (
@@ -180,7 +180,7 @@ def test_show_create_run_again_keeps_an_s3_secret_for_the_same_store_only(engine
         sql.execute("CREATE TABLE t (a BIGINT); CREATE TABLE t2 (a BIGINT)")
         sql.execute(
             f"CREATE PIPELINE sp AS LOAD DATA S3 'kept/in/' CONFIG '{config}' "
-            f"CREDENTIALS '{json.dumps(keys)}' INTO TABLE t"
+            f"CREDENTIALS '{json.dumps(keys)}' INTO TABLE t FORMAT JSON"
         )
         shown = sql.execute("SHOW CREATE PIPELINE sp")[0].rows[0][1]
         assert '"aws_secret_access_key": "<redacted>"' in shown

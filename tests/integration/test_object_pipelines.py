@@ -112,7 +112,7 @@ def test_csv_with_a_header_parquet_and_avro_with_mappings(sql, engine, tmp_path)
 def test_drop_file_loads_the_object_again(sql, engine, tmp_path):
     (tmp_path / "a.json").write_bytes(_ndjson([1, 2]))
     sql.execute("CREATE TABLE t (id BIGINT, name TEXT)")
-    sql.execute(f"CREATE PIPELINE p AS LOAD DATA FS '{tmp_path}/*.json' INTO TABLE t")
+    sql.execute(f"CREATE PIPELINE p AS LOAD DATA FS '{tmp_path}/*.json' INTO TABLE t FORMAT JSON")
     engine.run_batches("p", 2, until_idle=True)
     key = str(tmp_path / "a.json")
     sql.execute(f"ALTER PIPELINE p DROP FILE '{key}'")
@@ -132,7 +132,7 @@ def test_a_corrupt_object_is_skipped_or_fails_naming_it(sql, engine, tmp_path):
     (tmp_path / "broken.parquet").write_bytes(b"PAR1 this is not parquet")
     sql.execute("CREATE TABLE t (id BIGINT, name TEXT)")
     sql.execute(
-        f"CREATE PIPELINE skip AS LOAD DATA FS '{tmp_path}/*.json*' SKIP PARSER ERRORS INTO TABLE t"
+        f"CREATE PIPELINE skip AS LOAD DATA FS '{tmp_path}/*.json*' SKIP PARSER ERRORS INTO TABLE t FORMAT JSON"
     )
     engine.run_batches("skip", 2, until_idle=True)
     ids = engine.table_arrow("t").column("id").to_pylist()
@@ -166,7 +166,7 @@ def test_a_large_object_is_split_across_tasks_and_loaded_once(sql, engine, tmp_p
     sql.execute(
         f"CREATE PIPELINE p AS LOAD DATA FS '{tmp_path}/*.json' "
         "CONFIG '{\"min_split_bytes\": 65536}' MAX_PARTITIONS_PER_BATCH 2 "
-        "INTO TABLE t"
+        "INTO TABLE t FORMAT JSON"
     )
     engine.run_batches("p", 3, until_idle=True)
     t = engine.table_arrow("t")

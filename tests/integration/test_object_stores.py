@@ -39,7 +39,7 @@ def test_s3_objects_load_once_and_later_ones_are_found(engine, s3_server):
     sql = SqlSession(engine)
     sql.execute("CREATE TABLE t (id BIGINT)")
     (msg,) = sql.execute(
-        f"CREATE PIPELINE p AS LOAD DATA S3 '{bucket}/in/' {_s3(s3_server)} INTO TABLE t"
+        f"CREATE PIPELINE p AS LOAD DATA S3 '{bucket}/in/' {_s3(s3_server)} INTO TABLE t FORMAT JSON"
     )
     assert "answered with 2 objects" in msg.message
     sql.execute(
@@ -85,7 +85,7 @@ def test_azure_blobs_load_once(engine, azurite):
     sql.execute("CREATE TABLE t (id BIGINT)")
     sql.execute(
         f"CREATE PIPELINE az AS LOAD DATA AZURE '{container}/logs' CONFIG '{config}' "
-        f"CREDENTIALS '{creds}' INTO TABLE t"
+        f"CREDENTIALS '{creds}' INTO TABLE t FORMAT JSON"
     )
     engine.run_batches("az", 3, until_idle=True)
     azurite.put(container, "logs/c.json", _ndjson([6]))
@@ -106,14 +106,14 @@ def test_a_wrong_azure_key_is_refused_without_showing_it(engine, azurite):
     with pytest.raises(SourceAuthError, match="failed to authenticate") as err:
         sql.execute(
             f"CREATE PIPELINE az AS LOAD DATA AZURE '{container}' CONFIG '{config}' "
-            f"CREDENTIALS '{creds}' INTO TABLE t"
+            f"CREDENTIALS '{creds}' INTO TABLE t FORMAT JSON"
         )
     assert wrong not in str(err.value) and f"azure '{container}'" in str(err.value)
     creds = json.dumps({"account_name": azurite.account_name, "account_key": azurite.account_key})
     with pytest.raises(SourceError, match=r"azure 'nowhere/x': 'nowhere' does not exist"):
         sql.execute(
             f"CREATE PIPELINE az AS LOAD DATA AZURE 'nowhere/x' CONFIG '{config}' "
-            f"CREDENTIALS '{creds}' INTO TABLE t"
+            f"CREDENTIALS '{creds}' INTO TABLE t FORMAT JSON"
         )
 
 
@@ -132,7 +132,7 @@ def test_an_unreachable_azure_endpoint_fails_create_pipeline_within_seconds(engi
     with pytest.raises(SourceError) as err:
         sql.execute(
             f"CREATE PIPELINE az AS LOAD DATA AZURE 'c/x' CONFIG '{config}' "
-            f"CREDENTIALS '{creds}' INTO TABLE t"
+            f"CREDENTIALS '{creds}' INTO TABLE t FORMAT JSON"
         )
     assert time.monotonic() - started < 20  # the SDK's own retries took about 80 s
     assert f"127.0.0.1:{port}" in str(err.value) or "reach" in str(err.value)

@@ -95,7 +95,7 @@ def test_procedures_that_cannot_run_are_named_with_their_line(engine, tmp_path):
     (tmp_path / "a.json").write_text('{"id": 1, "kind": "a"}\n{"id": 2}\n')
     sql.execute(
         f"CREATE PIPELINE p AS LOAD DATA FS '{tmp_path}/*.json' MAX_RETRIES_PER_BATCH_PARTITION 0 "
-        "INTO PROCEDURE nulls"
+        "INTO PROCEDURE nulls FORMAT JSON"
     )
     with pytest.raises(SparkpipesError) as e:
         engine.run_batch("p")

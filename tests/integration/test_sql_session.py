@@ -74,7 +74,7 @@ def test_information_schema_views_are_tables(sql, broker, topic):
     sql("CREATE TABLE t (a INT)")
     sql(
         f"CREATE PIPELINE p AS LOAD DATA KAFKA '{broker.bootstrap}/{topic}' "
-        "SKIP PARSER ERRORS INTO TABLE t"
+        "SKIP PARSER ERRORS INTO TABLE t FORMAT JSON"
     )
     sql("START PIPELINE p FOREGROUND")
     joined = sql(
@@ -123,7 +123,7 @@ def test_alter_offsets_show_create_and_lifecycle(sql, engine, broker, topic):
         f"CREATE PIPELINE p AS LOAD DATA KAFKA '{broker.bootstrap}/{topic}' "
         'CONFIG \'{"client.id": "me"}\' '
         'CREDENTIALS \'{"sasl.username": "u", "sasl.password": "hunter2"}\' '
-        "BATCH_INTERVAL 50 INTO TABLE t"
+        "BATCH_INTERVAL 50 INTO TABLE t FORMAT JSON"
     )
     shown = sql("SHOW CREATE PIPELINE p").rows[0][1]
     assert "hunter2" not in shown and '"sasl.password": "<redacted>"' in shown
@@ -221,7 +221,7 @@ def test_replace_and_ignore_into_table_upsert_by_primary_key(sql, broker, topic)
     for name, mode, table in (("r", "REPLACE", "latest"), ("i", "IGNORE", "first")):
         sql(
             f"CREATE PIPELINE {name} AS LOAD DATA KAFKA '{broker.bootstrap}/{topic}' "
-            f"{mode} INTO TABLE {table}"
+            f"{mode} INTO TABLE {table} FORMAT JSON"
         )
     send([(1, "a"), (2, "b"), (1, "a2")], partition=0)  # a key twice in one batch
     sql("START PIPELINE r FOREGROUND; START PIPELINE i FOREGROUND")
@@ -232,14 +232,14 @@ def test_replace_and_ignore_into_table_upsert_by_primary_key(sql, broker, topic)
     assert "REPLACE INTO TABLE" in sql("SHOW CREATE PIPELINE r").rows[0][1]
     with pytest.raises(ConfigError, match="needs a PRIMARY KEY on table 'nokey'"):
         sql(
-            f"CREATE PIPELINE n AS LOAD DATA KAFKA '{broker.bootstrap}/{topic}' REPLACE INTO TABLE nokey"
+            f"CREATE PIPELINE n AS LOAD DATA KAFKA '{broker.bootstrap}/{topic}' REPLACE INTO TABLE nokey FORMAT JSON"
         )
 
 
 def test_reporting_counts_loaded_batches_and_describes_views(sql, engine, tmp_path):
     (tmp_path / "in.json").write_text('{"a": 1}\n{"a": 2}\n')
     sql("CREATE TABLE t (a BIGINT)")
-    sql(f"CREATE PIPELINE fp AS LOAD DATA FS '{tmp_path}/in.json' INTO TABLE t")
+    sql(f"CREATE PIPELINE fp AS LOAD DATA FS '{tmp_path}/in.json' INTO TABLE t FORMAT JSON")
     msg = sql("START PIPELINE fp FOREGROUND LIMIT 3 BATCHES").message
     assert msg == "Query OK, 2 rows loaded in 1 batch (3 run)"
     described = sql("DESCRIBE information_schema.PIPELINES_BATCHES_SUMMARY")
@@ -297,13 +297,13 @@ def test_not_null_is_enforced_at_ingest_and_on_insert(sql, engine, tmp_path):
     assert [r[2] for r in sql("DESCRIBE nn").rows] == ["NO", "YES"]
     with pytest.raises(ConfigError, match="cannot insert into table 'nn': column 'id' is NOT NULL"):
         sql("INSERT INTO nn VALUES (NULL, 'x')")
-    sql(f"CREATE PIPELINE strict AS LOAD DATA FS '{tmp_path}/in.json' INTO TABLE nn")
+    sql(f"CREATE PIPELINE strict AS LOAD DATA FS '{tmp_path}/in.json' INTO TABLE nn FORMAT JSON")
     with pytest.raises(SparkpipesError, match=r"in\.json' byte 30: column 'id' is NOT NULL"):
         sql("START PIPELINE strict FOREGROUND")
     assert sql("SELECT count(*) FROM nn").rows == [(0,)]  # the failed batch loaded nothing
     sql(
         f"CREATE PIPELINE lenient AS LOAD DATA FS '{tmp_path}/in.json' "
-        "SKIP PARSER ERRORS INTO TABLE nn"
+        "SKIP PARSER ERRORS INTO TABLE nn FORMAT JSON"
     )
     sql("START PIPELINE lenient FOREGROUND")
     assert rows(sql("SELECT id, s FROM nn ORDER BY id")) == [(1, "a"), (2, None), (4, "d")]
@@ -334,7 +334,7 @@ def test_a_value_a_column_cannot_hold_is_a_bad_record_not_a_poisoned_table(sql, 
     with pytest.raises(ConfigError, match="'c': column 'n' cannot hold abc as INT"):
         sql("INSERT INTO c (id, s) VALUES (9, 'abc')")  # the statement fails, whole
     sql("INSERT INTO c (id, s) VALUES (10, '10')")  # and the table takes the next one
-    sql(f"CREATE PIPELINE strict AS LOAD DATA FS '{tmp_path}/in.json' INTO TABLE c")
+    sql(f"CREATE PIPELINE strict AS LOAD DATA FS '{tmp_path}/in.json' INTO TABLE c FORMAT JSON")
     with pytest.raises(
         SparkpipesError,
         match=r"in\.json' byte 21: column 'n' cannot hold abc as INT \(pipeline 'strict'",
@@ -346,7 +346,7 @@ def test_a_value_a_column_cannot_hold_is_a_bad_record_not_a_poisoned_table(sql, 
     for name, write in (("appended", ""), ("upserted", "REPLACE ")):
         sql(
             f"CREATE PIPELINE {name} AS LOAD DATA FS '{tmp_path}/in.json' "
-            f"SKIP PARSER ERRORS {write}INTO TABLE c"
+            f"SKIP PARSER ERRORS {write}INTO TABLE c FORMAT JSON"
         )
         sql(f"START PIPELINE {name} FOREGROUND")
         errs = engine.errors(name)

@@ -37,6 +37,7 @@ _FIELDS: dict[str, tuple[str, str]] = {
     "credentials": ("source", "credentials"),
     "offsets": ("source", "start"),
     "on_offset_out_of_range": ("source", "on_out_of_range"),
+    "source_hints": ("source", "hints"),
     "format": ("format", "kind"),
     "mapping": ("format", "mapping"),
     "csv": ("format", "csv"),
@@ -79,6 +80,7 @@ def parts_of(
     src.setdefault("location", "")
     src["config"] = parse_json_object(src.get("config"), what="CONFIG")
     src["credentials"] = _secrets(src.get("credentials"))
+    src["hints"] = tuple(src.get("hints") or ())
     fmt = parts["format"]
     fmt["kind"] = str(fmt.get("kind") or "json").lower()
     fmt["mapping"] = tuple(_mapping(m) for m in fmt.get("mapping") or ())
@@ -127,6 +129,7 @@ def to_kwargs(spec: PipelineSpec) -> dict[str, Any]:
     out["credentials"] = dict(spec.source.credentials)
     out["sink_config"] = dict(spec.sink.config)
     out["sink_credentials"] = dict(spec.sink.credentials)
+    out["source_hints"] = list(spec.source.hints)
     out["mapping"] = [(m.column, m.path) for m in spec.format.mapping]
     out["csv"] = dataclasses.asdict(spec.format.csv)
     out["format_options"] = dict(spec.format.options)

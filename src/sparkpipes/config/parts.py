@@ -53,12 +53,40 @@ def _set_lifted(spec: Any, name: str, lifted: Any, creds: dict[str, Secret]) -> 
 
 @dataclass(frozen=True)
 class CsvOptions:
-    """``FIELDS TERMINATED BY … ENCLOSED BY … ESCAPED BY …`` and header handling."""
+    r"""``FIELDS TERMINATED BY … [OPTIONALLY] ENCLOSED BY … ESCAPED BY …`` and header
+    handling, read as SingleStore's (and MySQL's) ``LOAD DATA`` reads them:
+
+    * ``delimiter``: the text between fields, one character or more;
+    * ``quote``: a field that starts with it ends at the next one followed by a delimiter
+      or the record's end, and holds everything between (delimiters too; the character
+      doubled stands for itself); None: fields are not enclosed;
+    * ``escape``: the character that makes the next one literal, and ``\0 \b \n \r
+      \t \Z`` the control characters they stand for; a field that is just ``\N`` is
+      NULL; None: nothing is escaped;
+    * ``optionally``: ``OPTIONALLY ENCLOSED BY``, which reads the same (kept to be shown
+      back).
+
+    The defaults are the Python API's (``,``, ``"``, no escape); the SingleStore dialect
+    gives its own (tab, not enclosed, ``\``) explicitly."""
 
     delimiter: str = ","
     quote: str | None = '"'
     escape: str | None = None
     header: bool = False
+    optionally: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.delimiter:
+            raise ConfigError("FIELDS TERMINATED BY must not be empty")
+        for what, ch in (("ENCLOSED BY", self.quote), ("ESCAPED BY", self.escape)):
+            if ch is not None and len(ch) != 1:
+                raise ConfigError(f"FIELDS {what} takes one character or '', got {ch!r}")
+            if ch is not None and ch in self.delimiter:
+                raise ConfigError(
+                    f"FIELDS {what} {ch!r} must differ from FIELDS TERMINATED BY {self.delimiter!r}"
+                )
+        if self.quote is not None and self.quote == self.escape:
+            raise ConfigError("FIELDS ENCLOSED BY and ESCAPED BY must differ")
 
 
 @dataclass(frozen=True)
@@ -99,8 +127,12 @@ class SourceSpec:
     #: ``earliest``, ``latest`` or ``at:<epoch ms>`` (Pinot's offset criteria by time)
     start: str = "earliest"
     on_out_of_range: str = "fail"
+    #: clauses of the front end's definition that change nothing here (SingleStore's
+    #: ``AGGREGATOR``, ``DISABLE OUT_OF_ORDER OPTIMIZATION`` …), kept to be shown back
+    hints: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "hints", tuple(str(h) for h in self.hints))
         creds = dict(self.credentials)
         if isinstance(self.location, str):
             shown, password = urls.split(self.location, bare=self.hosts, what="the location")
@@ -254,7 +286,7 @@ _SECRET_PARTS = {"source": "CONFIG option", "format": "format option", "sink": "
 #: sink option, and a field added later — must be as stored. The other components
 #: (the batch options, the SET / WHERE, the other components' settings) may change too.
 _MAY_CHANGE = {
-    "source": frozenset({"start", "on_out_of_range"}),
+    "source": frozenset({"start", "on_out_of_range", "hints"}),
     "format": frozenset({"mapping", "csv", "skip_lines", "skip_parser_errors"}),
     "sink": frozenset({"table", "write", "provenance"}),
 }

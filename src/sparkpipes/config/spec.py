@@ -99,6 +99,10 @@ class PipelineSpec:
         else:
             del d["format"]["options"]  # as stored before it existed
         d["transform"]["assignments"] = [list(a) for a in self.transform.assignments]
+        if self.source.hints:
+            d["source"]["hints"] = list(self.source.hints)
+        else:
+            del d["source"]["hints"]  # as stored before they existed
         d["format"]["credentials"] = (
             {k: v.reveal() for k, v in self.format.credentials.items()}
             if with_credentials

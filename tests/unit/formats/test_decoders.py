@@ -83,6 +83,51 @@ def test_csv_fast_and_slow_paths():
     assert "column 'id'" in reasons[2]
 
 
+#: SingleStore's LOAD DATA defaults: fields terminated by a tab, not enclosed, escaped by \\
+LOAD_DATA = CsvOptions(delimiter="\t", quote=None, escape="\\")
+TEXT = pa.schema([("a", pa.string()), ("b", pa.string()), ("n", pa.int64())])
+
+
+@pytest.mark.parametrize(
+    "opts, record, fields",
+    [
+        # not enclosed: a quote is an ordinary character
+        (LOAD_DATA, 'x\t"y"\t1', ["x", '"y"', 1]),
+        # escapes: a tab, a newline, the escape itself, an escaped delimiter; \N is NULL
+        (LOAD_DATA, "a\\tb\tc\\nd\t1", ["a\tb", "c\nd", 1]),
+        (LOAD_DATA, "a\\\\\tx\\\ty\t2", ["a\\", "x\ty", 2]),
+        (LOAD_DATA, "\\N\tN\t\\N", [None, "N", None]),
+        # enclosed: the delimiter inside, the quote doubled or escaped
+        (CsvOptions(",", '"', "\\"), '"a,b","say ""hi""",3', ["a,b", 'say "hi"', 3]),
+        (CsvOptions(",", '"', "\\"), '"a\\"b",c,4', ['a"b', "c", 4]),
+        # a quote not followed by the delimiter does not close the field
+        (CsvOptions(",", '"', None), '"a"b",c,5', ['a"b', "c", 5]),
+        # a delimiter of two characters; ESCAPED BY '' escapes nothing
+        (CsvOptions("||", None, None), "a\\b||c||6", ["a\\b", "c", 6]),
+    ],
+)
+def test_csv_reads_fields_as_load_data_does(opts, record, fields):
+    d = build_decoder("csv", TEXT, csv=opts)
+    out = d.decode(values(record))
+    assert out.errors == ()
+    assert list(out.table.to_pylist()[0].values()) == fields
+    # the same record among plain ones (the fast path's chunk, or not) reads the same
+    many = d.decode(values(*["p\tq\t0"] * 3, record) if opts == LOAD_DATA else values(record))
+    assert list(many.table.to_pylist()[-1].values()) == fields
+
+
+def test_csv_fast_path_agrees_with_load_data_on_plain_chunks():
+    d = build_decoder("csv", TEXT, csv=CsvOptions(",", '"', "\\"))
+    out = d.decode(values('"a,1",b,1', 'c,"",2', "e,f,"))
+    assert out.table.to_pylist() == [
+        {"a": "a,1", "b": "b", "n": 1},
+        {"a": "c", "b": "", "n": 2},
+        {"a": "e", "b": "f", "n": None},
+    ]
+    with pytest.raises(ConfigError, match="one character"):
+        CsvOptions(",", '""')
+
+
 def test_raw_into_one_string_column_and_invalid_utf8_is_an_error():
     d = build_decoder("raw", pa.schema([("line", pa.string())]))
     out = d.decode(values("hello", b"\xff\xfe", "world"))

@@ -164,6 +164,11 @@ class CreatePipeline(Statement):
     assignments: tuple[Assignment, ...] = ()
     where: Expr | None = None
     check_source: bool = True
+    #: ``CREATE AGGREGATOR PIPELINE``: SingleStore runs it on its aggregator; no effect here
+    aggregator: bool = False
+    #: load options that change nothing here, as written (``DISABLE OUT_OF_ORDER
+    #: OPTIMIZATION``, ``ENABLE OFFSETS METADATA GC``)
+    hints: tuple[str, ...] = ()
 
     @property
     def config_json(self) -> dict[str, Any]:
@@ -181,6 +186,8 @@ class CreatePipeline(Statement):
             out.append("OR REPLACE")
         if self.inferred:
             out.append("INFERRED")
+        if self.aggregator:
+            out.append("AGGREGATOR")
         out.append("PIPELINE")
         if self.if_not_exists:
             out.append("IF NOT EXISTS")
@@ -198,6 +205,7 @@ class CreatePipeline(Statement):
         ):
             if value is not None:
                 out.append(f"{keyword} {value}")
+        out += self.hints
         if self.skip_errors is not None:
             out.append(f"SKIP {self.skip_errors} ERRORS")
         if not self.check_source:

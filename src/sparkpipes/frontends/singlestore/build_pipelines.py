@@ -70,8 +70,10 @@ class PipelineBuilder(Builder):
             "inferred": inferred,
             "or_replace": _sub(tree, "or_replace") is not None,
             "if_not_exists": _sub(tree, "if_not_exists") is not None,
+            "aggregator": _sub(tree, "aggregator") is not None,
         }
         seen: dict[str, Any] = {}
+        hints: list[str] = []
         options = [c for c in tree.children if isinstance(c, Tree)]
         for opt in options:
             if opt.data == "opt_config":
@@ -91,10 +93,17 @@ class PipelineBuilder(Builder):
             elif opt.data == "opt_conflict":
                 self.once(seen, "conflict", opt, "REPLACE / IGNORE")
                 fields["on_conflict"] = _kw(opt)
+            elif opt.data == "opt_hint":
+                words = [str(t).upper() for t in opt.scan_values(lambda v: isinstance(v, Token))]
+                self.once(seen, words[-1], opt, " ".join(words[1:]))
+                hints.append(" ".join(words))
             elif opt.data == "format_clause":
                 self.format_clause(opt, seen, fields)
+            elif opt.data == "schema_clause":
+                self.tail_schema_clause(opt, seen, fields)
             elif opt.data.startswith("opt_"):
                 self.setting(opt, seen, fields)
+        fields["hints"] = tuple(hints)
         into = _sub(tree, "into_clause")
         if into is not None:
             fields["target"] = Target(_kw(into, 1), self.name(_sub(into, "name")))
@@ -131,12 +140,19 @@ class PipelineBuilder(Builder):
             assert node is not None
             self.fail(f"unknown format '{value}' (expected {', '.join(sorted(FORMATS))})", node)
         fields["format"] = value
-        text = _tok(tree, "STRING")
-        if text is not None:
-            if value != "AVRO":
-                self.fail(f"FORMAT {value} takes no SCHEMA (FORMAT AVRO does)", text)
-            key = "schema_registry" if _tok(tree, "REGISTRY") is not None else "schema"
-            fields[key] = self.string(text)
+
+    def tail_schema_clause(self, item: Tree, seen: dict[str, Any], fields: dict[str, Any]) -> None:
+        text = _tok(item, "STRING")
+        assert text is not None
+        if fields.get("format") != "AVRO":
+            shown = fields.get("format")
+            if shown is None:
+                self.fail("SCHEMA goes after FORMAT AVRO", text)
+            self.fail(f"FORMAT {shown} takes no SCHEMA (FORMAT AVRO does)", text)
+        if "schema" in fields or "schema_registry" in fields:
+            self.fail("the Avro schema is given twice", item)
+        key = "schema_registry" if _tok(item, "REGISTRY") is not None else "schema"
+        fields[key] = self.string(text)
 
     def load_tail(self, tail: Tree, seen: dict[str, Any], fields: dict[str, Any]) -> None:
         for item in tail.children:

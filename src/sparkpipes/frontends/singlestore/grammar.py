@@ -36,6 +36,7 @@ KEYWORDS: tuple[str, ...] = tuple(
     UNSIGNED USING VALUES VARIABLES WHEN WHERE WITH XOR USER USERS IDENTIFIED
     GRANT GRANTS REVOKE TO
     OPTIMIZE VACUUM RETAIN HOURS DRY RUN FULL STATUS
+    AGGREGATOR ENABLE DISABLE OUT_OF_ORDER OPTIMIZATION METADATA GC
     """.split()  # noqa: SIM905
 )
 
@@ -146,7 +147,8 @@ if_not_exists: IF NOT EXISTS
 if_exists: IF EXISTS
 
 // ---------------------------------------------------------------- CREATE PIPELINE
-create_pipeline: CREATE or_replace? PIPELINE _pipeline_head into_clause load_tail
+create_pipeline: CREATE or_replace? aggregator? PIPELINE _pipeline_head into_clause load_tail
+aggregator: AGGREGATOR
 create_inferred_pipeline: CREATE or_replace? INFERRED PIPELINE _pipeline_head _inferred_into?
 _inferred_into: into_clause load_tail
 _pipeline_head: if_not_exists? name AS LOAD DATA name STRING pipeline_option*
@@ -159,18 +161,25 @@ _pipeline_head: if_not_exists? name AS LOAD DATA name STRING pipeline_option*
                 | MAX_RETRIES_PER_BATCH_PARTITION int_value   -> opt_max_retries
                 | SKIP skip_kind ERRORS                       -> opt_skip
                 | SKIP SOURCE CHECK                           -> opt_skip_check
+                | toggle OUT_OF_ORDER OPTIMIZATION            -> opt_hint
+                | toggle OFFSETS METADATA GC                  -> opt_hint
                 | REPLACE                                     -> opt_conflict
                 | IGNORE                                      -> opt_conflict
                 | format_clause
+                | schema_clause
 
 skip_kind: PARSER | ALL | CONSTRAINT | DUPLICATE KEY
-format_clause: FORMAT name (SCHEMA REGISTRY? STRING)?
+toggle: ENABLE | DISABLE
+format_clause: FORMAT name
 
 into_clause: INTO TABLE name
            | INTO PROCEDURE name
 
 load_tail: _load_item* set_clause? where_clause?
 _load_item: format_clause | load_fields | fields_clause | lines_clause | ignore_lines
+          | schema_clause
+// FORMAT AVRO (mapping) SCHEMA '…': the order SingleStore's docs write
+schema_clause: SCHEMA REGISTRY? STRING
 
 load_fields: "(" load_field ("," load_field)* ")"
 load_field: load_target ("<-" json_path (DEFAULT literal)?)?
@@ -201,7 +210,7 @@ stop_pipeline: STOP PIPELINE if_running? name
 if_running: IF RUNNING
 stop_all_pipelines: STOP ALL PIPELINES
 drop_pipeline: DROP PIPELINE if_exists? name
-alter_pipeline: ALTER PIPELINE if_exists? name SET alter_item ("," SET? alter_item)*
+alter_pipeline: ALTER PIPELINE if_exists? name SET alter_item (("," SET? | SET) alter_item)*
 alter_pipeline_drop_file: ALTER PIPELINE if_exists? name DROP FILE STRING
 ?alter_item: OFFSETS (EARLIEST | LATEST)                -> alter_offsets
            | OFFSETS STRING                             -> alter_offsets_json
@@ -259,9 +268,9 @@ column_attr: NOT NULL                        -> attr_not_null
             | AUTO_INCREMENT                  -> attr_auto_increment
             | COMMENT STRING                  -> attr_comment
 
-table_key: PRIMARY KEY key_columns index_using?             -> primary_key
-         | SHARD KEY name? key_columns                      -> shard_key
-         | SORT KEY name? key_columns                       -> sort_key
+table_key: PRIMARY KEY name? key_columns index_using?       -> primary_key
+         | SHARD KEY? name? key_columns index_using?        -> shard_key
+         | SORT KEY name? key_columns index_using?          -> sort_key
          | (KEY | INDEX) name? key_columns index_using?     -> plain_key
          | UNIQUE (KEY | INDEX)? name? key_columns index_using? -> unique_key
 key_columns: "(" (name ("," name)*)? ")"

@@ -55,18 +55,17 @@ def to_spec(stmt: A.CreatePipeline, defaults: Mapping[str, Any]) -> PipelineSpec
         "table": s.target.name if s.target is not None else s.name,
         "config": s.config_json if s.config else {},
         "credentials": s.credentials_json if s.credentials else {},
-        "format": (s.format or ("avro" if connector else "json")).lower()
-        if s.format or not s.fields
-        else "csv",
+        "format": (s.format or ("avro" if connector else "csv")).lower(),
         "batch_interval_ms": s.batch_interval,
         "max_partitions_per_batch": s.max_partitions_per_batch,
         "max_offsets_per_batch_partition": s.max_offsets_per_batch_partition,
         "max_retries": s.max_retries_per_batch_partition,
-        "skip_parser_errors": s.skip_errors in ("PARSER", "ALL"),
+        "skip_parser_errors": _skips_parser_errors(s),
         "assignments": [(a.column, a.expr.text) for a in s.assignments],
         "where": s.where.text if s.where else None,
         "skip_lines": s.ignore_lines or 0,
         "on_duplicate_key": s.on_conflict.lower() if s.on_conflict else None,
+        "source_hints": (("AGGREGATOR",) if s.aggregator else ()) + s.hints,
         "format_options": (
             {"schema.registry.url": s.schema_registry}
             if s.schema_registry
@@ -85,17 +84,48 @@ def to_spec(stmt: A.CreatePipeline, defaults: Mapping[str, Any]) -> PipelineSpec
     kw["mapping"] = mapping
     if procedure:
         kw["sink"] = "procedure"
-    if s.fields:
-        kw["csv"] = {
-            "delimiter": s.fields.terminated_by or ",",
-            "quote": s.fields.enclosed_by or '"',
-            "escape": s.fields.escaped_by,
-        }
+    if kw["format"] == "csv":
+        kw["csv"] = csv_options(s.fields or A.FieldsFormat())
+    elif s.fields or s.lines:
+        clause = "FIELDS" if s.fields else "LINES"
+        raise ConfigError(f"{clause} applies to FORMAT CSV, not FORMAT {kw['format'].upper()}")
     if s.lines and (s.lines.starting_by or s.lines.terminated_by not in (None, "\n")):
         raise ConfigError(
             "LINES STARTING BY / TERMINATED BY other than newline are not supported yet"
         )
     return from_kwargs(kw, defaults)
+
+
+def csv_options(f: A.FieldsFormat) -> dict[str, Any]:
+    """SingleStore's reading of a FIELDS clause: what it does not say is LOAD DATA's
+    default (fields terminated by a tab, not enclosed, escaped by a backslash); ``''``
+    encloses or escapes nothing."""
+    return {
+        "delimiter": "\t" if f.terminated_by is None else f.terminated_by,
+        "quote": f.enclosed_by or None,
+        "escape": "\\" if f.escaped_by is None else (f.escaped_by or None),
+        "optionally": f.optionally_enclosed,
+    }
+
+
+def _skips_parser_errors(s: A.CreatePipeline) -> bool:
+    """``SKIP PARSER ERRORS`` and ``SKIP ALL ERRORS`` put records that do not decode, or
+    leave a NOT NULL column empty, in the errors view. The other two kinds are refused
+    until they are honoured: neither may be accepted and do nothing."""
+    if s.skip_errors == "CONSTRAINT":
+        raise ConfigError(
+            "SKIP CONSTRAINT ERRORS is not supported yet (a record that breaks a "
+            "constraint cannot yet be skipped apart from one that does not parse); use "
+            "SKIP ALL ERRORS to skip both",
+            pipeline=s.name,
+        )
+    if s.skip_errors == "DUPLICATE KEY":
+        raise ConfigError(
+            "SKIP DUPLICATE KEY ERRORS is not supported yet; IGNORE INTO TABLE keeps the "
+            "first row of a key and drops later ones (REPLACE keeps the last)",
+            pipeline=s.name,
+        )
+    return s.skip_errors in ("PARSER", "ALL")
 
 
 def to_create_pipeline(spec: PipelineSpec) -> A.CreatePipeline:
@@ -108,7 +138,10 @@ def to_create_pipeline(spec: PipelineSpec) -> A.CreatePipeline:
     csv = fmt.kind == "csv"
     fields = (
         A.FieldsFormat(
-            terminated_by=fmt.csv.delimiter, enclosed_by=fmt.csv.quote, escaped_by=fmt.csv.escape
+            terminated_by=fmt.csv.delimiter,
+            enclosed_by=fmt.csv.quote or "",
+            optionally_enclosed=fmt.csv.optionally,
+            escaped_by=fmt.csv.escape or "",
         )
         if csv
         else None
@@ -126,6 +159,8 @@ def to_create_pipeline(spec: PipelineSpec) -> A.CreatePipeline:
     shown = sorted(k for k in src.credentials if urls.option_of(k) is None)
     return A.CreatePipeline(
         name=spec.name,
+        aggregator="AGGREGATOR" in src.hints,
+        hints=tuple(h for h in src.hints if h != "AGGREGATOR"),
         source=src.kind.upper(),
         location=src.location,
         target=A.Target("PROCEDURE" if spec.sink.kind == "procedure" else "TABLE", spec.sink.table),

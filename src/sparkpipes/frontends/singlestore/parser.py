@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
 from sparkpipes.errors import SparkpipesError
-from sparkpipes.frontends.singlestore import grammar, script
+from sparkpipes.frontends.singlestore import grammar, script, unsupported
 from sparkpipes.frontends.singlestore.ast_base import Statement
 from sparkpipes.frontends.singlestore.build_base import _shown
 from sparkpipes.frontends.singlestore.build_pipelines import PipelineBuilder
@@ -167,5 +167,6 @@ def _syntax_error(e: UnexpectedInput, text: str, span: script.Span) -> ParseErro
     listed = _expected(expected)
     if listed or hint:
         message += f" (expected {listed or 'something else'}{hint})"
+    message = unsupported.explain(stmt_text, offset) or message
     line, column, source_line = position(text, span.start + offset)
     return ParseError(message, line, column, token, stmt_text, source_line=source_line)

@@ -3,6 +3,8 @@
 Both run on one Lark lexer whose string, quoted-identifier and comment terminals are the
 parser's own, so the splitter never cuts inside a literal or a comment. A ``;`` ends a
 statement except inside the ``BEGIN … END`` body of ``CREATE [OR REPLACE] PROCEDURE``.
+As in the mysql client (SingleStore's docs write procedures so), a line ``DELIMITER //``
+makes ``//`` end statements instead, ``;`` then being part of them, until ``DELIMITER ;``.
 """
 
 from __future__ import annotations
@@ -73,16 +75,33 @@ def _split(text: str) -> tuple[list[Span], bool]:
     last: Token | None = None
     depth = 0
     procedure = block_seen = pending_end = False
+    delimiter, skip_to = ";", 0
 
     for tok in lex(text):
         kind = tok.type
-        if kind in ("WS", "LINE_COMMENT", "BLOCK_COMMENT"):
+        if kind in ("WS", "LINE_COMMENT", "BLOCK_COMMENT") or tok.start_pos < skip_to:
+            continue
+        word = tok.value.upper() if kind == "WORD" else ""
+        if first is None and word == "DELIMITER":
+            eol = text.find("\n", tok.end_pos)
+            eol = len(text) if eol < 0 else eol
+            delimiter = text[tok.end_pos : eol].strip() or ";"
+            skip_to = eol
+            continue
+        if delimiter != ";" and text.startswith(delimiter, tok.start_pos):
+            if first is not None and last is not None:
+                spans.append(Span(first.start_pos, last.end_pos))
+            first = last = None
+            skip_to = tok.start_pos + len(delimiter)
             continue
         if kind == "OTHER":
             err = _unterminated(text, tok, first.start_pos if first else tok.start_pos)
             if err is not None:
                 raise err
-        word = tok.value.upper() if kind == "WORD" else ""
+        if delimiter != ";":
+            first = first or tok
+            last = tok
+            continue
         if pending_end:
             # END IF / END LOOP … close blocks that were never counted; END CASE closes a CASE.
             pending_end = False

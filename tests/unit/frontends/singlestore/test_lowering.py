@@ -40,7 +40,7 @@ STATEMENTS = {
         'CONFIG \'{"client.id": "me", "nested": {"a": [1, null]}}\' '
         'CREDENTIALS \'{"sasl.username": "u", "sasl.password": "hunter2"}\' '
         "BATCH_INTERVAL 50 MAX_PARTITIONS_PER_BATCH 3 MAX_OFFSETS_PER_BATCH_PARTITION 700 "
-        "MAX_RETRIES_PER_BATCH_PARTITION 0 SKIP PARSER ERRORS REPLACE INTO TABLE t"
+        "MAX_RETRIES_PER_BATCH_PARTITION 0 SKIP PARSER ERRORS REPLACE INTO TABLE t FORMAT JSON"
     ),
     "ignore_json_mapping_set_where": (
         f"{K} IGNORE INTO TABLE t FORMAT JSON (a <- x::y, @v <- z, p <- %) "
@@ -55,11 +55,19 @@ STATEMENTS = {
         "IGNORE 1 LINES (id, @skip, name) SET label = concat(name, '!') WHERE id > 0"
     ),
     "csv_format_only": f"{FS} INTO TABLE f FORMAT CSV (a, b)",
+    "csv_optionally": (
+        f"{FS} INTO TABLE f FIELDS TERMINATED BY ',' OPTIONALLY ENCLOSED BY '\"' (a, b)"
+    ),
+    "csv_not_enclosed": f"{FS} INTO TABLE f FIELDS TERMINATED BY ',' ENCLOSED BY '' (a)",
     "csv_tab_newline": (
         f"{FS} INTO TABLE f FORMAT CSV FIELDS TERMINATED BY '\\t' LINES TERMINATED BY '\\n' "
         "IGNORE 2 LINES"
     ),
     "raw": f"{K} INTO TABLE t FORMAT RAW",
+    "no_op_options": (
+        "CREATE AGGREGATOR PIPELINE p AS LOAD DATA KAFKA 'h:9092/t' BATCH_INTERVAL 5 "
+        "DISABLE OUT_OF_ORDER OPTIMIZATION ENABLE OFFSETS METADATA GC INTO TABLE t FORMAT JSON"
+    ),
     "avro_mapping": f"{K} INTO TABLE t FORMAT AVRO (a <- b::c)",
     "location_with_quote": "CREATE PIPELINE p AS LOAD DATA FS '/it''s/\\\\x' INTO TABLE t",
 }
@@ -101,6 +109,7 @@ def test_the_lowering_matches_the_python_options():
             "max_retries": 0,
             "skip_parser_errors": True,
             "on_duplicate_key": "replace",
+            "format": "json",
         },
         DEFAULTS,
     )
@@ -115,13 +124,42 @@ def test_the_lowering_matches_the_python_options():
     c = lower(STATEMENTS["csv_fields_columns"])
     assert (c.source.kind, c.format.kind, c.format.skip_lines) == ("fs", "csv", 1)
     assert c.format.csv == CsvOptions(delimiter="|", quote="'", escape="\\")
+    assert lower(STATEMENTS["csv_optionally"]).format.csv == CsvOptions(
+        delimiter=",", quote='"', escape="\\", optionally=True
+    )
     assert [(m.column, m.path) for m in c.mapping] == [
         ("id", ("id",)),
         ("@skip", ("skip",)),
         ("name", ("name",)),
     ]
     assert lower(STATEMENTS["json_rooted_and_quoted"]).format.skip_parser_errors is True
-    assert lower(STATEMENTS["csv_format_only"]).format.csv == CsvOptions()
+
+
+def test_options_without_effect_here_are_kept_and_shown_back():
+    spec = lower(STATEMENTS["no_op_options"])
+    assert spec.source.hints == (
+        "AGGREGATOR",
+        "DISABLE OUT_OF_ORDER OPTIMIZATION",
+        "ENABLE OFFSETS METADATA GC",
+    )
+    shown = create_pipeline_sql(spec)
+    assert shown.startswith("CREATE AGGREGATOR PIPELINE p AS")
+    assert "DISABLE OUT_OF_ORDER OPTIMIZATION ENABLE OFFSETS METADATA GC" in shown
+    assert PipelineSpec.from_json(spec.to_json()) == spec
+
+
+def test_csv_takes_singlestores_defaults():
+    """LOAD DATA's defaults (fields terminated by a tab, not enclosed, escaped by a
+    backslash), whether FORMAT CSV is written or no FORMAT at all; an empty ENCLOSED BY or
+    ESCAPED BY is none."""
+    tab = CsvOptions(delimiter="\t", quote=None, escape="\\")
+    assert lower(STATEMENTS["csv_format_only"]).format.csv == tab
+    minimal = lower(STATEMENTS["kafka_minimal"]).format
+    assert (minimal.kind, minimal.csv) == ("csv", tab)
+    comma = lower(f"{FS} INTO TABLE f FIELDS TERMINATED BY ','").format.csv
+    assert comma == CsvOptions(delimiter=",", quote=None, escape="\\")
+    bare = lower(f"{FS} INTO TABLE f FIELDS ENCLOSED BY '' ESCAPED BY ''").format.csv
+    assert bare == CsvOptions(delimiter="\t", quote=None, escape=None)
 
 
 def test_absent_clauses_take_the_engines_defaults_and_given_ones_win():
@@ -148,7 +186,7 @@ def test_show_create_writes_resolved_options_and_redacts_credentials():
     assert minimal == (
         "CREATE PIPELINE p AS LOAD DATA KAFKA '127.0.0.1:9092/t' BATCH_INTERVAL 1250 "
         "MAX_OFFSETS_PER_BATCH_PARTITION 5000 MAX_RETRIES_PER_BATCH_PARTITION 2 "
-        "INTO TABLE t FORMAT JSON"
+        "INTO TABLE t FORMAT CSV FIELDS TERMINATED BY '\\t' ENCLOSED BY '' ESCAPED BY '\\\\'"
     )
 
 
@@ -188,6 +226,12 @@ def test_a_python_built_spec_shows_as_sql_that_lowers_back():
             "pipeline name must be letters, digits and underscores, got 'bad-name'",
         ),
         (f"{K} INTO TABLE `a b`", "table name must be letters, digits and underscores"),
+        (
+            f"{K} SKIP DUPLICATE KEY ERRORS INTO TABLE t",
+            "SKIP DUPLICATE KEY ERRORS is not supported",
+        ),
+        (f"{K} SKIP CONSTRAINT ERRORS INTO TABLE t", "SKIP CONSTRAINT ERRORS is not supported"),
+        (f"{FS} INTO TABLE f FIELDS ENCLOSED BY '\"\"'", "ENCLOSED BY takes one character"),
     ],
 )
 def test_what_sparkpipes_does_not_do_is_a_config_error_naming_it(sql, text):
@@ -231,7 +275,7 @@ def unique_by_lower(pairs):
 @st.composite
 def expressible_specs(draw):
     """Specs every part of which SQL has a clause for (fetch timeout and chunk size are
-    the engine's defaults, the CSV quote a character: ENCLOSED BY '' reads as '"')."""
+    the engine's defaults)."""
     kind = draw(st.sampled_from(["json", "avro", "parquet", "csv", "raw"]))
     mapping: list = []
     options: dict = {}
@@ -239,10 +283,14 @@ def expressible_specs(draw):
     if kind == "csv":
         for name, variable in draw(st.lists(columns, max_size=4)):
             mapping.append(("@" + name if variable else name, (name,)))
+        delimiter = draw(st.text(min_size=1, max_size=2))
+        char = st.text(min_size=1, max_size=1).filter(lambda c: c not in delimiter)
+        quote = draw(st.none() | char)
         options["csv"] = {
-            "delimiter": draw(st.text(min_size=1, max_size=2)),
-            "quote": draw(st.text(min_size=1, max_size=1)),
-            "escape": draw(st.none() | st.text(max_size=1)),
+            "delimiter": delimiter,
+            "quote": quote,
+            "escape": draw(st.none() | char.filter(lambda c: c != quote)),
+            "optionally": draw(st.booleans()),
         }
         options["skip_lines"] = draw(st.integers(0, 10**6))
     elif kind != "raw":

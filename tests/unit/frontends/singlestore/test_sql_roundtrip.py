@@ -35,7 +35,7 @@ from sparkpipes.frontends.singlestore import (
     quote_ident,
     quote_string,
 )
-from sparkpipes.frontends.singlestore.script import normalize
+from sparkpipes.frontends.singlestore.script import normalize, split
 from tests.unit.frontends.singlestore.sql_cases import ALL
 
 SETTINGS = settings(max_examples=200, deadline=None)
@@ -362,3 +362,20 @@ def test_procedure_params_round_trip(names, dtype):
 def test_normalize_is_idempotent(text):
     once = normalize(text)
     assert normalize(once) == once
+
+
+def test_a_delimiter_line_changes_what_ends_a_statement():
+    """SingleStore's docs write procedures between ``DELIMITER //`` and ``DELIMITER ;``, as
+    the mysql client takes them: ``;`` is then part of the statement."""
+    text = (
+        "CREATE TABLE t (a INT);\nDELIMITER //\n"
+        "CREATE OR REPLACE PROCEDURE p(batch QUERY(a INT)) AS\nBEGIN\n"
+        "  INSERT INTO t SELECT a FROM batch;\nEND //\nDELIMITER ;\nSELECT '//'; SELECT 2"
+    )
+    assert [text[s.start : s.end] for s in split(text)] == [
+        "CREATE TABLE t (a INT)",
+        "CREATE OR REPLACE PROCEDURE p(batch QUERY(a INT)) AS\nBEGIN\n"
+        "  INSERT INTO t SELECT a FROM batch;\nEND",
+        "SELECT '//'",
+        "SELECT 2",
+    ]

@@ -1,0 +1,82 @@
+"""SingleStore SQL that sparkpipes does not do (yet), by the words that begin it: a syntax
+error at one of these says so and why, instead of a bare "unexpected", so a user can tell
+a construct that is missing here from a typo of their own.
+
+``STATEMENTS`` match the words a statement begins with; ``CLAUSES`` the words at the place
+the parse stopped. Each maps to what the error says after "… is not supported".
+"""
+
+from __future__ import annotations
+
+import re
+
+#: statements, by their first words
+STATEMENTS: dict[tuple[str, ...], str] = {
+    ("DETACH", "PIPELINE"): " yet; STOP PIPELINE stops a pipeline, keeping its offsets",
+    ("CREATE", "LINK"): (
+        " yet: give the source's CONFIG and CREDENTIALS in CREATE PIPELINE itself"
+    ),
+    ("DROP", "LINK"): " yet (links are not)",
+    ("SHOW", "LINKS"): " yet (links are not)",
+    ("LOAD", "DATA"): (
+        ": a one-time load from the client or a link is not done here; CREATE PIPELINE … "
+        "AS LOAD DATA loads continuously, and START PIPELINE … FOREGROUND once"
+    ),
+    ("CREATE", "DATABASE"): ": sparkpipes serves one database, the warehouse's",
+    ("DROP", "DATABASE"): ": sparkpipes serves one database, the warehouse's",
+    ("USE",): ": sparkpipes serves one database, the warehouse's",
+    ("FLUSH",): "",
+    ("CREATE", "TABLES", "AS", "INFER", "PIPELINE"): (
+        " yet; CREATE INFERRED PIPELINE makes the table and the pipeline"
+    ),
+    ("CREATE", "TABLE", "AS", "INFER", "PIPELINE"): (
+        " yet; CREATE INFERRED PIPELINE makes the table and the pipeline"
+    ),
+    ("START", "FAILED", "PIPELINES"): " yet; START ALL PIPELINES starts the stopped ones",
+}
+
+#: clauses, by their words where the parse stopped
+CLAUSES: dict[tuple[str, ...], str] = {
+    ("WITH", "TRANSFORM"): (
+        ": it runs a program on the server for every batch; transform with SET and "
+        "WHERE, or load INTO PROCEDURE"
+    ),
+    ("NULL", "DEFINED", "BY"): " yet",
+    ("TRAILING", "NULLCOLS"): " yet",
+    ("ON", "DUPLICATE", "KEY", "UPDATE"): (
+        " yet; REPLACE INTO TABLE keeps the last row of a key, IGNORE the first"
+    ),
+    ("MAX_ERRORS",): " yet",
+    ("ERRORS", "HANDLE"): " yet",
+    ("COMPRESSION",): " yet",
+    ("CHARACTER", "SET"): " yet (files are read as UTF-8)",
+}
+#: a pipeline that loads from a link names it where the source's kind goes
+_LINK = re.compile(r"\bLOAD\s+DATA\s+LINK\b", re.IGNORECASE)
+
+_WORD = re.compile(r"[A-Za-z_]+")
+
+
+def _words(text: str, n: int) -> tuple[str, ...]:
+    out: list[str] = []
+    for m in re.finditer(r"\S+", text):
+        w = _WORD.fullmatch(m.group())
+        if w is None:
+            break
+        out.append(m.group().upper())
+        if len(out) == n:
+            break
+    return tuple(out)
+
+
+def explain(statement: str, offset: int) -> str | None:
+    """The error for SingleStore SQL this dialect does not take, or None: ``statement``
+    is the statement's text and ``offset`` where its parse stopped."""
+    if _LINK.search(statement[:offset]):
+        return "LOAD DATA LINK is not supported yet: give the source's CONFIG and CREDENTIALS"
+    for table, at in ((CLAUSES, offset), (STATEMENTS, 0)):
+        words = _words(statement[at:], 5)
+        for phrase, why in table.items():
+            if words[: len(phrase)] == phrase:
+                return f"{' '.join(phrase)} is not supported{why}"
+    return None

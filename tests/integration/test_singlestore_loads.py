@@ -1,0 +1,84 @@
+"""What a SingleStore pipeline loads, checked against SingleStore's documented semantics
+(``LOAD DATA``'s CSV rules), through the real broker, Spark and Delta."""
+
+from __future__ import annotations
+
+import pytest
+
+from sparkpipes.frontends.singlestore.executor import SqlSession
+
+
+@pytest.fixture
+def sql(engine):
+    session = SqlSession(engine)
+    return lambda text: session.execute(text)[-1]
+
+
+def rows(result):
+    return [tuple(r) for r in result.rows]
+
+
+def test_the_kafka_quickstart_loads_each_message_as_one_csv_record(sql, broker, topic):
+    """SingleStore's Kafka quickstart: a pipeline with neither FORMAT nor FIELDS loads
+    CSV with LOAD DATA's defaults, so each plain-text message is one row."""
+    words = ["the quick", "brown fox", "jumped over", "the lazy dog"]
+    broker.produce(topic, words, partitions=1)
+    sql("CREATE TABLE messages (id text)")
+    sql(
+        f"CREATE PIPELINE quickstart_kafka AS LOAD DATA KAFKA '{broker.bootstrap}/{topic}' "
+        "INTO TABLE messages"
+    )
+    assert "4 rows loaded" in sql("START PIPELINE quickstart_kafka FOREGROUND").message
+    assert sorted(r[0] for r in rows(sql("SELECT id FROM messages"))) == sorted(words)
+    shown = sql("SHOW CREATE PIPELINE quickstart_kafka").rows[0][1]
+    assert "FORMAT CSV FIELDS TERMINATED BY '\\t' ENCLOSED BY '' ESCAPED BY '\\\\'" in shown
+
+
+def test_csv_defaults_and_escapes_load_as_load_data_reads_them(sql, tmp_path):
+    """Tab-separated, not enclosed, escaped by a backslash: a quote is an ordinary
+    character, ``\\t`` a tab, ``\\N`` NULL, an escaped tab part of its field."""
+    (tmp_path / "a.tsv").write_text(
+        '1\tplain\t\\N\n2\ttab\\there\t5\n3\t"quoted"\t7\n4\tescaped\\\ttab\t9\n'
+    )
+    sql("CREATE TABLE t (id INT, s TEXT, n INT)")
+    sql(f"CREATE PIPELINE tp AS LOAD DATA FS '{tmp_path}/*.tsv' INTO TABLE t")
+    sql("START PIPELINE tp FOREGROUND")
+    assert rows(sql("SELECT id, s, n FROM t ORDER BY id")) == [
+        (1, "plain", None),
+        (2, "tab\there", 5),
+        (3, '"quoted"', 7),
+        (4, "escaped\ttab", 9),
+    ]
+
+
+def test_enclosed_fields_with_delimiters_doubled_quotes_and_an_escaped_delimiter(sql, tmp_path):
+    (tmp_path / "b.csv").write_text('1,"a,b",x\n2,"say ""hi""",y\n3,c\\,d,z\n4,"",w\n')
+    sql("CREATE TABLE c (id INT, s TEXT, k TEXT)")
+    sql(
+        f"CREATE PIPELINE cp AS LOAD DATA FS '{tmp_path}/*.csv' INTO TABLE c "
+        "FIELDS TERMINATED BY ',' OPTIONALLY ENCLOSED BY '\"'"
+    )
+    sql("START PIPELINE cp FOREGROUND")
+    assert rows(sql("SELECT id, s, k FROM c ORDER BY id")) == [
+        (1, "a,b", "x"),
+        (2, 'say "hi"', "y"),
+        (3, "c,d", "z"),
+        (4, "", "w"),
+    ]
+    shown = sql("SHOW CREATE PIPELINE cp").rows[0][1]
+    assert "FIELDS TERMINATED BY ',' OPTIONALLY ENCLOSED BY '\"' ESCAPED BY '\\\\'" in shown
+
+
+def test_a_comma_delimited_file_without_enclosure_keeps_its_quotes(sql, tmp_path):
+    """``FIELDS TERMINATED BY ','`` alone does not enclose: SingleStore keeps the quotes
+    (a field with a comma inside quotes is two fields, so the record has too many)."""
+    (tmp_path / "q.csv").write_text('1,"x"\n2,"y,z"\n')
+    sql("CREATE TABLE q (id INT, s TEXT)")
+    sql(
+        f"CREATE PIPELINE qp AS LOAD DATA FS '{tmp_path}/*.csv' SKIP PARSER ERRORS "
+        "INTO TABLE q FIELDS TERMINATED BY ','"
+    )
+    sql("START PIPELINE qp FOREGROUND")
+    assert rows(sql("SELECT id, s FROM q")) == [(1, '"x"')]
+    errors = sql("SELECT ERROR_MESSAGE FROM information_schema.PIPELINES_ERRORS")
+    assert "expected 2 fields, found 3" in rows(errors)[0][0]
