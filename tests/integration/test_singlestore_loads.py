@@ -82,3 +82,22 @@ def test_a_comma_delimited_file_without_enclosure_keeps_its_quotes(sql, tmp_path
     assert rows(sql("SELECT id, s FROM q")) == [(1, '"x"')]
     errors = sql("SELECT ERROR_MESSAGE FROM information_schema.PIPELINES_ERRORS")
     assert "expected 2 fields, found 3" in rows(errors)[0][0]
+
+
+def test_skip_duplicate_key_errors_skips_rows_whose_key_is_there(sql, broker, topic):
+    """SKIP DUPLICATE KEY ERRORS: into a table with a primary key, a row whose key the
+    table (or the batch before it) holds is skipped; into one without, every row loads."""
+    broker.produce(
+        topic, ['{"k": 1, "v": "a"}', '{"k": 2, "v": "b"}', '{"k": 1, "v": "c"}'], partitions=1
+    )
+    sql("CREATE TABLE keyed (k INT, v TEXT, PRIMARY KEY (k))")
+    sql("INSERT INTO keyed VALUES (2, 'old')")
+    sql("CREATE TABLE plain (k INT, v TEXT)")
+    for name, table in (("dk", "keyed"), ("dp", "plain")):
+        sql(
+            f"CREATE PIPELINE {name} AS LOAD DATA KAFKA '{broker.bootstrap}/{topic}' "
+            f"SKIP DUPLICATE KEY ERRORS INTO TABLE {table} FORMAT JSON"
+        )
+        sql(f"START PIPELINE {name} FOREGROUND")
+    assert rows(sql("SELECT k, v FROM keyed ORDER BY k")) == [(1, "a"), (2, "old")]
+    assert rows(sql("SELECT k, v FROM plain ORDER BY k, v")) == [(1, "a"), (1, "c"), (2, "b")]

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from sparkpipes.config.core import ConfigError, Secret, parse_json_object, reject_unknown
 from sparkpipes.config.parts import (
     BATCH_OPTION_NAMES,
+    WRITE_MODES,
     BatchSpec,
     CsvOptions,
     FieldMapping,
@@ -101,13 +102,10 @@ def parts_of(
     sink["credentials"] = _secrets(sink.get("credentials"))
     write = sink.get("write")
     sink["write"] = "append" if write is None else str(write).lower()
-    if sink["write"] == "append" and write is not None:
+    if sink["write"] not in WRITE_MODES or (sink["write"] == "append" and write is not None):
         raise ConfigError(
-            f"on_duplicate_key must be replace or ignore, got '{write}'", pipeline=name
-        )
-    if sink["write"] not in ("append", "replace", "ignore"):
-        raise ConfigError(
-            f"on_duplicate_key must be replace or ignore, got '{write}'", pipeline=name
+            f"on_duplicate_key must be replace, ignore or skip_duplicates, got '{write}'",
+            pipeline=name,
         )
     return dict(
         name=name,

@@ -27,7 +27,9 @@ START_POLICIES = ("earliest", "latest")
 #: a start policy ``at:<epoch ms>``: each partition's first record at or after that time
 START_AT = "at:"
 OUT_OF_RANGE_POLICIES = ("fail", "earliest")
-WRITE_MODES = ("append", "replace", "ignore")
+#: ``skip_duplicates`` (SingleStore's ``SKIP DUPLICATE KEY ERRORS``): ``ignore`` on a table
+#: with a primary key (a row whose key is there is skipped), ``append`` on one without
+WRITE_MODES = ("append", "replace", "ignore", "skip_duplicates")
 FORMAT_OPTIONS = (
     "schema.registry.url",
     "schema",
@@ -241,7 +243,8 @@ class TransformSpec:
 class SinkSpec:
     """Where rows go: a sink plugin (``delta``) and its table. ``write`` is the write
     strategy: ``append``, or an upsert by primary key that ``replace``s the row with the
-    same key or ``ignore``s the new one. ``provenance`` fills ``__source_partition`` and
+    same key or ``ignore``s the new one, or ``skip_duplicates`` (``ignore`` where the table
+    has a primary key, else ``append``). ``provenance`` fills ``__source_partition`` and
     ``__source_offset``. ``config`` and ``credentials`` are the options of a sink outside
     the warehouse (a database's address and user; its password), checked by that plugin;
     the catalog keeps the credentials with the source's, under ``sink.``-prefixed keys

@@ -85,7 +85,7 @@ def validate(spec: PipelineSpec, table: TableRecord) -> None:
                 f"{', '.join(missing)})",
                 pipeline=spec.name,
             )
-    if spec.sink.write != "append":
+    if write_mode(spec, table) != "append":
         primary_key(spec, table)
     if spec.format.skip_lines and not source.line_oriented:
         raise ConfigError(
@@ -160,6 +160,16 @@ def load_schema(spec: PipelineSpec, table: TableRecord) -> pa.Schema:
     return pa.schema([f for f in schema if f.name not in skip])
 
 
+def write_mode(spec: PipelineSpec, table: TableRecord) -> str:
+    """How rows meet the table: the spec's write mode, ``skip_duplicates`` resolved by
+    whether the table has a primary key (duplicates of a key it does not have cannot
+    happen)."""
+    if spec.sink.write != "skip_duplicates":
+        return spec.sink.write
+    keyed = any(k.get("kind") == "PRIMARY" for k in table.options.get("keys", []))
+    return "ignore" if keyed else "append"
+
+
 def primary_key(spec: PipelineSpec, table: TableRecord) -> list[str]:
     for key in table.options.get("keys", []):
         if key.get("kind") == "PRIMARY":
@@ -190,7 +200,8 @@ def assemble(
     transform = Transform(
         spec.transform.assignments, spec.transform.where, tuple(table.computed.items())
     )
-    upserts = spec.sink.write != "append"
+    write = write_mode(spec, table)
+    upserts = write != "append"
     refines = bool(transform)
     if refines or upserts:
         where = (
@@ -227,7 +238,7 @@ def assemble(
         table=table.name,
         location=table.location,
         schema=table.schema,
-        write=spec.sink.write,
+        write=write,
         primary_key=tuple(primary_key(spec, table)) if upserts else (),
         staged_schema=task_schema,
         refine=refiner,

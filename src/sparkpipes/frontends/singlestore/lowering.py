@@ -64,7 +64,11 @@ def to_spec(stmt: A.CreatePipeline, defaults: Mapping[str, Any]) -> PipelineSpec
         "assignments": [(a.column, a.expr.text) for a in s.assignments],
         "where": s.where.text if s.where else None,
         "skip_lines": s.ignore_lines or 0,
-        "on_duplicate_key": s.on_conflict.lower() if s.on_conflict else None,
+        "on_duplicate_key": s.on_conflict.lower()
+        if s.on_conflict
+        else "skip_duplicates"
+        if s.skip_errors in ("DUPLICATE KEY", "ALL")
+        else None,
         "source_hints": (("AGGREGATOR",) if s.aggregator else ()) + s.hints,
         "format_options": (
             {"schema.registry.url": s.schema_registry}
@@ -110,8 +114,9 @@ def csv_options(f: A.FieldsFormat) -> dict[str, Any]:
 
 def _skips_parser_errors(s: A.CreatePipeline) -> bool:
     """``SKIP PARSER ERRORS`` and ``SKIP ALL ERRORS`` put records that do not decode, or
-    leave a NOT NULL column empty, in the errors view. The other two kinds are refused
-    until they are honoured: neither may be accepted and do nothing."""
+    leave a NOT NULL column empty, in the errors view; ``SKIP DUPLICATE KEY ERRORS`` (and
+    ``ALL``) is a write mode (a row whose primary key the table holds is skipped). ``SKIP CONSTRAINT
+    ERRORS`` is refused until it is honoured: it may not be accepted and do nothing."""
     if s.skip_errors == "CONSTRAINT":
         raise ConfigError(
             "SKIP CONSTRAINT ERRORS is not supported yet (a record that breaks a "
@@ -119,13 +124,14 @@ def _skips_parser_errors(s: A.CreatePipeline) -> bool:
             "SKIP ALL ERRORS to skip both",
             pipeline=s.name,
         )
-    if s.skip_errors == "DUPLICATE KEY":
-        raise ConfigError(
-            "SKIP DUPLICATE KEY ERRORS is not supported yet; IGNORE INTO TABLE keeps the "
-            "first row of a key and drops later ones (REPLACE keeps the last)",
-            pipeline=s.name,
-        )
     return s.skip_errors in ("PARSER", "ALL")
+
+
+def _skip_errors(spec: PipelineSpec) -> A.SkipErrors | None:
+    parser, duplicates = spec.format.skip_parser_errors, spec.sink.write == "skip_duplicates"
+    if parser and duplicates:
+        return "ALL"
+    return "PARSER" if parser else "DUPLICATE KEY" if duplicates else None
 
 
 def to_create_pipeline(spec: PipelineSpec) -> A.CreatePipeline:
@@ -170,8 +176,8 @@ def to_create_pipeline(spec: PipelineSpec) -> A.CreatePipeline:
         max_partitions_per_batch=batch.max_partitions,
         max_offsets_per_batch_partition=batch.max_offsets_per_partition,
         max_retries_per_batch_partition=batch.max_retries,
-        skip_errors="PARSER" if fmt.skip_parser_errors else None,
-        on_conflict=spec.sink.write.upper() if spec.sink.write != "append" else None,
+        skip_errors=_skip_errors(spec),
+        on_conflict=spec.sink.write.upper() if spec.sink.write in ("replace", "ignore") else None,
         format=fmt.kind.upper(),
         schema_registry=fmt.options.get("schema.registry.url"),
         schema=fmt.options.get("schema"),

@@ -64,6 +64,7 @@ STATEMENTS = {
         "IGNORE 2 LINES"
     ),
     "raw": f"{K} INTO TABLE t FORMAT RAW",
+    "skip_duplicate_keys": f"{K} SKIP DUPLICATE KEY ERRORS INTO TABLE t FORMAT JSON",
     "no_op_options": (
         "CREATE AGGREGATOR PIPELINE p AS LOAD DATA KAFKA 'h:9092/t' BATCH_INTERVAL 5 "
         "DISABLE OUT_OF_ORDER OPTIMIZATION ENABLE OFFSETS METADATA GC INTO TABLE t FORMAT JSON"
@@ -133,6 +134,15 @@ def test_the_lowering_matches_the_python_options():
         ("name", ("name",)),
     ]
     assert lower(STATEMENTS["json_rooted_and_quoted"]).format.skip_parser_errors is True
+
+
+def test_skip_duplicate_key_errors_is_a_write_mode():
+    spec = lower(STATEMENTS["skip_duplicate_keys"])
+    assert (spec.sink.write, spec.format.skip_parser_errors) == ("skip_duplicates", False)
+    assert "SKIP DUPLICATE KEY ERRORS INTO TABLE t" in create_pipeline_sql(spec)
+    every = lower(STATEMENTS["json_rooted_and_quoted"])  # SKIP ALL ERRORS: both
+    assert (every.sink.write, every.format.skip_parser_errors) == ("skip_duplicates", True)
+    assert "SKIP ALL ERRORS" in create_pipeline_sql(every)
 
 
 def test_options_without_effect_here_are_kept_and_shown_back():
@@ -226,10 +236,6 @@ def test_a_python_built_spec_shows_as_sql_that_lowers_back():
             "pipeline name must be letters, digits and underscores, got 'bad-name'",
         ),
         (f"{K} INTO TABLE `a b`", "table name must be letters, digits and underscores"),
-        (
-            f"{K} SKIP DUPLICATE KEY ERRORS INTO TABLE t",
-            "SKIP DUPLICATE KEY ERRORS is not supported",
-        ),
         (f"{K} SKIP CONSTRAINT ERRORS INTO TABLE t", "SKIP CONSTRAINT ERRORS is not supported"),
         (f"{FS} INTO TABLE f FIELDS ENCLOSED BY '\"\"'", "ENCLOSED BY takes one character"),
     ],
