@@ -184,6 +184,15 @@ def test_what_the_review_found_stays_shut(served, engine, tmp_path):
     named like another but for case, the views of a dropped table."""
     owner, ana, bo = served
     ana.execute("GRANT CREATE PIPELINE, START PIPELINE ON * TO bo; GRANT INSERT, SELECT ON t TO bo")
+    # an INFERRED pipeline without INTO loads the table named after it, made or not: the
+    # held-out review's repro loaded a table the user could not write
+    ana.execute("GRANT CREATE ON * TO bo")
+    refused(
+        bo,
+        "CREATE INFERRED PIPELINE secret AS LOAD DATA KAFKA '127.0.0.1:9/t' SKIP SOURCE CHECK",
+        "INSERT command denied to user 'bo' for table 'secret'",
+    )
+    ana.execute("REVOKE CREATE ON * FROM bo")
     refused(  # loading the server's own files needs FILE READ, on *.*
         bo,
         f"CREATE PIPELINE leak AS LOAD DATA FS '{engine.warehouse}/secret.key' INTO TABLE t",

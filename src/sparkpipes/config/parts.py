@@ -66,7 +66,11 @@ class CsvOptions:
       \t \Z`` the control characters they stand for; a field that is just ``\N`` is
       NULL; None: nothing is escaped;
     * ``optionally``: ``OPTIONALLY ENCLOSED BY``, which reads the same (kept to be shown
-      back).
+      back);
+    * ``null_text``: ``NULL DEFINED BY``, a field of just this text is NULL (enclosed
+      too with ``null_enclosed``, ``OPTIONALLY ENCLOSED``);
+    * ``trailing_nullcols``: ``TRAILING NULLCOLS``, a record with fewer fields than
+      columns has NULL in the rest (else it is an error).
 
     The defaults are the Python API's (``,``, ``"``, no escape); the SingleStore dialect
     gives its own (tab, not enclosed, ``\``) explicitly."""
@@ -76,6 +80,9 @@ class CsvOptions:
     escape: str | None = None
     header: bool = False
     optionally: bool = False
+    null_text: str | None = None
+    null_enclosed: bool = False
+    trailing_nullcols: bool = False
 
     def __post_init__(self) -> None:
         if not self.delimiter:

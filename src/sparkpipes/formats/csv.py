@@ -54,7 +54,8 @@ def split_fields(text: str, opts: CsvOptions) -> list[str | None]:
                 else:
                     buf.append(c)
                     i += 1
-            fields.append("".join(buf))
+            value = "".join(buf)
+            fields.append(None if opts.null_enclosed and value == opts.null_text else value)
         else:
             start = i
             while i < n and not text.startswith(delim, i):
@@ -65,8 +66,9 @@ def split_fields(text: str, opts: CsvOptions) -> list[str | None]:
                 else:
                     buf.append(c)
                     i += 1
-            null = esc is not None and text[start:i] == esc + "N"
-            fields.append(None if null else "".join(buf))
+            value = "".join(buf)
+            null = (esc is not None and text[start:i] == esc + "N") or value == opts.null_text
+            fields.append(None if null else value)
         if i >= n:
             return fields
         i += len(delim)
@@ -117,8 +119,9 @@ class CsvDecoder(Decoder):
             ),
             convert_options=pcsv.ConvertOptions(
                 column_types=self.schema,
-                strings_can_be_null=False,
-                quoted_strings_can_be_null=False,
+                null_values=[""] if opts.null_text is None else [opts.null_text],
+                strings_can_be_null=opts.null_text is not None,
+                quoted_strings_can_be_null=opts.null_enclosed,
             ),
         )
         if table.num_rows != len(values):
@@ -131,6 +134,8 @@ class CsvDecoder(Decoder):
         except UnicodeDecodeError as e:
             raise ValueError(f"not UTF-8 text: {e.reason} at byte {e.start}") from None
         fields = split_fields(text, self.csv)
+        if self.csv.trailing_nullcols and len(fields) < len(self.schema):
+            fields += [None] * (len(self.schema) - len(fields))
         if len(fields) != len(self.schema):
             raise ValueError(f"expected {len(self.schema)} fields, found {len(fields)}")
         return {

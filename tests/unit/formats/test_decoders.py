@@ -104,6 +104,17 @@ TEXT = pa.schema([("a", pa.string()), ("b", pa.string()), ("n", pa.int64())])
         (CsvOptions(",", '"', None), '"a"b",c,5', ['a"b', "c", 5]),
         # a delimiter of two characters; ESCAPED BY '' escapes nothing
         (CsvOptions("||", None, None), "a\\b||c||6", ["a\\b", "c", 6]),
+        # NULL DEFINED BY: bare, and enclosed only with OPTIONALLY ENCLOSED
+        (CsvOptions(",", '"', None, null_text="nil"), 'nil,"nil",nil', [None, "nil", None]),
+        (
+            CsvOptions(",", '"', None, null_text="nil", null_enclosed=True),
+            '"nil",x,7',
+            [None, "x", 7],
+        ),
+        # TRAILING NULLCOLS: the missing last fields are NULL
+        (CsvOptions(",", None, None, trailing_nullcols=True), "x", ["x", None, None]),
+        # pyarrow's own null words are text like any other
+        (CsvOptions(",", None, None), "NULL,NaN,8", ["NULL", "NaN", 8]),
     ],
 )
 def test_csv_reads_fields_as_load_data_does(opts, record, fields):

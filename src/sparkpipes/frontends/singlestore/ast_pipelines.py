@@ -159,6 +159,11 @@ class CreatePipeline(Statement):
     mappings: tuple[FieldMapping, ...] = ()
     fields: FieldsFormat | None = None
     lines: LinesFormat | None = None
+    #: ``NULL DEFINED BY '…' [OPTIONALLY ENCLOSED]``: the text that is NULL, and whether
+    #: it is NULL enclosed too
+    null_defined_by: str | None = None
+    null_enclosed: bool = False
+    trailing_nullcols: bool = False
     ignore_lines: int | None = None
     columns: tuple[LoadColumn, ...] = ()
     assignments: tuple[Assignment, ...] = ()
@@ -229,6 +234,12 @@ class CreatePipeline(Statement):
             out.append(self.fields.to_sql())
         if self.lines is not None:
             out.append(self.lines.to_sql())
+        if self.trailing_nullcols:
+            out.append("TRAILING NULLCOLS")
+        if self.null_defined_by is not None:
+            out.append(f"NULL DEFINED BY {quote_string(self.null_defined_by)}")
+            if self.null_enclosed:
+                out.append("OPTIONALLY ENCLOSED")
         if self.ignore_lines is not None:
             out.append(f"IGNORE {self.ignore_lines} LINES")
         if self.columns:

@@ -154,6 +154,17 @@ class PipelineBuilder(Builder):
         key = "schema_registry" if _tok(item, "REGISTRY") is not None else "schema"
         fields[key] = self.string(text)
 
+    def tail_null_defined(self, item: Tree, seen: dict[str, Any], fields: dict[str, Any]) -> None:
+        self.once(seen, "null_defined_by", item, "NULL DEFINED BY")
+        fields["null_defined_by"] = self.string(_tok(item, "STRING"))
+        fields["null_enclosed"] = _tok(item, "ENCLOSED") is not None
+
+    def tail_trailing_nullcols(
+        self, item: Tree, seen: dict[str, Any], fields: dict[str, Any]
+    ) -> None:
+        self.once(seen, "trailing_nullcols", item, "TRAILING NULLCOLS")
+        fields["trailing_nullcols"] = True
+
     def load_tail(self, tail: Tree, seen: dict[str, Any], fields: dict[str, Any]) -> None:
         for item in tail.children:
             assert isinstance(item, Tree)
@@ -162,7 +173,7 @@ class PipelineBuilder(Builder):
         fmt = fields.get("format")
         if fields.get("mappings") and fmt not in _MAPPING_FORMATS:
             self.fail("field mappings (<-) need FORMAT JSON, AVRO or PARQUET", seen["mappings"])
-        for key in ("fields", "lines", "ignore_lines"):
+        for key in ("fields", "lines", "ignore_lines", "null_defined_by", "trailing_nullcols"):
             if key in seen and fmt not in (None, "CSV"):
                 self.fail(f"{key.upper().replace('_', ' ')} applies to CSV only", seen[key])
 

@@ -36,7 +36,7 @@ KEYWORDS: tuple[str, ...] = tuple(
     UNSIGNED USING VALUES VARIABLES WHEN WHERE WITH XOR USER USERS IDENTIFIED
     GRANT GRANTS REVOKE TO
     OPTIMIZE VACUUM RETAIN HOURS DRY RUN FULL STATUS
-    AGGREGATOR ENABLE DISABLE OUT_OF_ORDER OPTIMIZATION METADATA GC
+    AGGREGATOR ENABLE DISABLE OUT_OF_ORDER OPTIMIZATION METADATA GC DEFINED TRAILING NULLCOLS
     """.split()  # noqa: SIM905
 )
 
@@ -177,7 +177,9 @@ into_clause: INTO TABLE name
 
 load_tail: _load_item* set_clause? where_clause?
 _load_item: format_clause | load_fields | fields_clause | lines_clause | ignore_lines
-          | schema_clause
+          | schema_clause | null_defined | trailing_nullcols
+null_defined: NULL DEFINED BY STRING (OPTIONALLY ENCLOSED)?
+trailing_nullcols: TRAILING NULLCOLS
 // FORMAT AVRO (mapping) SCHEMA '…': the order SingleStore's docs write
 schema_clause: SCHEMA REGISTRY? STRING
 

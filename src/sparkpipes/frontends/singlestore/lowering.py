@@ -89,7 +89,12 @@ def to_spec(stmt: A.CreatePipeline, defaults: Mapping[str, Any]) -> PipelineSpec
     if procedure:
         kw["sink"] = "procedure"
     if kw["format"] == "csv":
-        kw["csv"] = csv_options(s.fields or A.FieldsFormat())
+        kw["csv"] = {
+            **csv_options(s.fields or A.FieldsFormat()),
+            "null_text": s.null_defined_by,
+            "null_enclosed": s.null_enclosed,
+            "trailing_nullcols": s.trailing_nullcols,
+        }
     elif s.fields or s.lines:
         clause = "FIELDS" if s.fields else "LINES"
         raise ConfigError(f"{clause} applies to FORMAT CSV, not FORMAT {kw['format'].upper()}")
@@ -183,6 +188,9 @@ def to_create_pipeline(spec: PipelineSpec) -> A.CreatePipeline:
         schema=fmt.options.get("schema"),
         mappings=tuple(mappings),
         fields=fields,
+        null_defined_by=fmt.csv.null_text if csv else None,
+        null_enclosed=csv and fmt.csv.null_enclosed,
+        trailing_nullcols=csv and fmt.csv.trailing_nullcols,
         ignore_lines=fmt.skip_lines or None,
         columns=tuple(columns),
         assignments=tuple(A.Assignment(c, A.Expr(e)) for c, e in tr.assignments),

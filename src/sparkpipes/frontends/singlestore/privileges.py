@@ -13,8 +13,9 @@ CREATE TABLE / DROP TABLE                  CREATE / DROP
 ALTER TABLE, OPTIMIZE, VACUUM              ALTER
 CREATE INDEX, DROP INDEX                   INDEX
 CREATE PIPELINE                            CREATE PIPELINE, and INSERT on its table (or
-                                           EXECUTE on its procedure; CREATE for an
-                                           INFERRED pipeline's new table); FILE READ
+                                           EXECUTE on its procedure; CREATE and
+                                           INSERT for an INFERRED pipeline's table,
+                                           which may exist already); FILE READ
                                            to load the server's files (FS, HDFS), to
                                            name one in CONFIG (``*.location``), or to
                                            sign in as the server (S3, Kinesis
@@ -95,8 +96,9 @@ def _create_pipeline(access: Access, s: A.CreatePipeline) -> None:
     if s.or_replace:
         access.require("DROP PIPELINE", s.name, kind="pipeline")
     target = s.target
-    if target is None:  # INFERRED: makes the table named after the pipeline
+    if target is None:  # INFERRED: makes the table named after the pipeline, or loads it
         access.require("CREATE", s.name)
+        access.require("INSERT", s.name)
     elif target.kind == "PROCEDURE":
         access.require("EXECUTE", target.name, kind="procedure")
     else:

@@ -49,8 +49,6 @@ GAPS = {
     "field-kafka-flight-demo-create-pipeline-1": "WITH TRANSFORM " + NOT_SUPPORTED,
     "field-kafka-flight-demo-create-pipeline-2": "WITH TRANSFORM " + NOT_SUPPORTED,
     "field-kafka-flight-demo-create-pipeline-3": "WITH TRANSFORM " + NOT_SUPPORTED,
-    "field-memsql-covid-datasets-create-pipeline-2": "NULL DEFINED BY " + NOT_SUPPORTED,
-    "field-memsql-covid-datasets-create-pipeline-3": "TRAILING NULLCOLS " + NOT_SUPPORTED,
     "field-demo-ridesharing-sim-create-pipeline-1": "unknown format 'ICEBERG'",
     "field-flight-visualizer-serverless-create-table-1": "unknown type 'geography'",
     "field-flight-visualizer-serverless-create-table-2": "unknown type 'geographypoint'",

@@ -59,6 +59,10 @@ STATEMENTS = {
         f"{FS} INTO TABLE f FIELDS TERMINATED BY ',' OPTIONALLY ENCLOSED BY '\"' (a, b)"
     ),
     "csv_not_enclosed": f"{FS} INTO TABLE f FIELDS TERMINATED BY ',' ENCLOSED BY '' (a)",
+    "csv_nulls": (
+        f"{FS} INTO TABLE f FIELDS TERMINATED BY ',' TRAILING NULLCOLS "
+        "NULL DEFINED BY '' OPTIONALLY ENCLOSED (a, b)"
+    ),
     "csv_tab_newline": (
         f"{FS} INTO TABLE f FORMAT CSV FIELDS TERMINATED BY '\\t' LINES TERMINATED BY '\\n' "
         "IGNORE 2 LINES"
