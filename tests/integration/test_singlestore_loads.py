@@ -42,6 +42,12 @@ def test_csv_defaults_and_escapes_load_as_load_data_reads_them(sql, tmp_path):
     )
     sql("CREATE TABLE t (id INT, s TEXT, n INT)")
     sql(f"CREATE PIPELINE tp AS LOAD DATA FS '{tmp_path}/*.tsv' INTO TABLE t")
+    (tmp_path / "d").mkdir()  # a bare @ in the column list discards its field
+    (tmp_path / "d" / "a.tsv").write_text("1\tdrop\tx\tdrop too\t2\n")
+    sql("CREATE TABLE d (id INT, s TEXT, n INT)")
+    sql(f"CREATE PIPELINE dp AS LOAD DATA FS '{tmp_path}/d/*.tsv' INTO TABLE d (id, @, s, @, n)")
+    sql("START PIPELINE dp FOREGROUND")
+    assert rows(sql("SELECT id, s, n FROM d")) == [(1, "x", 2)]
     sql("START PIPELINE tp FOREGROUND")
     assert rows(sql("SELECT id, s, n FROM t ORDER BY id")) == [
         (1, "plain", None),

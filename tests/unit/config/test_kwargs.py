@@ -126,8 +126,14 @@ def test_defaults_fill_only_what_the_caller_left_out():
     "kw, text",
     [
         ({"sourc": "kafka"}, "unknown pipeline option 'sourc'; did you mean 'source'?"),
-        ({"on_duplicate_key": "upsert"}, "on_duplicate_key must be replace, ignore or skip_duplicates"),
-        ({"on_duplicate_key": "append"}, "on_duplicate_key must be replace, ignore or skip_duplicates"),
+        (
+            {"on_duplicate_key": "upsert"},
+            "on_duplicate_key must be replace, ignore or skip_duplicates",
+        ),
+        (
+            {"on_duplicate_key": "append"},
+            "on_duplicate_key must be replace, ignore or skip_duplicates",
+        ),
         ({"csv": {"delim": ";"}}, "unknown csv option 'delim'"),
         ({"chunk_records": 0}, "chunk_records must be an integer >= 1"),
         ({"max_partitions_per_batch": True}, "max_partitions_per_batch must be a positive"),

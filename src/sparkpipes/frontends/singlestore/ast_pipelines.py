@@ -65,12 +65,15 @@ class FieldMapping(Node):
 
 @dataclass(frozen=True)
 class LoadColumn(Node):
-    """One entry of a CSV load's column list: a column or an ``@variable``."""
+    """One entry of a CSV load's column list: a column, an ``@variable``, or a bare ``@``
+    (``name`` empty) that discards its field."""
 
     name: str
     variable: bool = False
 
     def to_sql(self) -> str:
+        if not self.name:
+            return "@"
         return ("@" if self.variable else "") + quote_ident(self.name)
 
 

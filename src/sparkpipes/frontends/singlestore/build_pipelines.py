@@ -188,8 +188,11 @@ class PipelineBuilder(Builder):
         for entry in entries:
             target = entry.children[0]
             assert isinstance(target, Tree)
-            column = self.name(_sub(target, "name"))
-            variable = target.data == "variable_target"
+            discard = target.data == "discard_target"
+            if discard and is_mapping:
+                self.fail("a bare @ discards a field of a column list, not of a mapping", entry)
+            column = "" if discard else self.name(_sub(target, "name"))
+            variable = target.data != "column_target"
             path = _sub(entry, "rooted_path", "key_path")
             if (path is not None) != is_mapping:
                 self.fail("a column list cannot mix mappings (<-) and plain columns", entry)

@@ -187,6 +187,7 @@ load_fields: "(" load_field ("," load_field)* ")"
 load_field: load_target ("<-" json_path (DEFAULT literal)?)?
 load_target: name              -> column_target
            | "@" name          -> variable_target
+           | "@"               -> discard_target
 json_path: PERCENT ("::" name)*  -> rooted_path
          | name ("::" name)*     -> key_path
 

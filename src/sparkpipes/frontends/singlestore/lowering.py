@@ -28,6 +28,9 @@ from sparkpipes.frontends.singlestore import ast as A
 from sparkpipes.frontends.singlestore.parser import iter_parse
 from sparkpipes.frontends.singlestore.types import spark_type
 
+#: the variable a bare ``@`` of a column list loads into (then dropped), with its position
+DISCARDED = "_discarded_"
+
 
 def to_spec(stmt: A.CreatePipeline, defaults: Mapping[str, Any]) -> PipelineSpec:
     """Lower ``CREATE PIPELINE`` into a spec; ``defaults`` (flat option names) fill the
@@ -83,8 +86,9 @@ def to_spec(stmt: A.CreatePipeline, defaults: Mapping[str, Any]) -> PipelineSpec
         if m.default is not None:
             raise ConfigError(f"DEFAULT in the mapping of '{m.column}' is not supported yet")
         mapping.append(("@" + m.column if m.variable else m.column, tuple(m.path)))
-    for c in s.columns:
-        mapping.append(("@" + c.name if c.variable else c.name, (c.name,)))
+    for i, c in enumerate(s.columns):
+        name = c.name or f"{DISCARDED}{i}"
+        mapping.append(("@" + name if c.variable else name, (name,)))
     kw["mapping"] = mapping
     if procedure:
         kw["sink"] = "procedure"
@@ -162,7 +166,7 @@ def to_create_pipeline(spec: PipelineSpec) -> A.CreatePipeline:
     for m in fmt.mapping:
         name = m.column[1:] if m.is_variable else m.column
         if csv:
-            columns.append(A.LoadColumn(name, m.is_variable))
+            columns.append(A.LoadColumn("" if name.startswith(DISCARDED) else name, m.is_variable))
         else:
             mappings.append(A.FieldMapping(name, m.path, m.is_variable, rooted=not m.path))
     src, batch, tr = spec.source, spec.batch, spec.transform
