@@ -193,6 +193,31 @@ def test_what_the_review_found_stays_shut(served, engine, tmp_path):
         "INSERT command denied to user 'bo' for table 'secret'",
     )
     ana.execute("REVOKE CREATE ON * FROM bo")
+    # REPLACE deletes the stored row of a key: INSERT alone does not allow it (MySQL's
+    # rule), in a pipeline or in a procedure's body (review R10 overwrote rows so)
+    kafka = "AS LOAD DATA KAFKA '127.0.0.1:9/t' SKIP SOURCE CHECK"
+    refused(bo, f"CREATE PIPELINE rp {kafka} REPLACE INTO TABLE t", "DELETE command denied")
+    ana.execute("GRANT CREATE ROUTINE, EXECUTE ON * TO bo")
+    refused(
+        bo,
+        "CREATE PROCEDURE rpp(batch QUERY(a BIGINT)) AS BEGIN "
+        "REPLACE INTO t SELECT a, 'x' FROM batch; END",
+        "DELETE command denied to user 'bo' for table 't'",
+    )
+    ana.execute("REVOKE CREATE ROUTINE, EXECUTE ON * FROM bo")
+    # giving a pipeline's secrets back as <redacted> keeps its sealed login: only for a user
+    # who may change that pipeline, not one who may only drop it (review R10)
+    owner.execute(
+        f'CREATE PIPELINE sealed {kafka} CREDENTIALS \'{{"sasl.password": "pw"}}\' '
+        "INTO TABLE secret"
+    )
+    ana.execute("GRANT DROP PIPELINE ON sealed TO bo")
+    again = (
+        f"CREATE OR REPLACE PIPELINE sealed {kafka} "
+        'CREDENTIALS \'{"sasl.password": "<redacted>"}\' INTO TABLE t'
+    )
+    refused(bo, again, "ALTER PIPELINE command denied")
+    ana.execute("REVOKE DROP PIPELINE ON sealed FROM bo")
     refused(  # loading the server's own files needs FILE READ, on *.*
         bo,
         f"CREATE PIPELINE leak AS LOAD DATA FS '{engine.warehouse}/secret.key' INTO TABLE t",

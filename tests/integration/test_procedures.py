@@ -148,3 +148,31 @@ def test_a_crash_between_the_tables_commits_is_finished_on_restart(tmp_path):
     assert ids("orders") == Counter(range(0, 80, 3))
     latest = DeltaTable(str(warehouse / "tables" / "latest")).to_pyarrow_table().to_pylist()
     assert {r["kind"]: r["last_id"] for r in latest} == {"order": 78, "view": 79, "click": 77}
+
+
+def test_a_not_null_member_of_the_batch_rejects_a_record_without_it(engine, tmp_path):
+    """``QUERY(id BIGINT NOT NULL, …)``, as SingleStore's demos write it: a record without
+    ``id`` is a bad record (the batch fails, or with SKIP PARSER ERRORS it is listed in
+    PIPELINES_ERRORS), never a batch row holding NULL."""
+    sql = SqlSession(engine)
+    (tmp_path / "a.json").write_text('{"id": 1, "kind": "x"}\n{"kind": "no id"}\n')
+    sql.execute(
+        "CREATE TABLE seen (id BIGINT, kind TEXT);"
+        "CREATE PROCEDURE keep(batch QUERY(id BIGINT NOT NULL, kind TEXT)) AS BEGIN "
+        "INSERT INTO seen SELECT id, kind FROM batch; END"
+    )
+    stored = engine._procedures.get("keep")
+    assert stored.not_null == ("id",)
+    assert "QUERY(`id` BIGINT NOT NULL, `kind` TEXT)" in stored.sql
+    sql.execute(
+        f"CREATE PIPELINE strict AS LOAD DATA FS '{tmp_path}/*.json' INTO PROCEDURE keep "
+        "FORMAT JSON"
+    )
+    with pytest.raises(SparkpipesError, match="column 'id' is NOT NULL"):
+        sql.execute("START PIPELINE strict FOREGROUND")
+    sql.execute(
+        f"CREATE PIPELINE lenient AS LOAD DATA FS '{tmp_path}/*.json' SKIP PARSER ERRORS "
+        "INTO PROCEDURE keep FORMAT JSON"
+    )
+    sql.execute("START PIPELINE lenient FOREGROUND")
+    assert engine.table_arrow("seen").to_pylist() == [{"id": 1, "kind": "x"}]

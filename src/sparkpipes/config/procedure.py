@@ -43,6 +43,8 @@ class ProcedureSpec:
     columns: tuple[tuple[str, str, str], ...]
     statements: tuple[ProcedureStatement, ...]
     sql: str
+    #: the batch's columns declared NOT NULL in ``QUERY(…)``
+    not_null: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         check_name(self.name, "procedure name")
@@ -68,6 +70,7 @@ class ProcedureSpec:
                 for s in self.statements
             ],
             "sql": self.sql,
+            **({"not_null": list(self.not_null)} if self.not_null else {}),
         }
 
     @classmethod
@@ -88,4 +91,5 @@ class ProcedureSpec:
                 for s in d["statements"]
             ),
             sql=d.get("sql", ""),
+            not_null=tuple(d.get("not_null", ())),
         )

@@ -103,7 +103,7 @@ class Procedures:
             location=os.path.join(self.rt.warehouse, "procedures", spec.name),
             ddl=ddl,
             schema=schema,
-            options={"declared": {n: d for n, _, d in spec.columns}},
+            options={"declared": {n: d for n, _, d in spec.columns}, "not_null": spec.not_null},
             created_at=dt.datetime.now(dt.UTC).replace(tzinfo=None),
         )
 

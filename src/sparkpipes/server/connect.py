@@ -11,7 +11,7 @@ from fastapi import APIRouter, Body, Request, Response
 
 from sparkpipes.errors import ConfigError
 from sparkpipes.frontends.connect.model import CLASS_NAMES, load
-from sparkpipes.server.access import require_file_read
+from sparkpipes.server.access import access_of, require_file_read
 from sparkpipes.sources.connect import known
 from sparkpipes.util.localfiles import local_file_keys
 
@@ -25,6 +25,13 @@ def json_body(raw: bytes) -> Any:
         return json.loads(raw or b"null")
     except ValueError as e:
         raise ConfigError(f"the request body is not valid JSON: {e}") from None
+
+
+def require_delete_to_upsert(engine: Engine, request: Request, config: Any) -> None:
+    """``singlestore.upsert``: a record replaces the stored row of its key, which is a
+    DELETE as well as an INSERT (MySQL's REPLACE): it needs DELETE on the database too."""
+    if isinstance(config, dict) and str(config.get("singlestore.upsert", "")).lower() == "true":
+        access_of(engine, request).require("DELETE")
 
 
 def router(engine: Engine, *, run: bool) -> APIRouter:
@@ -47,6 +54,7 @@ def router(engine: Engine, *, run: bool) -> APIRouter:
             raise ConfigError('POST /connectors takes {"name": …, "config": {…}}')
         config = body["config"] if isinstance(body["config"], dict) else body  # as load() reads
         require_file_read(engine, request, local_file_keys(config))
+        require_delete_to_upsert(engine, request, config)
         info = conns.create(body)
         _run(info["name"])
         return info
@@ -65,6 +73,7 @@ def router(engine: Engine, *, run: bool) -> APIRouter:
         if not isinstance(body, dict):
             raise ConfigError("PUT /connectors/{name}/config takes the config as a JSON object")
         require_file_read(engine, request, local_file_keys(body))
+        require_delete_to_upsert(engine, request, body)
         exists = name in conns.names()
         info = conns.create(load(body, name=name), replace=exists)
         _run(name)

@@ -108,10 +108,12 @@ class Literal(Node):
 
 @dataclass(frozen=True)
 class StructField(Node):
-    """A named member of ``STRUCT<…>`` or of a procedure's ``QUERY(…)`` parameter type."""
+    """A named member of ``STRUCT<…>`` or of a procedure's ``QUERY(…)`` parameter type
+    (where a member may be ``NOT NULL``: a batch row without it is a bad record)."""
 
     name: str
     type: DataType
+    not_null: bool = False
 
     def to_sql(self) -> str:
         return f"{quote_ident(self.name)}: {self.type.to_sql()}"
@@ -136,7 +138,10 @@ class DataType(Node):
 
     def to_sql(self) -> str:
         if self.name == "QUERY":
-            inner = ", ".join(f"{quote_ident(f.name)} {f.type.to_sql()}" for f in self.fields)
+            inner = ", ".join(
+                f"{quote_ident(f.name)} {f.type.to_sql()}{' NOT NULL' if f.not_null else ''}"
+                for f in self.fields
+            )
             return f"QUERY({inner})"
         if self.fields:
             return f"{self.name}<{', '.join(f.to_sql() for f in self.fields)}>"

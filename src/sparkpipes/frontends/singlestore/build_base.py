@@ -230,7 +230,7 @@ class Builder:
         if depth > _MAX_TYPE_DEPTH:
             self.fail("type is nested too deeply", tree)
         if tree.data == "query_type":
-            fields = tuple(self.struct_field(f, depth) for f in _subs(tree, "struct_field"))
+            fields = tuple(self.query_field(f, depth) for f in _subs(tree, "query_field"))
             return DataType("QUERY", fields=fields)
         type_name = _sub(tree, "type_name")
         assert type_name is not None
@@ -272,6 +272,18 @@ class Builder:
         if len(items) != _GENERIC_TYPES[name]:
             self.fail(f"{name} takes {_GENERIC_TYPES[name]} type argument(s)", at)
         return DataType(name, args=tuple(self.data_type(i, depth + 1) for i in items))
+
+    def query_field(self, tree: Tree, depth: int) -> StructField:
+        dtype = next(
+            c
+            for c in tree.children
+            if isinstance(c, Tree) and c.data in ("data_type", "generic_type", "query_type")
+        )
+        return StructField(
+            self.name(_sub(tree, "name")),
+            self.data_type(dtype, depth + 1),
+            not_null=_sub(tree, "query_not_null") is not None,
+        )
 
     def struct_field(self, tree: Tree, depth: int) -> StructField:
         dtype = tree.children[-1]

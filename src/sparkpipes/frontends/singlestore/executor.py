@@ -375,6 +375,8 @@ class SqlSession(TableStatements, UserStatements):
             view = batch_view()  # checked as each batch runs it, but for the view's name
             for statement in spec.statements:
                 self.access.require("INSERT", statement.table)
+                if statement.replace:  # MySQL's REPLACE: INSERT and DELETE
+                    self.access.require("DELETE", statement.table)
                 query = body_sql(statement.query, spec.param, view)
                 admitted = check_query(self.engine.spark, query)
                 self._may_read(admitted.relations, admitted.ctes, internal=(view,))

@@ -285,7 +285,10 @@ type_name: IDENT
 type_params: "(" NUMBER ("," NUMBER)* ")"
 _type_arg: data_type | struct_field
 struct_field: name ":"? data_type
-query_type: QUERY "(" struct_field ("," struct_field)* ")"
+query_type: QUERY "(" query_field ("," query_field)* ")"
+query_field: name ":"? data_type query_null?
+query_null: NOT NULL -> query_not_null
+          | NULL     -> query_nullable
 
 drop_table: DROP TABLE if_exists? name
 describe_table: (DESCRIBE | DESC) name ("." name)?

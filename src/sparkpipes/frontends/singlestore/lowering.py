@@ -245,7 +245,8 @@ def to_procedure(stmt: A.CreateProcedure, text: str) -> ProcedureSpec:
         )
     if not statements:
         raise ConfigError(f"{where}: the body has no statements")
-    return ProcedureSpec(stmt.name, param.name, columns, tuple(statements), stmt.to_sql())
+    not_null = tuple(f.name for f in param.type.fields if f.not_null)
+    return ProcedureSpec(stmt.name, param.name, columns, tuple(statements), stmt.to_sql(), not_null)
 
 
 def create_pipeline_sql(spec: PipelineSpec) -> str:

@@ -38,6 +38,7 @@ from collections.abc import Callable
 from typing import Any
 
 from sparkpipes.catalog.grants import PIPELINE, ROUTINE, TABLE, Access
+from sparkpipes.config.core import REDACTED
 from sparkpipes.errors import SparkpipesError
 from sparkpipes.frontends.singlestore import ast as A
 from sparkpipes.sources import SOURCES
@@ -89,20 +90,30 @@ def _reads_as_server(s: A.CreatePipeline) -> bool:
         return False
 
 
+def _reuses_secrets(s: A.CreatePipeline) -> bool:
+    """Whether the statement gives secrets back as SHOW CREATE PIPELINE shows them
+    (``<redacted>``), so that the stored ones are kept (``PipelineSpec.keep_secrets``)."""
+    return any(REDACTED in (text or "") for text in (s.location, s.config, s.credentials))
+
+
 def _create_pipeline(access: Access, s: A.CreatePipeline) -> None:
     access.require("CREATE PIPELINE", s.name, kind="pipeline")
     if s.source.upper() in LOCAL_FILES or _reads_as_server(s):
         access.require("FILE READ")
     if s.or_replace:
         access.require("DROP PIPELINE", s.name, kind="pipeline")
+        if _reuses_secrets(s):  # using its sealed login elsewhere changes the pipeline
+            access.require("ALTER PIPELINE", s.name, kind="pipeline")
     target = s.target
-    if target is None:  # INFERRED: makes the table named after the pipeline, or loads it
-        access.require("CREATE", s.name)
-        access.require("INSERT", s.name)
-    elif target.kind == "PROCEDURE":
+    table = s.name if target is None else target.name
+    if target is not None and target.kind == "PROCEDURE":
         access.require("EXECUTE", target.name, kind="procedure")
-    else:
-        access.require("INSERT", target.name)
+        return
+    if target is None:  # INFERRED: makes the table named after the pipeline, or loads it
+        access.require("CREATE", table)
+    access.require("INSERT", table)
+    if s.on_conflict == "REPLACE":  # a row of the same key is deleted: MySQL's REPLACE
+        access.require("DELETE", table)
 
 
 def _procedure(privilege: str) -> Rule:

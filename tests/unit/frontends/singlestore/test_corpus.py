@@ -58,9 +58,6 @@ GAPS = {
     # still a bare syntax error: the work left
     "docs-show-create-pipeline-extended-1": "unexpected 'EXTENDED'",
     "docs-detach-start-pipelines-1": "unexpected 'PIPELINES'",
-    "field-demo-realtime-digital-marketing-create-procedure-1": "unexpected 'NOT'",
-    "field-demo-telco-aura-analyst-create-procedure-1": "unexpected 'NOT'",
-    "field-singlestore-logistics-sim-create-procedure-1": "unexpected 'NOT'",
     "field-singlestore-logistics-sim-create-table-1": "unexpected ''standard''",
     "field-singlestore-workshop-data-intensive-app-create-table-1": "unexpected '\"utf8_bin\"'",
     "field-spaces-notebooks-create-pipeline-3": "unexpected '.'",
@@ -69,6 +66,8 @@ GAPS = {
     "docs-debug-create-pipeline-force-template-1": "unexpected '<'",
     "field-demo-realtime-digital-marketing-create-pipeline-1": "unexpected '$'",
     "field-slideshare-kafka-summit-2020-create-pipeline-1": "unterminated string literal",
+    # as captured, the body stops before its END
+    "field-demo-telco-aura-analyst-create-procedure-1": "a procedure body ends with END",
 }
 
 
