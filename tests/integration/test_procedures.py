@@ -163,7 +163,7 @@ def test_a_not_null_member_of_the_batch_rejects_a_record_without_it(engine, tmp_
     )
     stored = engine._procedures.get("keep")
     assert stored.not_null == ("id",)
-    assert "QUERY(`id` BIGINT NOT NULL, `kind` TEXT)" in stored.sql
+    assert "QUERY(id BIGINT NOT NULL, kind TEXT)" in stored.sql
     sql.execute(
         f"CREATE PIPELINE strict AS LOAD DATA FS '{tmp_path}/*.json' INTO PROCEDURE keep "
         "FORMAT JSON"
