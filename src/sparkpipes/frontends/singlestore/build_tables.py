@@ -107,8 +107,9 @@ class TableBuilder(Builder):
                 self.fail("expected an integer", digits)
             arg = "" if digits is None else str(self.number(digits))
             return Literal("call", f"{quote_ident(self.name(_sub(attr, 'name')))}({arg})")
-        if kind in ("attr_collate", "attr_charset"):
-            return self.name(_sub(attr, "name"))
+        if kind in ("attr_collate", "attr_charset"):  # utf8_bin, or "utf8_bin" as MySQL takes it
+            node = _sub(attr, "name")
+            return self.name(node) if node is not None else self.string(_tok(attr, "STRING"))
         if kind == "attr_comment":
             return self.string(_tok(attr, "STRING"))
         return True

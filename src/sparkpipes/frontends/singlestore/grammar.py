@@ -265,9 +265,9 @@ column_attr: NOT NULL                        -> attr_not_null
             | DEFAULT name                    -> attr_default_word
             | DEFAULT name "(" NUMBER? ")"    -> attr_default_call
             | PRIMARY KEY                     -> attr_primary_key
-            | COLLATE name                    -> attr_collate
-            | CHARACTER SET name              -> attr_charset
-            | CHARSET name                    -> attr_charset
+            | COLLATE (name | STRING)         -> attr_collate
+            | CHARACTER SET (name | STRING)   -> attr_charset
+            | CHARSET (name | STRING)         -> attr_charset
             | AUTO_INCREMENT                  -> attr_auto_increment
             | COMMENT STRING                  -> attr_comment
 

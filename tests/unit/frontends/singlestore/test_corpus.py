@@ -59,7 +59,6 @@ GAPS = {
     "docs-show-create-pipeline-extended-1": "unexpected 'EXTENDED'",
     "docs-detach-start-pipelines-1": "unexpected 'PIPELINES'",
     "field-singlestore-logistics-sim-create-table-1": "unexpected ''standard''",
-    "field-singlestore-workshop-data-intensive-app-create-table-1": "unexpected '\"utf8_bin\"'",
     "field-spaces-notebooks-create-pipeline-3": "unexpected '.'",
     "field-confluent-singlestore-docker-compose-create-pipeline-1": "unexpected '.'",
     # not SQL as written: templates with placeholders, a slide's cut-off text
