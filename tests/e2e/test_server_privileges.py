@@ -130,16 +130,20 @@ def test_privileges_hold_on_every_surface(tmp_path):
         assert r.json()["rows"] == [[1]]
 
         # a Connect sink that upserts replaces stored rows: DELETE too, as MySQL's REPLACE
-        grant = "GRANT CREATE PIPELINE, CREATE, INSERT ON * TO bo"
+        # (decided on the config as loaded: any spelling of true, any shape of body)
+        grant = "GRANT CREATE PIPELINE, ALTER PIPELINE, CREATE, INSERT ON * TO bo"
         assert ana.post(f"{url}/api/query", json={"sql": grant}).ok
-        upsert = {
-            "connector.class": "com.singlestore.kafka.SingleStoreSinkConnector",
-            "topics": "t",
-            "singlestore.upsert": "true",
-        }
-        r = bo.post(f"{url}/connectors", json={"name": "up", "config": upsert})
-        assert r.status_code == 403 and "DELETE" in r.text, r.text
-        revoke = "REVOKE CREATE PIPELINE, CREATE, INSERT ON * FROM bo"
+        for spelled in ("true", " true", "TRUE"):
+            upsert = {
+                "connector.class": "com.singlestore.kafka.SingleStoreSinkConnector",
+                "topics": "t",
+                "singlestore.upsert": spelled,
+            }
+            r = bo.post(f"{url}/connectors", json={"name": "up", "config": upsert})
+            assert r.status_code == 403 and "DELETE" in r.text, r.text
+            r = bo.put(f"{url}/connectors/up/config", json={"config": upsert})
+            assert r.status_code == 403 and "DELETE" in r.text, r.text
+        revoke = "REVOKE CREATE PIPELINE, ALTER PIPELINE, CREATE, INSERT ON * FROM bo"
         assert ana.post(f"{url}/api/query", json={"sql": revoke}).ok
 
         # the console, signed in as bo: only what bo may see

@@ -217,6 +217,23 @@ def test_what_the_review_found_stays_shut(served, engine, tmp_path):
         'CREDENTIALS \'{"sasl.password": "<redacted>"}\' INTO TABLE t'
     )
     refused(bo, again, "ALTER PIPELINE command denied")
+    # the same, spelled as JSON reads it (review R11): decided on the spec it makes
+    escaped = again.replace("<redacted>", "\\\\u003credacted>")
+    assert "\\\\u003c" in escaped
+    refused(bo, escaped, "ALTER PIPELINE command denied")
+    # and a registry's password, given back in FORMAT AVRO SCHEMA REGISTRY's URL
+    owner.execute(
+        f"CREATE PIPELINE reg {kafka} INTO TABLE secret FORMAT AVRO "
+        "SCHEMA REGISTRY 'http://u:RegPW@127.0.0.1:9' (s <- s)"
+    )
+    ana.execute("GRANT DROP PIPELINE ON reg TO bo")
+    refused(
+        bo,
+        f"CREATE OR REPLACE PIPELINE reg {kafka} INTO TABLE t FORMAT AVRO "
+        "SCHEMA REGISTRY 'http://u:<redacted>@127.0.0.1:9' (a <- a)",
+        "ALTER PIPELINE command denied",
+    )
+    ana.execute("REVOKE DROP PIPELINE ON reg FROM bo")
     ana.execute("REVOKE DROP PIPELINE ON sealed FROM bo")
     refused(  # loading the server's own files needs FILE READ, on *.*
         bo,

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from fastapi import APIRouter, Body, Request, Response
 
 from sparkpipes.errors import ConfigError
-from sparkpipes.frontends.connect.model import CLASS_NAMES, load
+from sparkpipes.frontends.connect.model import CLASS_NAMES, SinkConnectorConfig, load
 from sparkpipes.server.access import access_of, require_file_read
 from sparkpipes.sources.connect import known
 from sparkpipes.util.localfiles import local_file_keys
@@ -27,10 +27,18 @@ def json_body(raw: bytes) -> Any:
         raise ConfigError(f"the request body is not valid JSON: {e}") from None
 
 
-def require_delete_to_upsert(engine: Engine, request: Request, config: Any) -> None:
+def _flat(body: dict[str, Any]) -> dict[str, Any]:
+    """A request's connector options, as ``load()`` reads them: ``{"name", "config"}`` or
+    flat."""
+    inner = body.get("config")
+    return inner if isinstance(inner, dict) else body
+
+
+def require_delete_to_upsert(engine: Engine, request: Request, cfg: SinkConnectorConfig) -> None:
     """``singlestore.upsert``: a record replaces the stored row of its key, which is a
-    DELETE as well as an INSERT (MySQL's REPLACE): it needs DELETE on the database too."""
-    if isinstance(config, dict) and str(config.get("singlestore.upsert", "")).lower() == "true":
+    DELETE as well as an INSERT (MySQL's REPLACE): it needs DELETE on the database too.
+    Decided on the config as loaded (any spelling of true, any shape of body)."""
+    if cfg.upsert:
         access_of(engine, request).require("DELETE")
 
 
@@ -52,10 +60,10 @@ def router(engine: Engine, *, run: bool) -> APIRouter:
         body = json_body(await request.body())
         if not isinstance(body, dict) or "config" not in body:
             raise ConfigError('POST /connectors takes {"name": …, "config": {…}}')
-        config = body["config"] if isinstance(body["config"], dict) else body  # as load() reads
-        require_file_read(engine, request, local_file_keys(config))
-        require_delete_to_upsert(engine, request, config)
-        info = conns.create(body)
+        cfg = load(body)  # checked as it will run: whatever the body's shape or spelling
+        require_file_read(engine, request, local_file_keys(_flat(body)))
+        require_delete_to_upsert(engine, request, cfg)
+        info = conns.create(cfg)
         _run(info["name"])
         return info
 
@@ -72,10 +80,11 @@ def router(engine: Engine, *, run: bool) -> APIRouter:
         body = json_body(await request.body())
         if not isinstance(body, dict):
             raise ConfigError("PUT /connectors/{name}/config takes the config as a JSON object")
-        require_file_read(engine, request, local_file_keys(body))
-        require_delete_to_upsert(engine, request, body)
+        cfg = load(body, name=name)
+        require_file_read(engine, request, local_file_keys(_flat(body)))
+        require_delete_to_upsert(engine, request, cfg)
         exists = name in conns.names()
-        info = conns.create(load(body, name=name), replace=exists)
+        info = conns.create(cfg, replace=exists)
         _run(name)
         response.status_code = 200 if exists else 201
         return info

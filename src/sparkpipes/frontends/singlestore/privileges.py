@@ -38,9 +38,9 @@ from collections.abc import Callable
 from typing import Any
 
 from sparkpipes.catalog.grants import PIPELINE, ROUTINE, TABLE, Access
-from sparkpipes.config.core import REDACTED
 from sparkpipes.errors import SparkpipesError
 from sparkpipes.frontends.singlestore import ast as A
+from sparkpipes.frontends.singlestore.lowering import to_spec
 from sparkpipes.sources import SOURCES
 from sparkpipes.util.localfiles import local_file_keys
 
@@ -92,8 +92,13 @@ def _reads_as_server(s: A.CreatePipeline) -> bool:
 
 def _reuses_secrets(s: A.CreatePipeline) -> bool:
     """Whether the statement gives secrets back as SHOW CREATE PIPELINE shows them
-    (``<redacted>``), so that the stored ones are kept (``PipelineSpec.keep_secrets``)."""
-    return any(REDACTED in (text or "") for text in (s.location, s.config, s.credentials))
+    (``<redacted>``), so that the stored ones are kept: decided on the spec the statement
+    makes, as ``PipelineSpec.keep_secrets`` decides (JSON escapes, URLs of any component,
+    the registry's included). One that does not lower fails as it runs; its text decides."""
+    try:
+        return bool(to_spec(s, {}).redacted_secrets())
+    except SparkpipesError:
+        return "redacted" in s.to_sql().lower()
 
 
 def _create_pipeline(access: Access, s: A.CreatePipeline) -> None:
