@@ -248,6 +248,14 @@ def test_what_the_review_found_stays_shut(served, engine, tmp_path):
         "CREATE PIPELINE k AS LOAD DATA KAFKACONNECT 'kc' CONFIG '{\"connector.class\": "
         '"com.singlestore.kafka.connect.kinesis.KinesisSourceConnector", '
         '"kinesis.stream": "s"}\' SKIP SOURCE CHECK INTO TABLE t',
+        # an empty key is no key: the client drops it and signs in as the server (R12)
+        "CREATE PIPELINE k AS LOAD DATA KAFKACONNECT 'kc' CONFIG '{\"connector.class\": "
+        '"com.singlestore.kafka.connect.kinesis.KinesisSourceConnector", '
+        '"kinesis.stream": "s"}\' CREDENTIALS \'{"aws.access.key.id": " "}\' '
+        "SKIP SOURCE CHECK INTO TABLE t",
+        # a path given as a number is opened as the file of that name (R12)
+        "CREATE PIPELINE kx AS LOAD DATA KAFKA '127.0.0.1:9/t' "
+        "CONFIG '{\"ssl.ca.location\": 12345}' SKIP SOURCE CHECK INTO TABLE t",
     ):
         refused(bo, text, "FILE READ")
     bo.execute(  # with keys of its own, it signs in as whoever they are

@@ -11,6 +11,7 @@ import pytest
 
 from sparkpipes import Engine
 from sparkpipes.errors import SparkpipesError
+from sparkpipes.frontends.singlestore.executor import SqlSession
 from tests.integration.databases import ScratchDb
 
 SCHEMA = {
@@ -332,3 +333,26 @@ def test_avro_records_through_the_schema_registry(broker, topic, pg, registry, e
     when, where = pg.rows(f'SELECT at, "where" FROM {t} WHERE id = 7')[0]
     assert when == dt.datetime(2026, 3, 1, 0, 0, 7)
     assert where == {"city": "x"}
+
+
+def test_a_connector_never_takes_over_a_pipeline_that_is_not_its_own(broker, engine):
+    """Pipeline names are made from the connector's name (``a-b`` → ``a_b``): a connector
+    whose name collides with a pipeline made by SQL (or another connector's) is refused,
+    created or reconfigured, and that pipeline is left as it was (review R12)."""
+    SqlSession(engine).execute(
+        "CREATE TABLE kept (id INT); CREATE PIPELINE a_b AS LOAD DATA KAFKA "
+        f"'{broker.bootstrap}/elsewhere' SKIP SOURCE CHECK INTO TABLE kept FORMAT JSON"
+    )
+    for t in ("c1", "c2"):
+        broker.create_topic(t, 1)
+        broker.produce(t, [envelope(1)])
+    with pytest.raises(SparkpipesError, match="a_b, which already exist"):
+        engine.connectors.create(config(broker, "a-b", "c1", **{"tableKey.PRIMARY": "id"}))
+    engine.connectors.create(config(broker, "a-b", "c1,c2", **{"tableKey.PRIMARY": "id"}))
+    assert engine.connectors.get("a-b")["pipelines"] == ["a_b__c1", "a_b__c2"]
+    with pytest.raises(SparkpipesError, match="a_b, which already exist"):
+        engine.connectors.create(
+            config(broker, "a-b", "c1", **{"tableKey.PRIMARY": "id"}), replace=True
+        )
+    assert engine.spec("a_b").sink.table == "kept"
+    assert engine.connectors.get("a-b")["pipelines"] == ["a_b__c1", "a_b__c2"]

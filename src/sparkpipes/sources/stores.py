@@ -71,7 +71,10 @@ class S3Source(ObjectSource):
 
     @classmethod
     def signs_in_as_server(cls, config: Mapping[str, Any], credentials: Mapping[str, Any]) -> bool:
-        return "aws_access_key_id" not in credentials
+        key = credentials.get("aws_access_key_id")
+        if hasattr(key, "reveal"):
+            key = key.reveal()
+        return not str(key or "").strip()  # an empty key is no key of the user's
 
     def _pattern(self, location: str) -> str:
         for scheme in ("s3://", "s3a://"):

@@ -35,9 +35,21 @@ _ELEMENTS = re.compile(r"[,;\s]+")
 _PARAM = re.compile(r"[?&;]([^=&;#?]+)=([^&;#]*)")
 
 
+def as_text(value: Any) -> str | None:
+    """An option's value as the clients take it: text as is, a number or a boolean as its
+    text (``12345`` opens the file ``12345``), anything else None."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (str, int, float)):
+        return str(value)
+    return None
+
+
 def names_local_file(key: str, value: Any) -> bool:
-    """Whether option ``key`` = ``value`` has the server open a file of its disk."""
-    if not isinstance(value, str) or not value.strip():
+    """Whether option ``key`` = ``value`` has the server open a file of its disk (the value
+    judged as the text the client gets: :func:`as_text`)."""
+    value = as_text(value)
+    if value is None or not value.strip():
         return False
     return bool(
         _FILE_KEY.search(key)

@@ -60,3 +60,9 @@ def test_other_options(key, value):
 def test_keys_listed_sorted_without_values():
     keys = local_file_keys({"b.location": "x", "a": "/etc/passwd", "c": "plain", "d": 3})
     assert keys == ["a", "b.location"]
+
+
+def test_a_number_or_a_boolean_is_judged_as_the_text_the_client_gets():
+    """A client is handed ``str(value)``: ``12345`` opens the file ``12345`` (review R12)."""
+    assert local_file_keys({"ssl.ca.location": 12345, "decoder.prop.x": 1.5}) == ["ssl.ca.location"]
+    assert local_file_keys({"fetch.min.bytes": 1, "check.crcs": True}) == []

@@ -111,6 +111,14 @@ class Connectors(Extension):
         many = len(topics) > 1 or cfg.topics_regex is not None
         specs = [self._spec(cfg, t, pipeline_name(cfg.name, t, many)) for t in topics]
         names = [s.name for s in specs]
+        owned = set((old or {}).get("pipelines", []))
+        existing = {r.name for r in catalog.pipelines.all()}
+        taken = sorted(n for n in names if n in existing and n not in owned)
+        if taken:  # another connector's, or a pipeline made by SQL or Pinot: not this one's
+            raise AlreadyExistsError(
+                f"connector '{cfg.name}' would load through pipeline(s) {', '.join(taken)}, "
+                "which already exist and are not this connector's"
+            )
         for stale in [p for p in (old or {}).get("pipelines", []) if p not in names]:
             self.engine.drop_pipeline(stale, if_exists=True)
         for spec in specs:

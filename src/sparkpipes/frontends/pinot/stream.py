@@ -27,6 +27,7 @@ from sparkpipes.frontends.pinot.security import (
     registry_options,
     security,
 )
+from sparkpipes.util.localfiles import as_text
 from sparkpipes.util.localfiles import local_file_keys as files_named
 
 #: what ``stream.<type>.decoder.class.name`` may name (``shaded.`` and version variants
@@ -463,9 +464,9 @@ def local_file_keys(stream: Mapping[str, Any]) -> list[str]:
         for k, v in stream.items()
         if isinstance(k, str)
         and k.endswith("decoder.prop.schema")
-        and isinstance(v, str)
-        and v.strip()
-        and not is_inline_schema(v)
+        and (text := as_text(v)) is not None
+        and text.strip()
+        and not is_inline_schema(text)
     ]
     return sorted({*files_named(stream), *schemas})
 
