@@ -101,7 +101,8 @@ SHOWN = json.dumps(dict.fromkeys(VICTIM, "<redacted>"))
 
 
 def test_a_redacted_s3_secret_is_not_sent_to_the_attackers_endpoint(engine):
-    """The held-out review's repro: bo, allowed to replace pipeline s3p, re-creates it with
+    """The held-out review's repro: bo, allowed to replace and to change pipeline s3p (a
+    user without ALTER PIPELINE may not keep its secrets at all), re-creates it with
     the credentials as SHOW CREATE PIPELINE shows them, another bucket and his own
     endpoint. Refused before any request: the listener standing in for his endpoint gets
     nothing, the stored pipeline and its secrets stay as they were."""
@@ -112,7 +113,8 @@ def test_a_redacted_s3_secret_is_not_sent_to_the_attackers_endpoint(engine):
         "CREATE PIPELINE s3p AS LOAD DATA S3 'corpbucket/private/' "
         f"CONFIG '{{\"region\": \"us-east-1\"}}' CREDENTIALS '{json.dumps(VICTIM)}' "
         "SKIP SOURCE CHECK INTO TABLE secret;"
-        "GRANT CREATE PIPELINE, DROP PIPELINE, SHOW PIPELINE, START PIPELINE ON s3p TO bo;"
+        "GRANT CREATE PIPELINE, DROP PIPELINE, ALTER PIPELINE, SHOW PIPELINE, START PIPELINE "
+        "ON s3p TO bo;"
         "GRANT INSERT ON bo_t TO bo"
     )
     before = (engine.pipeline("s3p").definition, engine.catalog.pipelines.credentials("s3p"))

@@ -60,8 +60,8 @@ def router(engine: Engine, *, run: bool) -> APIRouter:
         body = json_body(await request.body())
         if not isinstance(body, dict) or "config" not in body:
             raise ConfigError('POST /connectors takes {"name": …, "config": {…}}')
-        cfg = load(body)  # checked as it will run: whatever the body's shape or spelling
         require_file_read(engine, request, local_file_keys(_flat(body)))
+        cfg = load(body)  # checked as it will run: whatever the body's shape or spelling
         require_delete_to_upsert(engine, request, cfg)
         info = conns.create(cfg)
         _run(info["name"])
@@ -80,8 +80,8 @@ def router(engine: Engine, *, run: bool) -> APIRouter:
         body = json_body(await request.body())
         if not isinstance(body, dict):
             raise ConfigError("PUT /connectors/{name}/config takes the config as a JSON object")
-        cfg = load(body, name=name)
         require_file_read(engine, request, local_file_keys(_flat(body)))
+        cfg = load(body, name=name)
         require_delete_to_upsert(engine, request, cfg)
         exists = name in conns.names()
         info = conns.create(cfg, replace=exists)
