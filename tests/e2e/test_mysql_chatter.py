@@ -101,3 +101,42 @@ def test_clients_chatter_still_answers(server):
     db.close()
     cli = mariadb(server.mysql_port, "SELECT @@version_comment; SELECT 1 AS one", *ANA)
     assert cli.returncode == 0 and "one\n1" in cli.stdout, cli.stderr
+
+
+def test_a_script_s_database_is_the_one_clients_see(tmp_path):
+    """``CREATE DATABASE demo; USE demo`` as SingleStore's scripts begin: clients then see
+    the database as ``demo`` (DATABASE(), SHOW DATABASES, information_schema), connect to
+    it by either name, and get MySQL's 1049 for any other."""
+    setup = f"CREATE USER ana IDENTIFIED BY '{ANA[1]}'"
+    with serve_mysql(tmp_path / "wh", setup) as served:
+        cli = mariadb(
+            served.mysql_port,
+            "CREATE DATABASE IF NOT EXISTS demo; USE demo; CREATE TABLE demo.t (a INT);"
+            "SELECT DATABASE()",
+            *ANA,
+        )
+        assert cli.returncode == 0 and cli.stdout.splitlines()[-1] == "demo", cli.stderr
+        for name in ("demo", "sparkpipes"):
+            db = pymysql.connect(
+                host="127.0.0.1",
+                port=served.mysql_port,
+                user=ANA[0],
+                password=ANA[1],
+                database=name,
+            )
+            with db.cursor() as cur:
+                cur.execute("SELECT DATABASE()")
+                assert cur.fetchall() == (("demo",),)
+                cur.execute("SHOW DATABASES")
+                assert ("demo",) in cur.fetchall()
+                cur.execute("SHOW TABLES")
+                assert ("t",) in cur.fetchall()
+                cur.execute(
+                    "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'demo'"
+                )
+                assert cur.fetchall() == (("t",),)
+                with pytest.raises(pymysql.MySQLError) as e:
+                    cur.execute("USE nope")
+                assert e.value.args[0] == 1049
+                cur.execute("USE sparkpipes")
+            db.close()

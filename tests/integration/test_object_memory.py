@@ -31,7 +31,7 @@ CHILD = textwrap.dedent(
     spec = TaskSpec(
         pipeline="p", pipeline_id="x", batch_id=1, pieces=(Piece(path, {"byte": 0}),),
         source=source, decoder=decoder, writer=ParquetWriter(out, schema, "t"),
-        max_records=1_000, fetch_timeout_s=0.1, skip_parser_errors=False,
+        max_records=1_000, fetch_timeout_s=0.1, skip_parser_errors=False, skip_constraint_errors=False,
         out_of_range="fail", provenance=False, whole=True, file_rows=50_000,
     )
     r = run_task(spec)

@@ -405,3 +405,16 @@ def test_replacing_a_procedure_needs_alter_routine_on_it(served, engine, tmp_pat
     ana.execute("GRANT ALTER ROUTINE ON p TO bo")  # now bo may, as MariaDB would let him
     bo.execute(takeover)
     assert [s["table"] for s in engine.catalog.procedures.get("p")["statements"]] == ["bo_t"]
+
+
+def test_drop_table_names_only_the_pipelines_the_user_may_see(served):
+    """DROP TABLE of a loaded table is refused; the refusal names a pipeline only to a
+    user who may see it."""
+    owner, _ana, bo = served
+    owner.execute("GRANT DROP ON t TO bo")
+    with pytest.raises(SparkpipesError, match="1 you cannot see") as e:
+        bo.execute("DROP TABLE t")
+    assert "'p'" not in str(e.value)
+    owner.execute("GRANT SHOW PIPELINE ON p TO bo")
+    with pytest.raises(SparkpipesError, match="pipeline\\(s\\) 'p'; drop them first"):
+        bo.execute("DROP TABLE t")

@@ -152,7 +152,7 @@ def test_a_crash_between_the_tables_commits_is_finished_on_restart(tmp_path):
 
 def test_a_not_null_member_of_the_batch_rejects_a_record_without_it(engine, tmp_path):
     """``QUERY(id BIGINT NOT NULL, …)``, as SingleStore's demos write it: a record without
-    ``id`` is a bad record (the batch fails, or with SKIP PARSER ERRORS it is listed in
+    ``id`` breaks a constraint (the batch fails, or with SKIP CONSTRAINT ERRORS it is listed in
     PIPELINES_ERRORS), never a batch row holding NULL."""
     sql = SqlSession(engine)
     (tmp_path / "a.json").write_text('{"id": 1, "kind": "x"}\n{"kind": "no id"}\n')
@@ -171,7 +171,7 @@ def test_a_not_null_member_of_the_batch_rejects_a_record_without_it(engine, tmp_
     with pytest.raises(SparkpipesError, match="column 'id' is NOT NULL"):
         sql.execute("START PIPELINE strict FOREGROUND")
     sql.execute(
-        f"CREATE PIPELINE lenient AS LOAD DATA FS '{tmp_path}/*.json' SKIP PARSER ERRORS "
+        f"CREATE PIPELINE lenient AS LOAD DATA FS '{tmp_path}/*.json' SKIP CONSTRAINT ERRORS "
         "INTO PROCEDURE keep FORMAT JSON"
     )
     sql.execute("START PIPELINE lenient FOREGROUND")

@@ -107,3 +107,66 @@ def test_skip_duplicate_key_errors_skips_rows_whose_key_is_there(sql, broker, to
         sql(f"START PIPELINE {name} FOREGROUND")
     assert rows(sql("SELECT k, v FROM keyed ORDER BY k")) == [(1, "a"), (2, "old")]
     assert rows(sql("SELECT k, v FROM plain ORDER BY k, v")) == [(1, "a"), (1, "c"), (2, "b")]
+
+
+def test_lines_terminated_by_text_before_the_newline(sql, tmp_path):
+    """TPC-H's files end each line with the field delimiter: ``LINES TERMINATED BY
+    '|\\n'`` cuts it off (else the last field would be one too many); a line without it
+    is an error in the errors view, never joined to the next. ``'\\r\\n'`` reads Windows
+    lines."""
+    (tmp_path / "l.tbl").write_text("1|ann|\n2|bo|\n3|cy\n")
+    sql("CREATE TABLE l (id INT, name TEXT)")
+    sql(
+        f"CREATE PIPELINE lp AS LOAD DATA FS '{tmp_path}/*.tbl' SKIP PARSER ERRORS "
+        "INTO TABLE l FIELDS TERMINATED BY '|' LINES TERMINATED BY '|\\n'"
+    )
+    sql("START PIPELINE lp FOREGROUND")
+    assert rows(sql("SELECT id, name FROM l ORDER BY id")) == [(1, "ann"), (2, "bo")]
+    (error,) = rows(sql("SELECT ERROR_MESSAGE FROM information_schema.PIPELINES_ERRORS"))
+    assert "does not end with LINES TERMINATED BY '|\\n'" in error[0]
+    assert "LINES TERMINATED BY '|\\n'" in sql("SHOW CREATE PIPELINE lp").rows[0][1]
+    (tmp_path / "w").mkdir()
+    (tmp_path / "w" / "w.csv").write_bytes(b"1,ann\r\n2,bo\r\n")
+    sql("CREATE TABLE w (id INT, name TEXT)")
+    sql(
+        f"CREATE PIPELINE wp AS LOAD DATA FS '{tmp_path}/w/*.csv' INTO TABLE w "
+        "FIELDS TERMINATED BY ',' LINES TERMINATED BY '\\r\\n'"
+    )
+    sql("START PIPELINE wp FOREGROUND")
+    assert rows(sql("SELECT id, name FROM w ORDER BY id")) == [(1, "ann"), (2, "bo")]
+    with pytest.raises(Exception, match="LINES TERMINATED BY ';' is not supported yet"):
+        sql("CREATE PIPELINE x AS LOAD DATA FS '/in' INTO TABLE w LINES TERMINATED BY ';'")
+
+
+def test_skip_constraint_errors_skips_rows_the_table_refuses_and_parser_errors_do_not(
+    sql, tmp_path
+):
+    """SingleStore's kinds of error are apart: ``SKIP CONSTRAINT ERRORS`` skips a row
+    that leaves a NOT NULL column empty (to the errors view) but a line with the wrong
+    number of fields still fails the batch; ``SKIP PARSER ERRORS`` the other way round;
+    ``SKIP ALL ERRORS`` both."""
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "a.csv").write_text("1,ann\n2,\\N\n3,cy\n")
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / "a.csv").write_text("1,ann\n2\n")
+    sql("CREATE TABLE k (id INT, name TEXT NOT NULL)")
+    for name, skip, folder, loaded, fails in (
+        ("c1", "CONSTRAINT", "c", [(1, "ann"), (3, "cy")], None),
+        ("c2", "PARSER", "c", None, "'name' is NOT NULL"),
+        ("p1", "CONSTRAINT", "p", None, "expected 2 fields, found 1"),
+        ("p2", "ALL", "p", [(1, "ann")], None),
+    ):
+        sql(
+            f"CREATE PIPELINE {name} AS LOAD DATA FS '{tmp_path}/{folder}/*.csv' "
+            f"SKIP {skip} ERRORS INTO TABLE k FIELDS TERMINATED BY ','"
+        )
+        assert f"SKIP {skip} ERRORS" in sql(f"SHOW CREATE PIPELINE {name}").rows[0][1]
+        if fails:
+            with pytest.raises(Exception, match=fails):
+                sql(f"START PIPELINE {name} FOREGROUND")
+        else:
+            sql(f"START PIPELINE {name} FOREGROUND")
+        sql(f"DROP PIPELINE {name}")
+        if loaded:
+            assert rows(sql("SELECT id, name FROM k ORDER BY id")) == loaded
+            sql("DROP TABLE k; CREATE TABLE k (id INT, name TEXT NOT NULL)")

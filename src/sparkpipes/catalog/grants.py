@@ -65,16 +65,18 @@ class Grant:
     privilege: str
 
 
-def scope_of(level: str) -> str:
-    """A ``priv_level`` as written (``*.*``, ``*``, ``db.*``, ``db.t``, ``t``) as stored."""
+def scope_of(level: str, database: str = DATABASE) -> str:
+    """A ``priv_level`` as written (``*.*``, ``*``, ``db.*``, ``db.t``, ``t``) as stored:
+    ``db`` is the database by either of its names (``sparkpipes``, or ``database``, the
+    one CREATE DATABASE gave it), stored as ``sparkpipes``."""
     text = level.strip().replace("`", "")
     if text == GLOBAL:
         return GLOBAL
-    if text in ("*", DB):
-        return DB
     db, dot, name = text.rpartition(".")
-    if dot and db != DATABASE:
-        raise NotFoundError(f"database '{db}' does not exist (databases: {DATABASE})")
+    if dot and db.lower() not in (DATABASE, database.lower()):
+        raise NotFoundError(f"Unknown database '{db}'")
+    if text == "*" or (dot and name == "*"):
+        return DB
     if not name or name == "*" or "*" in name:
         raise ConfigError(f"'{level}' is not a privilege level (*.*, *, {DB}, name)")
     return f"{DATABASE}.{name}"
@@ -119,10 +121,13 @@ class Grants:
         table: sa.Table,
         users: sa.Table,
         tx: Callable[[], AbstractContextManager[sa.Connection]],
+        database: Callable[[], str] = lambda: DATABASE,
     ) -> None:
         self.t = table
         self.users = users
         self._tx = tx
+        #: the database's name (``catalog.settings.Database``), which levels may name
+        self.database = database
 
     # -- reading ----------------------------------------------------------------------
     def of(self, user: str) -> list[Grant]:
@@ -141,7 +146,7 @@ class Grants:
     def grant(
         self, users: Iterable[str], privileges: Iterable[str], level: str, *, option: bool
     ) -> None:
-        scope = scope_of(level)
+        scope = scope_of(level, self.database())
         names = expand(privileges, scope) + ([GRANT_OPTION] if option else [])
         with self._tx() as c:
             for user in users:
@@ -159,7 +164,7 @@ class Grants:
                         c.execute(self.t.insert().values(user_name=user, scope=scope, privilege=p))
 
     def revoke(self, users: Iterable[str], privileges: Iterable[str], level: str) -> None:
-        scope = scope_of(level)
+        scope = scope_of(level, self.database())
         names = expand(privileges, scope)
         if any(" ".join(p.upper().split()) in ("ALL", "ALL PRIVILEGES") for p in privileges):
             names.append(GRANT_OPTION)

@@ -1,6 +1,6 @@
 """Engine-wide values the catalog keeps: variables (``SET GLOBAL``; engines sharing the
-catalog see one value, the last write wins) and small engine notes (the scheduler's state
-for ``status``). Writers may race; neither fails for it."""
+catalog see one value, the last write wins), small engine notes (the scheduler's state
+for ``status``) and the database's name. Writers may race; none fails for it."""
 
 from __future__ import annotations
 
@@ -9,7 +9,10 @@ from sqlalchemy.exc import IntegrityError
 
 from sparkpipes.catalog.schema import meta_t, variables_t
 from sparkpipes.catalog.tables import Tx
-from sparkpipes.errors import CatalogError
+from sparkpipes.errors import AlreadyExistsError, CatalogError, ConfigError, NotFoundError
+
+#: the name the warehouse's database answers to always (before CREATE DATABASE names it)
+DEFAULT_DATABASE = "sparkpipes"
 
 
 class Variables:
@@ -69,6 +72,57 @@ class Notes:
     def drop(self, key: str) -> None:
         with self._tx() as c:
             c.execute(meta_t.delete().where(meta_t.c.key == f"note:{key}"))
+
+
+class Database:
+    """The name of the warehouse's one database.
+
+    A warehouse holds one database. It answers to ``sparkpipes`` and, once ``CREATE
+    DATABASE`` has named it (as SingleStore scripts begin: ``CREATE DATABASE demo; USE
+    demo``), to that name too, which the views' ``DATABASE_NAME`` then show. A second,
+    different name is refused rather than made an alias: two databases of SingleStore
+    keep their tables apart, one namespace here would not.
+    """
+
+    _KEY = "database:name"
+
+    def __init__(self, tx: Tx, where: str) -> None:
+        self._tx = tx
+        self._where = where
+
+    def name(self) -> str:
+        with self._tx() as c:
+            value = c.execute(sa.select(meta_t.c.value).where(meta_t.c.key == self._KEY)).scalar()
+        return value or DEFAULT_DATABASE
+
+    def knows(self, name: str) -> bool:
+        """Whether ``name`` names the database (case-insensitive, as SingleStore's names)."""
+        return name.lower() in (DEFAULT_DATABASE, self.name().lower())
+
+    def check(self, name: str) -> None:
+        """Raise NotFoundError (MySQL's 1049) unless ``name`` names the database."""
+        if not self.knows(name):
+            raise NotFoundError(f"Unknown database '{name}'")
+
+    def create(self, name: str, *, if_not_exists: bool = False) -> bool:
+        """``CREATE DATABASE name``: names the database; False when it already had that name
+        and ``if_not_exists``. AlreadyExistsError for a name it has; ConfigError for a second
+        name."""
+        current = self.name()
+        if self.knows(name):
+            if if_not_exists:
+                return False
+            raise AlreadyExistsError(f"Can't create database '{name}'; database exists")
+        if current != DEFAULT_DATABASE:
+            raise ConfigError(
+                f"Can't create database '{name}': this warehouse holds one database, named "
+                f"'{current}' (and '{DEFAULT_DATABASE}'); serve another warehouse for another "
+                "database"
+            )
+        if not name or len(name) > 64:
+            raise ConfigError(f"'{name}' is not a database name (1 to 64 characters)")
+        _put(self._tx, self._where, meta_t, meta_t.c.key, self._KEY, name, what="database name")
+        return True
 
 
 def _put(

@@ -46,7 +46,7 @@ from sparkpipes.catalog.schema import (
     users_t,
 )
 from sparkpipes.catalog.secrets import ENV, SecretBox, as_key
-from sparkpipes.catalog.settings import Notes, Variables
+from sparkpipes.catalog.settings import Database, Notes, Variables
 from sparkpipes.catalog.tables import Tables
 from sparkpipes.catalog.users import Users
 from sparkpipes.errors import CatalogError
@@ -94,8 +94,6 @@ class Catalog:
         self._lock = threading.RLock()
         #: users of ``sparkpipes serve`` (hashed passwords; ``catalog.users``)
         self.users = Users(users_t, self._tx, grants_t)
-        #: their privileges (``GRANT`` / ``REVOKE``; ``catalog.grants``)
-        self.grants = Grants(grants_t, users_t, self._tx)
         #: which engine runs each pipeline (by pipeline id; ``catalog.leases``)
         self.leases = Leases(leases_t, self._tx, self.engine.dialect.name)
         #: pruning of batches and errors, the table maintenance log (``catalog.history``)
@@ -114,6 +112,10 @@ class Catalog:
         #: engine-wide variables and engine notes (``catalog.settings``)
         self.variables = Variables(self._tx, self.safe_url)
         self.notes = Notes(self._tx, self.safe_url)
+        #: the database's name (``CREATE DATABASE``; ``catalog.settings``)
+        self.database = Database(self._tx, self.safe_url)
+        #: the users' privileges (``GRANT`` / ``REVOKE``; ``catalog.grants``)
+        self.grants = Grants(grants_t, users_t, self._tx, self.database.name)
         self.pipelines.seal_clear_credentials()
 
     def _box(self) -> SecretBox:

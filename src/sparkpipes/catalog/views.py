@@ -163,13 +163,14 @@ def _table(name: str, rows: list[dict[str, Any]]) -> pa.Table:
 
 
 def pipelines(cat: Catalog) -> pa.Table:
+    database = cat.database.name()
     rows = []
     for p in cat.pipelines.all():
         config = json.loads(json.dumps(p.definition))
         config.get("source", {}).pop("credentials", None)
         rows.append(
             {
-                "DATABASE_NAME": DATABASE,
+                "DATABASE_NAME": database,
                 "PIPELINE_NAME": p.name,
                 "PIPELINE_ID": p.id,
                 "STATE": p.state,
@@ -189,6 +190,7 @@ def _names(cat: Catalog) -> dict[str, str]:
 
 
 def batches_summary(cat: Catalog) -> pa.Table:
+    database = cat.database.name()
     names = _names(cat)
     rows = []
     for b in cat.batches.list():
@@ -197,7 +199,7 @@ def batches_summary(cat: Catalog) -> pa.Table:
         secs = (b["duration_ms"] or 0) / 1000
         rows.append(
             {
-                "DATABASE_NAME": DATABASE,
+                "DATABASE_NAME": database,
                 "PIPELINE_NAME": names[b["pipeline_id"]],
                 "BATCH_ID": b["batch_id"],
                 "BATCH_ATTEMPT": b["attempt"],
@@ -217,6 +219,7 @@ def batches_summary(cat: Catalog) -> pa.Table:
 
 
 def batches(cat: Catalog) -> pa.Table:
+    database = cat.database.name()
     names = _names(cat)
     rows = []
     for b in cat.batches.list():
@@ -225,7 +228,7 @@ def batches(cat: Catalog) -> pa.Table:
         for part in b["partitions"]:
             rows.append(
                 {
-                    "DATABASE_NAME": DATABASE,
+                    "DATABASE_NAME": database,
                     "PIPELINE_NAME": names[b["pipeline_id"]],
                     "BATCH_ID": b["batch_id"],
                     "BATCH_ATTEMPT": b["attempt"],
@@ -243,10 +246,11 @@ def batches(cat: Catalog) -> pa.Table:
 
 
 def errors(cat: Catalog) -> pa.Table:
+    database = cat.database.name()
     names = _names(cat)
     rows = [
         {
-            "DATABASE_NAME": DATABASE,
+            "DATABASE_NAME": database,
             "PIPELINE_NAME": names.get(e["pipeline_id"], e["pipeline_name"]),
             "BATCH_ID": e["batch_id"],
             "ERROR_UNIX_TIMESTAMP": _utc(e["created_at"]).timestamp(),
@@ -264,12 +268,13 @@ def errors(cat: Catalog) -> pa.Table:
 
 
 def offsets(cat: Catalog, snapshot: OffsetsFn, name: str = "PIPELINES_OFFSETS") -> pa.Table:
+    database = cat.database.name()
     rows = []
     for p in cat.pipelines.all():
         for o in snapshot(p):
             rows.append(
                 {
-                    "DATABASE_NAME": DATABASE,
+                    "DATABASE_NAME": database,
                     "PIPELINE_NAME": p.name,
                     "SOURCE_TYPE": p.source.upper(),
                     "SOURCE_PARTITION_ID": o.partition,
@@ -283,6 +288,7 @@ def offsets(cat: Catalog, snapshot: OffsetsFn, name: str = "PIPELINES_OFFSETS") 
 
 
 def source_offsets(cat: Catalog, snapshot: OffsetsFn) -> pa.Table:
+    database = cat.database.name()
     rows = []
     for p in cat.pipelines.all():
         for task, o in enumerate(snapshot(p)):
@@ -291,7 +297,7 @@ def source_offsets(cat: Catalog, snapshot: OffsetsFn) -> pa.Table:
             value = o.committed if isinstance(o.committed, dict) else {"offset": o.committed}
             rows.append(
                 {
-                    "DATABASE_NAME": DATABASE,
+                    "DATABASE_NAME": database,
                     "PIPELINE_NAME": p.name,
                     "TASK_ID": task if o.task is None else o.task,
                     "KEY": json.dumps(dict(o.key), sort_keys=True, separators=(",", ":")),
@@ -305,6 +311,7 @@ def files(cat: Catalog, snapshot: OffsetsFn, lists_files: Callable[[PipelineReco
     """Every object of every file pipeline: Unloaded, Loading (a file that grew since
     part of it was loaded), Loaded or Skipped (it could not be read to its end under
     SKIP PARSER ERRORS; FILE_ERROR says why), with the batch that last loaded from it."""
+    database = cat.database.name()
     rows = []
     for p in cat.pipelines.all():
         if not lists_files(p):
@@ -327,7 +334,7 @@ def files(cat: Catalog, snapshot: OffsetsFn, lists_files: Callable[[PipelineReco
                 state = "Loading"
             rows.append(
                 {
-                    "DATABASE_NAME": DATABASE,
+                    "DATABASE_NAME": database,
                     "PIPELINE_NAME": p.name,
                     "SOURCE_TYPE": p.source.upper(),
                     "FILE_NAME": o.partition,
@@ -344,9 +351,10 @@ def files(cat: Catalog, snapshot: OffsetsFn, lists_files: Callable[[PipelineReco
 def maintenance(cat: Catalog) -> pa.Table:
     """Compactions, vacuums and retention runs of every table, oldest first (the newest
     ``catalog.history.MAINTENANCE_TO_KEEP`` per table)."""
+    database = cat.database.name()
     rows = [
         {
-            "DATABASE_NAME": DATABASE,
+            "DATABASE_NAME": database,
             "TABLE_NAME": m["table_name"],
             "OPERATION": m["operation"],
             "TRIGGER": m["trigger"],

@@ -44,6 +44,7 @@ _FIELDS: dict[str, tuple[str, str]] = {
     "csv": ("format", "csv"),
     "skip_lines": ("format", "skip_lines"),
     "skip_parser_errors": ("format", "skip_parser_errors"),
+    "skip_constraint_errors": ("format", "skip_constraint_errors"),
     "format_options": ("format", "options"),
     "assignments": ("transform", "assignments"),
     "where": ("transform", "where"),

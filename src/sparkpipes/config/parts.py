@@ -70,7 +70,10 @@ class CsvOptions:
     * ``null_text``: ``NULL DEFINED BY``, a field of just this text is NULL (enclosed
       too with ``null_enclosed``, ``OPTIONALLY ENCLOSED``);
     * ``trailing_nullcols``: ``TRAILING NULLCOLS``, a record with fewer fields than
-      columns has NULL in the rest (else it is an error).
+      columns has NULL in the rest (else it is an error);
+    * ``line_end``: ``LINES TERMINATED BY``, what ends a record: a newline (``\r\n``
+      too), or text before it (``'|\n'``, TPC-H's files), which each record must end
+      with (one that does not is an error, never joined to the next line).
 
     The defaults are the Python API's (``,``, ``"``, no escape); the SingleStore dialect
     gives its own (tab, not enclosed, ``\``) explicitly."""
@@ -83,10 +86,17 @@ class CsvOptions:
     null_text: str | None = None
     null_enclosed: bool = False
     trailing_nullcols: bool = False
+    line_end: str = "\n"
 
     def __post_init__(self) -> None:
         if not self.delimiter:
             raise ConfigError("FIELDS TERMINATED BY must not be empty")
+        if not self.line_end.endswith("\n"):
+            raise ConfigError(
+                f"LINES TERMINATED BY {self.line_end!r} is not supported yet: records end "
+                "with a newline here, which the terminator may follow text to ('\\r\\n', "
+                "'|\\n')"
+            )
         for what, ch in (("ENCLOSED BY", self.quote), ("ESCAPED BY", self.escape)):
             if ch is not None and len(ch) != 1:
                 raise ConfigError(f"FIELDS {what} takes one character or '', got {ch!r}")
@@ -96,6 +106,12 @@ class CsvOptions:
                 )
         if self.quote is not None and self.quote == self.escape:
             raise ConfigError("FIELDS ENCLOSED BY and ESCAPED BY must differ")
+
+    @property
+    def line_suffix(self) -> str:
+        """What each record ends with before its newline (and the carriage return, which
+        is never part of a record)."""
+        return self.line_end[:-1].removesuffix("\r")
 
 
 @dataclass(frozen=True)
@@ -193,6 +209,10 @@ class FormatSpec:
     csv: CsvOptions = CsvOptions()
     skip_lines: int = 0
     skip_parser_errors: bool = False
+    #: rows that break the table's constraints (a NOT NULL column without a value, a
+    #: value its computed column's type cannot hold) go to the errors store too (SKIP
+    #: CONSTRAINT ERRORS); else they fail the batch
+    skip_constraint_errors: bool = False
     #: the decoder's own options: ``schema.registry.url`` or ``schema`` (Avro messages)
     options: Mapping[str, str] = field(default_factory=dict)
     #: its secrets (a schema registry's user and password, the password of a registry
@@ -297,7 +317,9 @@ _SECRET_PARTS = {"source": "CONFIG option", "format": "format option", "sink": "
 #: (the batch options, the SET / WHERE, the other components' settings) may change too.
 _MAY_CHANGE = {
     "source": frozenset({"start", "on_out_of_range", "hints"}),
-    "format": frozenset({"mapping", "csv", "skip_lines", "skip_parser_errors"}),
+    "format": frozenset(
+        {"mapping", "csv", "skip_lines", "skip_parser_errors", "skip_constraint_errors"}
+    ),
     "sink": frozenset({"table", "write", "provenance"}),
 }
 #: how an error names a component's fields that are not options

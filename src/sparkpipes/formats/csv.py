@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 
 from sparkpipes.config import CsvOptions
-from sparkpipes.formats.base import Decoder, Mismatch, conform
+from sparkpipes.formats.base import Decoded, Decoder, Mismatch, conform
 from sparkpipes.formats.json import newline_joined
 from sparkpipes.sources.base import Framing
 from sparkpipes.sources.framing import CsvFraming, LineFraming
@@ -85,6 +85,18 @@ class CsvDecoder(Decoder):
             return LineFraming(skip_lines)
         return CsvFraming(self.csv.quote, self.csv.escape, skip_lines)
 
+    def decode(self, values: pa.Array) -> Decoded:
+        """``LINES TERMINATED BY 'x\\n'``: each record ends with ``x`` (its newline is the
+        framing's), which is cut off; a chunk where one does not is decoded record by
+        record, that one an error."""
+        suffix = self.csv.line_suffix.encode()
+        if not suffix or len(values) == 0:
+            return super().decode(values)
+        flat = values.cast(pa.binary())
+        if not pc.all(pc.ends_with(flat, self.csv.line_suffix)).as_py():
+            return self._slow(flat, self._parse_suffixed)
+        return super().decode(pc.binary_slice(flat, 0, -len(suffix)))
+
     def _fast_ok(self, values: pa.Array) -> bool:
         """Whether ``pyarrow.csv`` reads this chunk as LOAD DATA would: a one-character
         delimiter, no escape character, and every quote character at a field's edge or
@@ -127,6 +139,14 @@ class CsvDecoder(Decoder):
         if table.num_rows != len(values):
             raise Mismatch
         return conform(table, self.schema)
+
+    def _parse_suffixed(self, raw: bytes) -> dict[str, Any]:
+        suffix = self.csv.line_suffix.encode()
+        if not raw.endswith(suffix):
+            raise ValueError(
+                f"the line does not end with LINES TERMINATED BY {self.csv.line_end!r}"
+            )
+        return self._parse_one(raw[: -len(suffix)])
 
     def _parse_one(self, raw: bytes) -> dict[str, Any]:
         try:

@@ -156,6 +156,15 @@ def session_factory(engine: Engine) -> Any:
         async def init(self, connection: Any) -> None:
             await super().init(connection)
             self._session()
+            named = self.database or DATABASE
+            if engine.catalog.database.knows(named):  # the handshake's database, by its name
+                self.database = engine.catalog.database.name()
+
+        async def use(self, database: str) -> None:
+            """``USE db`` / COM_INIT_DB: the warehouse's database by either of its names."""
+            if not engine.catalog.database.knows(database):
+                raise MysqlError(f"Unknown database '{database}'", 1049)  # ER_BAD_DB_ERROR
+            self.database = engine.catalog.database.name()
 
         def _session(self) -> Any:
             """The SqlSession of the signed-in user: the owner only for the local token's
@@ -285,7 +294,7 @@ def session_factory(engine: Engine) -> Any:
                 if sees_table(access, name):
                     rec = engine.catalog.tables.get(name)
                     tables[name] = {f.name: mysql_type(str(f.type)) for f in rec.schema}
-            return {DATABASE: tables}
+            return {engine.catalog.database.name(): tables}
 
     def _admit(expression: Any) -> None:
         try:

@@ -50,8 +50,13 @@ def test_grants_widen_from_object_to_database_to_server(catalog):
 def test_levels_and_privileges_are_checked():
     assert scope_of("*.*") == "*.*" and scope_of("*") == scope_of("sparkpipes.*") == "sparkpipes.*"
     assert scope_of("sparkpipes.`t`") == scope_of("t") == "sparkpipes.t"
-    with pytest.raises(NotFoundError, match="database 'other' does not exist"):
+    with pytest.raises(NotFoundError, match="Unknown database 'other'"):
         scope_of("other.t")
+    # the name CREATE DATABASE gave the database is the same level
+    assert (
+        scope_of("shop.*", "shop") == "sparkpipes.*"
+        and scope_of("SHOP.t", "shop") == "sparkpipes.t"
+    )
     with pytest.raises(ConfigError, match="SUPER is granted ON \\*\\.\\* only"):
         expand(["SUPER"], "sparkpipes.*")
     assert "SUPER" not in expand(["ALL"], "sparkpipes.*") and "SUPER" in expand(["ALL"], "*.*")

@@ -223,7 +223,7 @@ def assemble(
         Refiner(
             transform,
             table.schema,
-            spec.format.skip_parser_errors,
+            spec.format.skip_constraint_errors,
             PROVENANCE,
             tuple(c for c in table.not_null if c in filled),
             source.locate,

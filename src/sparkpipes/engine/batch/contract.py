@@ -117,6 +117,7 @@ class TaskSpec:
     max_records: int
     fetch_timeout_s: float
     skip_parser_errors: bool
+    skip_constraint_errors: bool
     out_of_range: str
     provenance: bool
     output_schema: pa.Schema | None = None  # decoded columns are conformed to it

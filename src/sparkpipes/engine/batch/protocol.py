@@ -416,6 +416,7 @@ class BatchRunner:
                 max_records=self.spec.batch.max_offsets_per_partition,
                 fetch_timeout_s=self.spec.batch.fetch_timeout_ms / 1000,
                 skip_parser_errors=self.spec.format.skip_parser_errors,
+                skip_constraint_errors=self.spec.format.skip_constraint_errors,
                 out_of_range=self.spec.source.on_out_of_range,
                 provenance=self.spec.sink.provenance or p.stages,
                 chunk_records=self.spec.batch.chunk_records,

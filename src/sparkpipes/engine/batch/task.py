@@ -214,14 +214,15 @@ def _decode(
     spec: TaskSpec, partition: str, fetched: Fetched, errors: list[ErrorRecord]
 ) -> pa.Table:
     """The fetched records as rows of the output (decoded, then shaped by
-    ``formats.conform``); the ones that do not decode (or leave a NOT NULL column empty)
-    fail the batch or, with ``skip_parser_errors``, are added to ``errors``."""
+    ``formats.conform``); the ones that do not decode fail the batch or, with
+    ``skip_parser_errors``, are added to ``errors``; so do the ones that leave a NOT NULL
+    column empty, with ``skip_constraint_errors``."""
     if fetched.table is not None:
         decoded = spec.decoder.decode_table(fetched.table)
     else:
         decoded = spec.decoder.decode(fetched.values)
     for bad in decoded.errors:
-        _reject(spec, partition, fetched, bad.index, bad.reason, errors)
+        _reject(spec, partition, fetched, bad.index, bad.reason, errors, spec.skip_parser_errors)
     table, kept = decoded.table, decoded.kept
     want = spec.output_schema
     if want is not None and spec.provenance:  # those two are appended below
@@ -233,7 +234,9 @@ def _decode(
     if spec.not_null:
         checked = not_null(table, kept, spec.not_null)
         for bad in checked.errors:
-            _reject(spec, partition, fetched, bad.index, bad.reason, errors)
+            _reject(
+                spec, partition, fetched, bad.index, bad.reason, errors, spec.skip_constraint_errors
+            )
         table, kept = checked.table, checked.kept
     if spec.provenance:
         table = table.append_column(
@@ -249,8 +252,9 @@ def _reject(
     index: int,
     reason: str,
     errors: list[ErrorRecord],
+    skip: bool,
 ) -> None:
-    """Record ``fetched[index]`` as skipped, or fail the batch with it."""
+    """Record ``fetched[index]`` as skipped (``skip``), or fail the batch with it."""
     offset = fetched.positions[index].as_py()
     raw = fetched.raw(index)
     err = DecodeError(
@@ -258,7 +262,7 @@ def _reject(
         partition=partition,
         offset=offset,
     )
-    if not spec.skip_parser_errors:
+    if not skip:
         rec = ErrorRecord.of(err, raw=raw)
         err.message += f"; value starts {rec.excerpt!r}"
         raise err

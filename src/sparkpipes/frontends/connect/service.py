@@ -150,13 +150,18 @@ class Connectors(Extension):
         sink = self._sink(cfg, topic, table)
         columns = self._columns(cfg, topic, table, sink)
         wanted = [c for c in columns if not cfg.fields or c in cfg.fields]
+        # errors.tolerance=all: a record that does not convert or that the table refuses
+        # goes to the errors view (the JDBC sink reports one its database refuses)
+        tolerate = dict.fromkeys(
+            ("skip_parser_errors", "skip_constraint_errors"), cfg.tolerate_errors
+        )
         if cfg.value_converter == STRING_CONVERTER:
-            fmt = FormatSpec(kind="raw", skip_parser_errors=cfg.tolerate_errors)
+            fmt = FormatSpec(kind="raw", **tolerate)
         elif cfg.schema_registry:
             fmt = FormatSpec(
                 kind="avro",
                 mapping=tuple(FieldMapping(c, (c,)) for c in wanted),
-                skip_parser_errors=cfg.tolerate_errors,
+                **tolerate,
                 options={"schema.registry.url": cfg.schema_registry},
                 credentials=cfg.registry_secrets,
             )
@@ -165,7 +170,7 @@ class Connectors(Extension):
             fmt = FormatSpec(
                 kind="json",
                 mapping=tuple(FieldMapping(c, (*root, c)) for c in wanted),
-                skip_parser_errors=cfg.tolerate_errors,
+                **tolerate,
             )
         defaults = self.engine.pipeline_defaults()
         batch = BatchSpec(

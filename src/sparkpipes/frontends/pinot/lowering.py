@@ -153,6 +153,7 @@ def lower(
             kind=kind,
             mapping=tuple(mapping),
             skip_parser_errors=cfg.continue_on_error,
+            skip_constraint_errors=cfg.continue_on_error,
             options=fmt_opts,
             credentials=fmt_creds,
         ),

@@ -22,6 +22,7 @@ from sparkpipes.frontends.singlestore.ast_pipelines import (
     AlterPipelineDropFile,
     Assignment,
     CreatePipeline,
+    DetachPipeline,
     DropPipeline,
     FieldMapping,
     FieldsFormat,
@@ -43,7 +44,12 @@ from sparkpipes.frontends.singlestore.ast_procedures import (
     ShowProcedures,
 )
 from sparkpipes.frontends.singlestore.ast_queries import Insert, Query
-from sparkpipes.frontends.singlestore.ast_session import SetVariable, ShowVariables
+from sparkpipes.frontends.singlestore.ast_session import (
+    CreateDatabase,
+    SetVariable,
+    ShowVariables,
+    UseDatabase,
+)
 from sparkpipes.frontends.singlestore.ast_tables import (
     AlterTableAddColumn,
     AlterTableDropColumn,
@@ -69,12 +75,14 @@ __all__ = [
     "AlterTableModifyColumn",
     "Assignment",
     "ColumnDef",
+    "CreateDatabase",
     "CreateIndex",
     "CreatePipeline",
     "CreateProcedure",
     "CreateTable",
     "DataType",
     "DescribeTable",
+    "DetachPipeline",
     "DropIndex",
     "DropPipeline",
     "DropProcedure",
@@ -107,6 +115,7 @@ __all__ = [
     "TableKey",
     "Target",
     "TestPipeline",
+    "UseDatabase",
     "parse",
     "parse_one",
     "quote_ident",

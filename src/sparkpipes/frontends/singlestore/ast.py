@@ -24,6 +24,7 @@ from sparkpipes.frontends.singlestore.ast_pipelines import (
     AlterPipelineDropFile,
     Assignment,
     CreatePipeline,
+    DetachPipeline,
     DropPipeline,
     FieldMapping,
     FieldsFormat,
@@ -50,8 +51,10 @@ from sparkpipes.frontends.singlestore.ast_queries import (
     Query,
 )
 from sparkpipes.frontends.singlestore.ast_session import (
+    CreateDatabase,
     SetVariable,
     ShowVariables,
+    UseDatabase,
 )
 from sparkpipes.frontends.singlestore.ast_tables import (
     AlterTableAddColumn,
@@ -80,12 +83,14 @@ __all__ = [
     "AlterTableModifyColumn",
     "Assignment",
     "ColumnDef",
+    "CreateDatabase",
     "CreateIndex",
     "CreatePipeline",
     "CreateProcedure",
     "CreateTable",
     "DataType",
     "DescribeTable",
+    "DetachPipeline",
     "DropIndex",
     "DropPipeline",
     "DropProcedure",
@@ -121,6 +126,7 @@ __all__ = [
     "TableKey",
     "Target",
     "TestPipeline",
+    "UseDatabase",
     "Vacuum",
     "quote_ident",
     "quote_string",

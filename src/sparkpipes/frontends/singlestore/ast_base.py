@@ -17,7 +17,7 @@ one; ``ast`` gathers them under one name.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal as Lit
 
 from sparkpipes.frontends.singlestore import grammar
@@ -60,8 +60,16 @@ class Node:
         raise NotImplementedError
 
 
+@dataclass(frozen=True)
 class Statement(Node):
-    """Base of the statement nodes returned by ``parse``."""
+    """Base of the statement nodes returned by ``parse``.
+
+    ``databases``: the database names the statement qualifies its names with (``db.t``),
+    which must name the warehouse's database when it runs; the names themselves are kept
+    bare, so a statement compares and prints the same with or without them.
+    """
+
+    databases: tuple[str, ...] = field(default=(), kw_only=True, compare=False, repr=False)
 
 
 # ---------------------------------------------------------------------------- leaves

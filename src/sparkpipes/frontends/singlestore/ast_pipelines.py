@@ -283,14 +283,33 @@ class StartAllPipelines(Statement):
 
 @dataclass(frozen=True)
 class StopPipeline(Statement):
-    """``STOP PIPELINE [IF RUNNING] name``."""
+    """``STOP PIPELINE [IF RUNNING] name [DETACH]``: ``DETACH`` stops it the same way here
+    (offsets are kept either way, and ALTER TABLE needs no detached pipeline)."""
 
     name: str
     if_running: bool = False
+    detach: bool = False
 
     def to_sql(self) -> str:
         return (
-            "STOP PIPELINE " + ("IF RUNNING " if self.if_running else "") + quote_ident(self.name)
+            "STOP PIPELINE "
+            + ("IF RUNNING " if self.if_running else "")
+            + quote_ident(self.name)
+            + (" DETACH" if self.detach else "")
+        )
+
+
+@dataclass(frozen=True)
+class DetachPipeline(Statement):
+    """``DETACH PIPELINE [IF EXISTS] name``: SingleStore's STOP that lets its table be
+    altered; here it stops the pipeline if it runs (its offsets kept; START resumes)."""
+
+    name: str
+    if_exists: bool = False
+
+    def to_sql(self) -> str:
+        return (
+            "DETACH PIPELINE " + ("IF EXISTS " if self.if_exists else "") + quote_ident(self.name)
         )
 
 
@@ -386,9 +405,14 @@ class ShowPipelines(Statement):
 
 @dataclass(frozen=True)
 class ShowCreatePipeline(Statement):
-    """``SHOW CREATE PIPELINE name``."""
+    """``SHOW CREATE PIPELINE name [EXTENDED]``: ``EXTENDED`` adds SingleStore's ``ALTER
+    PIPELINE`` lines for settings changed since; here CREATE PIPELINE's text already holds
+    them, so it shows the same."""
 
     name: str
+    extended: bool = False
 
     def to_sql(self) -> str:
-        return f"SHOW CREATE PIPELINE {quote_ident(self.name)}"
+        return f"SHOW CREATE PIPELINE {quote_ident(self.name)}" + (
+            " EXTENDED" if self.extended else ""
+        )

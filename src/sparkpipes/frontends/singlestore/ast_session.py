@@ -1,5 +1,5 @@
-"""Statement nodes of session settings: ``SET [GLOBAL|SESSION] name = value`` and
-``SHOW VARIABLES``."""
+"""Statement nodes of session settings: ``SET [GLOBAL|SESSION] name = value``, ``SHOW
+VARIABLES``, and the database: ``CREATE DATABASE``, ``USE``."""
 
 from __future__ import annotations
 
@@ -37,3 +37,26 @@ class ShowVariables(Statement):
     def to_sql(self) -> str:
         out = "SHOW " + (f"{self.scope} " if self.scope else "") + "VARIABLES"
         return out + (f" LIKE {quote_string(self.like)}" if self.like is not None else "")
+
+
+@dataclass(frozen=True)
+class CreateDatabase(Statement):
+    """``CREATE DATABASE [IF NOT EXISTS] name``: names the warehouse's one database
+    (``catalog.settings.Database``)."""
+
+    name: str
+    if_not_exists: bool = False
+
+    def to_sql(self) -> str:
+        exists = "IF NOT EXISTS " if self.if_not_exists else ""
+        return f"CREATE DATABASE {exists}{quote_ident(self.name)}"
+
+
+@dataclass(frozen=True)
+class UseDatabase(Statement):
+    """``USE name``: the database must be the warehouse's (by either of its names)."""
+
+    name: str
+
+    def to_sql(self) -> str:
+        return f"USE {quote_ident(self.name)}"

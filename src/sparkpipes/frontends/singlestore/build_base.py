@@ -12,6 +12,7 @@ imported by them.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, NoReturn
 
 from lark import Token, Tree
@@ -155,11 +156,21 @@ class Builder:
     def build(self, tree: Tree) -> Statement:
         stmt = tree.children[0]
         assert isinstance(stmt, Tree)
-        return getattr(self, f"_{stmt.data}")(stmt)
+        self.databases: list[str] = []
+        built = getattr(self, f"_{stmt.data}")(stmt)
+        if self.databases:
+            return dataclasses.replace(built, databases=tuple(dict.fromkeys(self.databases)))
+        return built
 
     def name(self, tree: Tree | None) -> str:
+        """The identifier of a ``name`` node; of ``db.name``, the name, with ``db`` kept
+        in the statement's ``databases``."""
         assert tree is not None
         tok = tree.children[0]
+        if isinstance(tok, Tree):
+            *qualifiers, last = self.parts(tree)
+            self.databases.append(qualifiers[0])
+            return last
         assert isinstance(tok, Token)
         if tok.type == "QUOTED_IDENT":
             value = tok.value[1:-1].replace("``", "`")
@@ -167,6 +178,12 @@ class Builder:
                 self.fail("empty identifier", tok)
             return value
         return tok.value
+
+    def parts(self, tree: Tree) -> tuple[str, ...]:
+        """Each identifier of a name that may be qualified (``a``, ``a.b``, ``a.b.c``)."""
+        if isinstance(tree.children[0], Tree):
+            return tuple(self.name(c) for c in _subs(tree, "name"))
+        return (self.name(tree),)
 
     def names(self, tree: Tree | None) -> tuple[str, ...]:
         return () if tree is None else tuple(self.name(n) for n in _subs(tree, "name"))

@@ -14,6 +14,7 @@ from sparkpipes.frontends.singlestore.ast_pipelines import (
     AlterPipelineDropFile,
     Assignment,
     CreatePipeline,
+    DetachPipeline,
     DropPipeline,
     FieldMapping,
     FieldsFormat,
@@ -177,6 +178,24 @@ class PipelineBuilder(Builder):
             if key in seen and fmt not in (None, "CSV"):
                 self.fail(f"{key.upper().replace('_', ' ')} applies to CSV only", seen[key])
 
+    def column_target(self, node: Tree | None, fields: dict[str, Any]) -> str:
+        """A loaded column as written: ``c``, ``t.c`` or ``db.t.c``, where ``t`` must be the
+        table (or procedure) the pipeline loads, as SingleStore requires."""
+        assert node is not None
+        *qualifiers, column = self.parts(node)
+        if qualifiers:
+            target = fields.get("target")
+            if target is None or qualifiers[-1].lower() != target.name.lower():
+                into = "no table" if target is None else f"'{target.name}'"
+                self.fail(
+                    f"column '{'.'.join([*qualifiers, column])}' is not a column of the table "
+                    f"the pipeline loads ({into})",
+                    node,
+                )
+            if len(qualifiers) == 2:
+                self.databases.append(qualifiers[0])
+        return column
+
     def tail_format_clause(self, item: Tree, seen: dict[str, Any], fields: dict[str, Any]) -> None:
         self.format_clause(item, seen, fields)
 
@@ -191,7 +210,7 @@ class PipelineBuilder(Builder):
             discard = target.data == "discard_target"
             if discard and is_mapping:
                 self.fail("a bare @ discards a field of a column list, not of a mapping", entry)
-            column = "" if discard else self.name(_sub(target, "name"))
+            column = "" if discard else self.column_target(_sub(target, "name"), fields)
             variable = target.data != "column_target"
             path = _sub(entry, "rooted_path", "key_path")
             if (path is not None) != is_mapping:
@@ -274,7 +293,14 @@ class PipelineBuilder(Builder):
 
     def _stop_pipeline(self, tree: Tree) -> StopPipeline:
         return StopPipeline(
-            self.name(_sub(tree, "name")), if_running=_sub(tree, "if_running") is not None
+            self.name(_sub(tree, "name")),
+            if_running=_sub(tree, "if_running") is not None,
+            detach=_tok(tree, "DETACH") is not None,
+        )
+
+    def _detach_pipeline(self, tree: Tree) -> DetachPipeline:
+        return DetachPipeline(
+            self.name(_sub(tree, "name")), if_exists=_sub(tree, "if_exists") is not None
         )
 
     def _stop_all_pipelines(self, tree: Tree) -> StopAllPipelines:
@@ -326,4 +352,6 @@ class PipelineBuilder(Builder):
         return ShowPipelines()
 
     def _show_create_pipeline(self, tree: Tree) -> ShowCreatePipeline:
-        return ShowCreatePipeline(self.name(_sub(tree, "name")))
+        return ShowCreatePipeline(
+            self.name(_sub(tree, "name")), extended=_tok(tree, "EXTENDED") is not None
+        )

@@ -8,7 +8,12 @@ from typing import Any
 from lark import Token, Tree
 
 from sparkpipes.frontends.singlestore.ast_base import Literal
-from sparkpipes.frontends.singlestore.ast_session import SetVariable, ShowVariables
+from sparkpipes.frontends.singlestore.ast_session import (
+    CreateDatabase,
+    SetVariable,
+    ShowVariables,
+    UseDatabase,
+)
 from sparkpipes.frontends.singlestore.build_base import Builder, _kw, _sub, _tok
 
 
@@ -18,6 +23,14 @@ class SessionBuilder(Builder):
     def scope(self, tree: Tree) -> Any:
         scope = _sub(tree, "scope", "show_scope")
         return None if scope is None else _kw(scope)
+
+    def _create_database(self, tree: Tree) -> CreateDatabase:
+        return CreateDatabase(
+            self.name(_sub(tree, "name")), if_not_exists=_sub(tree, "if_not_exists") is not None
+        )
+
+    def _use_database(self, tree: Tree) -> UseDatabase:
+        return UseDatabase(self.name(_sub(tree, "name")))
 
     def _show_variables(self, tree: Tree) -> ShowVariables:
         like = _tok(tree, "STRING")

@@ -111,6 +111,8 @@ class SqlSession(TableStatements, UserStatements):
         handler = getattr(self, f"_{type(stmt).__name__}", None)
         if handler is None:
             raise ConfigError(f"{type(stmt).__name__} statements are not supported yet")
+        for database in stmt.databases:
+            self.engine.catalog.database.check(database)
         self.access.refresh()
         authorize(self.access, stmt)
         if self._depth == 0:
@@ -261,6 +263,13 @@ class SqlSession(TableStatements, UserStatements):
         self.engine.drop_file(s.name, s.file)
         return ok(1)
 
+    def _DetachPipeline(self, s: A.DetachPipeline) -> Result:
+        if self._pipeline_absent(s.name, s.if_exists):
+            return ok(0)
+        if self.engine.pipeline(s.name).state == PipelineState.RUNNING:
+            self.engine.stop(s.name)
+        return ok(0)
+
     def _TestPipeline(self, s: A.TestPipeline) -> Result:
         table = self.engine.test_pipeline(s.name, s.limit or 10)
         return Result(table.column_names, [tuple(r.values()) for r in table.to_pylist()])
@@ -269,7 +278,7 @@ class SqlSession(TableStatements, UserStatements):
         rows = [
             (p.name, p.state) for p in self.engine.pipelines() if sees_pipeline(self.access, p.name)
         ]
-        return Result([f"Pipelines_in_{DATABASE}", "State"], rows)
+        return Result([f"Pipelines_in_{self.database}", "State"], rows)
 
     def _ShowCreatePipeline(self, s: A.ShowCreatePipeline) -> Result:
         spec = self.engine.spec(s.name)
@@ -287,6 +296,20 @@ class SqlSession(TableStatements, UserStatements):
                 f"(sparkpipes pinot table {spec.table}; GET /tables/{spec.table})\n" + text
             )
         return Result(["Pipeline", "Create Pipeline"], [(s.name, text)])
+
+    # -- the database -----------------------------------------------------------------
+    @property
+    def database(self) -> str:
+        """The database's name, as SHOW's column headings and the views say it."""
+        return self.engine.catalog.database.name()
+
+    def _CreateDatabase(self, s: A.CreateDatabase) -> Result:
+        made = self.engine.catalog.database.create(s.name, if_not_exists=s.if_not_exists)
+        return ok(1 if made else 0)
+
+    def _UseDatabase(self, s: A.UseDatabase) -> Result:
+        self.engine.catalog.database.check(s.name)
+        return ok(0)
 
     # -- variables --------------------------------------------------------------------
     def _SetVariable(self, s: A.SetVariable) -> Result:
@@ -393,7 +416,7 @@ class SqlSession(TableStatements, UserStatements):
             for p in self.engine.procedures()
             if (s.like is None or like(s.like, p)) and sees_procedure(self.access, p)
         ]
-        return Result([f"Procedures_in_{DATABASE}", "Definer"], rows)
+        return Result([f"Procedures_in_{self.database}", "Definer"], rows)
 
     def _may_read(
         self, relations: Iterable[str], ctes: Iterable[str] = (), *, internal: Iterable[str] = ()

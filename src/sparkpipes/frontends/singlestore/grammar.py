@@ -37,6 +37,7 @@ KEYWORDS: tuple[str, ...] = tuple(
     GRANT GRANTS REVOKE TO
     OPTIMIZE VACUUM RETAIN HOURS DRY RUN FULL STATUS
     AGGREGATOR ENABLE DISABLE OUT_OF_ORDER OPTIMIZATION METADATA GC DEFINED TRAILING NULLCOLS
+    DATABASE USE EXTENDED DETACH
     """.split()  # noqa: SIM905
 )
 
@@ -107,6 +108,7 @@ _statement: create_pipeline
           | start_all_pipelines
           | stop_pipeline
           | stop_all_pipelines
+          | detach_pipeline
           | drop_pipeline
           | alter_pipeline
           | alter_pipeline_drop_file
@@ -139,8 +141,14 @@ _statement: create_pipeline
           | optimize_table
           | vacuum_table
           | show_table_status
+          | create_database
+          | use_database
 
 name: IDENT | QUOTED_IDENT
+// db.name: the database's name, checked when the statement runs (a `name` of two names)
+?qname: name | name "." name -> name
+// a loaded column as `table.column` or `db.table.column`
+?colname: qname | name "." name "." name -> name
 int_value: (PLUS | MINUS)? NUMBER
 or_replace: OR REPLACE
 if_not_exists: IF NOT EXISTS
@@ -151,7 +159,7 @@ create_pipeline: CREATE or_replace? aggregator? PIPELINE _pipeline_head into_cla
 aggregator: AGGREGATOR
 create_inferred_pipeline: CREATE or_replace? INFERRED PIPELINE _pipeline_head _inferred_into?
 _inferred_into: into_clause load_tail
-_pipeline_head: if_not_exists? name AS LOAD DATA name STRING pipeline_option*
+_pipeline_head: if_not_exists? qname AS LOAD DATA name STRING pipeline_option*
 
 ?pipeline_option: CONFIG STRING                               -> opt_config
                 | CREDENTIALS STRING                          -> opt_credentials
@@ -172,8 +180,8 @@ skip_kind: PARSER | ALL | CONSTRAINT | DUPLICATE KEY
 toggle: ENABLE | DISABLE
 format_clause: FORMAT name
 
-into_clause: INTO TABLE name
-           | INTO PROCEDURE name
+into_clause: INTO TABLE qname
+           | INTO PROCEDURE qname
 
 load_tail: _load_item* set_clause? where_clause?
 _load_item: format_clause | load_fields | fields_clause | lines_clause | ignore_lines
@@ -185,7 +193,7 @@ schema_clause: SCHEMA REGISTRY? STRING
 
 load_fields: "(" load_field ("," load_field)* ")"
 load_field: load_target ("<-" json_path (DEFAULT literal)?)?
-load_target: name              -> column_target
+load_target: colname           -> column_target
            | "@" name          -> variable_target
            | "@"               -> discard_target
 json_path: PERCENT ("::" name)*  -> rooted_path
@@ -205,28 +213,29 @@ assignment: name "=" expr_text
 where_clause: WHERE expr_text
 
 // ---------------------------------------------------------------- other pipeline statements
-start_pipeline: START PIPELINE if_not_running? name foreground?
+start_pipeline: START PIPELINE if_not_running? qname foreground?
 if_not_running: IF NOT RUNNING
 foreground: FOREGROUND (LIMIT int_value BATCHES)?
 start_all_pipelines: START ALL PIPELINES
-stop_pipeline: STOP PIPELINE if_running? name
+stop_pipeline: STOP PIPELINE if_running? qname DETACH?
 if_running: IF RUNNING
 stop_all_pipelines: STOP ALL PIPELINES
-drop_pipeline: DROP PIPELINE if_exists? name
-alter_pipeline: ALTER PIPELINE if_exists? name SET alter_item (("," SET? | SET) alter_item)*
-alter_pipeline_drop_file: ALTER PIPELINE if_exists? name DROP FILE STRING
+detach_pipeline: DETACH PIPELINE if_exists? qname
+drop_pipeline: DROP PIPELINE if_exists? qname
+alter_pipeline: ALTER PIPELINE if_exists? qname SET alter_item (("," SET? | SET) alter_item)*
+alter_pipeline_drop_file: ALTER PIPELINE if_exists? qname DROP FILE STRING
 ?alter_item: OFFSETS (EARLIEST | LATEST)                -> alter_offsets
            | OFFSETS STRING                             -> alter_offsets_json
            | BATCH_INTERVAL int_value                   -> opt_batch_interval
            | MAX_PARTITIONS_PER_BATCH int_value         -> opt_max_partitions
            | MAX_OFFSETS_PER_BATCH_PARTITION int_value  -> opt_max_offsets
            | MAX_RETRIES_PER_BATCH_PARTITION int_value  -> opt_max_retries
-test_pipeline: TEST PIPELINE name (LIMIT int_value)?
+test_pipeline: TEST PIPELINE qname (LIMIT int_value)?
 
 // ---------------------------------------------------------------- SHOW / SET
 show_pipelines: SHOW PIPELINES
-show_create_pipeline: SHOW CREATE PIPELINE name
-show_create_table: SHOW CREATE TABLE name
+show_create_pipeline: SHOW CREATE PIPELINE qname EXTENDED?
+show_create_table: SHOW CREATE TABLE qname
 show_variables: SHOW show_scope? VARIABLES (LIKE STRING)?
 show_tables: SHOW TABLES (LIKE STRING)?
 show_procedures: SHOW PROCEDURES (LIKE STRING)?
@@ -251,8 +260,12 @@ literal: STRING                -> lit_string
        | FALSE                 -> lit_false
        | NULL                  -> lit_null
 
+// ---------------------------------------------------------------- databases
+create_database: CREATE DATABASE if_not_exists? name
+use_database: USE name
+
 // ---------------------------------------------------------------- tables
-create_table: CREATE table_storage? REFERENCE? TABLE if_not_exists? name _table_elements
+create_table: CREATE table_storage? REFERENCE? TABLE if_not_exists? qname _table_elements
 _table_elements: "(" _table_element ("," _table_element)* ")"
 table_storage: ROWSTORE | COLUMNSTORE
 _table_element: column_def | computed_column | table_key
@@ -290,19 +303,19 @@ query_field: name ":"? data_type query_null?
 query_null: NOT NULL -> query_not_null
           | NULL     -> query_nullable
 
-drop_table: DROP TABLE if_exists? name
+drop_table: DROP TABLE if_exists? qname
 describe_table: (DESCRIBE | DESC) name ("." name)?
-alter_table: ALTER TABLE name ADD COLUMN? (column_def | computed_column)
-           | ALTER TABLE name DROP COLUMN? name                  -> alter_table_drop
-           | ALTER TABLE name MODIFY COLUMN? (column_def | computed_column) -> alter_table_modify
-create_index: CREATE INDEX name ON name key_columns
-optimize_table: OPTIMIZE TABLE name FULL?
-vacuum_table: VACUUM TABLE? name (RETAIN int_value HOURS)? (DRY RUN)?
-drop_index: DROP INDEX name ON name
+alter_table: ALTER TABLE qname ADD COLUMN? (column_def | computed_column)
+           | ALTER TABLE qname DROP COLUMN? name                  -> alter_table_drop
+           | ALTER TABLE qname MODIFY COLUMN? (column_def | computed_column) -> alter_table_modify
+create_index: CREATE INDEX name ON qname key_columns
+optimize_table: OPTIMIZE TABLE qname FULL?
+vacuum_table: VACUUM TABLE? qname (RETAIN int_value HOURS)? (DRY RUN)?
+drop_index: DROP INDEX name ON qname
 
 // ---------------------------------------------------------------- DML, queries, procedures
-insert: _insert_verb INTO name insert_columns? VALUES insert_row ("," insert_row)*
-      | _insert_verb INTO name insert_columns? insert_query
+insert: _insert_verb INTO qname insert_columns? VALUES insert_row ("," insert_row)*
+      | _insert_verb INTO qname insert_columns? insert_query
 _insert_verb: INSERT | REPLACE
 insert_columns: "(" name ("," name)* ")"
 insert_row: "(" (expr_text ("," expr_text)*)? ")"
@@ -310,8 +323,8 @@ insert_query: (SELECT | WITH) REST?
 
 query: (SELECT | WITH | EXPLAIN | LPAR) REST?
 
-create_procedure: CREATE or_replace? PROCEDURE name _proc_params (RETURNS data_type)? AS REST
-drop_procedure: DROP PROCEDURE if_exists? name
+create_procedure: CREATE or_replace? PROCEDURE qname _proc_params (RETURNS data_type)? AS REST
+drop_procedure: DROP PROCEDURE if_exists? qname
 
 // ---------------------------------------------------------------- users
 create_user: CREATE USER if_not_exists? user_name IDENTIFIED BY STRING

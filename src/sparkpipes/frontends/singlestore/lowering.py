@@ -36,7 +36,7 @@ def to_spec(stmt: A.CreatePipeline, defaults: Mapping[str, Any]) -> PipelineSpec
     """Lower ``CREATE PIPELINE`` into a spec; ``defaults`` (flat option names) fill the
     batch options the statement does not give. Raises ConfigError for what the dialect
     parses but sparkpipes does not do yet (INTO PROCEDURE, a pipeline without a target,
-    DEFAULT in a field mapping, LINES STARTING BY / TERMINATED BY other than newline) and
+    DEFAULT in a field mapping, LINES STARTING BY, a LINES TERMINATED BY without a newline) and
     for invalid values, naming the clause or option; a ``defaults`` name that is not a
     pipeline option is a ConfigError too, so an engine variable cannot silently go
     unused."""
@@ -63,7 +63,7 @@ def to_spec(stmt: A.CreatePipeline, defaults: Mapping[str, Any]) -> PipelineSpec
         "max_partitions_per_batch": s.max_partitions_per_batch,
         "max_offsets_per_batch_partition": s.max_offsets_per_batch_partition,
         "max_retries": s.max_retries_per_batch_partition,
-        "skip_parser_errors": _skips_parser_errors(s),
+        **_skips(s),
         "assignments": [(a.column, a.expr.text) for a in s.assignments],
         "where": s.where.text if s.where else None,
         "skip_lines": s.ignore_lines or 0,
@@ -92,20 +92,19 @@ def to_spec(stmt: A.CreatePipeline, defaults: Mapping[str, Any]) -> PipelineSpec
     kw["mapping"] = mapping
     if procedure:
         kw["sink"] = "procedure"
+    if s.lines and s.lines.starting_by:  # '' is the default: no prefix
+        raise ConfigError("LINES STARTING BY is not supported yet")
     if kw["format"] == "csv":
         kw["csv"] = {
             **csv_options(s.fields or A.FieldsFormat()),
             "null_text": s.null_defined_by,
             "null_enclosed": s.null_enclosed,
             "trailing_nullcols": s.trailing_nullcols,
+            "line_end": (s.lines and s.lines.terminated_by) or "\n",
         }
     elif s.fields or s.lines:
         clause = "FIELDS" if s.fields else "LINES"
         raise ConfigError(f"{clause} applies to FORMAT CSV, not FORMAT {kw['format'].upper()}")
-    if s.lines and (s.lines.starting_by or s.lines.terminated_by not in (None, "\n")):
-        raise ConfigError(
-            "LINES STARTING BY / TERMINATED BY other than newline are not supported yet"
-        )
     return from_kwargs(kw, defaults)
 
 
@@ -121,26 +120,27 @@ def csv_options(f: A.FieldsFormat) -> dict[str, Any]:
     }
 
 
-def _skips_parser_errors(s: A.CreatePipeline) -> bool:
-    """``SKIP PARSER ERRORS`` and ``SKIP ALL ERRORS`` put records that do not decode, or
-    leave a NOT NULL column empty, in the errors view; ``SKIP DUPLICATE KEY ERRORS`` (and
-    ``ALL``) is a write mode (a row whose primary key the table holds is skipped). ``SKIP CONSTRAINT
-    ERRORS`` is refused until it is honoured: it may not be accepted and do nothing."""
-    if s.skip_errors == "CONSTRAINT":
-        raise ConfigError(
-            "SKIP CONSTRAINT ERRORS is not supported yet (a record that breaks a "
-            "constraint cannot yet be skipped apart from one that does not parse); use "
-            "SKIP ALL ERRORS to skip both",
-            pipeline=s.name,
-        )
-    return s.skip_errors in ("PARSER", "ALL")
+def _skips(s: A.CreatePipeline) -> dict[str, bool]:
+    """SingleStore's ``SKIP … ERRORS``: ``PARSER`` puts records that do not decode (a
+    wrong number of fields, text that is not JSON) in the errors view; ``CONSTRAINT``
+    rows that break the table's constraints (a NOT NULL column without a value, a value
+    a computed column's type cannot hold); ``DUPLICATE KEY`` is a write mode (a row whose
+    primary key the table holds is skipped); ``ALL`` is the three. Without it, each of
+    these fails the batch."""
+    return {
+        "skip_parser_errors": s.skip_errors in ("PARSER", "ALL"),
+        "skip_constraint_errors": s.skip_errors in ("CONSTRAINT", "ALL"),
+    }
 
 
 def _skip_errors(spec: PipelineSpec) -> A.SkipErrors | None:
-    parser, duplicates = spec.format.skip_parser_errors, spec.sink.write == "skip_duplicates"
-    if parser and duplicates:
+    parser, constraint = spec.format.skip_parser_errors, spec.format.skip_constraint_errors
+    duplicates = spec.sink.write == "skip_duplicates"
+    if parser and constraint and duplicates:
         return "ALL"
-    return "PARSER" if parser else "DUPLICATE KEY" if duplicates else None
+    if parser:
+        return "PARSER"
+    return "CONSTRAINT" if constraint else "DUPLICATE KEY" if duplicates else None
 
 
 def to_create_pipeline(spec: PipelineSpec) -> A.CreatePipeline:
@@ -195,6 +195,7 @@ def to_create_pipeline(spec: PipelineSpec) -> A.CreatePipeline:
         null_defined_by=fmt.csv.null_text if csv else None,
         null_enclosed=csv and fmt.csv.null_enclosed,
         trailing_nullcols=csv and fmt.csv.trailing_nullcols,
+        lines=A.LinesFormat(fmt.csv.line_end) if csv and fmt.csv.line_end != "\n" else None,
         ignore_lines=fmt.skip_lines or None,
         columns=tuple(columns),
         assignments=tuple(A.Assignment(c, A.Expr(e)) for c, e in tr.assignments),

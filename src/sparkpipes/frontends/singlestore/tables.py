@@ -13,10 +13,10 @@ from sparkpipes.catalog import views
 from sparkpipes.catalog.grants import DATABASE, Access
 from sparkpipes.config.tables import TableSpec
 from sparkpipes.engine.variables import like
-from sparkpipes.errors import ConfigError, NotFoundError
+from sparkpipes.errors import ConfigError, NotFoundError, PipelineStateError
 from sparkpipes.frontends.singlestore import ast_tables as A
 from sparkpipes.frontends.singlestore.lower_tables import create_table_sql, table_spec
-from sparkpipes.frontends.singlestore.privileges import sees_table
+from sparkpipes.frontends.singlestore.privileges import sees_pipeline, sees_table
 from sparkpipes.frontends.singlestore.results import Result, ok
 from sparkpipes.frontends.singlestore.types import spark_type
 
@@ -74,6 +74,14 @@ class TableStatements:
         return TableSpec.of_stored(rec.name, rec.schema, rec.ddl, rec.options)
 
     def _DropTable(self, s: A.DropTable) -> Result:
+        loaders = [p.name for p in self.engine.pipelines() if p.table == s.name]
+        if loaders:  # named only where the user may see them
+            shown = [f"'{n}'" for n in loaders if sees_pipeline(self.access, n)]
+            if len(shown) < len(loaders):
+                shown.append(f"{len(loaders) - len(shown)} you cannot see")
+            raise PipelineStateError(
+                f"table '{s.name}' is loaded by pipeline(s) {', '.join(shown)}; drop them first"
+            )
         self.engine.drop_table(s.name, if_exists=s.if_exists)
         return ok(0)
 
@@ -83,7 +91,7 @@ class TableStatements:
             for t in self.engine.tables()
             if (s.like is None or like(s.like, t)) and sees_table(self.access, t)
         ]
-        return Result([f"Tables_in_{DATABASE}"], rows)
+        return Result([f"Tables_in_{self.engine.catalog.database.name()}"], rows)
 
     # -- table maintenance ------------------------------------------------------------
     def _ShowTableStatus(self, s: A.ShowTableStatus) -> Result:
@@ -122,11 +130,7 @@ class TableStatements:
                     f"information_schema.{s.name} does not exist (views: {', '.join(views.VIEWS)})"
                 )
             return Result(cols, [(f.name, _type_name(f.type), "YES", "", None, "") for f in schema])
-        if db != DATABASE:
-            raise NotFoundError(
-                f"database '{s.database}' does not exist (databases: {DATABASE}, "
-                "information_schema)"
-            )
+        self.engine.catalog.database.check(db)
         spec = self._spec(s.name)
         key_of: dict[str, str] = {}
         for k in spec.keys:

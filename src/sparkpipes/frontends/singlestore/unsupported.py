@@ -12,7 +12,6 @@ import re
 
 #: statements, by their first words
 STATEMENTS: dict[tuple[str, ...], str] = {
-    ("DETACH", "PIPELINE"): " yet; STOP PIPELINE stops a pipeline, keeping its offsets",
     ("CREATE", "LINK"): (
         " yet: give the source's CONFIG and CREDENTIALS in CREATE PIPELINE itself"
     ),
@@ -22,9 +21,9 @@ STATEMENTS: dict[tuple[str, ...], str] = {
         ": a one-time load from the client or a link is not done here; CREATE PIPELINE … "
         "AS LOAD DATA loads continuously, and START PIPELINE … FOREGROUND once"
     ),
-    ("CREATE", "DATABASE"): ": sparkpipes serves one database, the warehouse's",
-    ("DROP", "DATABASE"): ": sparkpipes serves one database, the warehouse's",
-    ("USE",): ": sparkpipes serves one database, the warehouse's",
+    ("DROP", "DATABASE"): (
+        ": a warehouse holds one database (drop its tables and pipelines one by one)"
+    ),
     ("FLUSH",): "",
     ("CREATE", "TABLES", "AS", "INFER", "PIPELINE"): (
         " yet; CREATE INFERRED PIPELINE makes the table and the pipeline"

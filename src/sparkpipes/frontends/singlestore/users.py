@@ -94,7 +94,7 @@ class UserStatements:
         """GRANT OPTION at ``level`` (or wider) and every privilege given there."""
         if self.access.owner:
             return
-        scope = scope_of(level)
+        scope = scope_of(level, self.engine.catalog.database.name())
         obj = None if scope in (GLOBAL, DB) else scope.split(".", 1)[1]
         wanted = expand(privileges, scope)
         held = self.engine.catalog.grants.of(self.access.user)

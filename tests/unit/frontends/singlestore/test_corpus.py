@@ -28,11 +28,7 @@ NOT_SUPPORTED = "is not supported"
 #: statement → what its error says
 GAPS = {
     # not SingleStore statements sparkpipes takes (one database; no links; no one-off loads)
-    "docs-kafka-quickstart-create-database-1": "CREATE DATABASE " + NOT_SUPPORTED,
-    "docs-kafka-quickstart-use-1": "USE " + NOT_SUPPORTED,
     "docs-debug-flush-extractor-pools-1": "FLUSH " + NOT_SUPPORTED,
-    "docs-detach-pipeline-if-exists-1": "DETACH PIPELINE " + NOT_SUPPORTED,
-    "docs-detach-pipeline-1": "DETACH PIPELINE " + NOT_SUPPORTED,
     "field-esports-low-latency-analytics-create-link-1": "CREATE LINK " + NOT_SUPPORTED,
     "field-singlestore-cookbook-github-io-create-link-1": "CREATE LINK " + NOT_SUPPORTED,
     "field-spaces-notebooks-create-link-1": "CREATE LINK " + NOT_SUPPORTED,
@@ -56,11 +52,8 @@ GAPS = {
     "field-flight-visualizer-serverless-create-table-1": "unknown type 'geography'",
     "field-flight-visualizer-serverless-create-table-2": "unknown type 'geographypoint'",
     # still a bare syntax error: the work left
-    "docs-show-create-pipeline-extended-1": "unexpected 'EXTENDED'",
     "docs-detach-start-pipelines-1": "unexpected 'PIPELINES'",
     "field-singlestore-logistics-sim-create-table-1": "unexpected ''standard''",
-    "field-spaces-notebooks-create-pipeline-3": "unexpected '.'",
-    "field-confluent-singlestore-docker-compose-create-pipeline-1": "unexpected '.'",
     # not SQL as written: templates with placeholders, a slide's cut-off text
     "docs-debug-create-pipeline-force-template-1": "unexpected '<'",
     "field-demo-realtime-digital-marketing-create-pipeline-1": "unexpected '$'",

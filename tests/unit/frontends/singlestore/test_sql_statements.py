@@ -10,12 +10,14 @@ from sparkpipes.frontends.singlestore import (
     AlterTableModifyColumn,
     Assignment,
     ColumnDef,
+    CreateDatabase,
     CreateIndex,
     CreatePipeline,
     CreateProcedure,
     CreateTable,
     DataType,
     DescribeTable,
+    DetachPipeline,
     DropPipeline,
     DropTable,
     Expr,
@@ -41,6 +43,7 @@ from sparkpipes.frontends.singlestore import (
     TableKey,
     Target,
     TestPipeline,
+    UseDatabase,
     parse,
     parse_one,
 )
@@ -334,6 +337,11 @@ def test_inferred_pipeline_may_have_into():
         ("START ALL PIPELINES", StartAllPipelines()),
         ("STOP PIPELINE p", StopPipeline("p")),
         ("STOP PIPELINE IF RUNNING p", StopPipeline("p", if_running=True)),
+        ("STOP PIPELINE p DETACH", StopPipeline("p", detach=True)),
+        ("DETACH PIPELINE IF EXISTS p", DetachPipeline("p", if_exists=True)),
+        ("SHOW CREATE PIPELINE p EXTENDED", ShowCreatePipeline("p", extended=True)),
+        ("CREATE DATABASE IF NOT EXISTS d", CreateDatabase("d", if_not_exists=True)),
+        ("USE `d`", UseDatabase("d")),
         ("STOP ALL PIPELINES", StopAllPipelines()),
         ("DROP PIPELINE p", DropPipeline("p")),
         ("DROP PIPELINE IF EXISTS `my pipe`", DropPipeline("my pipe", if_exists=True)),
@@ -726,3 +734,19 @@ def test_signs_of_numbers_stay_in_expressions():
         "SET b = -1 WHERE a > -2 AND -a < 3"
     )
     assert "b = -1" in p.to_sql() and "WHERE a > -2 AND -a < 3" in p.to_sql()
+
+
+def test_qualified_names_keep_their_database_for_the_run_to_check():
+    """``db.name`` parses to the bare name with ``db`` in ``databases`` (checked when the
+    statement runs); a mapping's ``t.c`` / ``db.t.c`` must name the table loaded."""
+    stmt = parse_one(
+        "CREATE PIPELINE d.p AS LOAD DATA KAFKA 'h/t' INTO TABLE `d`.t FORMAT JSON "
+        "(t.a <- a, e.t.b <- b)"
+    )
+    assert (stmt.name, stmt.target, stmt.databases) == ("p", Target("TABLE", "t"), ("d", "e"))
+    assert [m.column for m in stmt.mappings] == ["a", "b"]
+    assert parse_one(stmt.to_sql()) == stmt  # the qualifiers do not take part in equality
+    for text in ("DROP TABLE d.t", "INSERT INTO d.t VALUES (1)", "START PIPELINE d.p"):
+        assert parse_one(text).databases == ("d",)
+    with pytest.raises(ParseError, match=r"'u\.a' is not a column of the table"):
+        parse_one("CREATE PIPELINE p AS LOAD DATA KAFKA 'h/t' INTO TABLE t (u.a)")
