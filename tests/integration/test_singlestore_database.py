@@ -39,9 +39,22 @@ def test_a_script_that_makes_and_uses_its_database_runs_as_written(owner, tmp_pa
         "START PIPELINE demo.actors FOREGROUND"
     )
     assert rows(owner, "SELECT id, name FROM actors ORDER BY id") == [(1, "ann"), (2, "bo")]
+    assert rows(owner, "SELECT a.name FROM demo.actors a JOIN `demo`.actors b USING (id)") == [
+        ("ann",),
+        ("bo",),
+    ]
     assert owner.execute("SHOW PIPELINES")[-1].columns[0] == "Pipelines_in_demo"
     assert owner.execute("SHOW TABLES")[-1].columns[0] == "Tables_in_demo"
     assert rows(owner, "SELECT DATABASE_NAME FROM information_schema.PIPELINES") == [("demo",)]
+    # a dashboard's query as SingleStore's docs write it: its column names, lower case
+    summary = rows(
+        owner,
+        "SELECT DATABASE_NAME, PIPELINE_NAME, SUM(ROWS_STREAMED), SUM(NUM_PARTITIONS_FINISHED), "
+        "SUM(MB_STREAMED) > 0, MAX(START_TIME) IS NOT NULL, MAX(BATCH_TIME) >= 0 "
+        "FROM information_schema.pipelines_batches_summary WHERE BATCH_STATE = 'Succeeded' "
+        "GROUP BY DATABASE_NAME, PIPELINE_NAME",
+    )
+    assert summary == [("demo", "actors", 2, 1, True, True, True)]
     shown = rows(owner, "SHOW CREATE PIPELINE demo.actors EXTENDED")[0][1]
     assert "INTO TABLE actors" in shown and "demo." not in shown
     # the warehouse's own name still names it
@@ -73,10 +86,11 @@ def test_grants_name_the_database_by_either_name_and_naming_it_needs_super(owner
         "GRANT SELECT ON shop.* TO bo"
     )
     bo = SqlSession(engine, user="bo")
-    assert rows(bo, "SELECT a FROM t") == [(1,)]
+    assert rows(bo, "SELECT a FROM t") == rows(bo, "SELECT a FROM shop.t") == [(1,)]
     owner.execute("REVOKE SELECT ON sparkpipes.* FROM bo")
-    with pytest.raises(AccessDeniedError):
-        bo.execute("SELECT a FROM t")
+    for text in ("SELECT a FROM t", "SELECT a FROM shop.t", "SELECT a FROM sparkpipes.t"):
+        with pytest.raises(AccessDeniedError):
+            bo.execute(text)
     with pytest.raises(NotFoundError, match="Unknown database 'other'"):
         owner.execute("GRANT SELECT ON other.* TO bo")
     with pytest.raises(AccessDeniedError, match="SUPER"):

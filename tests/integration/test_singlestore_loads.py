@@ -170,3 +170,43 @@ def test_skip_constraint_errors_skips_rows_the_table_refuses_and_parser_errors_d
         if loaded:
             assert rows(sql("SELECT id, name FROM k ORDER BY id")) == loaded
             sql("DROP TABLE k; CREATE TABLE k (id INT, name TEXT NOT NULL)")
+
+
+def test_a_json_path_a_record_lacks_takes_its_default_or_is_a_bad_record(sql, tmp_path):
+    """SingleStore's rule for ``col <- path``: a record without the path gets the
+    mapping's DEFAULT, and without a DEFAULT it is an error (SKIP PARSER ERRORS lists it
+    in PIPELINES_ERRORS); a JSON null is there, and loads NULL. ``DEFAULT NULL`` takes
+    records without the path as NULL."""
+    (tmp_path / "a.json").write_text(
+        '{"id": 1, "ref": "x", "n": 5}\n'
+        '{"id": 2, "n": null}\n'  # no ref: its DEFAULT; n is there, null
+        '{"id": 3, "ref": null}\n'  # no n: NULL by DEFAULT NULL
+        '{"ref": "y", "n": 1}\n'  # no id and no DEFAULT: a bad record
+    )
+    sql("CREATE TABLE j (id INT, ref TEXT, n INT)")
+    mapping = "(id <- id, ref <- ref DEFAULT 'direct', n <- n DEFAULT NULL)"
+    sql(
+        f"CREATE PIPELINE strict AS LOAD DATA FS '{tmp_path}/*.json' INTO TABLE j FORMAT JSON {mapping}"
+    )
+    with pytest.raises(Exception, match="the record has no id"):
+        sql("START PIPELINE strict FOREGROUND")
+    assert rows(sql("SELECT count(*) FROM j")) == [(0,)]
+    sql(
+        f"CREATE PIPELINE lenient AS LOAD DATA FS '{tmp_path}/*.json' SKIP PARSER ERRORS "
+        f"INTO TABLE j FORMAT JSON {mapping}"
+    )
+    sql("START PIPELINE lenient FOREGROUND")
+    assert rows(sql("SELECT id, ref, n FROM j ORDER BY id")) == [
+        (1, "x", 5),
+        (2, "direct", None),
+        (3, None, None),
+    ]
+    (error,) = rows(
+        sql(
+            "SELECT ERROR_MESSAGE FROM information_schema.PIPELINES_ERRORS "
+            "WHERE PIPELINE_NAME = 'lenient'"
+        )
+    )
+    assert "the record has no id" in error[0]
+    shown = sql("SHOW CREATE PIPELINE lenient").rows[0][1]
+    assert "(id <- id, ref <- ref DEFAULT 'direct', n <- n DEFAULT NULL)" in shown

@@ -44,7 +44,9 @@ TABLE = ("SELECT", "INSERT", "UPDATE", "DELETE", "CREATE", "DROP", "ALTER", "IND
 PIPELINE = ("CREATE PIPELINE", "DROP PIPELINE", "ALTER PIPELINE", "START PIPELINE", "SHOW PIPELINE")
 #: privileges on procedures
 ROUTINE = ("CREATE ROUTINE", "ALTER ROUTINE", "EXECUTE")
-PRIVILEGES = (*TABLE, *PIPELINE, *ROUTINE, *SERVER_ONLY)
+#: privileges on connection links, held on the database (or the server), as SingleStore's
+LINK = ("CREATE LINK", "SHOW LINK", "DROP LINK")
+PRIVILEGES = (*TABLE, *PIPELINE, *ROUTINE, *LINK, *SERVER_ONLY)
 GRANT_OPTION = "GRANT OPTION"
 
 
@@ -88,7 +90,11 @@ def expand(privileges: Iterable[str], scope: str) -> list[str]:
     for p in privileges:
         name = " ".join(p.upper().split())
         if name in ("ALL", "ALL PRIVILEGES"):
-            out += [q for q in PRIVILEGES if scope == GLOBAL or q not in SERVER_ONLY]
+            out += [
+                q
+                for q in PRIVILEGES
+                if scope == GLOBAL or (q not in SERVER_ONLY and (scope == DB or q not in LINK))
+            ]
             continue
         if name == "USAGE":  # "no privileges": granting it changes nothing
             continue
@@ -102,6 +108,8 @@ def expand(privileges: Iterable[str], scope: str) -> list[str]:
             )
         if name in SERVER_ONLY and scope != GLOBAL:
             raise ConfigError(f"{name} is granted ON *.* only, not ON {scope}")
+        if name in LINK and scope not in (GLOBAL, DB):
+            raise ConfigError(f"{name} is granted ON *.* or ON {DB}, not ON {scope}")
         out.append(name)
     return list(dict.fromkeys(out))
 

@@ -104,6 +104,7 @@ procedures_t = _definitions("sp_procedures")
 connectors_t = _definitions("sp_connectors")
 pinot_schemas_t = _definitions("sp_pinot_schemas")
 pinot_tables_t = _definitions("sp_pinot_tables")
+links_t = _definitions("sp_links")
 PINOT = {"schema": pinot_schemas_t, "table": pinot_tables_t}
 
 users_t = users_table(meta)

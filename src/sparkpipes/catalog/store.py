@@ -29,6 +29,7 @@ from sparkpipes.catalog.definitions import Definitions
 from sparkpipes.catalog.grants import Grants
 from sparkpipes.catalog.history import History
 from sparkpipes.catalog.leases import Leases
+from sparkpipes.catalog.links import Links
 from sparkpipes.catalog.migrations import migrate
 from sparkpipes.catalog.pipelines import Pipelines
 from sparkpipes.catalog.schema import (
@@ -39,6 +40,7 @@ from sparkpipes.catalog.schema import (
     errors_t,
     grants_t,
     leases_t,
+    links_t,
     maintenance_t,
     meta,
     procedures_t,
@@ -109,6 +111,8 @@ class Catalog:
         self.procedures = Definitions(procedures_t, "procedure", self._tx)
         self.connectors = Definitions(connectors_t, "connector", self._tx)
         self.pinot = {kind: Definitions(t, f"Pinot {kind}", self._tx) for kind, t in PINOT.items()}
+        #: connection links (``CREATE LINK``; ``catalog.links``), credentials sealed
+        self.links = Links(links_t, self._tx, self._box)
         #: engine-wide variables and engine notes (``catalog.settings``)
         self.variables = Variables(self._tx, self.safe_url)
         self.notes = Notes(self._tx, self.safe_url)

@@ -74,6 +74,15 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("BATCH_START_TIME", TS),
             ("BATCH_END_TIME", TS),
             ("BATCH_ERROR", pa.string()),
+            # SingleStore's names, so that its dashboards' queries run
+            ("START_TIME", TS),
+            ("ROWS_STREAMED", pa.int64()),
+            ("NUM_PARTITIONS", pa.int64()),
+            ("NUM_PARTITIONS_FINISHED", pa.int64()),
+            ("MB_STREAMED", pa.float64()),
+            ("MB_PER_SEC", pa.float64()),
+            ("EXTRACTOR_WAIT_TIME", pa.float64()),
+            ("TRANSFORM_WAIT_TIME", pa.float64()),
         ]
     ),
     "PIPELINES_BATCHES": _view(
@@ -213,9 +222,30 @@ def batches_summary(cat: Catalog) -> pa.Table:
                 "BATCH_START_TIME": _utc(b["started_at"]),
                 "BATCH_END_TIME": _utc(b["finished_at"]),
                 "BATCH_ERROR": b["error"],
+                **_singlestore_summary(b, secs),
             }
         )
     return _table("PIPELINES_BATCHES_SUMMARY", rows)
+
+
+def _singlestore_summary(b: dict[str, Any], secs: float) -> dict[str, Any]:
+    """SingleStore's columns of a batch: rows and megabytes (2**20 bytes) extracted, the
+    partitions and those finished (all, once the batch ended well; unknown otherwise).
+    Nothing waits on an extractor or a transform program here: those times are NULL."""
+    read = [p.get("read") for p in b["partitions"]]
+    streamed = sum(read) if all(r is not None for r in read) else None
+    mb = b["bytes"] / 2**20
+    done = b["state"] in (BatchState.SUCCEEDED, BatchState.NO_DATA)
+    return {
+        "START_TIME": _utc(b["started_at"]),
+        "ROWS_STREAMED": streamed,
+        "NUM_PARTITIONS": len(b["partitions"]),
+        "NUM_PARTITIONS_FINISHED": len(b["partitions"]) if done else None,
+        "MB_STREAMED": mb,
+        "MB_PER_SEC": mb / secs if secs > 0 else None,
+        "EXTRACTOR_WAIT_TIME": None,
+        "TRANSFORM_WAIT_TIME": None,
+    }
 
 
 def batches(cat: Catalog) -> pa.Table:

@@ -129,7 +129,7 @@ def to_kwargs(spec: PipelineSpec) -> dict[str, Any]:
     out["sink_config"] = dict(spec.sink.config)
     out["sink_credentials"] = dict(spec.sink.credentials)
     out["source_hints"] = list(spec.source.hints)
-    out["mapping"] = [(m.column, m.path) for m in spec.format.mapping]
+    out["mapping"] = list(spec.format.mapping)
     out["csv"] = dataclasses.asdict(spec.format.csv)
     out["format_options"] = dict(spec.format.options)
     out["assignments"] = [tuple(a) for a in spec.transform.assignments]

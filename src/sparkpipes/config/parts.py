@@ -123,10 +123,24 @@ class FieldMapping:
     ``SET`` expressions only. For CSV the mappings list the fields in order. Given any
     mapping, table columns it does not name are not loaded (NULL unless a ``SET`` fills
     them).
+
+    ``on_missing``: what a record without the path gives (a key absent, or a parent that
+    is not an object; a JSON ``null`` is there, and is NULL): ``null``; ``error``, a bad
+    record (SingleStore's rule for a mapping without ``DEFAULT``); or ``default``, the
+    constant ``default`` (``DEFAULT literal``).
     """
 
     column: str
     path: tuple[str, ...]
+    on_missing: str = "null"
+    default: str | int | float | bool | None = None
+
+    def __post_init__(self) -> None:
+        if self.on_missing not in ("null", "error", "default"):
+            raise ConfigError(
+                f"field mapping for column '{self.column}': on_missing is null, error or "
+                f"default, not {self.on_missing!r}"
+            )
 
     @property
     def is_variable(self) -> bool:

@@ -92,7 +92,10 @@ class PipelineSpec:
         for part in _COMPONENTS:
             d[part] = dataclasses.asdict(getattr(self, part))
         d["format"]["mapping"] = [
-            {"column": m.column, "path": list(m.path)} for m in self.format.mapping
+            {"column": m.column, "path": list(m.path)}
+            | ({} if m.on_missing == "null" else {"on_missing": m.on_missing})
+            | ({"default": m.default} if m.on_missing == "default" else {})
+            for m in self.format.mapping
         ]
         if self.format.options:
             d["format"]["options"] = dict(self.format.options)
@@ -150,7 +153,13 @@ class PipelineSpec:
                 k[len(prefix) :]: Secret(v) for k, v in given.items() if k.startswith(prefix)
             }
         fmt["mapping"] = tuple(
-            FieldMapping(str(m["column"]), tuple(m["path"])) for m in fmt.get("mapping", ())
+            FieldMapping(
+                str(m["column"]),
+                tuple(m["path"]),
+                m.get("on_missing", "null"),
+                m.get("default"),
+            )
+            for m in fmt.get("mapping", ())
         )
         if "csv" in fmt:
             fmt["csv"] = CsvOptions(**fmt["csv"])

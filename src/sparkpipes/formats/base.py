@@ -62,6 +62,10 @@ class Decoder(abc.ABC):
             f.name: by_column.get(f.name, (f.name,)) for f in schema
         }
         self.csv = csv or CsvOptions()
+        #: the columns whose mapping does not make a missing path NULL
+        self.on_missing: dict[str, FieldMapping] = {
+            m.column: m for m in mapping if m.on_missing != "null"
+        }
 
     def pick(self, rec: Any, *, nested_as_json: bool = False) -> dict[str, Any]:
         """Each column's value from a decoded record by its path (None where a key is
@@ -71,12 +75,28 @@ class Decoder(abc.ABC):
         for name, path in self.paths.items():
             v: Any = rec
             for key in path:
-                v = v.get(key) if isinstance(v, dict) else None
+                if not isinstance(v, dict) or key not in v:
+                    v = self._missing(name, path)
+                    break
+                v = v[key]
             nested = nested_as_json and isinstance(v, (dict, list))
             if nested and pa.types.is_string(self.schema.field(name).type):
                 v = json.dumps(v, default=str)
             out[name] = v
         return out
+
+    def _missing(self, column: str, path: tuple[str, ...]) -> Any:
+        """The value of a path the record does not have: NULL, the mapping's DEFAULT, or
+        a bad record."""
+        m = self.on_missing.get(column)
+        if m is None:
+            return None
+        if m.on_missing == "default":
+            return m.default
+        raise ValueError(
+            f"the record has no {'::'.join(path)} (for {column}; a mapping with DEFAULT "
+            "gives a value for records without it)"
+        )
 
     def framing(self, skip_lines: int = 0) -> Framing:
         """How objects of this format are cut into records (object-store sources)."""

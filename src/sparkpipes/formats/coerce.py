@@ -36,6 +36,17 @@ def coerce_column(value: Any, field: pa.Field) -> Any:
         ) from None
 
 
+def _decimal(value: decimal.Decimal, t: pa.Decimal128Type) -> decimal.Decimal:
+    """``value`` at the column's scale, rounded half away from zero as MySQL and
+    SingleStore store a DECIMAL; more whole digits than the precision holds is an error."""
+    if not value.is_finite():
+        raise ValueError("not a number")
+    rounded = value.quantize(decimal.Decimal(1).scaleb(-t.scale), rounding=decimal.ROUND_HALF_UP)
+    if rounded.adjusted() >= t.precision - t.scale:
+        raise ValueError("out of range")
+    return rounded
+
+
 def coerce(value: Any, t: pa.DataType) -> Any:
     if value is None:
         return None
@@ -62,11 +73,9 @@ def coerce(value: Any, t: pa.DataType) -> Any:
             raise ValueError("")
         return float(value)
     if pa.types.is_decimal(t):
-        if isinstance(value, decimal.Decimal):
-            return value
-        if isinstance(value, bool) or not isinstance(value, int | float | str):
+        if isinstance(value, bool) or not isinstance(value, decimal.Decimal | int | float | str):
             raise ValueError("")
-        return decimal.Decimal(str(value))
+        return _decimal(decimal.Decimal(str(value).strip()), t)
     if pa.types.is_string(t) or pa.types.is_large_string(t):
         if isinstance(value, str):
             return value

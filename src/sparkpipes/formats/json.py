@@ -100,6 +100,8 @@ class JsonDecoder(Decoder):
             col = table.column(top)
             for key in rest:
                 col = pc.struct_field(col, key)
+            if f.name in self.on_missing and col.null_count:
+                raise Mismatch  # a missing path or a null: the record by record path tells
             cols[f.name] = col
         return conform(pa.table(cols), self.schema)
 

@@ -1,4 +1,5 @@
 import datetime as dt
+import decimal
 
 import pyarrow as pa
 import pytest
@@ -186,3 +187,40 @@ def test_an_avro_timestamp_into_an_integer_column_is_epoch_milliseconds():
     assert coerce(when.replace(tzinfo=None), pa.int64()) == 1_790_000_000_007
     with pytest.raises(ValueError, match="out of range"):
         coerce(when, pa.int32())
+
+
+def test_a_decimal_with_more_places_than_its_column_is_rounded_as_mysql_stores_it():
+    """1.005 into DECIMAL(10,2) is 1.01 (half away from zero), on either path and from
+    JSON numbers, JSON strings and CSV text alike; more whole digits than the precision
+    is a bad record, not a failed chunk."""
+    schema = pa.schema([("g", pa.decimal128(10, 2))])
+    d = build_decoder("json", schema, [FieldMapping("g", ("g",))])
+    out = d.decode(values('{"g": 1.005}', '{"g": "-2.345"}', '{"g": 3}', '{"g": 123456789}'))
+    assert [r["g"] for r in out.table.to_pylist()] == [
+        decimal.Decimal("1.01"),
+        decimal.Decimal("-2.35"),
+        decimal.Decimal("3.00"),
+    ]
+    assert [(e.index, "out of range" in e.reason) for e in out.errors] == [(3, True)]
+    d = build_decoder("csv", schema, csv=CsvOptions())
+    assert d.decode(values("1.005", "2.344")).table.column("g").to_pylist() == [
+        decimal.Decimal("1.01"),
+        decimal.Decimal("2.34"),
+    ]
+
+
+def test_a_mapping_says_what_a_missing_path_gives():
+    """NULL (the default), the mapping's DEFAULT, or a bad record; a JSON null is there."""
+    schema = pa.schema([("a", pa.int64()), ("b", pa.string()), ("c", pa.int64())])
+    mapping = [
+        FieldMapping("a", ("x", "y"), "error"),
+        FieldMapping("b", ("b",), "default", "none"),
+        FieldMapping("c", ("c",)),
+    ]
+    d = build_decoder("json", schema, mapping)
+    out = d.decode(values('{"x": {"y": 1}, "b": "s", "c": 2}', '{"x": {"y": null}}', '{"x": 5}'))
+    assert out.table.to_pylist() == [
+        {"a": 1, "b": "s", "c": 2},
+        {"a": None, "b": "none", "c": None},
+    ]
+    assert [e.index for e in out.errors] == [2] and "the record has no x::y" in out.errors[0].reason

@@ -26,7 +26,7 @@ exist are the ones ``on_view`` named and registered for the statement's user.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
 from sparkpipes.errors import ConfigError
@@ -100,18 +100,41 @@ def _path(keys: list[str]) -> str:
     return out
 
 
-def translate(text: str, *, on_view: Callable[[str], str | None] | None = None) -> str:
+def translate(
+    text: str,
+    *,
+    on_view: Callable[[str], str | None] | None = None,
+    databases: Collection[str] = (),
+) -> str:
     """Rewrite ``text``. ``on_view`` is told each information_schema view the text refers
     to, wherever it is (a JSON key's subquery too), and answers the name the statement
     registers it under; without it (or if it answers None) the name is :func:`view_name`'s
-    stem, which no view has, so such a reference reads nothing."""
+    stem, which no view has, so such a reference reads nothing. ``databases``: the names
+    of the warehouse's database, which ``db.t`` may qualify a name with (dropped: Spark
+    knows the tables by their names alone)."""
     toks = _tokens(text)
+    qualifiers = {d.lower() for d in databases}
     out: list[str] = []
     pos = 0  # next character of ``text`` not yet copied
     i = 0
     while i < len(toks):
         t = toks[i]
         nxt = toks[i + 1] if i + 1 < len(toks) else None
+        # db.name, where db is the warehouse's database
+        if (
+            qualifiers
+            and _is_name(t)
+            and t.text.lower() in qualifiers
+            and nxt is not None
+            and nxt.token_type == TokenType.DOT
+            and i + 2 < len(toks)
+            and _is_name(toks[i + 2])
+            and (i == 0 or toks[i - 1].token_type != TokenType.DOT)
+        ):
+            out.append(text[pos : t.start])
+            pos = toks[i + 2].start
+            i += 2
+            continue
         # information_schema.NAME
         if (
             _is_name(t)

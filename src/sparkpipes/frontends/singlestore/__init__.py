@@ -17,6 +17,12 @@ from sparkpipes.frontends.singlestore.ast_base import (
     quote_ident,
     quote_string,
 )
+from sparkpipes.frontends.singlestore.ast_links import (
+    CreateLink,
+    DropLink,
+    ShowCreateLink,
+    ShowLinks,
+)
 from sparkpipes.frontends.singlestore.ast_pipelines import (
     AlterPipeline,
     AlterPipelineDropFile,
@@ -77,6 +83,7 @@ __all__ = [
     "ColumnDef",
     "CreateDatabase",
     "CreateIndex",
+    "CreateLink",
     "CreatePipeline",
     "CreateProcedure",
     "CreateTable",
@@ -84,6 +91,7 @@ __all__ = [
     "DescribeTable",
     "DetachPipeline",
     "DropIndex",
+    "DropLink",
     "DropPipeline",
     "DropProcedure",
     "DropTable",
@@ -100,8 +108,10 @@ __all__ = [
     "Query",
     "SemanticError",
     "SetVariable",
+    "ShowCreateLink",
     "ShowCreatePipeline",
     "ShowCreateTable",
+    "ShowLinks",
     "ShowPipelines",
     "ShowProcedures",
     "ShowTables",

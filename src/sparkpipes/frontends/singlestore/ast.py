@@ -19,6 +19,12 @@ from sparkpipes.frontends.singlestore.ast_base import (
     quote_ident,
     quote_string,
 )
+from sparkpipes.frontends.singlestore.ast_links import (
+    CreateLink,
+    DropLink,
+    ShowCreateLink,
+    ShowLinks,
+)
 from sparkpipes.frontends.singlestore.ast_pipelines import (
     AlterPipeline,
     AlterPipelineDropFile,
@@ -85,6 +91,7 @@ __all__ = [
     "ColumnDef",
     "CreateDatabase",
     "CreateIndex",
+    "CreateLink",
     "CreatePipeline",
     "CreateProcedure",
     "CreateTable",
@@ -92,6 +99,7 @@ __all__ = [
     "DescribeTable",
     "DetachPipeline",
     "DropIndex",
+    "DropLink",
     "DropPipeline",
     "DropProcedure",
     "DropTable",
@@ -109,8 +117,10 @@ __all__ = [
     "ProcedureParam",
     "Query",
     "SetVariable",
+    "ShowCreateLink",
     "ShowCreatePipeline",
     "ShowCreateTable",
+    "ShowLinks",
     "ShowPipelines",
     "ShowProcedures",
     "ShowTableStatus",

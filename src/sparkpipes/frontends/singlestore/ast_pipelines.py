@@ -177,6 +177,10 @@ class CreatePipeline(Statement):
     #: load options that change nothing here, as written (``DISABLE OUT_OF_ORDER
     #: OPTIMIZATION``, ``ENABLE OFFSETS METADATA GC``)
     hints: tuple[str, ...] = ()
+    #: ``LOAD DATA LINK name 'path'``: the connection link whose kind, CONFIG and
+    #: CREDENTIALS the pipeline loads with (``source`` is then ``LINK`` until the run
+    #: resolves it)
+    link: str | None = None
 
     @property
     def config_json(self) -> dict[str, Any]:
@@ -199,7 +203,8 @@ class CreatePipeline(Statement):
         out.append("PIPELINE")
         if self.if_not_exists:
             out.append("IF NOT EXISTS")
-        out += [quote_ident(self.name), "AS LOAD DATA", quote_ident(self.source)]
+        out += [quote_ident(self.name), "AS LOAD DATA"]
+        out.append(f"LINK {quote_ident(self.link)}" if self.link else quote_ident(self.source))
         out.append(quote_string(self.location))
         if self.config is not None:
             out.append(f"CONFIG {quote_string(self.config)}")

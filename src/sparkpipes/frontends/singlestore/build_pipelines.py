@@ -9,6 +9,12 @@ from typing import Any
 from lark import Token, Tree
 
 from sparkpipes.config.core import strict_json
+from sparkpipes.frontends.singlestore.ast_links import (
+    CreateLink,
+    DropLink,
+    ShowCreateLink,
+    ShowLinks,
+)
 from sparkpipes.frontends.singlestore.ast_pipelines import (
     AlterPipeline,
     AlterPipelineDropFile,
@@ -63,10 +69,12 @@ class PipelineBuilder(Builder):
         return self._create_pipeline(tree, inferred=True)
 
     def _create_pipeline(self, tree: Tree, inferred: bool = False) -> CreatePipeline:
-        name, source = (self.name(n) for n in _subs(tree, "name"))
+        name, *source = (self.name(n) for n in _subs(tree, "name"))
+        link = _sub(tree, "link_source")
         fields: dict[str, Any] = {
             "name": name,
-            "source": source.upper(),
+            "source": source[0].upper() if source else "LINK",
+            "link": None if link is None else self.name(_sub(link, "name")),
             "location": self.string(_tok(tree, "STRING")),
             "inferred": inferred,
             "or_replace": _sub(tree, "or_replace") is not None,
@@ -355,3 +363,30 @@ class PipelineBuilder(Builder):
         return ShowCreatePipeline(
             self.name(_sub(tree, "name")), extended=_tok(tree, "EXTENDED") is not None
         )
+
+    # -- connection links ---------------------------------------------------------------
+    def _create_link(self, tree: Tree) -> CreateLink:
+        name, kind = (self.name(n) for n in _subs(tree, "name"))
+        fields: dict[str, Any] = {}
+        seen: dict[str, Any] = {}
+        for opt in _subs(tree, "opt_config", "opt_credentials", "opt_description"):
+            word = {"opt_config": "CONFIG", "opt_credentials": "CREDENTIALS"}.get(
+                str(opt.data), "DESCRIPTION"
+            )
+            self.once(seen, word, opt, word)
+            tok = _tok(opt, "STRING")
+            key = word.lower()
+            fields[key] = self.string(tok) if key == "description" else self.json_object(tok, word)
+        return CreateLink(
+            name, kind.upper(), if_not_exists=_sub(tree, "if_not_exists") is not None, **fields
+        )
+
+    def _drop_link(self, tree: Tree) -> DropLink:
+        return DropLink(self.name(_sub(tree, "name")), _sub(tree, "if_exists") is not None)
+
+    def _show_links(self, tree: Tree) -> ShowLinks:
+        on = _sub(tree, "name")
+        return ShowLinks(None if on is None else self.name(on))
+
+    def _show_create_link(self, tree: Tree) -> ShowCreateLink:
+        return ShowCreateLink(self.name(_sub(tree, "name")))

@@ -34,6 +34,7 @@ from sparkpipes.errors import (
 )
 from sparkpipes.frontends.singlestore import ast as A
 from sparkpipes.frontends.singlestore import quick
+from sparkpipes.frontends.singlestore.links import LinkStatements
 from sparkpipes.frontends.singlestore.lowering import create_pipeline_sql, to_procedure, to_spec
 from sparkpipes.frontends.singlestore.parser import iter_parse, locate
 from sparkpipes.frontends.singlestore.privileges import (
@@ -56,7 +57,7 @@ _FILE_URI = re.compile(r"file:[^\s,\]\)]+")
 QUICK_STREAM_ROWS = 10_000
 
 
-class SqlSession(TableStatements, UserStatements):
+class SqlSession(TableStatements, UserStatements, LinkStatements):
     def __init__(
         self,
         engine: Engine,
@@ -114,6 +115,8 @@ class SqlSession(TableStatements, UserStatements):
         for database in stmt.databases:
             self.engine.catalog.database.check(database)
         self.access.refresh()
+        if isinstance(stmt, A.CreatePipeline) and stmt.link is not None:
+            stmt = self.resolve(stmt)  # what the pipeline runs with, before any check
         authorize(self.access, stmt)
         if self._depth == 0:
             limit = (
@@ -303,6 +306,11 @@ class SqlSession(TableStatements, UserStatements):
         """The database's name, as SHOW's column headings and the views say it."""
         return self.engine.catalog.database.name()
 
+    @property
+    def databases(self) -> tuple[str, ...]:
+        """The names a query may qualify a table with (``sparkpipes.t``, ``demo.t``)."""
+        return (DATABASE, self.database)
+
     def _CreateDatabase(self, s: A.CreateDatabase) -> Result:
         made = self.engine.catalog.database.create(s.name, if_not_exists=s.if_not_exists)
         return ok(1 if made else 0)
@@ -477,7 +485,7 @@ class SqlSession(TableStatements, UserStatements):
         def register(view: str) -> str:
             return views.setdefault(view.upper(), f"{view_name(view)}_{statement}")
 
-        spark_text = translate(text, on_view=register)
+        spark_text = translate(text, on_view=register, databases=self.databases)
         spark = self.engine.spark
         identity.assume(spark, self.access.user)
         self._assumed = True

@@ -37,7 +37,7 @@ KEYWORDS: tuple[str, ...] = tuple(
     GRANT GRANTS REVOKE TO
     OPTIMIZE VACUUM RETAIN HOURS DRY RUN FULL STATUS
     AGGREGATOR ENABLE DISABLE OUT_OF_ORDER OPTIMIZATION METADATA GC DEFINED TRAILING NULLCOLS
-    DATABASE USE EXTENDED DETACH
+    DATABASE USE EXTENDED DETACH LINK LINKS DESCRIPTION
     """.split()  # noqa: SIM905
 )
 
@@ -143,6 +143,10 @@ _statement: create_pipeline
           | show_table_status
           | create_database
           | use_database
+          | create_link
+          | drop_link
+          | show_links
+          | show_create_link
 
 name: IDENT | QUOTED_IDENT
 // db.name: the database's name, checked when the statement runs (a `name` of two names)
@@ -159,7 +163,8 @@ create_pipeline: CREATE or_replace? aggregator? PIPELINE _pipeline_head into_cla
 aggregator: AGGREGATOR
 create_inferred_pipeline: CREATE or_replace? INFERRED PIPELINE _pipeline_head _inferred_into?
 _inferred_into: into_clause load_tail
-_pipeline_head: if_not_exists? qname AS LOAD DATA name STRING pipeline_option*
+_pipeline_head: if_not_exists? qname AS LOAD DATA (name | link_source) STRING pipeline_option*
+link_source: LINK qname
 
 ?pipeline_option: CONFIG STRING                               -> opt_config
                 | CREDENTIALS STRING                          -> opt_credentials
@@ -263,6 +268,15 @@ literal: STRING                -> lit_string
 // ---------------------------------------------------------------- databases
 create_database: CREATE DATABASE if_not_exists? name
 use_database: USE name
+
+// ---------------------------------------------------------------- links
+create_link: CREATE LINK if_not_exists? qname AS name link_option*
+?link_option: CONFIG STRING       -> opt_config
+            | CREDENTIALS STRING  -> opt_credentials
+            | DESCRIPTION STRING  -> opt_description
+drop_link: DROP LINK if_exists? qname
+show_links: SHOW LINKS (ON name)?
+show_create_link: SHOW CREATE LINK qname
 
 // ---------------------------------------------------------------- tables
 create_table: CREATE table_storage? REFERENCE? TABLE if_not_exists? qname _table_elements

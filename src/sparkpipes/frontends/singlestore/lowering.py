@@ -18,7 +18,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from sparkpipes.config import urls
+from sparkpipes.config import FieldMapping, urls
 from sparkpipes.config.core import REDACTED, reject_unknown
 from sparkpipes.config.kwargs import OPTIONS
 from sparkpipes.config.procedure import ProcedureSpec, ProcedureStatement
@@ -30,6 +30,8 @@ from sparkpipes.frontends.singlestore.types import spark_type
 
 #: the variable a bare ``@`` of a column list loads into (then dropped), with its position
 DISCARDED = "_discarded_"
+#: a source hint naming the connection link a pipeline was made from (``LINK name``)
+LINK_HINT = "LINK "
 
 
 def to_spec(stmt: A.CreatePipeline, defaults: Mapping[str, Any]) -> PipelineSpec:
@@ -81,11 +83,7 @@ def to_spec(stmt: A.CreatePipeline, defaults: Mapping[str, Any]) -> PipelineSpec
             else {}
         ),
     }
-    mapping = []
-    for m in s.mappings:
-        if m.default is not None:
-            raise ConfigError(f"DEFAULT in the mapping of '{m.column}' is not supported yet")
-        mapping.append(("@" + m.column if m.variable else m.column, tuple(m.path)))
+    mapping: list[Any] = [_field_mapping(m) for m in s.mappings]
     for i, c in enumerate(s.columns):
         name = c.name or f"{DISCARDED}{i}"
         mapping.append(("@" + name if c.variable else name, (name,)))
@@ -106,6 +104,36 @@ def to_spec(stmt: A.CreatePipeline, defaults: Mapping[str, Any]) -> PipelineSpec
         clause = "FIELDS" if s.fields else "LINES"
         raise ConfigError(f"{clause} applies to FORMAT CSV, not FORMAT {kw['format'].upper()}")
     return from_kwargs(kw, defaults)
+
+
+def _field_mapping(m: A.FieldMapping) -> FieldMapping:
+    """``col <- path [DEFAULT literal]``, read as SingleStore reads it: a record without
+    the path gets the DEFAULT, and without one it is a bad record (a JSON null is there:
+    NULL)."""
+    column = "@" + m.column if m.variable else m.column
+    if not m.path:
+        return FieldMapping(column, ())
+    if m.default is None:
+        return FieldMapping(column, tuple(m.path), "error")
+    if m.default.kind == "null":  # a missing path is NULL: the rule without SingleStore's
+        return FieldMapping(column, tuple(m.path))
+    return FieldMapping(column, tuple(m.path), "default", m.default.value)
+
+
+_LITERAL_KINDS: dict[type, A.LiteralKind] = {str: "string", int: "number", float: "number"}
+
+
+def _default_literal(m: FieldMapping) -> A.Literal | None:
+    """The DEFAULT that says what a record without ``m``'s path gives (``DEFAULT NULL``
+    for NULL, as Python-built and other front ends' mappings do), None for none (a bad
+    record)."""
+    if m.on_missing == "error" or not m.path:
+        return None
+    if m.on_missing == "null" or m.default is None:
+        return A.Literal("null", None)
+    if isinstance(m.default, bool):
+        return A.Literal("boolean", m.default)
+    return A.Literal(_LITERAL_KINDS[type(m.default)], m.default)
 
 
 def csv_options(f: A.FieldsFormat) -> dict[str, Any]:
@@ -136,7 +164,7 @@ def _skips(s: A.CreatePipeline) -> dict[str, bool]:
 def _skip_errors(spec: PipelineSpec) -> A.SkipErrors | None:
     parser, constraint = spec.format.skip_parser_errors, spec.format.skip_constraint_errors
     duplicates = spec.sink.write == "skip_duplicates"
-    if parser and constraint and duplicates:
+    if parser and constraint and spec.sink.write != "append":  # REPLACE / IGNORE: no duplicates
         return "ALL"
     if parser:
         return "PARSER"
@@ -168,19 +196,26 @@ def to_create_pipeline(spec: PipelineSpec) -> A.CreatePipeline:
         if csv:
             columns.append(A.LoadColumn("" if name.startswith(DISCARDED) else name, m.is_variable))
         else:
-            mappings.append(A.FieldMapping(name, m.path, m.is_variable, rooted=not m.path))
+            mappings.append(
+                A.FieldMapping(
+                    name, m.path, m.is_variable, rooted=not m.path, default=_default_literal(m)
+                )
+            )
     src, batch, tr = spec.source, spec.batch, spec.transform
     # a URL's password shows as ``<redacted>`` in the URL itself, not as a credential
     shown = sorted(k for k in src.credentials if urls.option_of(k) is None)
+    # made from a link: shown as loading from it, its CONFIG and CREDENTIALS the link's
+    link = next((h[len(LINK_HINT) :] for h in src.hints if h.startswith(LINK_HINT)), None)
     return A.CreatePipeline(
         name=spec.name,
         aggregator="AGGREGATOR" in src.hints,
-        hints=tuple(h for h in src.hints if h != "AGGREGATOR"),
-        source=src.kind.upper(),
+        hints=tuple(h for h in src.hints if h != "AGGREGATOR" and not h.startswith(LINK_HINT)),
+        source="LINK" if link else src.kind.upper(),
+        link=link,
         location=src.location,
         target=A.Target("PROCEDURE" if spec.sink.kind == "procedure" else "TABLE", spec.sink.table),
-        config=json.dumps(dict(src.config), sort_keys=True) if src.config else None,
-        credentials=json.dumps({k: REDACTED for k in shown}) if shown else None,
+        config=json.dumps(dict(src.config), sort_keys=True) if src.config and not link else None,
+        credentials=json.dumps({k: REDACTED for k in shown}) if shown and not link else None,
         batch_interval=batch.interval_ms,
         max_partitions_per_batch=batch.max_partitions,
         max_offsets_per_batch_partition=batch.max_offsets_per_partition,

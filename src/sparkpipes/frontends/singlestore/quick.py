@@ -39,6 +39,7 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from sparkpipes.catalog.settings import DEFAULT_DATABASE
 from sparkpipes.errors import SparkpipesError
 from sparkpipes.frontends.singlestore.quick_plan import _Plan
 from sparkpipes.frontends.singlestore.quick_run import run
@@ -117,8 +118,9 @@ def _answer(
     from sparkpipes.util.sparkfiles import remote
 
     views: list[str] = []
-    if translate(text, on_view=views.append) != text or views:
-        raise _Fallback  # information_schema, JSON helpers, @variables: Spark's
+    names = (DEFAULT_DATABASE, engine.catalog.database.name())
+    if translate(text, on_view=views.append, databases=names) != text or views:
+        raise _Fallback  # information_schema, JSON helpers, @variables, db.t: Spark's
     tokens = sqlglot.tokenize(text, read="spark")
     for i, tok in enumerate(tokens):
         kind = tok.token_type.name

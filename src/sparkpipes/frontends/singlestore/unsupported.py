@@ -12,14 +12,10 @@ import re
 
 #: statements, by their first words
 STATEMENTS: dict[tuple[str, ...], str] = {
-    ("CREATE", "LINK"): (
-        " yet: give the source's CONFIG and CREDENTIALS in CREATE PIPELINE itself"
-    ),
-    ("DROP", "LINK"): " yet (links are not)",
-    ("SHOW", "LINKS"): " yet (links are not)",
     ("LOAD", "DATA"): (
-        ": a one-time load from the client or a link is not done here; CREATE PIPELINE … "
-        "AS LOAD DATA loads continuously, and START PIPELINE … FOREGROUND once"
+        ": a one-time load from the client or a file of the server is not done here; "
+        "CREATE PIPELINE … AS LOAD DATA loads continuously, and START PIPELINE … "
+        "FOREGROUND once"
     ),
     ("DROP", "DATABASE"): (
         ": a warehouse holds one database (drop its tables and pipelines one by one)"
@@ -50,8 +46,6 @@ CLAUSES: dict[tuple[str, ...], str] = {
     ("COMPRESSION",): " yet",
     ("CHARACTER", "SET"): " yet (files are read as UTF-8)",
 }
-#: a pipeline that loads from a link names it where the source's kind goes
-_LINK = re.compile(r"\bLOAD\s+DATA\s+LINK\b", re.IGNORECASE)
 
 _WORD = re.compile(r"[A-Za-z_]+")
 
@@ -71,8 +65,6 @@ def _words(text: str, n: int) -> tuple[str, ...]:
 def explain(statement: str, offset: int) -> str | None:
     """The error for SingleStore SQL this dialect does not take, or None: ``statement``
     is the statement's text and ``offset`` where its parse stopped."""
-    if _LINK.search(statement[:offset]):
-        return "LOAD DATA LINK is not supported yet: give the source's CONFIG and CREDENTIALS"
     for table, at in ((CLAUSES, offset), (STATEMENTS, 0)):
         words = _words(statement[at:], 5)
         for phrase, why in table.items():

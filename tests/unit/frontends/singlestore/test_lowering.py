@@ -77,6 +77,10 @@ STATEMENTS = {
         "DISABLE OUT_OF_ORDER OPTIMIZATION ENABLE OFFSETS METADATA GC INTO TABLE t FORMAT JSON"
     ),
     "avro_mapping": f"{K} INTO TABLE t FORMAT AVRO (a <- b::c)",
+    "json_defaults": (
+        f"{K} INTO TABLE t FORMAT JSON (a <- x DEFAULT 1, b <- y DEFAULT 'n/a', "
+        "c <- z DEFAULT NULL, d <- w DEFAULT TRUE, e <- v)"
+    ),
     "location_with_quote": "CREATE PIPELINE p AS LOAD DATA FS '/it''s/\\\\x' INTO TABLE t",
 }
 
@@ -226,10 +230,6 @@ def test_a_python_built_spec_shows_as_sql_that_lowers_back():
 @pytest.mark.parametrize(
     "sql, text",
     [
-        (
-            f"{K} INTO TABLE t FORMAT JSON (a <- x DEFAULT 1)",
-            "DEFAULT in the mapping of 'a' is not supported yet",
-        ),
         (
             f"{FS} INTO TABLE f FORMAT CSV LINES STARTING BY '>' (a)",
             "LINES STARTING BY is not supported yet",
