@@ -418,3 +418,17 @@ def test_drop_table_names_only_the_pipelines_the_user_may_see(served):
     owner.execute("GRANT SHOW PIPELINE ON p TO bo")
     with pytest.raises(SparkpipesError, match="pipeline\\(s\\) 'p'; drop them first"):
         bo.execute("DROP TABLE t")
+
+
+def test_load_data_infile_needs_file_read_and_the_table_s_privileges(served, tmp_path):
+    owner, _ana, bo = served
+    (tmp_path / "one.json").write_text('{"a": 5}\n')
+    load = f"LOAD DATA INFILE '{tmp_path}/one.json' INTO TABLE t FORMAT JSON"
+    owner.execute("GRANT INSERT ON t TO bo")
+    refused(bo, load, "FILE READ")  # a file of the server, as LOAD DATA FS
+    refused(bo, "LOAD DATA INFILE '/etc/passwd' INTO TABLE t", "FILE READ")
+    owner.execute("GRANT FILE READ ON *.* TO bo")
+    refused(bo, load.replace("INTO TABLE t", "INTO TABLE secret"), "INSERT command denied")
+    refused(bo, load.replace("INTO TABLE", "REPLACE INTO TABLE"), "DELETE command denied")
+    bo.execute(load)
+    assert rows(owner, "SELECT a FROM t ORDER BY a") == [(1,), (5,)]

@@ -22,17 +22,16 @@ def rows(session, text):
 def test_a_pipeline_loads_from_a_link_it_cannot_read(engine, broker, topic):
     broker.produce(topic, [json.dumps({"id": i}) for i in range(5)], partitions=1)
     owner = SqlSession(engine)
+    config = json.dumps({"client.id": "linked", "bootstrap.servers": broker.bootstrap})
+    secret = json.dumps({"sasl.password": CANARY})
     owner.execute(
         "CREATE USER ana IDENTIFIED BY 'ana-pw'; CREATE USER bo IDENTIFIED BY 'bo-pw';"
         "CREATE TABLE ev (id INT);"
-        f'CREATE LINK kl AS KAFKA CONFIG \'{{"client.id": "linked"}}\' '
-        f"CREDENTIALS '{{\"sasl.password\": \"{CANARY}\"}}' DESCRIPTION 'the events broker'"
+        f"CREATE LINK kl AS KAFKA CONFIG '{config}' CREDENTIALS '{secret}' "
+        "DESCRIPTION 'the events broker'"
     )
     bo = SqlSession(engine, user="bo")
-    make = (
-        f"CREATE PIPELINE p AS LOAD DATA LINK kl '{broker.bootstrap}/{topic}' "
-        "INTO TABLE ev FORMAT JSON (id <- id)"
-    )
+    make = f"CREATE PIPELINE p AS LOAD DATA LINK kl '{topic}' INTO TABLE ev FORMAT JSON (id <- id)"
     owner.execute("GRANT CREATE PIPELINE, START PIPELINE, SHOW PIPELINE ON *.* TO bo")
     owner.execute("GRANT INSERT, SELECT ON ev TO bo")
     with pytest.raises(AccessDeniedError, match="SHOW LINK"):
@@ -42,6 +41,9 @@ def test_a_pipeline_loads_from_a_link_it_cannot_read(engine, broker, topic):
         bo.execute(make.replace("LINK kl", "LINK nope"))
     with pytest.raises(ConfigError, match="CONFIG and CREDENTIALS are the link's"):
         bo.execute(make.replace("INTO TABLE", "CONFIG '{}' INTO TABLE"))
+    # the link decides where its credentials go: a path naming other brokers is refused
+    with pytest.raises(ConfigError, match="connects to"):
+        bo.execute(make.replace(f"'{topic}'", f"'127.0.0.1:1/{topic}'"))
     bo.execute(make)
     bo.execute("START PIPELINE p FOREGROUND")
     assert rows(bo, "SELECT count(*) FROM ev") == [(5,)]
@@ -81,6 +83,20 @@ def test_link_statements_need_their_privileges_and_kinds(engine):
         bo.execute("CREATE LINK m AS MONGODB CONFIG '{}'")
     with pytest.raises(ConfigError, match="granted ON \\*\\.\\* or ON sparkpipes\\.\\*"):
         owner.execute("GRANT SHOW LINK ON sparkpipes.t TO bo")
+    # a link keeps secrets in CREDENTIALS only, and its credentials go where it says
+    for config, credentials, match in (
+        ({"sasl.password": "pw"}, {}, "is a secret: give it in CREDENTIALS"),
+        ({"bootstrap.servers": "127.0.0.1:9"}, {"nope": "x"}, "unknown Kafka credential"),
+        ({}, {"sasl.password": "pw"}, "give its brokers in CONFIG"),
+    ):
+        with pytest.raises(ConfigError, match=match):
+            owner.execute(
+                f"CREATE LINK x AS KAFKA CONFIG '{json.dumps(config)}' "
+                f"CREDENTIALS '{json.dumps(credentials)}'"
+            )
+    url = json.dumps({"endpoint_url": "http://u:pw@127.0.0.1:9"})
+    with pytest.raises(ConfigError, match="holds a password"):
+        owner.execute(f"CREATE LINK x AS S3 CONFIG '{url}'")
 
 
 def test_a_link_is_judged_as_the_pipeline_it_makes(engine):

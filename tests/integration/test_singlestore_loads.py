@@ -210,3 +210,27 @@ def test_a_json_path_a_record_lacks_takes_its_default_or_is_a_bad_record(sql, tm
     assert "the record has no id" in error[0]
     shown = sql("SHOW CREATE PIPELINE lenient").rows[0][1]
     assert "(id <- id, ref <- ref DEFAULT 'direct', n <- n DEFAULT NULL)" in shown
+
+
+def test_load_data_infile_loads_a_file_once_as_mysql_reads_it(sql, tmp_path):
+    """``LOAD DATA INFILE`` (MySQL's and SingleStore's one-off load) with the CSV clauses
+    of a pipeline: the file loads once, its skipped records told in the answer; nothing
+    of it stays behind (no pipeline); ``LOCAL`` (the client's file) is refused."""
+    (tmp_path / "cities.csv").write_text(
+        'city,lat,lon,pop\n"Oslo",59.9,10.7,700000\n"Tiny",1,2,0\n"Bad",x\n'
+    )
+    sql("CREATE TABLE cities (city TEXT, pop BIGINT, kind TEXT)")
+    done = sql(
+        f"LOAD DATA INFILE '{tmp_path}/cities.csv' SKIP PARSER ERRORS INTO TABLE cities "
+        "FIELDS TERMINATED BY ',' ENCLOSED BY '\"' LINES TERMINATED BY '\\n' IGNORE 1 LINES "
+        "(city, @, @, @pop) SET pop = IF(@pop = 0, 100, @pop), "
+        "kind = IF(@pop > 100000, 'hub', 'point')"
+    )
+    assert done.message.startswith("Query OK, 2 rows affected; 1 skipped (expected 4 fields")
+    assert rows(sql("SELECT city, pop, kind FROM cities ORDER BY city")) == [
+        ("Oslo", 700000, "hub"),
+        ("Tiny", 100, "point"),
+    ]
+    assert rows(sql("SHOW PIPELINES")) == []
+    with pytest.raises(Exception, match=r"LOAD DATA LOCAL .* is not supported"):
+        sql(f"LOAD DATA LOCAL INFILE '{tmp_path}/cities.csv' INTO TABLE cities")

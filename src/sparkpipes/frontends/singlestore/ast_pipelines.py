@@ -305,6 +305,22 @@ class StopPipeline(Statement):
 
 
 @dataclass(frozen=True)
+class LoadData(Statement):
+    """``LOAD DATA [LOCAL] INFILE 'path' [REPLACE | IGNORE | SKIP … ERRORS] INTO TABLE t
+    …``: one load of a file, with the load clauses of CREATE PIPELINE, kept as the
+    ``pipeline`` (an FS pipeline of ``path``) that runs it once."""
+
+    pipeline: CreatePipeline
+    local: bool = False
+
+    def to_sql(self) -> str:
+        text = self.pipeline.to_sql()
+        head = f"AS LOAD DATA {self.pipeline.source} "
+        rest = text[text.index(head) + len(head) :]
+        return "LOAD DATA " + ("LOCAL " if self.local else "") + "INFILE " + rest
+
+
+@dataclass(frozen=True)
 class DetachPipeline(Statement):
     """``DETACH PIPELINE [IF EXISTS] name``: SingleStore's STOP that lets its table be
     altered; here it stops the pipeline if it runs (its offsets kept; START resumes)."""

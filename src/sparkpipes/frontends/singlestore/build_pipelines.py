@@ -26,6 +26,7 @@ from sparkpipes.frontends.singlestore.ast_pipelines import (
     FieldsFormat,
     LinesFormat,
     LoadColumn,
+    LoadData,
     ShowCreatePipeline,
     ShowPipelines,
     StartAllPipelines,
@@ -81,6 +82,20 @@ class PipelineBuilder(Builder):
             "if_not_exists": _sub(tree, "if_not_exists") is not None,
             "aggregator": _sub(tree, "aggregator") is not None,
         }
+        return CreatePipeline(**self.pipeline_body(tree, fields))
+
+    def _load_data(self, tree: Tree) -> LoadData:
+        fields: dict[str, Any] = {
+            "name": "load_data",
+            "source": "FS",
+            "location": self.string(_tok(tree, "STRING")),
+        }
+        pipeline = CreatePipeline(**self.pipeline_body(tree, fields))
+        return LoadData(pipeline, local=_tok(tree, "LOCAL") is not None)
+
+    def pipeline_body(self, tree: Tree, fields: dict[str, Any]) -> dict[str, Any]:
+        """``fields`` with the load options, the target and the load clauses of ``tree``
+        (CREATE PIPELINE's, or LOAD DATA's)."""
         seen: dict[str, Any] = {}
         hints: list[str] = []
         options = [c for c in tree.children if isinstance(c, Tree)]
@@ -119,7 +134,7 @@ class PipelineBuilder(Builder):
             tail = _sub(tree, "load_tail")
             assert tail is not None
             self.load_tail(tail, seen, fields)
-        return CreatePipeline(**fields)
+        return fields
 
     _SETTINGS = {
         "opt_batch_interval": ("batch_interval", 0, "BATCH_INTERVAL"),

@@ -37,7 +37,7 @@ KEYWORDS: tuple[str, ...] = tuple(
     GRANT GRANTS REVOKE TO
     OPTIMIZE VACUUM RETAIN HOURS DRY RUN FULL STATUS
     AGGREGATOR ENABLE DISABLE OUT_OF_ORDER OPTIMIZATION METADATA GC DEFINED TRAILING NULLCOLS
-    DATABASE USE EXTENDED DETACH LINK LINKS DESCRIPTION
+    DATABASE USE EXTENDED DETACH LINK LINKS DESCRIPTION LOCAL INFILE
     """.split()  # noqa: SIM905
 )
 
@@ -144,6 +144,7 @@ _statement: create_pipeline
           | create_database
           | use_database
           | create_link
+          | load_data
           | drop_link
           | show_links
           | show_create_link
@@ -165,6 +166,13 @@ create_inferred_pipeline: CREATE or_replace? INFERRED PIPELINE _pipeline_head _i
 _inferred_into: into_clause load_tail
 _pipeline_head: if_not_exists? qname AS LOAD DATA (name | link_source) STRING pipeline_option*
 link_source: LINK qname
+
+// ---------------------------------------------------------------- LOAD DATA (once)
+load_data: LOAD DATA LOCAL? INFILE STRING load_data_option* into_clause load_tail
+?load_data_option: SKIP skip_kind ERRORS  -> opt_skip
+                 | REPLACE                -> opt_conflict
+                 | IGNORE                 -> opt_conflict
+                 | format_clause
 
 ?pipeline_option: CONFIG STRING                               -> opt_config
                 | CREDENTIALS STRING                          -> opt_credentials

@@ -137,6 +137,17 @@ def _create_procedure(access: Access, s: A.CreateProcedure) -> None:
         access.require("ALTER ROUTINE", s.name, kind="procedure")
 
 
+def _load_data(access: Access, s: A.LoadData) -> None:
+    """LOAD DATA INFILE reads a file of the server (``FILE READ``) into a table
+    (``INSERT``; ``DELETE`` too for ``REPLACE``, as CREATE PIPELINE)."""
+    access.require("FILE READ")
+    target = s.pipeline.target
+    if target is not None:
+        access.require("INSERT", target.name)
+        if s.pipeline.on_conflict == "REPLACE":
+            access.require("DELETE", target.name)
+
+
 def _server(privilege: str) -> Rule:
     def rule(access: Access, s: Any) -> None:
         access.require(privilege)
@@ -155,6 +166,7 @@ RULES: dict[str, Rule] = {
     "AlterPipelineDropFile": _pipeline("ALTER PIPELINE"),
     "ShowCreatePipeline": _pipeline("SHOW PIPELINE"),
     "SetVariable": _server("SUPER"),
+    "LoadData": _load_data,
     "CreateLink": _server("CREATE LINK"),
     "DropLink": _server("DROP LINK"),
     "ShowLinks": _server("SHOW LINK"),

@@ -13,9 +13,9 @@ import re
 #: statements, by their first words
 STATEMENTS: dict[tuple[str, ...], str] = {
     ("LOAD", "DATA"): (
-        ": a one-time load from the client or a file of the server is not done here; "
-        "CREATE PIPELINE … AS LOAD DATA loads continuously, and START PIPELINE … "
-        "FOREGROUND once"
+        " in this form: LOAD DATA INFILE 'file' loads a file of the server once; "
+        "CREATE PIPELINE … AS LOAD DATA FS|S3|KAFKA … loads from a source (START "
+        "PIPELINE … FOREGROUND once)"
     ),
     ("DROP", "DATABASE"): (
         ": a warehouse holds one database (drop its tables and pipelines one by one)"
@@ -65,9 +65,11 @@ def _words(text: str, n: int) -> tuple[str, ...]:
 def explain(statement: str, offset: int) -> str | None:
     """The error for SingleStore SQL this dialect does not take, or None: ``statement``
     is the statement's text and ``offset`` where its parse stopped."""
+    before = len(statement[:offset].split())  # words the parse took
     for table, at in ((CLAUSES, offset), (STATEMENTS, 0)):
         words = _words(statement[at:], 5)
         for phrase, why in table.items():
-            if words[: len(phrase)] == phrase:
+            # a statement's words explain a stop among them, not a typo further on
+            if words[: len(phrase)] == phrase and (table is CLAUSES or before <= len(phrase)):
                 return f"{' '.join(phrase)} is not supported{why}"
     return None
