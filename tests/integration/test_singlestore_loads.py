@@ -232,5 +232,14 @@ def test_load_data_infile_loads_a_file_once_as_mysql_reads_it(sql, tmp_path):
         ("Tiny", 100, "point"),
     ]
     assert rows(sql("SHOW PIPELINES")) == []
+    # LOAD DATA <source> 'path' (SingleStore's one-off load from a source) loads the same
+    (tmp_path / "more").mkdir()
+    (tmp_path / "more" / "c.csv").write_text("Bergen,0\n")
+    done = sql(
+        f"LOAD DATA FS '{tmp_path}/more/*.csv' INTO TABLE cities "
+        "FIELDS TERMINATED BY ',' (city, pop) SET kind = 'point'"
+    )
+    assert done.message == "Query OK, 1 row affected"
+    assert rows(sql("SELECT pop FROM cities WHERE city = 'Bergen'")) == [(0,)]
     with pytest.raises(Exception, match=r"LOAD DATA LOCAL .* is not supported"):
         sql(f"LOAD DATA LOCAL INFILE '{tmp_path}/cities.csv' INTO TABLE cities")

@@ -294,6 +294,8 @@ EXTRA: tuple[str, ...] = (
     "LOAD DATA INFILE '/in/a.csv' SKIP CONSTRAINT ERRORS REPLACE INTO TABLE d.t "
     "FIELDS TERMINATED BY ',' IGNORE 1 LINES (a, @, @b) SET c = @b",
     "LOAD DATA LOCAL INFILE 'x' INTO TABLE t FORMAT JSON (a <- b)",
+    "LOAD DATA S3 'b/k' CONFIG '{\"region\": \"r\"}' CREDENTIALS '{}' SKIP ALL ERRORS "
+    "INTO TABLE t FORMAT JSON (a <- b)",
     "SHOW LINKS ON d",
     "SHOW CREATE LINK `l`",
     "CREATE PIPELINE p AS LOAD DATA LINK d.l 'b/k' INTO TABLE t FORMAT JSON (a <- b DEFAULT 1)",

@@ -306,17 +306,20 @@ class StopPipeline(Statement):
 
 @dataclass(frozen=True)
 class LoadData(Statement):
-    """``LOAD DATA [LOCAL] INFILE 'path' [REPLACE | IGNORE | SKIP … ERRORS] INTO TABLE t
-    …``: one load of a file, with the load clauses of CREATE PIPELINE, kept as the
-    ``pipeline`` (an FS pipeline of ``path``) that runs it once."""
+    """``LOAD DATA [LOCAL] INFILE 'path' … INTO TABLE t …`` (or ``LOAD DATA S3 'path'
+    [CONFIG …] [CREDENTIALS …] …``): one load, with the load clauses of CREATE PIPELINE,
+    kept as the ``pipeline`` that runs it once (an FS pipeline of ``path`` for INFILE)."""
 
     pipeline: CreatePipeline
     local: bool = False
+    infile: bool = True
 
     def to_sql(self) -> str:
         text = self.pipeline.to_sql()
-        head = f"AS LOAD DATA {self.pipeline.source} "
+        head = f"AS LOAD DATA {quote_ident(self.pipeline.source)} "
         rest = text[text.index(head) + len(head) :]
+        if not self.infile:
+            return f"LOAD DATA {quote_ident(self.pipeline.source)} {rest}"
         return "LOAD DATA " + ("LOCAL " if self.local else "") + "INFILE " + rest
 
 

@@ -85,13 +85,14 @@ class PipelineBuilder(Builder):
         return CreatePipeline(**self.pipeline_body(tree, fields))
 
     def _load_data(self, tree: Tree) -> LoadData:
+        source = _sub(tree, "name")
         fields: dict[str, Any] = {
             "name": "load_data",
-            "source": "FS",
+            "source": "FS" if source is None else self.name(source).upper(),
             "location": self.string(_tok(tree, "STRING")),
         }
         pipeline = CreatePipeline(**self.pipeline_body(tree, fields))
-        return LoadData(pipeline, local=_tok(tree, "LOCAL") is not None)
+        return LoadData(pipeline, local=_tok(tree, "LOCAL") is not None, infile=source is None)
 
     def pipeline_body(self, tree: Tree, fields: dict[str, Any]) -> dict[str, Any]:
         """``fields`` with the load options, the target and the load clauses of ``tree``

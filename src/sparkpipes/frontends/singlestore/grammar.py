@@ -168,8 +168,10 @@ _pipeline_head: if_not_exists? qname AS LOAD DATA (name | link_source) STRING pi
 link_source: LINK qname
 
 // ---------------------------------------------------------------- LOAD DATA (once)
-load_data: LOAD DATA LOCAL? INFILE STRING load_data_option* into_clause load_tail
+load_data: LOAD DATA (LOCAL? INFILE | name) STRING load_data_option* into_clause load_tail
 ?load_data_option: SKIP skip_kind ERRORS  -> opt_skip
+                 | CONFIG STRING          -> opt_config
+                 | CREDENTIALS STRING     -> opt_credentials
                  | REPLACE                -> opt_conflict
                  | IGNORE                 -> opt_conflict
                  | format_clause

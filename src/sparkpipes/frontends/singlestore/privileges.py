@@ -138,9 +138,12 @@ def _create_procedure(access: Access, s: A.CreateProcedure) -> None:
 
 
 def _load_data(access: Access, s: A.LoadData) -> None:
-    """LOAD DATA INFILE reads a file of the server (``FILE READ``) into a table
-    (``INSERT``; ``DELETE`` too for ``REPLACE``, as CREATE PIPELINE)."""
-    access.require("FILE READ")
+    """A one-off LOAD DATA loads a table (``INSERT``; ``DELETE`` too for ``REPLACE``) as
+    CREATE PIPELINE does, from its source by the same rules: ``FILE READ`` for a file of
+    the server (INFILE), a server file named in CONFIG, or the server's own cloud login."""
+    p = s.pipeline
+    if p.source.upper() in LOCAL_FILES or _reads_as_server(p):
+        access.require("FILE READ")
     target = s.pipeline.target
     if target is not None:
         access.require("INSERT", target.name)
