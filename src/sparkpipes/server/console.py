@@ -51,6 +51,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from sparkpipes.catalog.states import BatchState
+from sparkpipes.engine import Engine
 from sparkpipes.engine.status import pipeline_status
 from sparkpipes.errors import NotFoundError, SparkpipesError
 from sparkpipes.frontends.singlestore.privileges import sees_pipeline, sees_table
@@ -290,11 +291,11 @@ class Console:
 
     def __init__(
         self,
-        engine: Any,
+        engine: Engine,
         *,
         run: bool,
         history: LagHistory | None = None,
-        sampler: Any = None,
+        sampler: LagSampler | None = None,
     ) -> None:
         self.engine, self.run = engine, run
         self.assets = _assets()
@@ -495,7 +496,7 @@ class Console:
         return Response(asset.body, media_type=asset.media_type, headers=headers)
 
 
-def router(engine: Any, *, run: bool) -> APIRouter:
+def router(engine: Engine, *, run: bool) -> APIRouter:
     """The console's routes (none in the OpenAPI document); ``run`` as for the API: a
     pipeline started here is run by this engine's scheduler."""
     return routes(Console(engine, run=run))

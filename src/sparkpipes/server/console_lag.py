@@ -18,8 +18,8 @@ import threading
 import time
 from collections import deque
 from collections.abc import Iterable
-from typing import Any
 
+from sparkpipes.engine import Engine
 from sparkpipes.engine.status import total_lag
 
 log = logging.getLogger("sparkpipes.server.console")
@@ -86,7 +86,7 @@ class LagSampler:
     every ``WATCHED_EVERY_S`` while the console is being watched (:meth:`touch`), every
     ``IDLE_EVERY_S`` otherwise, so an unwatched server asks its sources little."""
 
-    def __init__(self, engine: Any, history: LagHistory) -> None:
+    def __init__(self, engine: Engine, history: LagHistory) -> None:
         self.engine, self.history = engine, history
         self._watched_at = -math.inf
         self._halt = threading.Event()

@@ -24,6 +24,7 @@ from typing import Any
 
 from sparkpipes.catalog.grants import Access
 from sparkpipes.catalog.links import LinkRecord
+from sparkpipes.engine import Engine
 from sparkpipes.errors import AlreadyExistsError, ConfigError, NotFoundError
 from sparkpipes.frontends.singlestore import ast as A
 from sparkpipes.frontends.singlestore.lowering import LINK_HINT, to_spec
@@ -37,7 +38,7 @@ KINDS = {"S3": "bucket/prefix", "KAFKA": "topic", "AZURE": "container/prefix", "
 class LinkStatements:
     """Handlers mixed into ``SqlSession`` (which sets ``engine`` and ``access``)."""
 
-    engine: Any
+    engine: Engine
     access: Access
 
     def _CreateLink(self, s: A.CreateLink) -> Result:

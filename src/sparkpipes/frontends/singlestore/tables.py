@@ -12,6 +12,7 @@ from typing import Any
 from sparkpipes.catalog import views
 from sparkpipes.catalog.grants import DATABASE, Access
 from sparkpipes.config.tables import TableSpec
+from sparkpipes.engine import Engine
 from sparkpipes.engine.variables import like
 from sparkpipes.errors import ConfigError, NotFoundError, PipelineStateError
 from sparkpipes.frontends.singlestore import ast_tables as A
@@ -53,7 +54,7 @@ class TableStatements:
     """Handlers mixed into ``SqlSession`` (which sets ``engine``, ``access`` and
     ``progress``)."""
 
-    engine: Any
+    engine: Engine
     access: Access
     progress: Callable[[Any], None] | None
 

@@ -10,9 +10,8 @@ The last admin is protected by the catalog (``catalog.grants``)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from sparkpipes.catalog.grants import DB, GLOBAL, GRANT_OPTION, Access, covers, expand, scope_of
+from sparkpipes.engine import Engine
 from sparkpipes.engine.variables import like
 from sparkpipes.errors import AccessDeniedError, NotFoundError
 from sparkpipes.frontends.singlestore import ast_users as U
@@ -22,7 +21,7 @@ from sparkpipes.frontends.singlestore.results import Result, ok
 class UserStatements:
     """Handlers mixed into ``SqlSession`` (which sets ``engine`` and ``access``)."""
 
-    engine: Any
+    engine: Engine
     access: Access
 
     def _CreateUser(self, s: U.CreateUser) -> Result:
