@@ -318,7 +318,8 @@ def test_not_null_is_enforced_at_ingest_and_on_insert(sql, engine, tmp_path):
     sql("CREATE TABLE up (id BIGINT, u TEXT NOT NULL)")
     sql(
         f"CREATE PIPELINE setter AS LOAD DATA FS '{tmp_path}/in.json' SKIP CONSTRAINT ERRORS "
-        "INTO TABLE up FORMAT JSON (id <- id, @s <- s) SET u = upper(@s)"
+        "INTO TABLE up FORMAT JSON (id <- id DEFAULT NULL, @s <- s DEFAULT NULL) "
+        "SET u = upper(@s)"
     )
     sql("START PIPELINE setter FOREGROUND")
     assert rows(sql("SELECT id, u FROM up ORDER BY id")) == [(None, "C"), (1, "A"), (4, "D")]
