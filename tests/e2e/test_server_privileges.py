@@ -127,7 +127,8 @@ def test_privileges_hold_on_every_surface(tmp_path):
         r = bo.put(f"{url}/api/pipelines/p/offsets", json={"offsets": "earliest"})
         assert r.status_code == 403 and "ALTER PIPELINE" in r.text
         r = bo.post(f"{url}/api/query", json={"sql": "SELECT a FROM t"})
-        assert r.json()["rows"] == [[1]]
+        # the pipeline bo started may have loaded its one record (a = 1) before the stop
+        assert r.json()["rows"] in ([[1]], [[1], [1]])
 
         # a Connect sink that upserts replaces stored rows: DELETE too, as MySQL's REPLACE
         # (decided on the config as loaded: any spelling of true, any shape of body)
