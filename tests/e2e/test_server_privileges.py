@@ -168,7 +168,7 @@ def test_privileges_hold_on_every_surface(tmp_path):
         bo_db, ana_db = connect(*BO), connect(*ANA)
         with bo_db.cursor() as cur:
             cur.execute("SELECT a FROM t")
-            assert cur.fetchall() == ((1,),)
+            assert cur.fetchall() in (((1,),), ((1,), (1,)))  # as above: the started pipeline's
             with pytest.raises(pymysql.MySQLError) as e:
                 cur.execute("SELECT * FROM secret")
             assert e.value.args[0] == 1142 and "classified" not in str(e.value)
