@@ -10,7 +10,6 @@ table, with ``information_schema`` views and the SingleStore JSON helpers transl
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 import uuid
@@ -36,6 +35,7 @@ from sparkpipes.errors import (
 from sparkpipes.frontends.singlestore import ast as A
 from sparkpipes.frontends.singlestore import quick
 from sparkpipes.frontends.singlestore.links import LinkStatements
+from sparkpipes.frontends.singlestore.loads import LoadStatements
 from sparkpipes.frontends.singlestore.lowering import create_pipeline_sql, to_procedure, to_spec
 from sparkpipes.frontends.singlestore.parser import iter_parse, locate
 from sparkpipes.frontends.singlestore.privileges import (
@@ -58,7 +58,7 @@ _FILE_URI = re.compile(r"file:[^\s,\]\)]+")
 QUICK_STREAM_ROWS = 10_000
 
 
-class SqlSession(TableStatements, UserStatements, LinkStatements):
+class SqlSession(TableStatements, UserStatements, LinkStatements, LoadStatements):
     def __init__(
         self,
         engine: Engine,
@@ -171,36 +171,6 @@ class SqlSession(TableStatements, UserStatements, LinkStatements):
         if checked is None:
             return done
         return Result(message=f"{done.message}; {checked}")
-
-    def _LoadData(self, s: A.LoadData) -> Result:
-        """One load of a file of the server: a pipeline of that file made, run until it
-        has loaded all of it, and dropped; records it skipped are told in the answer
-        (SingleStore's warnings), as the pipeline's errors view goes with it."""
-        p = s.pipeline
-        if s.local:
-            raise ConfigError(
-                "LOAD DATA LOCAL (a file sent by the client) is not supported: LOAD DATA "
-                "INFILE loads a file the server reads (FILE READ), CREATE PIPELINE … AS "
-                "LOAD DATA FS|S3 … loads files from where they are"
-            )
-        if p.target is None or p.target.kind != "TABLE":
-            raise ConfigError("LOAD DATA loads INTO TABLE")
-        name = f"__load_data_{uuid.uuid4().hex[:12]}"
-        spec = self.engine.prepare_pipeline(
-            to_spec(dataclasses.replace(p, name=name), self.engine.pipeline_defaults()),
-            replace=False,
-        )
-        self.engine.create_pipeline_spec(spec, replace=False)
-        try:
-            results = self.engine.run_batches(name, 1_000_000, until_idle=True)
-            skipped = self.engine.errors(name)
-        finally:
-            self.engine.drop_pipeline(name, if_exists=True)
-        done = ok(sum(r.rows for r in results))
-        if skipped:
-            first = "; ".join(e["reason"] for e in skipped[:3])
-            done.message = f"{done.message}; {len(skipped)} skipped ({first})"
-        return done
 
     def _StartPipeline(self, s: A.StartPipeline) -> Result:
         rec = self.engine.pipeline(s.name)
