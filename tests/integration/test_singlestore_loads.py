@@ -212,6 +212,28 @@ def test_a_json_path_a_record_lacks_takes_its_default_or_is_a_bad_record(sql, tm
     assert "(id <- id, ref <- ref DEFAULT 'direct', n <- n DEFAULT NULL)" in shown
 
 
+def test_json_values_reach_columns_as_text_first(sql, tmp_path):
+    """SingleStore converts each extracted JSON value to text before it is assigned or a
+    SET sees it ("Extracting and Converting JSON Values"): true/false are "1"/"0", a
+    number is its text as written, an object or array its JSON text; the text then
+    converts to the column's type, so ``true`` loads 1 into an INT column."""
+    (tmp_path / "a.json").write_text(
+        '{"id": 1, "ok": true, "price": 1.50, "n": false, "tags": ["a", 2.0], "v": true}\n'
+        '{"id": 2, "ok": false, "price": 10, "n": true, "tags": {"k": null}, "v": 7}\n'
+    )
+    sql("CREATE TABLE jv (id INT, ok TEXT, price TEXT, n INT, tags JSON, label TEXT)")
+    sql(
+        f"CREATE PIPELINE jvp AS LOAD DATA FS '{tmp_path}/*.json' INTO TABLE jv FORMAT JSON "
+        "(id <- id, ok <- ok, price <- price, n <- n, tags <- tags, @v <- v) "
+        "SET label = concat('v', @v)"
+    )
+    sql("START PIPELINE jvp FOREGROUND")
+    assert rows(sql("SELECT id, ok, price, n, tags, label FROM jv ORDER BY id")) == [
+        (1, "1", "1.50", 0, '["a",2.0]', "v1"),
+        (2, "0", "10", 1, '{"k":null}', "v7"),
+    ]
+
+
 def test_load_data_infile_loads_a_file_once_as_mysql_reads_it(sql, tmp_path):
     """``LOAD DATA INFILE`` (MySQL's and SingleStore's one-off load) with the CSV clauses
     of a pipeline: the file loads once, its skipped records told in the answer; nothing

@@ -45,6 +45,7 @@ _FIELDS: dict[str, tuple[str, str]] = {
     "skip_lines": ("format", "skip_lines"),
     "skip_parser_errors": ("format", "skip_parser_errors"),
     "skip_constraint_errors": ("format", "skip_constraint_errors"),
+    "text_values": ("format", "text_values"),
     "format_options": ("format", "options"),
     "assignments": ("transform", "assignments"),
     "where": ("transform", "where"),

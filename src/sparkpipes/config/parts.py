@@ -227,6 +227,10 @@ class FormatSpec:
     #: value its computed column's type cannot hold) go to the errors store too (SKIP
     #: CONSTRAINT ERRORS); else they fail the batch
     skip_constraint_errors: bool = False
+    #: each value a record gives reaches its column as text first, as SingleStore's LOAD
+    #: DATA converts it (JSON: ``true``/``false`` → ``1``/``0``, numbers as written,
+    #: objects and arrays as JSON text), then as text converts to the column's type
+    text_values: bool = False
     #: the decoder's own options: ``schema.registry.url`` or ``schema`` (Avro messages)
     options: Mapping[str, str] = field(default_factory=dict)
     #: its secrets (a schema registry's user and password, the password of a registry
@@ -332,7 +336,14 @@ _SECRET_PARTS = {"source": "CONFIG option", "format": "format option", "sink": "
 _MAY_CHANGE = {
     "source": frozenset({"start", "on_out_of_range", "hints"}),
     "format": frozenset(
-        {"mapping", "csv", "skip_lines", "skip_parser_errors", "skip_constraint_errors"}
+        {
+            "mapping",
+            "csv",
+            "skip_lines",
+            "skip_parser_errors",
+            "skip_constraint_errors",
+            "text_values",
+        }
     ),
     "sink": frozenset({"table", "write", "provenance"}),
 }

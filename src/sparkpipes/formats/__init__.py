@@ -28,10 +28,12 @@ def build_decoder(
     mapping: Sequence[FieldMapping] = (),
     csv: CsvOptions | None = None,
     options: Mapping[str, str] | None = None,
+    *,
+    text_values: bool = False,
 ) -> Decoder:
     """The decoder of ``FORMAT name``; ``FORMAT AVRO`` with a schema (``SCHEMA REGISTRY
     'url'`` or ``SCHEMA '<json>'``) decodes Avro messages of a stream, without one Avro
-    objects (container files)."""
+    objects (container files). ``text_values``: see ``FormatSpec.text_values``."""
     if name == "avro" and options:
         from sparkpipes.formats.avro import AvroMessageDecoder
 
@@ -40,7 +42,7 @@ def build_decoder(
         from sparkpipes.formats.stream import StreamDecoder
 
         return StreamDecoder(schema, mapping, csv, options=options or {})
-    return FORMATS.get(name)(schema, mapping, csv)
+    return FORMATS.get(name)(schema, mapping, csv, text_values=text_values)
 
 
 __all__ = ["FORMATS", "Decoded", "Decoder", "RecordError", "build_decoder"]

@@ -55,8 +55,13 @@ class Decoder(abc.ABC):
         schema: pa.Schema,
         mapping: Sequence[FieldMapping] = (),
         csv: CsvOptions | None = None,
+        *,
+        text_values: bool = False,
     ) -> None:
         self.schema = schema
+        #: each value reaches its column as text first (SingleStore's reading; see
+        #: ``FormatSpec.text_values``): decoders whose values are not text already honour it
+        self.text_values = text_values
         by_column = {m.column: m.path for m in mapping}
         self.paths: dict[str, tuple[str, ...]] = {
             f.name: by_column.get(f.name, (f.name,)) for f in schema

@@ -107,11 +107,50 @@ class JsonDecoder(Decoder):
 
     def _parse_one(self, raw: bytes) -> dict[str, Any]:
         try:
-            rec = json.loads(raw)
+            rec = (
+                json.loads(raw, parse_int=_Number, parse_float=_Number)
+                if self.text_values
+                else json.loads(raw)
+            )
         except json.JSONDecodeError as e:  # its text says where: "…: line 1 column 7 (char 6)"
             raise ValueError(f"invalid JSON: {e}") from None
         except UnicodeDecodeError as e:
             raise ValueError(f"invalid JSON: not UTF-8 at byte {e.start}") from None
         if not isinstance(rec, dict):
             raise ValueError(f"expected a JSON object, got {type(rec).__name__}")
-        return self.pick(rec)
+        picked = self.pick(rec)
+        if self.text_values:
+            for f in self.schema:
+                if not pa.types.is_nested(f.type):
+                    picked[f.name] = as_text(picked[f.name])
+        return picked
+
+
+class _Number(str):
+    """A JSON number as written (``1.50``, ``1e3``): SingleStore converts it verbatim."""
+
+
+def as_text(value: Any) -> str | None:
+    """A JSON value as SingleStore's LOAD DATA converts it before assigning it: null is
+    NULL, ``true``/``false`` are ``1``/``0``, a number is its text as written, a string
+    its characters, an object or array its JSON text (compact, numbers as written)."""
+    if value is None or isinstance(value, str):
+        return None if value is None else str.__str__(value)
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, int | float):
+        return str(value)
+    return _json_text(value)
+
+
+def _json_text(value: Any) -> str:
+    if isinstance(value, dict):
+        items = (f"{json.dumps(k, ensure_ascii=False)}:{_json_text(v)}" for k, v in value.items())
+        return "{" + ",".join(items) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(_json_text(v) for v in value) + "]"
+    if isinstance(value, _Number):
+        return str.__str__(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    return json.dumps(value)

@@ -224,3 +224,67 @@ def test_a_mapping_says_what_a_missing_path_gives():
         {"a": None, "b": "none", "c": None},
     ]
     assert [e.index for e in out.errors] == [2] and "the record has no x::y" in out.errors[0].reason
+
+
+def test_text_values_convert_json_as_singlestore_load_data_does():
+    """SingleStore converts each extracted JSON value to text before assigning it
+    ("Extracting and Converting JSON Values"): null is NULL, true/false are "1"/"0", a
+    number is its text as written, a string its characters, an object or array its JSON
+    text; the text then converts to the column's type (true into INT is 1). Without
+    ``text_values`` (Pinot, Python) a value keeps its JSON type."""
+    schema = pa.schema(
+        [
+            ("flag", pa.string()),
+            ("n", pa.int32()),
+            ("price", pa.string()),
+            ("on", pa.bool_()),
+            ("doc", pa.string()),
+            ("whole", pa.string()),
+        ]
+    )
+    mapping = [
+        FieldMapping("flag", ("flag",)),
+        FieldMapping("n", ("n",)),
+        FieldMapping("price", ("price",)),
+        FieldMapping("on", ("on",)),
+        FieldMapping("doc", ("doc",)),
+        FieldMapping("whole", ()),
+    ]
+    record = (
+        '{"flag": false, "n": true, "price": 1.50, "on": 1, "doc": {"k": [1.0, "é"], "z": null}}'
+    )
+    d = build_decoder("json", schema, mapping, text_values=True)
+    out = d.decode(values(record, '{"flag": null, "n": 2, "price": "x", "on": true, "doc": 3e2}'))
+    assert out.errors == ()
+    assert out.table.to_pylist() == [
+        {
+            "flag": "0",
+            "n": 1,
+            "price": "1.50",
+            "on": True,
+            "doc": '{"k":[1.0,"é"],"z":null}',
+            "whole": '{"flag":false,"n":true,"price":1.50,"on":1,"doc":{"k":[1.0,"é"],"z":null}}',
+        },
+        {
+            "flag": None,
+            "n": 2,
+            "price": "x",
+            "on": True,
+            "doc": "3e2",
+            "whole": '{"flag":null,"n":2,"price":"x","on":true,"doc":3e2}',
+        },
+    ]
+    typed = build_decoder("json", schema, mapping).decode(values(record))
+    assert [e.index for e in typed.errors] == [0]  # true into INT: not an integer
+
+
+def test_text_values_agree_on_both_paths():
+    """A chunk the Arrow reader takes whole loads what record by record gives."""
+    schema = pa.schema([("a", pa.int64()), ("b", pa.string()), ("c", pa.float64())])
+    mapping = [FieldMapping(c, (c,)) for c in "abc"]
+    d = build_decoder("json", schema, mapping, text_values=True)
+    rows = ['{"a": 1, "b": "x", "c": 1.5}', '{"a": 2, "b": "y", "c": 2}']
+    fast = d.decode(values(*rows)).table.to_pylist()
+    slow = d.decode(values(*rows, '{"a": true, "b": "z", "c": false}')).table.to_pylist()
+    assert slow[:2] == fast
+    assert slow[2] == {"a": 1, "b": "z", "c": 0.0}

@@ -99,6 +99,7 @@ def validate(spec: PipelineSpec, table: TableRecord) -> None:
         spec.format.mapping,
         spec.format.csv,
         spec.format.decoder_options(),
+        text_values=spec.format.text_values,
     )
     framed(spec, source, decoder)
 
@@ -194,7 +195,12 @@ def assemble(
     source = build_source_of(spec)
     load = load_schema(spec, table)
     decoder = build_decoder(
-        spec.format.kind, load, spec.format.mapping, spec.format.csv, spec.format.decoder_options()
+        spec.format.kind,
+        load,
+        spec.format.mapping,
+        spec.format.csv,
+        spec.format.decoder_options(),
+        text_values=spec.format.text_values,
     )
     source = framed(spec, source, decoder)
     transform = Transform(

@@ -66,6 +66,7 @@ def to_spec(stmt: A.CreatePipeline, defaults: Mapping[str, Any]) -> PipelineSpec
         "max_offsets_per_batch_partition": s.max_offsets_per_batch_partition,
         "max_retries": s.max_retries_per_batch_partition,
         **_skips(s),
+        "text_values": True,
         "assignments": [(a.column, a.expr.text) for a in s.assignments],
         "where": s.where.text if s.where else None,
         "skip_lines": s.ignore_lines or 0,
@@ -84,6 +85,11 @@ def to_spec(stmt: A.CreatePipeline, defaults: Mapping[str, Any]) -> PipelineSpec
         ),
     }
     mapping: list[Any] = [_field_mapping(m) for m in s.mappings]
+    loaded = [m.column for m in s.mappings if not m.variable]
+    if any(n.startswith("@") for n in [*loaded, *(c.name for c in s.columns if not c.variable)]):
+        raise ConfigError(  # it would read back as a variable
+            "a column a pipeline loads cannot have a name starting with @", pipeline=s.name
+        )
     for i, c in enumerate(s.columns):
         name = c.name or f"{DISCARDED}{i}"
         mapping.append(("@" + name if c.variable else name, (name,)))
