@@ -109,6 +109,50 @@ def test_skip_duplicate_key_errors_skips_rows_whose_key_is_there(sql, broker, to
     assert rows(sql("SELECT k, v FROM plain ORDER BY k, v")) == [(1, "a"), (1, "c"), (2, "b")]
 
 
+def test_with_transform_memsql_json_runs_jq_on_each_record(sql, broker, topic):
+    """``WITH TRANSFORM ('memsql://json', '', '-r "[…] | @tsv"')``, as SingleStore's flight
+    demos write it: jq turns each JSON message into a tab-separated line that the CSV
+    clauses then read; a message jq fails on is a parser error named by its offset;
+    SHOW CREATE PIPELINE gives the clause back; a program to download is refused."""
+    broker.produce(
+        topic,
+        [
+            '{"icao24": "a1", "callsign": "KLM1", "velocity": 230.5, "on_ground": false}',
+            "not json",
+            '{"icao24": "b2", "callsign": null, "velocity": 0, "on_ground": true}',
+        ],
+        partitions=1,
+    )
+    sql("CREATE TABLE flights (icao TEXT, callsign TEXT, velocity DOUBLE, on_ground BOOL)")
+    sql(
+        f"CREATE PIPELINE fp AS LOAD DATA KAFKA '{broker.bootstrap}/{topic}' "
+        "WITH TRANSFORM ('memsql://json', '', "
+        "'-r \"[.icao24, .callsign, .velocity, .on_ground] | @tsv\"') "
+        "SKIP PARSER ERRORS INTO TABLE flights FIELDS TERMINATED BY '\\t' "
+        "(icao, callsign, velocity, on_ground)"
+    )
+    sql("START PIPELINE fp FOREGROUND")
+    assert rows(sql("SELECT icao, callsign, velocity, on_ground FROM flights ORDER BY icao")) == [
+        ("a1", "KLM1", 230.5, False),
+        ("b2", "", 0.0, True),
+    ]
+    (error,) = rows(
+        sql(
+            "SELECT ERROR_MESSAGE, BATCH_OFFSET, LOAD_DATA_LINE FROM "
+            "information_schema.PIPELINES_ERRORS WHERE PIPELINE_NAME = 'fp'"
+        )
+    )
+    assert error[0].startswith("jq: parse error") and error[1:] == ("1", "not json")
+    shown = sql("SHOW CREATE PIPELINE fp").rows[0][1]
+    assert "WITH TRANSFORM ('memsql://json', '', '-r \"[.icao24" in shown
+    with pytest.raises(Exception, match="does not download or run programs"):
+        sql(
+            f"CREATE PIPELINE tw AS LOAD DATA KAFKA '{broker.bootstrap}/{topic}' WITH TRANSFORM "
+            "('http://download.memsql.com/pipelines-twitter-demo/transform.tar.gz', "
+            "'transform.py', '') INTO TABLE flights"
+        )
+
+
 def test_lines_terminated_by_text_before_the_newline(sql, tmp_path):
     """TPC-H's files end each line with the field delimiter: ``LINES TERMINATED BY
     '|\\n'`` cuts it off (else the last field would be one too many); a line without it

@@ -22,6 +22,7 @@ from sparkpipes.config.parts import (
     CsvOptions,
     FieldMapping,
     FormatSpec,
+    RecordProgram,
     SinkSpec,
     SourceSpec,
     TransformSpec,
@@ -46,6 +47,7 @@ _FIELDS: dict[str, tuple[str, str]] = {
     "skip_parser_errors": ("format", "skip_parser_errors"),
     "skip_constraint_errors": ("format", "skip_constraint_errors"),
     "text_values": ("format", "text_values"),
+    "program": ("format", "program"),
     "format_options": ("format", "options"),
     "assignments": ("transform", "assignments"),
     "where": ("transform", "where"),
@@ -88,6 +90,14 @@ def parts_of(
     fmt["kind"] = str(fmt.get("kind") or "json").lower()
     fmt["mapping"] = tuple(_mapping(m) for m in fmt.get("mapping") or ())
     fmt["options"] = {str(k): str(v) for k, v in (fmt.get("options") or {}).items()}
+    program = fmt.get("program")
+    if isinstance(program, Mapping):
+        reject_unknown(
+            program, [f.name for f in dataclasses.fields(RecordProgram)], what="program option"
+        )
+        fmt["program"] = RecordProgram(**program)
+    elif isinstance(program, list | tuple):
+        fmt["program"] = RecordProgram(*program)
     csv = fmt.get("csv")
     if isinstance(csv, Mapping):
         reject_unknown(csv, [f.name for f in dataclasses.fields(CsvOptions)], what="csv option")

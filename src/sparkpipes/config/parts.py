@@ -213,6 +213,18 @@ class SourceSpec:
 
 
 @dataclass(frozen=True)
+class RecordProgram:
+    """A program every record passes through before it decodes (SingleStore's ``WITH
+    TRANSFORM ('uri', 'executable', 'arguments')``): ``uri`` names one of the programs
+    sparkpipes runs itself (``formats.programs``: ``memsql://json`` is jq, with its
+    filter and flags in ``arguments``); it never names a program to download or run."""
+
+    uri: str
+    executable: str = ""
+    arguments: str = ""
+
+
+@dataclass(frozen=True)
 class FormatSpec:
     """How payloads decode to columns: a decoder plugin (``json``, ``csv``, ``raw``), the
     ``col <- path`` mapping, CSV options, ``IGNORE n LINES`` and whether records that do
@@ -231,6 +243,8 @@ class FormatSpec:
     #: DATA converts it (JSON: ``true``/``false`` → ``1``/``0``, numbers as written,
     #: objects and arrays as JSON text), then as text converts to the column's type
     text_values: bool = False
+    #: what each record passes through before it decodes (``WITH TRANSFORM``)
+    program: RecordProgram | None = None
     #: the decoder's own options: ``schema.registry.url`` or ``schema`` (Avro messages)
     options: Mapping[str, str] = field(default_factory=dict)
     #: its secrets (a schema registry's user and password, the password of a registry
@@ -343,6 +357,7 @@ _MAY_CHANGE = {
             "skip_parser_errors",
             "skip_constraint_errors",
             "text_values",
+            "program",
         }
     ),
     "sink": frozenset({"table", "write", "provenance"}),

@@ -48,6 +48,7 @@ from sparkpipes.config.parts import (
     CsvOptions,
     FieldMapping,
     FormatSpec,
+    RecordProgram,
     SinkSpec,
     SourceSpec,
     TransformSpec,
@@ -163,6 +164,8 @@ class PipelineSpec:
         )
         if "csv" in fmt:
             fmt["csv"] = CsvOptions(**fmt["csv"])
+        if fmt.get("program"):
+            fmt["program"] = RecordProgram(**fmt["program"])
         tr = parts["transform"]
         tr["assignments"] = tuple((str(c), str(e)) for c, e in tr.get("assignments", ()))
         return cls(name=name, **{k: _COMPONENTS[k](**v) for k, v in parts.items()})

@@ -8,8 +8,9 @@ from collections.abc import Mapping, Sequence
 
 import pyarrow as pa
 
-from sparkpipes.config import CsvOptions, FieldMapping
+from sparkpipes.config import CsvOptions, FieldMapping, RecordProgram
 from sparkpipes.formats.base import Decoded, Decoder, RecordError
+from sparkpipes.formats.programs import ProgramDecoder, build_program
 from sparkpipes.util.registry import Registry
 
 FORMATS = Registry("format", entry_point_group="sparkpipes.formats")
@@ -30,10 +31,24 @@ def build_decoder(
     options: Mapping[str, str] | None = None,
     *,
     text_values: bool = False,
+    program: RecordProgram | None = None,
 ) -> Decoder:
     """The decoder of ``FORMAT name``; ``FORMAT AVRO`` with a schema (``SCHEMA REGISTRY
     'url'`` or ``SCHEMA '<json>'``) decodes Avro messages of a stream, without one Avro
-    objects (container files). ``text_values``: see ``FormatSpec.text_values``."""
+    objects (container files). ``text_values``: see ``FormatSpec.text_values``; a
+    ``program`` (``WITH TRANSFORM``) runs on the records before they decode."""
+    decoder = _decoder(name, schema, mapping, csv, options, text_values)
+    return ProgramDecoder(decoder, build_program(program)) if program else decoder
+
+
+def _decoder(
+    name: str,
+    schema: pa.Schema,
+    mapping: Sequence[FieldMapping],
+    csv: CsvOptions | None,
+    options: Mapping[str, str] | None,
+    text_values: bool,
+) -> Decoder:
     if name == "avro" and options:
         from sparkpipes.formats.avro import AvroMessageDecoder
 

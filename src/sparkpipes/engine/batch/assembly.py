@@ -100,6 +100,7 @@ def validate(spec: PipelineSpec, table: TableRecord) -> None:
         spec.format.csv,
         spec.format.decoder_options(),
         text_values=spec.format.text_values,
+        program=spec.format.program,
     )
     framed(spec, source, decoder)
 
@@ -201,6 +202,7 @@ def assemble(
         spec.format.csv,
         spec.format.decoder_options(),
         text_values=spec.format.text_values,
+        program=spec.format.program,
     )
     source = framed(spec, source, decoder)
     transform = Transform(

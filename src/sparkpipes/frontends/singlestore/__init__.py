@@ -43,6 +43,7 @@ from sparkpipes.frontends.singlestore.ast_pipelines import (
     StopPipeline,
     Target,
     TestPipeline,
+    Transform,
 )
 from sparkpipes.frontends.singlestore.ast_procedures import (
     CreateProcedure,
@@ -127,6 +128,7 @@ __all__ = [
     "TableKey",
     "Target",
     "TestPipeline",
+    "Transform",
     "UseDatabase",
     "parse",
     "parse_one",

@@ -46,6 +46,7 @@ from sparkpipes.frontends.singlestore.ast_pipelines import (
     StopPipeline,
     Target,
     TestPipeline,
+    Transform,
 )
 from sparkpipes.frontends.singlestore.ast_procedures import (
     CreateProcedure,
@@ -138,6 +139,7 @@ __all__ = [
     "TableKey",
     "Target",
     "TestPipeline",
+    "Transform",
     "UseDatabase",
     "Vacuum",
     "quote_ident",

@@ -78,6 +78,20 @@ class LoadColumn(Node):
 
 
 @dataclass(frozen=True)
+class Transform(Node):
+    """``WITH TRANSFORM ('uri', 'executable', 'arguments')``: a program the records pass
+    through before they are parsed."""
+
+    uri: str
+    executable: str = ""
+    arguments: str = ""
+
+    def to_sql(self) -> str:
+        parts = ", ".join(quote_string(v) for v in (self.uri, self.executable, self.arguments))
+        return f"WITH TRANSFORM ({parts})"
+
+
+@dataclass(frozen=True)
 class FieldsFormat(Node):
     """``FIELDS TERMINATED BY … [OPTIONALLY] ENCLOSED BY … ESCAPED BY …`` of a CSV load."""
 
@@ -181,6 +195,7 @@ class CreatePipeline(Statement):
     #: CREDENTIALS the pipeline loads with (``source`` is then ``LINK`` until the run
     #: resolves it)
     link: str | None = None
+    transform: Transform | None = None
 
     @property
     def config_json(self) -> dict[str, Any]:
@@ -219,6 +234,8 @@ class CreatePipeline(Statement):
             if value is not None:
                 out.append(f"{keyword} {value}")
         out += self.hints
+        if self.transform is not None:
+            out.append(self.transform.to_sql())
         if self.skip_errors is not None:
             out.append(f"SKIP {self.skip_errors} ERRORS")
         if not self.check_source:

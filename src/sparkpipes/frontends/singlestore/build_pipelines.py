@@ -35,6 +35,7 @@ from sparkpipes.frontends.singlestore.ast_pipelines import (
     StopPipeline,
     Target,
     TestPipeline,
+    Transform,
 )
 from sparkpipes.frontends.singlestore.build_base import Builder, _kw, _sub, _subs, _tok
 
@@ -112,6 +113,14 @@ class PipelineBuilder(Builder):
                 kind = _sub(opt, "skip_kind")
                 assert kind is not None
                 fields["skip_errors"] = " ".join(str(t.type) for t in kind.children)
+            elif opt.data == "opt_transform":
+                self.once(seen, "transform", opt, "WITH TRANSFORM")
+                uri, executable, arguments = (
+                    self.string(t)
+                    for t in opt.children
+                    if isinstance(t, Token) and t.type == "STRING"
+                )
+                fields["transform"] = Transform(uri, executable, arguments)
             elif opt.data == "opt_skip_check":
                 self.once(seen, "skip_check", opt, "SKIP SOURCE CHECK")
                 fields["check_source"] = False

@@ -37,7 +37,7 @@ KEYWORDS: tuple[str, ...] = tuple(
     GRANT GRANTS REVOKE TO
     OPTIMIZE VACUUM RETAIN HOURS DRY RUN FULL STATUS
     AGGREGATOR ENABLE DISABLE OUT_OF_ORDER OPTIMIZATION METADATA GC DEFINED TRAILING NULLCOLS
-    DATABASE USE EXTENDED DETACH LINK LINKS DESCRIPTION LOCAL INFILE
+    DATABASE USE EXTENDED DETACH LINK LINKS DESCRIPTION LOCAL INFILE TRANSFORM
     """.split()  # noqa: SIM905
 )
 
@@ -184,6 +184,7 @@ load_data: LOAD DATA (LOCAL? INFILE | name) STRING load_data_option* into_clause
                 | MAX_RETRIES_PER_BATCH_PARTITION int_value   -> opt_max_retries
                 | SKIP skip_kind ERRORS                       -> opt_skip
                 | SKIP SOURCE CHECK                           -> opt_skip_check
+                | WITH TRANSFORM "(" STRING "," STRING "," STRING ")" -> opt_transform
                 | toggle OUT_OF_ORDER OPTIMIZATION            -> opt_hint
                 | toggle OFFSETS METADATA GC                  -> opt_hint
                 | REPLACE                                     -> opt_conflict

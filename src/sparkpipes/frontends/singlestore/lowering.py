@@ -13,6 +13,7 @@ them).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Mapping
@@ -67,6 +68,11 @@ def to_spec(stmt: A.CreatePipeline, defaults: Mapping[str, Any]) -> PipelineSpec
         "max_retries": s.max_retries_per_batch_partition,
         **_skips(s),
         "text_values": True,
+        "program": (
+            (s.transform.uri, s.transform.executable, s.transform.arguments)
+            if s.transform
+            else None
+        ),
         "assignments": [(a.column, a.expr.text) for a in s.assignments],
         "where": s.where.text if s.where else None,
         "skip_lines": s.ignore_lines or 0,
@@ -227,6 +233,7 @@ def to_create_pipeline(spec: PipelineSpec) -> A.CreatePipeline:
         max_offsets_per_batch_partition=batch.max_offsets_per_partition,
         max_retries_per_batch_partition=batch.max_retries,
         skip_errors=_skip_errors(spec),
+        transform=A.Transform(*dataclasses.astuple(fmt.program)) if fmt.program else None,
         on_conflict=spec.sink.write.upper() if spec.sink.write in ("replace", "ignore") else None,
         format=fmt.kind.upper(),
         schema_registry=fmt.options.get("schema.registry.url"),

@@ -32,10 +32,6 @@ STATEMENTS: dict[tuple[str, ...], str] = {
 
 #: clauses, by their words where the parse stopped
 CLAUSES: dict[tuple[str, ...], str] = {
-    ("WITH", "TRANSFORM"): (
-        ": it runs a program on the server for every batch; transform with SET and "
-        "WHERE, or load INTO PROCEDURE"
-    ),
     ("NULL", "DEFINED", "BY"): " yet",
     ("TRAILING", "NULLCOLS"): " yet",
     ("ON", "DUPLICATE", "KEY", "UPDATE"): (

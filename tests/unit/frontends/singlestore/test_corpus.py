@@ -32,11 +32,8 @@ GAPS = {
     "field-singlestore-cookbook-github-io-other-1": "CREATE TABLES AS INFER PIPELINE "
     + NOT_SUPPORTED,
     # clauses not done yet
-    "field-pipelines-twitter-demo-create-pipeline-2": "WITH TRANSFORM " + NOT_SUPPORTED,
-    "field-pipelines-meetup-oct-2016-create-pipeline-2": "WITH TRANSFORM " + NOT_SUPPORTED,
-    "field-kafka-flight-demo-create-pipeline-1": "WITH TRANSFORM " + NOT_SUPPORTED,
-    "field-kafka-flight-demo-create-pipeline-2": "WITH TRANSFORM " + NOT_SUPPORTED,
-    "field-kafka-flight-demo-create-pipeline-3": "WITH TRANSFORM " + NOT_SUPPORTED,
+    "field-kafka-flight-demo-create-pipeline-1": "ON DUPLICATE KEY UPDATE " + NOT_SUPPORTED,
+    "field-kafka-flight-demo-create-pipeline-2": "ON DUPLICATE KEY UPDATE " + NOT_SUPPORTED,
     "field-demo-ridesharing-sim-create-pipeline-1": "unknown format 'ICEBERG'",
     "field-flight-visualizer-serverless-create-table-1": "unknown type 'geography'",
     "field-flight-visualizer-serverless-create-table-2": "unknown type 'geographypoint'",
