@@ -153,6 +153,72 @@ def test_with_transform_memsql_json_runs_jq_on_each_record(sql, broker, topic):
         )
 
 
+def test_on_duplicate_key_update_applies_rows_one_by_one(sql, broker, topic):
+    """``ON DUPLICATE KEY UPDATE`` as MySQL applies it: a new key's first row is inserted
+    as it is, and every later row of the key — in the same batch or a later one — updates
+    the stored row: bare names read its columns, ``VALUES(col)`` the new row's; columns
+    not assigned keep their values. Into a table without a primary key every row loads."""
+    first = ['{"icao": "a", "cs": "A1", "alt": 10}', '{"icao": "a", "cs": "A2", "alt": 20}']
+    first += ['{"icao": "b", "cs": "B1", "alt": 5}', '{"icao": "a", "cs": "A3", "alt": 30}']
+    broker.produce(topic, first, partitions=1)
+    sql(
+        "CREATE TABLE flightupdates (icao TEXT, callsign TEXT, alt INT, max_alt INT, "
+        "count INT DEFAULT 1, PRIMARY KEY (icao))"
+    )
+    sql("CREATE TABLE seen (icao TEXT, callsign TEXT, count INT)")
+    mapping = "(icao <- icao, callsign <- cs, alt <- alt, @alt <- alt)"
+    sql(
+        f"CREATE PIPELINE fu AS LOAD DATA KAFKA '{broker.bootstrap}/{topic}' SKIP ALL ERRORS "
+        f"INTO TABLE flightupdates FORMAT JSON {mapping} SET max_alt = @alt, count = 1 "
+        "ON DUPLICATE KEY UPDATE count = count + 1, callsign = VALUES(flightupdates.callsign), "
+        "max_alt = GREATEST(max_alt, VALUES(max_alt))"
+    )
+    sql("START PIPELINE fu FOREGROUND")
+    assert rows(
+        sql("SELECT icao, callsign, alt, max_alt, count FROM flightupdates ORDER BY icao")
+    ) == [
+        ("a", "A3", 10, 30, 3),  # alt is not assigned: the first row's stays
+        ("b", "B1", 5, 5, 1),
+    ]
+    broker.produce(
+        topic, ['{"icao": "b", "cs": "B2", "alt": 1}', '{"icao": "c", "cs": "C1", "alt": 7}']
+    )
+    sql("START PIPELINE fu FOREGROUND")
+    assert rows(sql("SELECT icao, callsign, max_alt, count FROM flightupdates ORDER BY icao")) == [
+        ("a", "A3", 30, 3),
+        ("b", "B2", 5, 2),
+        ("c", "C1", 7, 1),
+    ]
+    shown = sql("SHOW CREATE PIPELINE fu").rows[0][1]
+    assert shown.endswith(
+        "ON DUPLICATE KEY UPDATE count = count + 1, callsign = VALUES(flightupdates.callsign), "
+        "max_alt = GREATEST(max_alt, VALUES(max_alt))"
+    )
+    sql(
+        f"CREATE PIPELINE fs AS LOAD DATA KAFKA '{broker.bootstrap}/{topic}' INTO TABLE seen "
+        "FORMAT JSON (icao <- icao, callsign <- cs) SET count = 1 "
+        "ON DUPLICATE KEY UPDATE count = count + 1"
+    )
+    sql("START PIPELINE fs FOREGROUND")
+    assert rows(sql("SELECT count(*), sum(count) FROM seen")) == [(6, 6)]
+    with pytest.raises(Exception, match="'nope' in 'nope \\+ 1' is no column"):
+        sql(
+            f"CREATE PIPELINE bad AS LOAD DATA KAFKA '{broker.bootstrap}/{topic}' INTO TABLE "
+            "flightupdates FORMAT JSON (icao <- icao) ON DUPLICATE KEY UPDATE count = nope + 1"
+        )
+    with pytest.raises(Exception, match="reads 'count', which an earlier assignment changes"):
+        sql(
+            f"CREATE PIPELINE bad AS LOAD DATA KAFKA '{broker.bootstrap}/{topic}' INTO TABLE "
+            "flightupdates FORMAT JSON (icao <- icao) "
+            "ON DUPLICATE KEY UPDATE count = count + 1, max_alt = count"
+        )
+    with pytest.raises(Exception, match="assigns 'icao', a primary-key column"):
+        sql(
+            f"CREATE PIPELINE bad AS LOAD DATA KAFKA '{broker.bootstrap}/{topic}' INTO TABLE "
+            "flightupdates FORMAT JSON (icao <- icao) ON DUPLICATE KEY UPDATE icao = 'x'"
+        )
+
+
 def test_lines_terminated_by_text_before_the_newline(sql, tmp_path):
     """TPC-H's files end each line with the field delimiter: ``LINES TERMINATED BY
     '|\\n'`` cuts it off (else the last field would be one too many); a line without it

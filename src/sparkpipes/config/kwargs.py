@@ -57,6 +57,7 @@ _FIELDS: dict[str, tuple[str, str]] = {
     "provenance": ("sink", "provenance"),
     "sink_config": ("sink", "config"),
     "sink_credentials": ("sink", "credentials"),
+    "on_duplicate_key_update": ("sink", "update"),
     **{flat: ("batch", f) for f, flat in BATCH_OPTION_NAMES.items()},
 }
 OPTIONS = ("name", *_FIELDS)
@@ -112,11 +113,12 @@ def parts_of(
     sink["kind"] = str(sink.get("kind") or "delta").lower()
     sink["config"] = dict(sink.get("config") or {})
     sink["credentials"] = _secrets(sink.get("credentials"))
+    sink["update"] = tuple((str(c), str(e)) for c, e in sink.get("update") or ())
     write = sink.get("write")
     sink["write"] = "append" if write is None else str(write).lower()
     if sink["write"] not in WRITE_MODES or (sink["write"] == "append" and write is not None):
         raise ConfigError(
-            f"on_duplicate_key must be replace, ignore or skip_duplicates, got '{write}'",
+            f"on_duplicate_key must be replace, ignore, skip_duplicates or update, got '{write}'",
             pipeline=name,
         )
     return dict(
@@ -144,6 +146,7 @@ def to_kwargs(spec: PipelineSpec) -> dict[str, Any]:
     out["csv"] = dataclasses.asdict(spec.format.csv)
     out["format_options"] = dict(spec.format.options)
     out["assignments"] = [tuple(a) for a in spec.transform.assignments]
+    out["on_duplicate_key_update"] = [tuple(a) for a in spec.sink.update]
     return out
 
 

@@ -28,8 +28,9 @@ START_POLICIES = ("earliest", "latest")
 START_AT = "at:"
 OUT_OF_RANGE_POLICIES = ("fail", "earliest")
 #: ``skip_duplicates`` (SingleStore's ``SKIP DUPLICATE KEY ERRORS``): ``ignore`` on a table
-#: with a primary key (a row whose key is there is skipped), ``append`` on one without
-WRITE_MODES = ("append", "replace", "ignore", "skip_duplicates")
+#: with a primary key (a row whose key is there is skipped), ``append`` on one without;
+#: ``update`` (``ON DUPLICATE KEY UPDATE``): a row whose key is there updates the stored row
+WRITE_MODES = ("append", "replace", "ignore", "skip_duplicates", "update")
 FORMAT_OPTIONS = (
     "schema.registry.url",
     "schema",
@@ -303,7 +304,9 @@ class SinkSpec:
     """Where rows go: a sink plugin (``delta``) and its table. ``write`` is the write
     strategy: ``append``, or an upsert by primary key that ``replace``s the row with the
     same key or ``ignore``s the new one, or ``skip_duplicates`` (``ignore`` where the table
-    has a primary key, else ``append``). ``provenance`` fills ``__source_partition`` and
+    has a primary key, else ``append``), or ``update``s it by the ``update`` assignments
+    (``ON DUPLICATE KEY UPDATE col = expr``: SingleStore SQL over the stored row's columns,
+    ``VALUES(col)`` naming the new row's). ``provenance`` fills ``__source_partition`` and
     ``__source_offset``. ``config`` and ``credentials`` are the options of a sink outside
     the warehouse (a database's address and user; its password), checked by that plugin;
     the catalog keeps the credentials with the source's, under ``sink.``-prefixed keys
@@ -315,6 +318,7 @@ class SinkSpec:
     provenance: bool = False
     config: Mapping[str, Any] = field(default_factory=dict)
     credentials: Mapping[str, Secret] = field(default_factory=dict)
+    update: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         if isinstance(self.config, Mapping):
@@ -331,6 +335,12 @@ class SinkSpec:
         elif not isinstance(self.table, str) or not self.table or len(self.table) > 64:
             raise ConfigError(f"table name must be 1 to 64 characters, got {self.table!r}")
         check_choice(self.write, "write mode", WRITE_MODES, pipeline=pipeline)
+        if (self.write == "update") != bool(self.update):
+            raise ConfigError(
+                "ON DUPLICATE KEY UPDATE (write mode 'update') needs its assignments, and "
+                "assignments (update) need that write mode",
+                pipeline=pipeline,
+            )
         for k, v in self.credentials.items():
             if not isinstance(v, Secret):
                 raise ConfigError(f"sink credential '{k}' must be a Secret", pipeline=pipeline)
@@ -360,7 +370,7 @@ _MAY_CHANGE = {
             "program",
         }
     ),
-    "sink": frozenset({"table", "write", "provenance"}),
+    "sink": frozenset({"table", "write", "provenance", "update"}),
 }
 #: how an error names a component's fields that are not options
 _FIELD_NAMES = {

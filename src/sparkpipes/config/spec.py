@@ -124,6 +124,8 @@ class PipelineSpec:
             )
         if not self.sink.config and not self.sink.credentials:
             del d["sink"]["config"], d["sink"]["credentials"]  # as stored before they existed
+        if not self.sink.update:
+            del d["sink"]["update"]
         return d
 
     @classmethod
@@ -168,6 +170,8 @@ class PipelineSpec:
             fmt["program"] = RecordProgram(**fmt["program"])
         tr = parts["transform"]
         tr["assignments"] = tuple((str(c), str(e)) for c, e in tr.get("assignments", ()))
+        sink = parts["sink"]
+        sink["update"] = tuple((str(c), str(e)) for c, e in sink.get("update", ()))
         return cls(name=name, **{k: _COMPONENTS[k](**v) for k, v in parts.items()})
 
     def replace(self, **changes: Any) -> PipelineSpec:

@@ -97,6 +97,8 @@ class SinkContext:
     procedure: Any = None  # the engine's ProcedureBody, for INTO PROCEDURE
     sink_config: Mapping[str, Any] = field(default_factory=dict)  # SinkSpec.config
     sink_credentials: Mapping[str, Any] = field(default_factory=dict)  # SinkSpec.credentials
+    #: ``update`` writes: each column's Spark SQL over the stored row ``s`` and the new ``r``
+    update: tuple[tuple[str, str], ...] = ()
 
 
 class Sink(abc.ABC):

@@ -194,6 +194,11 @@ class DatabaseSink(Sink):
                 f"a pipeline into {self.dest.where()} cannot have SET, WHERE or computed "
                 "columns (they run on Spark, before a Delta commit)"
             )
+        if self.write not in ("append", "replace", "ignore"):
+            raise ConfigError(
+                f"a pipeline into {self.dest.where()} cannot {self.write.upper()} rows: it "
+                "appends, replaces or ignores rows of a key"
+            )
         if self.write != "append" and not self.keys:
             raise ConfigError(
                 f"upserting into table '{self.table}' of {self.dest.where()} needs its primary key"

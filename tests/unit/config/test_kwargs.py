@@ -128,11 +128,11 @@ def test_defaults_fill_only_what_the_caller_left_out():
         ({"sourc": "kafka"}, "unknown pipeline option 'sourc'; did you mean 'source'?"),
         (
             {"on_duplicate_key": "upsert"},
-            "on_duplicate_key must be replace, ignore or skip_duplicates",
+            "on_duplicate_key must be replace, ignore, skip_duplicates or update",
         ),
         (
             {"on_duplicate_key": "append"},
-            "on_duplicate_key must be replace, ignore or skip_duplicates",
+            "on_duplicate_key must be replace, ignore, skip_duplicates or update",
         ),
         ({"csv": {"delim": ";"}}, "unknown csv option 'delim'"),
         ({"chunk_records": 0}, "chunk_records must be an integer >= 1"),

@@ -26,6 +26,7 @@ from sparkpipes.config import PipelineSpec
 from sparkpipes.config.core import is_metadata_column
 from sparkpipes.engine.batch.contract import OFFSET_COLUMN, PARTITION_COLUMN
 from sparkpipes.engine.batch.transform import Refiner, Transform
+from sparkpipes.engine.sql.updates import stored_columns, update_expression
 from sparkpipes.errors import ConfigError
 from sparkpipes.formats import Decoder, build_decoder
 from sparkpipes.sinks import SINKS, Sink, SinkContext, SinkWriter
@@ -86,7 +87,8 @@ def validate(spec: PipelineSpec, table: TableRecord) -> None:
                 pipeline=spec.name,
             )
     if write_mode(spec, table) != "append":
-        primary_key(spec, table)
+        key = primary_key(spec, table)
+        _check_update(spec, table, key)
     if spec.format.skip_lines and not source.line_oriented:
         raise ConfigError(
             f"IGNORE n LINES applies to sources of lines (files), not {spec.source.kind}",
@@ -162,14 +164,38 @@ def load_schema(spec: PipelineSpec, table: TableRecord) -> pa.Schema:
     return pa.schema([f for f in schema if f.name not in skip])
 
 
+def _check_update(spec: PipelineSpec, table: TableRecord, key: list[str]) -> None:
+    """``ON DUPLICATE KEY UPDATE``'s assignments: of columns of the table other than its
+    key, over its columns; none reads a column an earlier one changes (MySQL would read
+    the changed value, the fold reads the row as it was)."""
+    names = set(table.schema.names)
+    for i, (column, expr) in enumerate(spec.sink.update):
+        if column not in names or column in key:
+            what = "a primary-key column" if column in key else "no column of the table"
+            raise ConfigError(
+                f"ON DUPLICATE KEY UPDATE assigns '{column}', {what}", pipeline=spec.name
+            )
+        read = stored_columns(update_expression(expr, table.schema.names, table.name))
+        changed = [c for c, _ in spec.sink.update[:i] if c in read]
+        if changed:
+            raise ConfigError(
+                f"ON DUPLICATE KEY UPDATE: '{column} = {expr}' reads '{changed[0]}', which "
+                "an earlier assignment changes; SingleStore would read the changed value "
+                "and here it is read as stored: assign it after, or write its expression out",
+                pipeline=spec.name,
+            )
+
+
 def write_mode(spec: PipelineSpec, table: TableRecord) -> str:
-    """How rows meet the table: the spec's write mode, ``skip_duplicates`` resolved by
-    whether the table has a primary key (duplicates of a key it does not have cannot
-    happen)."""
-    if spec.sink.write != "skip_duplicates":
+    """How rows meet the table: the spec's write mode, ``skip_duplicates`` and ``update``
+    resolved by whether the table has a primary key (duplicates of a key it does not have
+    cannot happen, so every row is inserted, as SingleStore does)."""
+    if spec.sink.write not in ("skip_duplicates", "update"):
         return spec.sink.write
     keyed = any(k.get("kind") == "PRIMARY" for k in table.options.get("keys", []))
-    return "ignore" if keyed else "append"
+    if not keyed:
+        return "append"
+    return "ignore" if spec.sink.write == "skip_duplicates" else "update"
 
 
 def primary_key(spec: PipelineSpec, table: TableRecord) -> list[str]:
@@ -255,6 +281,9 @@ def assemble(
         procedure=procedure,
         sink_config=spec.sink.config,
         sink_credentials=spec.sink.credentials,
+        update=tuple(
+            (c, update_expression(e, table.schema.names, table.name)) for c, e in spec.sink.update
+        ),
     )
     sink = SINKS.get(spec.sink.kind).for_pipeline(ctx)
     not_null = tuple(c for c in table.not_null if c in task_schema.names and c not in filled)

@@ -196,6 +196,8 @@ class CreatePipeline(Statement):
     #: resolves it)
     link: str | None = None
     transform: Transform | None = None
+    #: ``ON DUPLICATE KEY UPDATE col = expr, …``: how a row whose key is there changes it
+    on_duplicate: tuple[Assignment, ...] = ()
 
     @property
     def config_json(self) -> dict[str, Any]:
@@ -273,6 +275,10 @@ class CreatePipeline(Statement):
             out.append("SET " + ", ".join(a.to_sql() for a in self.assignments))
         if self.where is not None:
             out.append(f"WHERE {self.where.to_sql()}")
+        if self.on_duplicate:
+            out.append(
+                "ON DUPLICATE KEY UPDATE " + ", ".join(a.to_sql() for a in self.on_duplicate)
+            )
         return " ".join(out)
 
 

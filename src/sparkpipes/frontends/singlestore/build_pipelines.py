@@ -309,6 +309,15 @@ class PipelineBuilder(Builder):
     def tail_where_clause(self, item: Tree, seen: dict[str, Any], fields: dict[str, Any]) -> None:
         fields["where"] = self.expr(_sub(item, "expr_text"))
 
+    def tail_on_duplicate(self, item: Tree, seen: dict[str, Any], fields: dict[str, Any]) -> None:
+        assigned: dict[str, Any] = {}
+        out = []
+        for assignment in _subs(item, "assignment"):
+            column = self.name(_sub(assignment, "name"))
+            self.once(assigned, column, assignment, f"ON DUPLICATE KEY UPDATE of column '{column}'")
+            out.append(Assignment(column, self.expr(_sub(assignment, "expr_text"))))
+        fields["on_duplicate"] = tuple(out)
+
     def _start_pipeline(self, tree: Tree) -> StartPipeline:
         foreground = _sub(tree, "foreground")
         limit = None

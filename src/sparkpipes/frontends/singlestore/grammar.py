@@ -37,7 +37,7 @@ KEYWORDS: tuple[str, ...] = tuple(
     GRANT GRANTS REVOKE TO
     OPTIMIZE VACUUM RETAIN HOURS DRY RUN FULL STATUS
     AGGREGATOR ENABLE DISABLE OUT_OF_ORDER OPTIMIZATION METADATA GC DEFINED TRAILING NULLCOLS
-    DATABASE USE EXTENDED DETACH LINK LINKS DESCRIPTION LOCAL INFILE TRANSFORM
+    DATABASE USE EXTENDED DETACH LINK LINKS DESCRIPTION LOCAL INFILE TRANSFORM UPDATE
     """.split()  # noqa: SIM905
 )
 
@@ -199,7 +199,7 @@ format_clause: FORMAT name
 into_clause: INTO TABLE qname
            | INTO PROCEDURE qname
 
-load_tail: _load_item* set_clause? where_clause?
+load_tail: _load_item* set_clause? where_clause? on_duplicate?
 _load_item: format_clause | load_fields | fields_clause | lines_clause | ignore_lines
           | schema_clause | null_defined | trailing_nullcols
 null_defined: NULL DEFINED BY STRING (OPTIONALLY ENCLOSED)?
@@ -227,6 +227,7 @@ ignore_lines: IGNORE int_value LINES
 set_clause: SET assignment ("," assignment)*
 assignment: name "=" expr_text
 where_clause: WHERE expr_text
+on_duplicate: ON DUPLICATE KEY UPDATE assignment ("," assignment)*
 
 // ---------------------------------------------------------------- other pipeline statements
 start_pipeline: START PIPELINE if_not_running? qname foreground?

@@ -51,6 +51,13 @@ def to_spec(stmt: A.CreatePipeline, defaults: Mapping[str, Any]) -> PipelineSpec
             pipeline=s.name,
         )
     procedure = s.target is not None and s.target.kind == "PROCEDURE"
+    if s.on_duplicate and (s.on_conflict or procedure):
+        into = s.on_conflict if s.on_conflict else "INTO PROCEDURE"
+        raise ConfigError(
+            f"ON DUPLICATE KEY UPDATE cannot go with {into}: it says how a row changes the "
+            "stored row of its key",
+            pipeline=s.name,
+        )
     connector = s.source.upper() == "KAFKACONNECT"
     allowed = [o for o in OPTIONS if o != "name"]
     reject_unknown(defaults, allowed, what="pipeline default", pipeline=s.name)
@@ -76,11 +83,14 @@ def to_spec(stmt: A.CreatePipeline, defaults: Mapping[str, Any]) -> PipelineSpec
         "assignments": [(a.column, a.expr.text) for a in s.assignments],
         "where": s.where.text if s.where else None,
         "skip_lines": s.ignore_lines or 0,
-        "on_duplicate_key": s.on_conflict.lower()
+        "on_duplicate_key": "update"
+        if s.on_duplicate
+        else s.on_conflict.lower()
         if s.on_conflict
         else "skip_duplicates"
         if s.skip_errors in ("DUPLICATE KEY", "ALL")
         else None,
+        "on_duplicate_key_update": [(a.column, a.expr.text) for a in s.on_duplicate],
         "source_hints": (("AGGREGATOR",) if s.aggregator else ()) + s.hints,
         "format_options": (
             {"schema.registry.url": s.schema_registry}
@@ -234,6 +244,7 @@ def to_create_pipeline(spec: PipelineSpec) -> A.CreatePipeline:
         max_retries_per_batch_partition=batch.max_retries,
         skip_errors=_skip_errors(spec),
         transform=A.Transform(*dataclasses.astuple(fmt.program)) if fmt.program else None,
+        on_duplicate=tuple(A.Assignment(c, A.Expr(e)) for c, e in spec.sink.update),
         on_conflict=spec.sink.write.upper() if spec.sink.write in ("replace", "ignore") else None,
         format=fmt.kind.upper(),
         schema_registry=fmt.options.get("schema.registry.url"),

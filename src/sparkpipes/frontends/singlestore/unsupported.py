@@ -34,9 +34,6 @@ STATEMENTS: dict[tuple[str, ...], str] = {
 CLAUSES: dict[tuple[str, ...], str] = {
     ("NULL", "DEFINED", "BY"): " yet",
     ("TRAILING", "NULLCOLS"): " yet",
-    ("ON", "DUPLICATE", "KEY", "UPDATE"): (
-        " yet; REPLACE INTO TABLE keeps the last row of a key, IGNORE the first"
-    ),
     ("MAX_ERRORS",): " yet",
     ("ERRORS", "HANDLE"): " yet",
     ("COMPRESSION",): " yet",

@@ -183,7 +183,9 @@ class DeltaSink(Sink):
         strategy: WriteStrategy = (
             Append()
             if ctx.write == "append"
-            else Upsert.of(ctx.primary_key, ctx.write, ctx.sink_config or {}, ctx.schema.names)
+            else Upsert.of(
+                ctx.primary_key, ctx.write, ctx.sink_config or {}, ctx.schema.names, ctx.update
+            )
         )
         return cls(
             ctx.location,
@@ -528,12 +530,37 @@ class DeltaSink(Sink):
         )
         return df.withColumn(SEQ, seq)
 
+    def _stored(self, dt, df, keys: Sequence[str]):
+        """The rows of table version ``dt`` whose key one of ``df``'s rows has (each key
+        column's values among the batch's; the fold's join keeps the exact keys)."""
+        import pyarrow.compute as pc
+
+        wanted = df.select(*[f"`{k}`" for k in keys]).distinct().toArrow()
+        dataset = dt.to_pyarrow_dataset()
+        where = None
+        for k in keys:
+            t = dataset.schema.field(k).type
+            # the cast: files may hold string_view where the table says string
+            cond = pc.field(k).cast(t).isin(wanted.column(k).cast(t))
+            where = cond if where is None else where & cond
+        rows = dataset.to_table(filter=where, columns=self.schema.names).cast(self.schema)
+        return self.spark().createDataFrame(rows, schema=to_spark_schema(self.schema))
+
     def _merge(self, dt, staged: Sequence[Staged], upsert: Upsert, props) -> None:
         """One MERGE by key from a stream of the refined staged rows, one per key."""
         df = self._staged_frame(staged)
         if self.refine is not None:
             df = self.refine(df, (SEQ,))
-        rows = upsert.reduce(df, SEQ, self.schema.names)
+        if upsert.mode == "update":
+            rows = upsert.fold(
+                df,
+                self._stored(dt, df, upsert.keys),
+                SEQ,
+                self.schema.names,
+                {f.name: f.dataType.simpleString() for f in to_spark_schema(self.schema).fields},
+            )
+        else:
+            rows = upsert.reduce(df, SEQ, self.schema.names)
         failed: list[SinkError] = []
 
         def batches() -> Iterator[pa.RecordBatch]:

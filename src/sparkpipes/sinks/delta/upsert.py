@@ -13,6 +13,12 @@ Modes, as the front ends name them:
   rows in arrival order and then the stored row; a NULL never replaces a value.
 * ``ignore`` (``IGNORE INTO TABLE``, Pinot dedup): the first row of a key is kept, later
   ones are dropped.
+* ``update`` (SingleStore's ``ON DUPLICATE KEY UPDATE col = expr``): as MySQL applies
+  rows one by one, a key's rows fold in arrival order onto the stored row — or, for a key
+  the table lacks, onto its first row, inserted as it is — each setting the assigned
+  columns to their expressions over the row so far (``s``) and the new one (``r``); the
+  other columns keep their values. The stored rows of the batch's keys are read from the
+  table version the MERGE applies to (:meth:`Upsert.fold`).
 
 ``delete`` names a boolean column (Pinot's ``deleteRecordColumn``): a winning row with it
 true deletes the key.
@@ -43,10 +49,19 @@ class Upsert:
     comparison: tuple[str, ...] = ()
     partial: Mapping[str, str] = field(default_factory=dict)
     delete: str | None = None
+    update: tuple[tuple[str, str], ...] = ()
 
     @classmethod
-    def of(cls, keys: Sequence[str], mode: str, config: Mapping[str, Any], columns: Sequence[str]):
-        """From a pipeline's write mode and its sink config (``SinkSpec.config``)."""
+    def of(
+        cls,
+        keys: Sequence[str],
+        mode: str,
+        config: Mapping[str, Any],
+        columns: Sequence[str],
+        update: Sequence[tuple[str, str]] = (),
+    ):
+        """From a pipeline's write mode, its sink config (``SinkSpec.config``) and, for
+        ``update``, each assigned column's Spark SQL over ``s`` and ``r``."""
         unknown = [k for k in config if k not in CONFIG_KEYS]
         if unknown:
             raise ConfigError(
@@ -67,7 +82,11 @@ class Upsert:
                 f"partial upsert strategy '{s}' of column '{c}' is not one of "
                 f"{', '.join(STRATEGIES)}"
             )
-        return cls(tuple(keys), mode, comparison, partial, delete)
+        for c, _ in update:
+            if c not in columns or c in keys:
+                what = "a key column" if c in keys else "no column of the table"
+                raise ConfigError(f"ON DUPLICATE KEY UPDATE assigns '{c}', {what}")
+        return cls(tuple(keys), mode, comparison, partial, delete, tuple(update))
 
     # -- the batch: one row per key ---------------------------------------------------
     def reduce(self, df, seq: str, columns: Sequence[str]):
@@ -120,6 +139,40 @@ class Upsert:
         )
         return grouped.select(*[_q(c) for c in columns])
 
+    def fold(self, df, stored, seq: str, columns: Sequence[str], types: Mapping[str, str]):
+        """``update``: ``df``'s rows (``seq`` ordering them by arrival) folded per key onto
+        ``stored`` (the table's rows of those keys) or onto the key's first row; one row
+        per key, of ``columns`` (Spark SQL ``types``)."""
+        from pyspark.sql import functions as F
+
+        keys = [_q(k) for k in self.keys]
+        fields = [
+            F.col(seq).cast("long").alias("__seq"),
+            *[F.col(_q(c)).cast(types[c]).alias(c) for c in columns],
+        ]
+        rows = df.groupBy(*keys).agg(
+            F.sort_array(F.collect_list(F.struct(*fields))).alias("__rows")
+        )
+        zero = [
+            F.lit(0).cast("long").alias("__seq"),
+            *[F.col(_q(c)).cast(types[c]).alias(c) for c in columns],
+        ]
+        old = stored.select(*keys, F.struct(*zero).alias("__old"))
+        assigned = dict(self.update)
+        step = ", ".join(
+            [
+                "'__seq', r.__seq",
+                *(f"'{c}', CAST({assigned.get(c, f's.{_q(c)}')} AS {types[c]})" for c in columns),
+            ]
+        )
+        start = "CASE WHEN __old IS NULL THEN __rows[0] ELSE __old END"
+        rest = "CASE WHEN __old IS NULL THEN slice(__rows, 2, size(__rows) - 1) ELSE __rows END"
+        folded = F.expr(f"aggregate({rest}, {start}, (s, r) -> named_struct({step}))")
+        joined = rows.join(old, on=list(self.keys), how="left")
+        return joined.select(folded.alias("__row")).select(
+            *[F.col(f"__row.{_q(c)}").alias(c) for c in columns]
+        )
+
     # -- the MERGE -----------------------------------------------------------------------
     def predicate(self) -> str:
         return " AND ".join(f"t.{_q(k)} = s.{_q(k)}" for k in self.keys)
@@ -138,7 +191,9 @@ class Upsert:
             merger = merger.when_matched_delete(
                 predicate=f"({newer}) AND {gone}" if newer else gone
             )
-        if self.mode == "replace":
+        if self.mode == "update":
+            merger = merger.when_matched_update_all()
+        elif self.mode == "replace":
             if self.partial:
                 merger = merger.when_matched_update(
                     updates={

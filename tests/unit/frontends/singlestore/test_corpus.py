@@ -32,8 +32,6 @@ GAPS = {
     "field-singlestore-cookbook-github-io-other-1": "CREATE TABLES AS INFER PIPELINE "
     + NOT_SUPPORTED,
     # clauses not done yet
-    "field-kafka-flight-demo-create-pipeline-1": "ON DUPLICATE KEY UPDATE " + NOT_SUPPORTED,
-    "field-kafka-flight-demo-create-pipeline-2": "ON DUPLICATE KEY UPDATE " + NOT_SUPPORTED,
     "field-demo-ridesharing-sim-create-pipeline-1": "unknown format 'ICEBERG'",
     "field-flight-visualizer-serverless-create-table-1": "unknown type 'geography'",
     "field-flight-visualizer-serverless-create-table-2": "unknown type 'geographypoint'",

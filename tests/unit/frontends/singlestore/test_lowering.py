@@ -81,6 +81,14 @@ STATEMENTS = {
         f"{K} INTO TABLE t FORMAT JSON (a <- x DEFAULT 1, b <- y DEFAULT 'n/a', "
         "c <- z DEFAULT NULL, d <- w DEFAULT TRUE, e <- v)"
     ),
+    "on_duplicate_key_update": (
+        f"{K} SKIP ALL ERRORS INTO TABLE t FORMAT JSON (a <- a, n <- n) "
+        "ON DUPLICATE KEY UPDATE n = n + VALUES(n), b = VALUES(t.b)"
+    ),
+    "with_transform": (
+        f"{K} WITH TRANSFORM ('memsql://json', '', '-r \"[.a, .b] | @tsv\"') INTO TABLE t "
+        "FIELDS TERMINATED BY '\\t' (a, b)"
+    ),
     "location_with_quote": "CREATE PIPELINE p AS LOAD DATA FS '/it''s/\\\\x' INTO TABLE t",
 }
 
@@ -243,6 +251,14 @@ def test_a_python_built_spec_shows_as_sql_that_lowers_back():
         (
             f"{FS} INTO TABLE f FORMAT CSV LINES TERMINATED BY ';' (a)",
             "LINES TERMINATED BY ';' is not supported yet",
+        ),
+        (
+            f"{K} REPLACE INTO TABLE t FORMAT JSON ON DUPLICATE KEY UPDATE a = VALUES(a)",
+            "ON DUPLICATE KEY UPDATE cannot go with REPLACE",
+        ),
+        (
+            f"{K} INTO PROCEDURE p FORMAT JSON ON DUPLICATE KEY UPDATE a = 1",
+            "ON DUPLICATE KEY UPDATE cannot go with INTO PROCEDURE",
         ),
         (
             "CREATE PIPELINE `bad-name` AS LOAD DATA KAFKA 'h:1/t' INTO TABLE t",
