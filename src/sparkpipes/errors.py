@@ -220,6 +220,15 @@ class StorageFullError(SinkError):
     code = "SP402"
 
 
+class DuplicateKeyError(SinkError):
+    """A row's primary key is in the table already, or twice in the batch, where the
+    pipeline inserts (SingleStore's ``Duplicate entry … for key 'PRIMARY'``); the batch
+    fails, as SingleStore's would: the same rows would fail again."""
+
+    code = "SP403"
+    transient = False
+
+
 class CatalogError(SparkpipesError):
     """The catalog database failed."""
 

@@ -90,6 +90,34 @@ def test_a_comma_delimited_file_without_enclosure_keeps_its_quotes(sql, tmp_path
     assert "expected 2 fields, found 3" in rows(errors)[0][0]
 
 
+def test_a_duplicate_key_fails_the_batch_of_a_plain_into_table(sql, broker, topic):
+    """Without REPLACE, IGNORE, SKIP DUPLICATE KEY ERRORS or ON DUPLICATE KEY UPDATE, a
+    row whose primary key the table holds (or an earlier row of the batch) fails the
+    batch, as SingleStore's "Duplicate entry … for key 'PRIMARY'": nothing of it is
+    loaded and the offsets stay. Into a table without a primary key every row loads."""
+    broker.produce(topic, ['{"k": 1, "v": "a"}', '{"k": 2, "v": "b"}'], partitions=1)
+    sql("CREATE TABLE pk (k INT, v TEXT, PRIMARY KEY (k))")
+    sql(
+        f"CREATE PIPELINE pkp AS LOAD DATA KAFKA '{broker.bootstrap}/{topic}' "
+        "MAX_RETRIES_PER_BATCH_PARTITION 0 INTO TABLE pk FORMAT JSON"
+    )
+    assert "2 rows loaded" in sql("START PIPELINE pkp FOREGROUND").message
+    broker.produce(topic, ['{"k": 3, "v": "c"}', '{"k": 1, "v": "again"}'])
+    with pytest.raises(Exception, match=r"Duplicate entry '1' for key 'PRIMARY'.*in the table"):
+        sql("START PIPELINE pkp FOREGROUND")
+    assert rows(sql("SELECT k, v FROM pk ORDER BY k")) == [(1, "a"), (2, "b")]
+    sql("CREATE TABLE pk2 (k INT, v TEXT, PRIMARY KEY (k))")
+    sql(
+        f"CREATE PIPELINE pkq AS LOAD DATA KAFKA '{broker.bootstrap}/{topic}' "
+        "MAX_RETRIES_PER_BATCH_PARTITION 0 INTO TABLE pk2 FORMAT JSON"
+    )
+    with pytest.raises(
+        Exception, match=r"Duplicate entry '1' for key 'PRIMARY'.*twice in the batch"
+    ):
+        sql("START PIPELINE pkq FOREGROUND")
+    assert rows(sql("SELECT count(*) FROM pk2")) == [(0,)]
+
+
 def test_skip_duplicate_key_errors_skips_rows_whose_key_is_there(sql, broker, topic):
     """SKIP DUPLICATE KEY ERRORS: into a table with a primary key, a row whose key the
     table (or the batch before it) holds is skipped; into one without, every row loads."""

@@ -29,8 +29,10 @@ START_AT = "at:"
 OUT_OF_RANGE_POLICIES = ("fail", "earliest")
 #: ``skip_duplicates`` (SingleStore's ``SKIP DUPLICATE KEY ERRORS``): ``ignore`` on a table
 #: with a primary key (a row whose key is there is skipped), ``append`` on one without;
-#: ``update`` (``ON DUPLICATE KEY UPDATE``): a row whose key is there updates the stored row
-WRITE_MODES = ("append", "replace", "ignore", "skip_duplicates", "update")
+#: ``update`` (``ON DUPLICATE KEY UPDATE``): a row whose key is there updates the stored row;
+#: ``insert`` (SingleStore's plain ``INTO TABLE``): such a row fails the batch (``append``
+#: on a table without a primary key)
+WRITE_MODES = ("append", "replace", "ignore", "skip_duplicates", "update", "insert")
 FORMAT_OPTIONS = (
     "schema.registry.url",
     "schema",

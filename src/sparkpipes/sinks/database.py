@@ -187,7 +187,8 @@ class DatabaseSink(Sink):
         self.metadata = str(meta) if meta else None
         dead = cfg.get("dead_letter_table")
         self.dead_letters = str(dead) if dead else None
-        self.write = ctx.write
+        # ``insert``: the database refuses a duplicate key itself, as SingleStore would
+        self.write = "append" if ctx.write == "insert" else ctx.write
         self.keys = tuple(ctx.primary_key)
         if ctx.refine is not None:
             raise ConfigError(

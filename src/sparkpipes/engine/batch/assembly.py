@@ -187,15 +187,15 @@ def _check_update(spec: PipelineSpec, table: TableRecord, key: list[str]) -> Non
 
 
 def write_mode(spec: PipelineSpec, table: TableRecord) -> str:
-    """How rows meet the table: the spec's write mode, ``skip_duplicates`` and ``update``
-    resolved by whether the table has a primary key (duplicates of a key it does not have
+    """How rows meet the table: the spec's write mode, ``skip_duplicates``, ``update`` and
+    ``insert`` resolved by whether the table has a primary key (duplicates of a key it does not have
     cannot happen, so every row is inserted, as SingleStore does)."""
-    if spec.sink.write not in ("skip_duplicates", "update"):
+    if spec.sink.write not in ("skip_duplicates", "update", "insert"):
         return spec.sink.write
     keyed = any(k.get("kind") == "PRIMARY" for k in table.options.get("keys", []))
     if not keyed:
         return "append"
-    return "ignore" if spec.sink.write == "skip_duplicates" else "update"
+    return "ignore" if spec.sink.write == "skip_duplicates" else spec.sink.write
 
 
 def primary_key(spec: PipelineSpec, table: TableRecord) -> list[str]:

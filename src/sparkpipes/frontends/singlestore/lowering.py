@@ -89,7 +89,7 @@ def to_spec(stmt: A.CreatePipeline, defaults: Mapping[str, Any]) -> PipelineSpec
         if s.on_conflict
         else "skip_duplicates"
         if s.skip_errors in ("DUPLICATE KEY", "ALL")
-        else None,
+        else "insert",
         "on_duplicate_key_update": [(a.column, a.expr.text) for a in s.on_duplicate],
         "source_hints": (("AGGREGATOR",) if s.aggregator else ()) + s.hints,
         "format_options": (
@@ -186,7 +186,7 @@ def _skips(s: A.CreatePipeline) -> dict[str, bool]:
 def _skip_errors(spec: PipelineSpec) -> A.SkipErrors | None:
     parser, constraint = spec.format.skip_parser_errors, spec.format.skip_constraint_errors
     duplicates = spec.sink.write == "skip_duplicates"
-    if parser and constraint and spec.sink.write != "append":  # REPLACE / IGNORE: no duplicates
+    if parser and constraint and spec.sink.write not in ("append", "insert"):  # no duplicates
         return "ALL"
     if parser:
         return "PARSER"

@@ -54,6 +54,7 @@ from sparkpipes.errors import ConfigError, SinkError
 from sparkpipes.sinks.base import BatchCommit, Committed, Sink, SinkContext, Staged
 from sparkpipes.sinks.delta.checkpoints import DEFAULT_INTERVAL, CheckpointPolicy
 from sparkpipes.sinks.delta.commits import CommitConflict, is_conflict, retrying
+from sparkpipes.sinks.delta.keys import no_duplicates, stored_rows
 from sparkpipes.sinks.delta.upsert import Upsert
 from sparkpipes.sinks.frames import stream_frame, write_frame
 from sparkpipes.sinks.parquet import AddFile, ParquetWriter, local_path, write_error
@@ -530,31 +531,18 @@ class DeltaSink(Sink):
         )
         return df.withColumn(SEQ, seq)
 
-    def _stored(self, dt, df, keys: Sequence[str]):
-        """The rows of table version ``dt`` whose key one of ``df``'s rows has (each key
-        column's values among the batch's; the fold's join keeps the exact keys)."""
-        import pyarrow.compute as pc
-
-        wanted = df.select(*[f"`{k}`" for k in keys]).distinct().toArrow()
-        dataset = dt.to_pyarrow_dataset()
-        where = None
-        for k in keys:
-            t = dataset.schema.field(k).type
-            # the cast: files may hold string_view where the table says string
-            cond = pc.field(k).cast(t).isin(wanted.column(k).cast(t))
-            where = cond if where is None else where & cond
-        rows = dataset.to_table(filter=where, columns=self.schema.names).cast(self.schema)
-        return self.spark().createDataFrame(rows, schema=to_spark_schema(self.schema))
-
     def _merge(self, dt, staged: Sequence[Staged], upsert: Upsert, props) -> None:
         """One MERGE by key from a stream of the refined staged rows, one per key."""
         df = self._staged_frame(staged)
         if self.refine is not None:
             df = self.refine(df, (SEQ,))
-        if upsert.mode == "update":
+        if upsert.mode == "insert":
+            no_duplicates(dt, df, upsert.keys, self.schema, self.name)
+            rows = df.select(*[f"`{c}`" for c in self.schema.names])
+        elif upsert.mode == "update":
             rows = upsert.fold(
                 df,
-                self._stored(dt, df, upsert.keys),
+                stored_rows(dt, df, upsert.keys, self.schema),
                 SEQ,
                 self.schema.names,
                 {f.name: f.dataType.simpleString() for f in to_spark_schema(self.schema).fields},

@@ -13,6 +13,9 @@ Modes, as the front ends name them:
   rows in arrival order and then the stored row; a NULL never replaces a value.
 * ``ignore`` (``IGNORE INTO TABLE``, Pinot dedup): the first row of a key is kept, later
   ones are dropped.
+* ``insert`` (SingleStore's plain ``INTO TABLE`` on a table with a primary key): the rows
+  are inserted as they are; a key the table holds, or one twice in the batch, fails the
+  batch (:class:`~sparkpipes.errors.DuplicateKeyError`) before anything is written.
 * ``update`` (SingleStore's ``ON DUPLICATE KEY UPDATE col = expr``): as MySQL applies
   rows one by one, a key's rows fold in arrival order onto the stored row — or, for a key
   the table lacks, onto its first row, inserted as it is — each setting the assigned
@@ -191,6 +194,8 @@ class Upsert:
             merger = merger.when_matched_delete(
                 predicate=f"({newer}) AND {gone}" if newer else gone
             )
+        if self.mode == "insert":
+            return merger.when_not_matched_insert_all()  # none matches: checked before
         if self.mode == "update":
             merger = merger.when_matched_update_all()
         elif self.mode == "replace":

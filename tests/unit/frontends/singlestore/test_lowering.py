@@ -95,12 +95,15 @@ STATEMENTS = {
 
 def redacted(spec: PipelineSpec) -> PipelineSpec:
     """What SHOW CREATE PIPELINE keeps of ``spec``: credential keys, not values; and,
-    run as SQL, its values convert as SingleStore converts them (the one thing of a
-    spec built elsewhere that SQL has no clause for)."""
+    run as SQL, it reads as SingleStore does what a spec built elsewhere says without SQL
+    having a clause for it: values convert as SingleStore converts them, and an
+    appending pipeline inserts (a duplicate key fails its batch)."""
     creds = {k: Secret(REDACTED) for k in spec.credentials}
+    write = "insert" if spec.sink.write == "append" else spec.sink.write
     return spec.replace(
         source=dataclasses.replace(spec.source, credentials=creds),
         format=dataclasses.replace(spec.format, text_values=True),
+        sink=dataclasses.replace(spec.sink, write=write),
     )
 
 
@@ -345,12 +348,12 @@ def expressible_specs(draw):
             "assignments": assignments,
             "where": draw(st.none() | st.sampled_from(EXPRS)),
             "skip_parser_errors": draw(st.booleans()),
-            "on_duplicate_key": draw(st.sampled_from([None, "replace", "ignore"])),
             "batch_interval_ms": draw(st.integers(0, 10**9)),
             "max_partitions_per_batch": draw(st.none() | st.integers(1, 10**6)),
             "max_offsets_per_batch_partition": draw(st.integers(1, 10**12)),
             "max_retries": draw(st.integers(0, 100)),
             "text_values": True,
+            "on_duplicate_key": draw(st.sampled_from(["insert", "replace", "ignore"])),
             **options,
         },
         DEFAULTS,
