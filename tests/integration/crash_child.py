@@ -9,6 +9,12 @@ that started when the marker file ``WAREHOUSE/done`` already existed (the test c
 once every record has been produced), printing a last ``finished`` line with the committed
 offsets. Otherwise it runs until it is killed: by the test (SIGKILL to its process group)
 or by itself at a crash point (``SPARKPIPES_CRASH_AT``, see ``sparkpipes.engine.faults``).
+
+With ``CRASH_CHILD_STANDBY=1`` it first starts its SparkSession and warms it up (what
+``sparkpipes run`` does at start), without touching WAREHOUSE, prints a ``standby`` line
+and waits for a ``go`` line on stdin; only then does it open the engine. The test starts
+the next child that way while the current one runs, so that a restart after a kill does
+not wait for a JVM to start; the new engine still opens the warehouse only after the kill.
 """
 
 from __future__ import annotations
@@ -37,6 +43,13 @@ def main(argv: list[str]) -> int:
     warehouse, bootstrap, topic = argv
     from sparkpipes import Engine
 
+    if os.environ.get("CRASH_CHILD_STANDBY") == "1":
+        from sparkpipes.engine.spark.session import build_session, warm_up
+
+        warm_up(build_session("local[2]"))  # the session Engine(spark_master=...) then gets
+        emit(event="standby")
+        if sys.stdin.readline().strip() != "go":
+            return 0  # the test gave up on this run
     done_marker = os.path.join(warehouse, "done")
     eng = Engine(warehouse, spark_master="local[2]")
     if TABLE not in eng.tables():

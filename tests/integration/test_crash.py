@@ -9,7 +9,10 @@ Python driver, the Spark JVM and its Python workers) 24 times and restarts it ea
   (``SPARKPIPES_CRASH_AT=<point>:<n>``, n random in 1..3), once per point;
 * 20 times the test SIGKILLs the group 1.5-6 s (random) after the child's first batch.
 
-After each kill it waits until no process of the group is left, then checks, without Spark,
+Each child is started ahead, while the one before it still runs, and waits in standby with
+its SparkSession up (see ``crash_child.py``); it opens the warehouse only when the test lets
+it go, after the kill of the one before. After each kill the test waits until no process of
+the group is left, then checks, without Spark,
 that the table holds each Kafka (partition, offset) below the committed end offsets exactly
 once and nothing else, and that the kill left the table and the catalog where that crash
 point must leave them. Finally it lets the child run until it finds nothing new and checks
@@ -52,7 +55,8 @@ PARTITIONS = 4
 CORES = 2  # the children's local[2]
 INITIAL_RECORDS = 40_000  # produced before the first start: 10,000 per partition of backlog
 MAX_OFFSETS = 3_000  # the child pipeline's max_offsets_per_batch_partition
-RUN_SECONDS = 13.0  # first guess of one start-batch-kill cycle; then measured
+STANDBY_TIMEOUT_S = 240.0
+RUN_SECONDS = 10.0  # first guess of one start-batch-kill cycle; then measured
 CHUNK = (25, 400)  # records per producer chunk: small, so that nearly every batch commits
 RANDOM_KILLS = 20
 POINT_SLOTS = 8  # crash-point runs are among the first runs, while records still arrive
@@ -279,6 +283,7 @@ class Run:
     lines: list[dict[str, Any]] = field(default_factory=list)
     raw: list[str] = field(default_factory=list)
     first_batch: threading.Event = field(default_factory=threading.Event)
+    standby: threading.Event = field(default_factory=threading.Event)
     reader: threading.Thread | None = None
     after: State | None = None
     outcome: str = ""
@@ -308,16 +313,18 @@ class Run:
                 self.raw.append(line.rstrip())
                 continue
             self.lines.append(d)
+            if d.get("event") == "standby":
+                self.standby.set()
             if d.get("event") == "batch":
                 self.first_batch.set()
 
 
-def start_child(
-    index: int, kind: str, param: float, args: list[str], tmp: Path, before: State
-) -> Run:
+def launch_child(index: int, kind: str, param: float, args: list[str], tmp: Path) -> Run:
+    """Start a child in standby: its Spark up, the warehouse not opened (see ``go``)."""
     env = {k: v for k, v in os.environ.items() if k != "SPARKPIPES_CRASH_AT"}
     env.update(
         PYTHONUNBUFFERED="1",
+        CRASH_CHILD_STANDBY="1",
         SPARK_LOCAL_DIRS=str(tmp / "spark-local"),
         CRASH_CHILD_MAX_OFFSETS=str(MAX_OFFSETS),
     )
@@ -327,7 +334,7 @@ def start_child(
     with open(log, "wb") as err:
         proc = subprocess.Popen(
             [sys.executable, str(CHILD), *args],
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=err,
             text=True,
@@ -335,10 +342,33 @@ def start_child(
             env=env,
             start_new_session=True,  # a process-group leader: the JVM joins its group
         )
-    run = Run(index, kind, param, proc, log, before, time.time())
+    run = Run(index, kind, param, proc, log, State(), time.time())
     run.reader = threading.Thread(target=run.read, name=f"crash-child-{index}", daemon=True)
     run.reader.start()
     return run
+
+
+def go(run: Run, before: State, where: str) -> None:
+    """Let a child in standby open the warehouse (in the state ``before``) and run."""
+    deadline = time.time() + STANDBY_TIMEOUT_S
+    while not run.standby.wait(0.2):
+        assert run.proc.poll() is None and time.time() < deadline, (
+            f"{where}: the child never got to standby (exit {run.proc.poll()}):\n"
+            f"{run.stderr_tail()}"
+        )
+    assert run.proc.stdin is not None
+    run.before, run.t0 = before, time.time()
+    run.proc.stdin.write("go\n")
+    run.proc.stdin.close()
+
+
+def stop_child(run: Run | None) -> None:
+    if run is not None:
+        kill_group(run.proc.pid)
+        try:
+            run.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            pass
 
 
 def group_members(pgid: int) -> list[str]:
@@ -472,14 +502,21 @@ def test_crash_exactly_once(broker, tmp_path):
     producer = RecordProducer(broker.bootstrap, topic, random.Random(rng.getrandbits(64)))
     runs: list[Run] = []
     current: Run | None = None
+    pending: Run | None = launch_child(0, *schedule[0], args, tmp_path)
     try:
         producer.produce(INITIAL_RECORDS)
         producer.target_end = time.time() + RUN_SECONDS * (len(schedule) - 1)
         producer.start()
 
+        loop_started = time.time()
         for index, (kind, param) in enumerate(schedule):
             where = f"{tag} run {index} ({kind} {param:g})"
-            current = run = start_child(index, kind, param, args, tmp_path, read_state(warehouse))
+            current = run = pending
+            assert run is not None
+            go(run, read_state(warehouse), where)
+            # the next child starts its Spark while this one runs; it waits for its go
+            following = schedule[index + 1] if index + 1 < len(schedule) else ("final", 0.0)
+            pending = launch_child(index + 1, *following, args, tmp_path)
             if kind == "random":
                 deadline = time.time() + FIRST_BATCH_TIMEOUT_S
                 while not run.first_batch.wait(0.2):
@@ -505,7 +542,7 @@ def test_crash_exactly_once(broker, tmp_path):
             run.seconds = time.time() - run.t0
             run.after = read_state(warehouse)
             runs.append(run)
-            average = sum(r.seconds for r in runs) / len(runs)
+            average = (time.time() - loop_started) / len(runs)  # a cycle, standby included
             producer.target_end = time.time() + average * (len(schedule) - index - 2)
             check_run(run, tag)
             print(
@@ -518,7 +555,10 @@ def test_crash_exactly_once(broker, tmp_path):
         assert producer.join(PRODUCER_TIMEOUT_S), f"{tag}: producer did not finish"
         assert producer.error is None, f"{tag}: producer failed: {producer.error!r}"
         (warehouse / "done").touch()
-        current = final = start_child(len(schedule), "final", 0, args, tmp_path, runs[-1].after)
+        current = final = pending
+        pending = None
+        assert final is not None
+        go(final, runs[-1].after, f"{tag} final run")
         try:
             rc = final.proc.wait(FINAL_TIMEOUT_S)
         except subprocess.TimeoutExpired:
@@ -532,12 +572,8 @@ def test_crash_exactly_once(broker, tmp_path):
         runs.append(final)
         check_run(final, tag)
     finally:
-        if current is not None:  # a check failed while a child ran: leave nothing behind
-            kill_group(current.proc.pid)
-            try:
-                current.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                pass
+        stop_child(current)  # a check failed while a child ran: leave nothing behind
+        stop_child(pending)
         producer.stop()
 
     # -- every id exactly once -----------------------------------------------------------

@@ -3,7 +3,11 @@
 database's open transaction and 20 times at random moments of its batches, each database
 server is restarted once under it, and records keep arriving throughout. After every kill
 no record is in the table twice; at the end every record is there exactly once and the
-metadata table's offset ranges are contiguous per partition and add up to the rows."""
+metadata table's offset ranges are contiguous per partition and add up to the rows.
+
+Each child is started ahead, while the one before it runs, and waits with its Spark session
+warm (``children.spawn_standby``); it opens the warehouse and the databases only at its go,
+after the one before it was killed."""
 
 from __future__ import annotations
 
@@ -17,7 +21,7 @@ from collections import defaultdict
 
 import pytest
 
-from tests.integration.children import finish, spawn
+from tests.integration.children import finish, go, spawn_standby
 from tests.integration.databases import ScratchDb, restart_server
 
 pytestmark = [pytest.mark.timeout(1500), pytest.mark.slow]
@@ -110,10 +114,27 @@ def test_sink_connectors_survive_kills_and_server_restarts(broker, topic, tmp_pa
             time.sleep(0.1)
         marker.unlink()
 
+    # every run's crash point, in order (None: killed by the test, or the last run)
+    plan = [f"in_database_transaction:{hit}" for hit in (1, 2)] + [None] * (KILLS + 1)
+    started = []  # every child so far; the last one waits in standby
+
+    def launch() -> None:
+        if len(started) < len(plan):
+            crash_at = plan[len(started)]
+            started.append(spawn_standby(CHILD, warehouse, configs, crash_at=crash_at))
+
+    def start_next():
+        """Let the child in standby go; the next run's child starts its Spark meanwhile."""
+        if not started:
+            launch()
+        proc = started[-1]
+        launch()
+        return go(proc)
+
     try:
         produce()  # the first record's schema makes the tables
         for hit in (1, 2):  # a kill inside each database's open transaction
-            proc = spawn(CHILD, warehouse, configs, crash_at=f"in_database_transaction:{hit}")
+            proc = start_next()
             assert finish(proc) == -signal.SIGKILL, "the child did not crash in a transaction"
             check(f"a kill in an open transaction ({hit})")
             (warehouse / "ready").unlink(missing_ok=True)
@@ -122,7 +143,7 @@ def test_sink_connectors_survive_kills_and_server_restarts(broker, topic, tmp_pa
         restarts = {KILLS // 3: "postgresql", 2 * KILLS // 3: "mariadb"}
         for n in range(KILLS):
             produce()
-            proc = spawn(CHILD, warehouse, configs)
+            proc = start_next()
             ready(proc)
             if n in restarts:
                 time.sleep(rng.uniform(0.3, 1.0))
@@ -131,10 +152,13 @@ def test_sink_connectors_survive_kills_and_server_restarts(broker, topic, tmp_pa
             check(f"kill {n + 1}")
         produce()
         (warehouse / "done").touch()
-        assert finish(spawn(CHILD, warehouse, configs), timeout=600) == 0
+        assert finish(start_next(), timeout=600) == 0
         for db in dbs:
             _exactly_once(db, topic, sent)
     finally:
+        for proc in started:  # a child left running or in standby if a check failed
+            if proc.poll() is None:
+                finish(proc, kill_after=0)
         for db in dbs:
             db.drop()
 
