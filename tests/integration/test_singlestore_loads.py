@@ -240,6 +240,12 @@ def test_on_duplicate_key_update_applies_rows_one_by_one(sql, broker, topic):
             "flightupdates FORMAT JSON (icao <- icao) "
             "ON DUPLICATE KEY UPDATE count = count + 1, max_alt = count"
         )
+    with pytest.raises(Exception, match="reflect"):  # the query sandbox admits it first
+        sql(
+            f"CREATE PIPELINE bad AS LOAD DATA KAFKA '{broker.bootstrap}/{topic}' INTO TABLE "
+            "flightupdates FORMAT JSON (icao <- icao) ON DUPLICATE KEY UPDATE "
+            "callsign = reflect('java.lang.System', 'getProperty', 'user.home')"
+        )
     with pytest.raises(Exception, match="assigns 'icao', a primary-key column"):
         sql(
             f"CREATE PIPELINE bad AS LOAD DATA KAFKA '{broker.bootstrap}/{topic}' INTO TABLE "

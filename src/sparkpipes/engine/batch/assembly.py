@@ -26,6 +26,7 @@ from sparkpipes.config import PipelineSpec
 from sparkpipes.config.core import is_metadata_column
 from sparkpipes.engine.batch.contract import OFFSET_COLUMN, PARTITION_COLUMN
 from sparkpipes.engine.batch.transform import Refiner, Transform
+from sparkpipes.engine.sql.sandbox import check_expression
 from sparkpipes.engine.sql.updates import stored_columns, update_expression
 from sparkpipes.errors import ConfigError
 from sparkpipes.formats import Decoder, build_decoder
@@ -186,6 +187,19 @@ def _check_update(spec: PipelineSpec, table: TableRecord, key: list[str]) -> Non
             )
 
 
+def _admitted_updates(
+    spec: PipelineSpec, table: TableRecord, spark: Callable[[], Any]
+) -> tuple[tuple[str, str], ...]:
+    """``ON DUPLICATE KEY UPDATE``'s assignments as Spark SQL, each admitted by the query
+    sandbox as a pipeline's SET expressions are."""
+    out = tuple(
+        (c, update_expression(e, table.schema.names, table.name)) for c, e in spec.sink.update
+    )
+    for _, expr in out:
+        check_expression(spark(), expr)
+    return out
+
+
 def write_mode(spec: PipelineSpec, table: TableRecord) -> str:
     """How rows meet the table: the spec's write mode, ``skip_duplicates``, ``update`` and
     ``insert`` resolved by whether the table has a primary key (duplicates of a key it does not have
@@ -281,9 +295,7 @@ def assemble(
         procedure=procedure,
         sink_config=spec.sink.config,
         sink_credentials=spec.sink.credentials,
-        update=tuple(
-            (c, update_expression(e, table.schema.names, table.name)) for c, e in spec.sink.update
-        ),
+        update=_admitted_updates(spec, table, spark),
     )
     sink = SINKS.get(spec.sink.kind).for_pipeline(ctx)
     not_null = tuple(c for c in table.not_null if c in task_schema.names and c not in filled)

@@ -24,6 +24,7 @@ from sparkpipes.engine.sql import identity
 from sparkpipes.engine.sql.dialect import INTERNAL, translate, view_name
 from sparkpipes.engine.sql.jobs import Statement
 from sparkpipes.engine.sql.sandbox import check_expression, check_query
+from sparkpipes.engine.sql.updates import update_expression
 from sparkpipes.engine.variables import like
 from sparkpipes.errors import (
     ConfigError,
@@ -151,10 +152,15 @@ class SqlSession(TableStatements, UserStatements, LinkStatements, LoadStatements
         spec = self.engine.prepare_pipeline(
             to_spec(s, self.engine.pipeline_defaults()), replace=s.or_replace
         )
-        if spec.transform and self.engine.rt.spark_started:  # else its first batch checks
-            t = spec.transform
+        if (spec.transform or spec.sink.update) and self.engine.rt.spark_started:
+            t = spec.transform  # else its first batch checks them
             for text in [e for _, e in t.assignments] + ([t.where] if t.where else []):
                 check_expression(self.engine.spark, translate(text))
+            if spec.sink.update:
+                table = self.engine.catalog.tables.get(spec.table)
+                for _, text in spec.sink.update:
+                    expr = update_expression(text, table.schema.names, table.name)
+                    check_expression(self.engine.spark, expr)
         made = None
         if s.inferred and s.target is None and spec.table not in self.engine.tables():
             (stmt, _), *_ = iter_parse(self.engine.inferred_table(spec))

@@ -165,7 +165,12 @@ class Upsert:
         step = ", ".join(
             [
                 "'__seq', r.__seq",
-                *(f"'{c}', CAST({assigned.get(c, f's.{_q(c)}')} AS {types[c]})" for c in columns),
+                *(
+                    f"'{c}', CAST(({assigned[c]}\n) AS {types[c]})"  # \n: ends a -- comment
+                    if c in assigned
+                    else f"'{c}', s.{_q(c)}"
+                    for c in columns
+                ),
             ]
         )
         start = "CASE WHEN __old IS NULL THEN __rows[0] ELSE __old END"
