@@ -233,7 +233,7 @@ on_duplicate: ON DUPLICATE KEY UPDATE assignment ("," assignment)*
 start_pipeline: START PIPELINE if_not_running? qname foreground?
 if_not_running: IF NOT RUNNING
 foreground: FOREGROUND (LIMIT int_value BATCHES)?
-start_all_pipelines: START ALL PIPELINES
+start_all_pipelines: START ALL? PIPELINES
 stop_pipeline: STOP PIPELINE if_running? qname DETACH?
 if_running: IF RUNNING
 stop_all_pipelines: STOP ALL PIPELINES

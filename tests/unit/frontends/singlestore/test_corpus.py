@@ -37,7 +37,6 @@ GAPS = {
     "field-flight-visualizer-serverless-create-table-2": "unknown type 'geographypoint'",
     # still a bare syntax error: the work left
     "field-spaces-notebooks-create-pipeline-1": "unexpected 'KEY'",  # REPLACE KEY(col)
-    "docs-detach-start-pipelines-1": "unexpected 'PIPELINES'",
     "field-singlestore-logistics-sim-create-table-1": "unexpected ''standard''",
     # not SQL as written: templates with placeholders, a slide's cut-off text
     "field-singlestore-near-analytics-load-data-1": "unexpected '%'",
