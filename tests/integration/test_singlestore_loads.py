@@ -378,6 +378,43 @@ def test_json_values_reach_columns_as_text_first(sql, tmp_path):
     ]
 
 
+def test_a_column_default_fills_what_a_row_does_not_give(sql, tmp_path):
+    """A column's DEFAULT is what a row that gives the column no value holds: a pipeline
+    whose column list or mapping leaves it out (with or without SET), an INSERT that does
+    not name it; CURRENT_TIMESTAMP / NOW() is the time of the load. A NULL the record
+    gives is a value (NULL), not a missing one. SHOW CREATE TABLE and DESCRIBE show it."""
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "a.tsv").write_text("1\tx\n2\t\\N\n")
+    (tmp_path / "j").mkdir()
+    (tmp_path / "j" / "a.json").write_text('{"id": 3, "s": "y"}\n')
+    sql(
+        "CREATE TABLE d (id INT, s TEXT, status VARCHAR(10) NOT NULL DEFAULT 'new', "
+        "n INT DEFAULT 7, created DATETIME NOT NULL DEFAULT NOW(), note TEXT)"
+    )
+    sql(f"CREATE PIPELINE dc AS LOAD DATA FS '{tmp_path}/c/*.tsv' INTO TABLE d (id, s)")
+    sql(
+        f"CREATE PIPELINE dj AS LOAD DATA FS '{tmp_path}/j/*.json' INTO TABLE d FORMAT JSON "
+        "(id <- id, s <- s) SET note = upper(s)"
+    )
+    sql("START PIPELINE dc FOREGROUND")
+    sql("START PIPELINE dj FOREGROUND")
+    sql("INSERT INTO d (id, n) VALUES (4, NULL)")
+    got = rows(sql("SELECT id, s, status, n, note, created IS NOT NULL FROM d ORDER BY id"))
+    assert got == [
+        (1, "x", "new", 7, None, True),
+        (2, None, "new", 7, None, True),
+        (3, "y", "new", 7, "Y", True),
+        (4, None, "new", None, None, True),  # n given as NULL: NULL
+    ]
+    shown = sql("SHOW CREATE TABLE d").rows[0][1]
+    assert "`status` VARCHAR(10) NOT NULL DEFAULT 'new'" in shown
+    assert "`created` DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP" in shown
+    described = {r[0]: r[4] for r in sql("DESCRIBE d").rows}
+    assert (described["n"], described["note"]) == ("7", None)
+    with pytest.raises(Exception, match="Invalid default value for 'x'"):
+        sql("CREATE TABLE bad (x INT DEFAULT 'abc')")
+
+
 def test_load_data_infile_loads_a_file_once_as_mysql_reads_it(sql, tmp_path):
     """``LOAD DATA INFILE`` (MySQL's and SingleStore's one-off load) with the CSV clauses
     of a pipeline: the file loads once, its skipped records told in the answer; nothing

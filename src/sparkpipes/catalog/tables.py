@@ -17,6 +17,7 @@ from sqlalchemy.exc import IntegrityError
 
 from sparkpipes.catalog.schema import maintenance_t, schema_from_text, schema_to_text, tables_t
 from sparkpipes.catalog.time import now as _now
+from sparkpipes.config.tables import ColumnDefault, stored_defaults
 from sparkpipes.errors import AlreadyExistsError, NotFoundError
 
 Tx = Callable[[], AbstractContextManager[sa.Connection]]
@@ -40,6 +41,11 @@ class TableRecord:
     def computed(self) -> dict[str, str]:
         """Computed columns, in order: name → expression (computed at ingest)."""
         return dict(self.options.get("computed", {}))
+
+    @property
+    def defaults(self) -> dict[str, ColumnDefault]:
+        """Column defaults: what a row that gives a column no value has in it."""
+        return stored_defaults(self.options)
 
 
 class Tables:

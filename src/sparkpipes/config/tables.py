@@ -46,6 +46,25 @@ class TableKey:
 
 
 @dataclass(frozen=True)
+class ColumnDefault:
+    """A column's ``DEFAULT``: what a row that gives the column no value has in it — a
+    pipeline that does not load the column, an INSERT that does not name it. ``value``
+    is a JSON scalar (text, a number, a boolean), converted to the column's type as a
+    record's value is; with ``now``, the time the row is loaded (``CURRENT_TIMESTAMP``,
+    ``NOW()``)."""
+
+    value: Any = None
+    now: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {"now": True} if self.now else {"value": self.value}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> ColumnDefault:
+        return cls(d.get("value"), bool(d.get("now")))
+
+
+@dataclass(frozen=True)
 class ColumnSpec:
     """A column: its type (Arrow, or Spark DDL text), the type as declared, whether it
     refuses NULL, and for a computed column its expression (Spark SQL over the others)."""
@@ -55,6 +74,7 @@ class ColumnSpec:
     declared: str | None = None
     not_null: bool = False
     computed: str | None = None
+    default: ColumnDefault | None = None
 
 
 @dataclass(frozen=True)
@@ -104,6 +124,10 @@ class TableSpec:
     def declared(self) -> dict[str, str]:
         return {c.name: c.declared for c in self.columns if c.declared is not None}
 
+    @property
+    def defaults(self) -> dict[str, ColumnDefault]:
+        return {c.name: c.default for c in self.columns if c.default is not None}
+
     def options(self) -> dict[str, Any]:
         """What the catalog keeps of the spec besides the schema."""
         out: dict[str, Any] = {"keys": [k.to_json() for k in self.keys], "computed": self.computed}
@@ -111,6 +135,8 @@ class TableSpec:
             out["declared"] = self.declared
         if self.not_null:
             out["not_null"] = list(self.not_null)
+        if self.defaults:
+            out["defaults"] = {c: d.to_json() for c, d in self.defaults.items()}
         return out
 
     @classmethod
@@ -123,6 +149,7 @@ class TableSpec:
         declared = options.get("declared", {})
         computed = options.get("computed", {})
         not_null = set(options.get("not_null", ()))
+        defaults = stored_defaults(options)
         columns = tuple(
             ColumnSpec(
                 f.name,
@@ -130,11 +157,17 @@ class TableSpec:
                 declared.get(f.name) or spark_types.get(f.name, str(f.type)),
                 f.name in not_null,
                 computed.get(f.name),
+                defaults.get(f.name),
             )
             for f in schema
         )
         keys = tuple(TableKey.from_json(k) for k in options.get("keys", ()))
         return cls(name, columns, keys)
+
+
+def stored_defaults(options: Mapping[str, Any]) -> dict[str, ColumnDefault]:
+    """The column defaults a table's stored options hold."""
+    return {c: ColumnDefault.from_json(d) for c, d in options.get("defaults", {}).items()}
 
 
 def ddl_types(ddl: str) -> dict[str, str]:

@@ -179,7 +179,7 @@ class AlterTable:
                 f"{refuse}: pipeline '{name}' loads it ({how}); replace or drop the pipeline first"
             )
         options = dict(rec.options)
-        for name in ("computed", "declared"):
+        for name in ("computed", "declared", "defaults"):
             options[name] = {c: v for c, v in options.get(name, {}).items() if c != column}
         options["not_null"] = [c for c in options.get("not_null", []) if c != column]
         schema = pa.schema([f for f in rec.schema if f.name != column])
@@ -232,6 +232,8 @@ class AlterTable:
         options["declared"] = {**declared_types, column: declared} if declared else declared_types
         nn = [c for c in options.get("not_null", []) if c != column]
         options["not_null"] = [*nn, column] if not_null else nn
+        # MODIFY redefines the column: a DEFAULT it had goes, as in MySQL
+        options["defaults"] = {c: v for c, v in options.get("defaults", {}).items() if c != column}
         schema = pa.schema([field if f.name == column else f for f in rec.schema])
         after = dataclasses.replace(rec, schema=schema, options=options)
         self._check_users(rec, after, refuse, dropped=False)

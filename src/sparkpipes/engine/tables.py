@@ -196,7 +196,8 @@ class Tables(AlterTable):
         sink = self.sink(rec)
         from pyspark.sql import functions as F
 
-        checked = apply(df, Transform(computed=tuple(rec.computed.items())), rec.schema, check=True)
+        fill = Transform(computed=tuple(rec.computed.items()), defaults=tuple(rec.defaults.items()))
+        checked = apply(df, fill, rec.schema, check=True)
         cond = F.col(REJECT_COLUMN).isNotNull()
         for c in rec.not_null:
             cond = cond | F.col(f"`{c}`").isNull()

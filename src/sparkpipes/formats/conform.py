@@ -4,9 +4,9 @@ it is written (``engine.batch.task`` calls these, in this order, on each chunk).
 Promises:
 
 - :func:`to_columns` gives exactly the table's columns, in its order; a column the decoder
-  did not load is NULL, a loaded one is cast to the column's type (a cast that loses data
-  raises ``ArrowInvalid``). Unlike ``formats.base.conform`` (a decoder's own fast path,
-  which needs every column), columns may be missing.
+  did not load holds its DEFAULT, else NULL; a loaded one is cast to the column's type (a
+  cast that loses data raises ``ArrowInvalid``). Unlike ``formats.base.conform`` (a
+  decoder's own fast path, which needs every column), columns may be missing.
 - :func:`with_metadata` fills the table's record-metadata columns (``__key``,
   ``__header$<name>``, ``__metadata$offset|partition|recordTimestamp``; see
   ``config.core.is_metadata_column``) from each kept record's key, headers, position,
@@ -23,24 +23,42 @@ the rows a check rejects, the ``__header$…`` columns and bytes that are not UT
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import datetime as dt
+from collections.abc import Iterable, Mapping
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from sparkpipes.config.tables import ColumnDefault
 from sparkpipes.formats.base import Decoded, RecordError
+from sparkpipes.formats.coerce import coerce_column
 from sparkpipes.sources.base import Fetched
 
-__all__ = ["as_text", "not_null", "to_columns", "with_metadata"]
+__all__ = ["as_text", "default_values", "not_null", "to_columns", "with_metadata"]
 
 
-def to_columns(table: pa.Table, schema: pa.Schema) -> pa.Table:
-    """Columns of ``schema`` in its order; the ones the decoder did not load are NULL."""
+def to_columns(
+    table: pa.Table, schema: pa.Schema, defaults: Mapping[str, ColumnDefault] | None = None
+) -> pa.Table:
+    """Columns of ``schema`` in its order; the ones the decoder did not load hold their
+    ``defaults`` (the time now for ``now``), or NULL."""
+    n = table.num_rows
     cols = [
-        table.column(f.name) if f.name in table.column_names else pa.nulls(table.num_rows, f.type)
+        table.column(f.name)
+        if f.name in table.column_names
+        else default_values(defaults[f.name], f, n)
+        if defaults and f.name in defaults
+        else pa.nulls(n, f.type)
         for f in schema
     ]
     return pa.Table.from_arrays(cols, schema=schema)
+
+
+def default_values(default: ColumnDefault, field: pa.Field, n: int) -> pa.Array:
+    """``n`` rows of a column's DEFAULT, of its type (a ValueError names a default the
+    type cannot hold)."""
+    value = dt.datetime.now(dt.UTC) if default.now else coerce_column(default.value, field)
+    return pa.repeat(pa.scalar(value, field.type), n)
 
 
 def with_metadata(

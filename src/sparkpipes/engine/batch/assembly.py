@@ -24,6 +24,7 @@ import pyarrow as pa
 from sparkpipes.catalog import TableRecord
 from sparkpipes.config import PipelineSpec
 from sparkpipes.config.core import is_metadata_column
+from sparkpipes.config.tables import ColumnDefault
 from sparkpipes.engine.batch.contract import OFFSET_COLUMN, PARTITION_COLUMN
 from sparkpipes.engine.batch.transform import Refiner, Transform
 from sparkpipes.engine.sql.sandbox import check_expression
@@ -54,6 +55,8 @@ class Assembled:
     refiner: Refiner | None = None
     #: table columns the tasks fill from record metadata (see ``metadata_columns``)
     metadata_columns: tuple[str, ...] = ()
+    #: the DEFAULT of each column the tasks hand on that a record may not load
+    defaults: tuple[tuple[str, ColumnDefault], ...] = ()
 
     @property
     def stages(self) -> bool:
@@ -246,11 +249,14 @@ def assemble(
     )
     source = framed(spec, source, decoder)
     transform = Transform(
-        spec.transform.assignments, spec.transform.where, tuple(table.computed.items())
+        spec.transform.assignments,
+        spec.transform.where,
+        tuple(table.computed.items()),
+        tuple(table.defaults.items()),
     )
     write = write_mode(spec, table)
     upserts = write != "append"
-    refines = bool(transform)
+    refines = bool(transform) or (upserts and bool(transform.defaults))
     if refines or upserts:
         where = (
             [table.schema.field(c) for c in PROVENANCE]
@@ -312,4 +318,5 @@ def assemble(
         upserts=upserts,
         refiner=refiner,
         metadata_columns=metadata_columns(source, table),
+        defaults=tuple((c, d) for c, d in table.defaults.items() if c in task_schema.names),
     )

@@ -16,6 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from sparkpipes.config.tables import ColumnDefault
 from sparkpipes.errors import SparkpipesError
 from sparkpipes.formats import Decoder
 from sparkpipes.sinks import SinkWriter, Staged
@@ -126,6 +127,7 @@ class TaskSpec:
     catch_up_s: float = 10.0
     skip_lines: int = 0
     not_null: tuple[str, ...] = ()  # columns of the task's rows that must have a value
+    defaults: tuple[tuple[str, ColumnDefault], ...] = ()  # what a column not loaded holds
     chunk_records: int = 20_000
     file_rows: int = 1_000_000
     #: columns filled from each record's key, headers, offset, partition and timestamp

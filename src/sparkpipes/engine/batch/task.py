@@ -228,7 +228,7 @@ def _decode(
     if want is not None and spec.provenance:  # those two are appended below
         want = pa.schema([f for f in want if f.name not in (PARTITION_COLUMN, OFFSET_COLUMN)])
     if want is not None and table.schema != want:
-        table = to_columns(table, want)
+        table = to_columns(table, want, dict(spec.defaults))
     if spec.metadata_columns:
         table = with_metadata(table, spec.metadata_columns, partition, fetched, kept)
     if spec.not_null:

@@ -15,6 +15,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from sparkpipes.config.tables import ColumnDefault
 from sparkpipes.engine.batch.contract import ErrorRecord
 from sparkpipes.engine.schema import to_spark
 from sparkpipes.engine.sql.dialect import translate
@@ -29,8 +30,10 @@ class Transform:
     assignments: tuple[tuple[str, str], ...] = ()
     where: str | None = None
     computed: tuple[tuple[str, str], ...] = ()
+    #: what a column no row value reaches holds (a column DEFAULT); not SQL of a user's
+    defaults: tuple[tuple[str, ColumnDefault], ...] = ()
 
-    def __bool__(self) -> bool:
+    def __bool__(self) -> bool:  # defaults alone need no Spark: the tasks fill them
         return bool(self.assignments or self.where or self.computed)
 
     def expressions(self) -> list[str]:
@@ -45,6 +48,20 @@ def _q(name: str) -> str:
 
 #: the column :func:`apply` adds with ``check``: why a row cannot be stored, or NULL
 REJECT_COLUMN = "__sp_reject"
+
+
+def default_sql(default: ColumnDefault) -> str:
+    """A column DEFAULT as a Spark SQL literal (``current_timestamp()`` for ``now``)."""
+    v = default.value
+    if default.now:
+        return "current_timestamp()"
+    if v is None:
+        return "NULL"
+    if isinstance(v, bool):
+        return "TRUE" if v else "FALSE"
+    if isinstance(v, int | float):
+        return repr(v)
+    return "'" + str(v).replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def checked_cast(src: str, target: str, column: str) -> tuple[str, str]:
@@ -106,7 +123,9 @@ def apply(
             if f.name in have:
                 base.append(cast(_q(f.name), f.name, have[f.name] == spark_types[f.name]))
             else:
-                base.append(f"CAST(NULL AS {spark_types[f.name]}) AS {_q(f.name)}")
+                default = dict(transform.defaults).get(f.name)
+                value = "NULL" if default is None else default_sql(default)
+                base.append(f"CAST({value} AS {spark_types[f.name]}) AS {_q(f.name)}")
         df = df.selectExpr(*base, *[_q(c) for c in carry], *reasons)
         reason_cols = [f"__sp_r{i}" for i in range(len(reasons))]
         df = df.toDF(

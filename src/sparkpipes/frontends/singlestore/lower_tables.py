@@ -4,28 +4,61 @@
 
 from __future__ import annotations
 
-from sparkpipes.config.tables import ColumnSpec, TableKey, TableSpec
+import re
+
+import pyarrow as pa
+
+from sparkpipes.config.tables import ColumnDefault, ColumnSpec, TableKey, TableSpec
+from sparkpipes.errors import ConfigError
+from sparkpipes.formats.coerce import coerce_column
 from sparkpipes.frontends.singlestore import ast_tables as A
+from sparkpipes.frontends.singlestore.ast_base import quote_string
 from sparkpipes.frontends.singlestore.types import arrow_type
+
+#: the DEFAULTs that are the time a row is loaded
+NOW = {"CURRENT_TIMESTAMP", "NOW", "LOCALTIMESTAMP", "LOCALTIME", "CURRENT_TIMESTAMP()", "NOW()"}
+
+
+def column_default(c: A.ColumnDef, field: pa.Field) -> ColumnDefault | None:
+    """A column's ``DEFAULT``: a literal, converted to the column's type now (MySQL's
+    "Invalid default value" if it cannot be), or the load time (``CURRENT_TIMESTAMP``,
+    ``NOW()``, with or without a precision); ``DEFAULT NULL`` is no default."""
+    d = c.default
+    if d is None or d.kind == "null":
+        return None
+    if d.kind in ("word", "call"):
+        word = re.sub(r"\(\d*\)$", "()", str(d.value).replace("`", "")).upper()
+        if word in NOW or word.rstrip("()") in NOW:
+            return ColumnDefault(now=True)
+        raise ConfigError(f"column '{c.name}': DEFAULT {d.to_sql()} is not supported")
+    value = d.value
+    try:
+        coerce_column(value, field)
+    except ValueError as e:
+        raise ConfigError(f"Invalid default value for '{c.name}': {e}") from None
+    return ColumnDefault(value)
 
 
 def table_spec(s: A.CreateTable) -> TableSpec:
     """The table of a ``CREATE TABLE``: Arrow types (no JVM needed), the types as written,
     NOT NULL (and ``PRIMARY KEY`` on a column, which is NOT NULL too), computed columns,
-    and the keys in written order, column-level primary keys last."""
-    columns = tuple(
-        ColumnSpec(
-            c.name,
-            arrow_type(c.type),
-            c.type.to_sql(),
-            c.nullable is False,
-            c.computed.text if c.computed is not None else None,
+    defaults, and the keys in written order, column-level primary keys last."""
+    columns = []
+    for c in s.columns:
+        t = arrow_type(c.type)
+        columns.append(
+            ColumnSpec(
+                c.name,
+                t,
+                c.type.to_sql(),
+                c.nullable is False,
+                c.computed.text if c.computed is not None else None,
+                column_default(c, pa.field(c.name, t)),
+            )
         )
-        for c in s.columns
-    )
     keys = [TableKey(k.kind, tuple(k.columns), k.name, k.using) for k in s.keys]
     keys += [TableKey("PRIMARY", (c.name,)) for c in s.columns if c.primary_key]
-    return TableSpec(s.name, columns, tuple(keys))
+    return TableSpec(s.name, tuple(columns), tuple(keys))
 
 
 def create_table_sql(spec: TableSpec) -> str:
@@ -37,7 +70,9 @@ def create_table_sql(spec: TableSpec) -> str:
         if c.computed is not None:
             lines.append(f"{_bq(c.name)} AS ({c.computed}) PERSISTED {typ}")
         else:
-            lines.append(f"{_bq(c.name)} {typ}{' NOT NULL' if c.name in not_null else ''}")
+            null = " NOT NULL" if c.name in not_null else ""
+            default = f" DEFAULT {default_text(c.default)}" if c.default is not None else ""
+            lines.append(f"{_bq(c.name)} {typ}{null}{default}")
     for k in spec.keys:
         key = "KEY" if k.kind == "KEY" else f"{k.kind} KEY"
         if k.name:
@@ -45,6 +80,17 @@ def create_table_sql(spec: TableSpec) -> str:
         key += " (" + ", ".join(_bq(c) for c in k.columns) + ")"
         lines.append(key + (f" USING {k.using}" if k.using else ""))
     return f"CREATE TABLE {_bq(spec.name)} (\n  " + ",\n  ".join(lines) + "\n)"
+
+
+def default_text(d: ColumnDefault) -> str:
+    """A column DEFAULT as CREATE TABLE writes it."""
+    if d.now:
+        return "CURRENT_TIMESTAMP"
+    if isinstance(d.value, bool):
+        return "TRUE" if d.value else "FALSE"
+    if isinstance(d.value, int | float):
+        return repr(d.value)
+    return quote_string(str(d.value))
 
 
 def _bq(name: str) -> str:

@@ -16,7 +16,7 @@ from sparkpipes.engine import Engine
 from sparkpipes.engine.variables import like
 from sparkpipes.errors import ConfigError, NotFoundError, PipelineStateError
 from sparkpipes.frontends.singlestore import ast_tables as A
-from sparkpipes.frontends.singlestore.lower_tables import create_table_sql, table_spec
+from sparkpipes.frontends.singlestore.lower_tables import create_table_sql, default_text, table_spec
 from sparkpipes.frontends.singlestore.privileges import sees_pipeline, sees_table
 from sparkpipes.frontends.singlestore.results import Result, ok
 from sparkpipes.frontends.singlestore.types import spark_type
@@ -142,11 +142,17 @@ class TableStatements:
         for c in spec.columns:
             extra = f"computed: {c.computed}" if c.computed is not None else ""
             null = "NO" if c.name in not_null else "YES"
-            rows.append((c.name, c.declared, null, key_of.get(c.name, ""), None, extra))
+            default = default_text(c.default) if c.default is not None else None
+            rows.append((c.name, c.declared, null, key_of.get(c.name, ""), default, extra))
         return Result(cols, rows)
 
     def _AlterTableAddColumn(self, s: A.AlterTableAddColumn) -> Result:
         c = s.column
+        if c.default is not None and c.default.kind != "null":
+            raise ConfigError(  # the existing rows would hold it: not done yet
+                f"ADD COLUMN '{c.name}' … DEFAULT is not supported yet; add the column, then "
+                "load or UPDATE its values"
+            )
         self.engine.add_column(
             s.table,
             c.name,
