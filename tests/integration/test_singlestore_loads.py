@@ -413,6 +413,15 @@ def test_a_column_default_fills_what_a_row_does_not_give(sql, tmp_path):
     assert (described["n"], described["note"]) == ("7", None)
     with pytest.raises(Exception, match="Invalid default value for 'x'"):
         sql("CREATE TABLE bad (x INT DEFAULT 'abc')")
+    # AUTO_INCREMENT values are not generated: a load that leaves the column out is refused
+    sql("CREATE TABLE ai (id BIGINT AUTO_INCREMENT PRIMARY KEY, s TEXT)")
+    assert "`id` BIGINT NOT NULL AUTO_INCREMENT" in sql("SHOW CREATE TABLE ai").rows[0][1]
+    with pytest.raises(Exception, match="'id' of table 'ai' is AUTO_INCREMENT"):
+        sql(f"CREATE PIPELINE aip AS LOAD DATA FS '{tmp_path}/c/*.tsv' INTO TABLE ai (@skip, s)")
+    with pytest.raises(Exception, match="'id' is AUTO_INCREMENT"):
+        sql("INSERT INTO ai (s) VALUES ('x')")
+    sql("INSERT INTO ai (id, s) VALUES (1, 'x')")
+    assert rows(sql("SELECT id, s FROM ai")) == [(1, "x")]
 
 
 def test_load_data_infile_loads_a_file_once_as_mysql_reads_it(sql, tmp_path):

@@ -43,6 +43,11 @@ class TableRecord:
         return dict(self.options.get("computed", {}))
 
     @property
+    def auto_increment(self) -> tuple[str, ...]:
+        """``AUTO_INCREMENT`` columns: a load must give them values (none are generated)."""
+        return tuple(self.options.get("auto_increment", ()))
+
+    @property
     def defaults(self) -> dict[str, ColumnDefault]:
         """Column defaults: what a row that gives a column no value has in it."""
         return stored_defaults(self.options)

@@ -75,6 +75,9 @@ class ColumnSpec:
     not_null: bool = False
     computed: str | None = None
     default: ColumnDefault | None = None
+    #: ``AUTO_INCREMENT``: kept, and a load that does not give the column a value is
+    #: refused (its values are not generated yet)
+    auto_increment: bool = False
 
 
 @dataclass(frozen=True)
@@ -137,6 +140,9 @@ class TableSpec:
             out["not_null"] = list(self.not_null)
         if self.defaults:
             out["defaults"] = {c: d.to_json() for c, d in self.defaults.items()}
+        generated = [c.name for c in self.columns if c.auto_increment]
+        if generated:
+            out["auto_increment"] = generated
         return out
 
     @classmethod
@@ -158,6 +164,7 @@ class TableSpec:
                 f.name in not_null,
                 computed.get(f.name),
                 defaults.get(f.name),
+                f.name in options.get("auto_increment", ()),
             )
             for f in schema
         )

@@ -193,6 +193,12 @@ class Tables(AlterTable):
         """Append a DataFrame's rows (columns by name; computed columns are computed) in
         one Delta commit. Returns the number of rows written."""
         rec = self.rt.catalog.tables.get(table)
+        missing = [c for c in rec.auto_increment if c not in df.columns]
+        if missing:
+            raise ConfigError(
+                f"cannot insert into table '{table}': column '{missing[0]}' is AUTO_INCREMENT, "
+                "whose values sparkpipes does not generate yet: give it a value"
+            )
         sink = self.sink(rec)
         from pyspark.sql import functions as F
 

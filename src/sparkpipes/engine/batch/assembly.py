@@ -90,6 +90,14 @@ def validate(spec: PipelineSpec, table: TableRecord) -> None:
                 f"{', '.join(missing)})",
                 pipeline=spec.name,
             )
+    loaded = set(load_schema(spec, table).names) | {c for c, _ in spec.transform.assignments}
+    for column in table.auto_increment:
+        if column not in loaded:
+            raise ConfigError(
+                f"column '{column}' of table '{spec.table}' is AUTO_INCREMENT, whose values "
+                "sparkpipes does not generate yet: load it (map it, or SET it)",
+                pipeline=spec.name,
+            )
     if write_mode(spec, table) != "append":
         key = primary_key(spec, table)
         _check_update(spec, table, key)

@@ -54,6 +54,7 @@ def table_spec(s: A.CreateTable) -> TableSpec:
                 c.nullable is False,
                 c.computed.text if c.computed is not None else None,
                 column_default(c, pa.field(c.name, t)),
+                c.auto_increment,
             )
         )
     keys = [TableKey(k.kind, tuple(k.columns), k.name, k.using) for k in s.keys]
@@ -72,7 +73,8 @@ def create_table_sql(spec: TableSpec) -> str:
         else:
             null = " NOT NULL" if c.name in not_null else ""
             default = f" DEFAULT {default_text(c.default)}" if c.default is not None else ""
-            lines.append(f"{_bq(c.name)} {typ}{null}{default}")
+            auto = " AUTO_INCREMENT" if c.auto_increment else ""
+            lines.append(f"{_bq(c.name)} {typ}{null}{default}{auto}")
     for k in spec.keys:
         key = "KEY" if k.kind == "KEY" else f"{k.kind} KEY"
         if k.name:
