@@ -191,6 +191,14 @@ class CorruptObjectError(DecodeError):
         self.resume = resume
 
 
+class TransformError(DecodeError):
+    """A record program (``WITH TRANSFORM``) did not finish a chunk of records: it ran out
+    of its CPU time or memory, or died. The batch fails; the same records would fail
+    again, so it is not retried."""
+
+    code = "SP302"
+
+
 class SinkError(SparkpipesError):
     """Writing or committing to the destination failed."""
 

@@ -197,6 +197,13 @@ def test_what_the_review_found_stays_shut(served, engine, tmp_path):
     # rule), in a pipeline or in a procedure's body (review R10 overwrote rows so)
     kafka = "AS LOAD DATA KAFKA '127.0.0.1:9/t' SKIP SOURCE CHECK"
     refused(bo, f"CREATE PIPELINE rp {kafka} REPLACE INTO TABLE t", "DELETE command denied")
+    # ON DUPLICATE KEY UPDATE changes stored rows by expressions that read them: UPDATE and
+    # SELECT too, as MySQL asks (review R16 overwrote rows and read them back in errors)
+    odku = f"CREATE PIPELINE up {kafka} INTO TABLE t FORMAT JSON ON DUPLICATE KEY UPDATE a = a"
+    refused(bo, odku, "UPDATE command denied to user 'bo' for table 't'")
+    ana.execute("GRANT UPDATE ON t TO bo; REVOKE SELECT ON t FROM bo")
+    refused(bo, odku, "SELECT command denied to user 'bo' for table 't'")
+    ana.execute("REVOKE UPDATE ON t FROM bo; GRANT SELECT ON t TO bo")
     ana.execute("GRANT CREATE ROUTINE, EXECUTE ON * TO bo")
     refused(
         bo,
@@ -430,5 +437,6 @@ def test_load_data_infile_needs_file_read_and_the_table_s_privileges(served, tmp
     owner.execute("GRANT FILE READ ON *.* TO bo")
     refused(bo, load.replace("INTO TABLE t", "INTO TABLE secret"), "INSERT command denied")
     refused(bo, load.replace("INTO TABLE", "REPLACE INTO TABLE"), "DELETE command denied")
+    refused(bo, f"{load} ON DUPLICATE KEY UPDATE a = a", "UPDATE command denied")
     bo.execute(load)
     assert rows(owner, "SELECT a FROM t ORDER BY a") == [(1,), (5,)]

@@ -19,14 +19,19 @@ files or change what an input is (``-f``, ``--rawfile``, ``--slurpfile``, ``-L``
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
+import signal
+import struct
+import subprocess
+import sys
 from typing import Any
 
 import jq
 import pyarrow as pa
 
-from sparkpipes.errors import ConfigError
+from sparkpipes.errors import ConfigError, TransformError
 from sparkpipes.formats.base import RecordError
 from sparkpipes.formats.programs import Program, Ran
 
@@ -38,9 +43,41 @@ _SANDBOX = (
     'def halt: error("halt is not supported here"); def halt_error: error(.); '
     "def halt_error($code): error(.); def debug: .; def debug($m): .; def stderr: .; "
     "def input_filename: null; def get_search_list: []; def get_jq_origin: null; "
-    "def get_prog_origin: null; "
+    'def get_prog_origin: null; def modulemeta: error("modulemeta is not supported here"); '
 )
 _ERROR_KEY = "__sparkpipes_jq_error"
+#: what the child running a chunk's records may use
+CPU_SECONDS = 30
+MEMORY_BYTES = 2 << 30
+#: the child: each length-prefixed record (one JSON value) through the filter, one answer
+#: line per record, ``[true, outputs]`` or ``[false, why]``
+_RUNNER = f"""
+import json, resource, struct, sys
+cpu, memory = int(sys.argv[3]), int(sys.argv[4])
+resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
+resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+import jq
+program = jq.compile(sys.argv[1], args=json.loads(sys.argv[2]))
+data, at, out = sys.stdin.buffer.read(), 0, []
+while at < len(data):
+    (n,) = struct.unpack_from("<Q", data, at)
+    raw, at = data[at + 8 : at + 8 + n], at + 8 + n
+    try:
+        results = program.input_text(raw.decode("utf-8")).all()
+    except UnicodeDecodeError as e:
+        out.append([False, f"not UTF-8 at byte {{e.start}}"])
+        continue
+    except ValueError as e:
+        out.append([False, str(e)])
+        continue
+    if len(results) != 1:
+        out.append([False, f"the record holds {{len(results)}} JSON values, not one"])
+    elif isinstance(results[0], dict):
+        out.append([False, results[0].get("{_ERROR_KEY}")])
+    else:
+        out.append([True, results[0]])
+sys.stdout.write("\\n".join(json.dumps(o) for o in out) + ("\\n" if out else ""))
+"""
 _SWITCHES = {
     "-r": "raw",
     "--raw-output": "raw",
@@ -117,11 +154,11 @@ class JqProgram(Program):
         return filters[0] if filters else "."
 
     def _compile(self) -> Any:
+        """Compile the filter here, once: a filter jq refuses is refused when the pipeline
+        is made (the records run in a child, :meth:`_in_child`)."""
         if self._compiled is None:
-            caught = f'catch {{"{_ERROR_KEY}": tostring}}'
-            text = f"{_SANDBOX}{{}} as $ENV | try [ ({self.filter}\n) ] {caught}"
             try:
-                self._compiled = jq.compile(text, args=self.args)
+                self._compiled = jq.compile(self._program_text(), args=self.args)
             except ValueError as e:
                 first = re.sub(
                     r" at <top-level>, line \d+, column \d+:?", "", str(e).split("\n")[0]
@@ -136,42 +173,70 @@ class JqProgram(Program):
 
     def run(self, values: pa.Array) -> Ran:
         texts = values.cast(pa.binary()).to_pylist()
-        compiled = self._compile()
-        outputs: list[Any] | None = None
-        if None not in texts:
-            try:
-                outputs = compiled.input_text(b"\n".join(texts).decode("utf-8")).all()
-            except (ValueError, UnicodeDecodeError):
-                outputs = None
-            if outputs is not None and len(outputs) != len(texts):
-                outputs = None
+        given = [i for i, raw in enumerate(texts) if raw is not None]
+        results = self._in_child([texts[i] for i in given]) if given else []
         records: list[bytes] = []
         origin: list[int] = []
-        errors: list[RecordError] = []
-        for i, raw in enumerate(texts):
-            if outputs is not None:
-                out = outputs[i]
-            elif raw is None:
-                errors.append(RecordError(i, "record has no value (null payload)"))
-                continue
-            else:
-                try:
-                    results = compiled.input_text(raw.decode("utf-8")).all()
-                except UnicodeDecodeError as e:
-                    errors.append(RecordError(i, f"jq: not UTF-8 at byte {e.start}"))
-                    continue
-                except ValueError as e:
-                    errors.append(RecordError(i, f"jq: {e}"))
-                    continue
-                failed = [r for r in results if isinstance(r, dict)]
-                out = failed[0] if failed else [v for r in results for v in r]
-            if isinstance(out, dict):
-                errors.append(RecordError(i, f"jq: {out.get(_ERROR_KEY)}"))
+        errors = [
+            RecordError(i, "record has no value (null payload)")
+            for i, raw in enumerate(texts)
+            if raw is None
+        ]
+        for i, (ok, out) in zip(given, results, strict=True):
+            if not ok:
+                errors.append(RecordError(i, f"jq: {out}"))
                 continue
             for line in self._lines(out):
                 records.append(line.encode("utf-8"))
                 origin.append(i)
+        errors.sort(key=lambda e: e.index)
         return Ran(pa.array(records, pa.binary()), pa.array(origin, pa.int32()), tuple(errors))
+
+    def _in_child(self, records: list[bytes]) -> list[tuple[bool, Any]]:
+        """Each record through the filter in a child process of its own, with CPU time and
+        memory limits and an empty environment: a filter that loops or grows without end
+        costs the chunk, never the worker or the server. (ok, outputs) or (False, why)."""
+        payload = b"".join(struct.pack("<Q", len(r)) + r for r in records)
+        self._compile()  # refused filters never reach a child
+        try:
+            done = subprocess.run(
+                [
+                    sys.executable,
+                    "-I",
+                    "-c",
+                    _RUNNER,
+                    self._program_text(),
+                    json.dumps(self.args),
+                    str(CPU_SECONDS),
+                    str(MEMORY_BYTES),
+                ],
+                input=payload,
+                capture_output=True,
+                env={"PATH": os.defpath, "LC_ALL": "C.UTF-8"},
+                timeout=CPU_SECONDS * 2 + 30,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            raise TransformError(self._failed("did not finish in time", len(records))) from None
+        if done.returncode != 0:
+            why = {
+                -signal.SIGXCPU: f"ran out of its {CPU_SECONDS} s of CPU time",
+                -signal.SIGKILL: f"ran out of its {CPU_SECONDS} s of CPU time",
+            }.get(done.returncode, f"died ({done.stderr.decode(errors='replace')[-300:]!r})")
+            if b"MemoryError" in done.stderr or b"out of memory" in done.stderr.lower():
+                why = f"ran out of its {MEMORY_BYTES >> 20} MiB of memory"
+            raise TransformError(self._failed(why, len(records)))
+        out = [json.loads(line) for line in done.stdout.splitlines()]
+        if len(out) != len(records):
+            raise TransformError(self._failed("gave an answer per record it did not", len(records)))
+        return [(ok, value) for ok, value in out]
+
+    def _failed(self, why: str, n: int) -> str:
+        return f"WITH TRANSFORM's jq filter {self.filter!r} {why} on a chunk of {n} records"
+
+    def _program_text(self) -> str:
+        caught = f'catch {{"{_ERROR_KEY}": tostring}}'
+        return f"{_SANDBOX}{{}} as $ENV | try [ ({self.filter}\n) ] {caught}"
 
     def _lines(self, outputs: list[Any]) -> list[str]:
         texts = [

@@ -133,3 +133,43 @@ def test_the_decoder_after_the_program_names_input_records():
 def test_a_program_takes_records_of_text_not_columns():
     with pytest.raises(ConfigError, match="WITH TRANSFORM takes records of text"):
         build_decoder("parquet", pa.schema([("a", pa.string())]), program=RecordProgram(JQ))
+
+
+def test_each_record_is_one_json_value_of_its_own():
+    """A record cannot reach into its neighbours: a value cut across records, or two
+    values in one, is an error of that record, and the records around it load as they
+    are (no row is credited to another record's offset)."""
+    ran = jq("-c .").run(
+        values(
+            '{"a": "attacker", "b": ',
+            '{"a": "victim", "b": "victim-data"}',
+            '} {"a": "forged1"} {"a": "forged2"}',
+            '{"a": "OK"} {"a": 5}',
+        )
+    )
+    assert ran.values.to_pylist() == [b'{"a":"victim","b":"victim-data"}']
+    assert ran.origin.to_pylist() == [1]
+    assert [e.index for e in ran.errors] == [0, 2, 3]
+    assert "holds 2 JSON values" in ran.errors[2].reason
+
+
+def test_a_filter_that_runs_away_costs_its_chunk_not_the_worker(monkeypatch):
+    """The records run in a child with CPU-time and memory limits: a filter that loops
+    or grows without end fails the chunk (TransformError, the batch fails) in bounded
+    time, and the child sees no environment."""
+    import time
+
+    from sparkpipes.errors import TransformError
+    from sparkpipes.formats import jq as jq_module
+
+    monkeypatch.setattr(jq_module, "CPU_SECONDS", 1)
+    started = time.monotonic()
+    with pytest.raises(TransformError, match="ran out of its 1 s of CPU time"):
+        jq("'last(range(1e15))'").run(values("{}"))
+    monkeypatch.setattr(jq_module, "MEMORY_BYTES", 256 << 20)
+    with pytest.raises(TransformError, match=r"ran out of|died"):
+        jq("'[range(1e9)] | length'").run(values("{}"))
+    assert time.monotonic() - started < 60
+    monkeypatch.setenv("R16_CANARY", "s3cret")
+    out = jq('-c \'[env, $ENV, ("m" | try modulemeta catch "refused")]\'').run(values("{}"))
+    assert out.values.to_pylist() == [b'[{},{},"refused"]']

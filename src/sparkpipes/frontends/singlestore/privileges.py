@@ -116,9 +116,20 @@ def _create_pipeline(access: Access, s: A.CreatePipeline) -> None:
         return
     if target is None:  # INFERRED: makes the table named after the pipeline, or loads it
         access.require("CREATE", table)
+    _loads(access, s, table)
+
+
+def _loads(access: Access, s: A.CreatePipeline, table: str) -> None:
+    """What loading ``table`` as ``s`` says needs, as MySQL's statements of the same
+    clauses do: ``INSERT``; ``DELETE`` too for ``REPLACE`` (a row of the same key is
+    deleted); ``UPDATE`` and ``SELECT`` too for ``ON DUPLICATE KEY UPDATE`` (it changes
+    stored rows, by expressions that read them)."""
     access.require("INSERT", table)
-    if s.on_conflict == "REPLACE":  # a row of the same key is deleted: MySQL's REPLACE
+    if s.on_conflict == "REPLACE":
         access.require("DELETE", table)
+    if s.on_duplicate:
+        access.require("UPDATE", table)
+        access.require("SELECT", table)
 
 
 def _procedure(privilege: str) -> Rule:
@@ -138,17 +149,15 @@ def _create_procedure(access: Access, s: A.CreateProcedure) -> None:
 
 
 def _load_data(access: Access, s: A.LoadData) -> None:
-    """A one-off LOAD DATA loads a table (``INSERT``; ``DELETE`` too for ``REPLACE``) as
-    CREATE PIPELINE does, from its source by the same rules: ``FILE READ`` for a file of
-    the server (INFILE), a server file named in CONFIG, or the server's own cloud login."""
+    """A one-off LOAD DATA loads a table (:func:`_loads`) as CREATE PIPELINE does, from
+    its source by the same rules: ``FILE READ`` for a file of the server (INFILE), a server
+    file named in CONFIG, or the server's own cloud login."""
     p = s.pipeline
     if p.source.upper() in LOCAL_FILES or _reads_as_server(p):
         access.require("FILE READ")
     target = s.pipeline.target
     if target is not None:
-        access.require("INSERT", target.name)
-        if s.pipeline.on_conflict == "REPLACE":
-            access.require("DELETE", target.name)
+        _loads(access, s.pipeline, target.name)
 
 
 def _server(privilege: str) -> Rule:

@@ -43,6 +43,11 @@ def _q(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
+def _lit(text: str) -> str:
+    """``text`` as a Spark SQL string literal."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
 @dataclass(frozen=True)
 class Upsert:
     """Rows replace (``replace``) or yield to (``ignore``) the row with the same key."""
@@ -166,9 +171,9 @@ class Upsert:
             [
                 "'__seq', r.__seq",
                 *(
-                    f"'{c}', CAST(({assigned[c]}\n) AS {types[c]})"  # \n: ends a -- comment
+                    f"{_lit(c)}, CAST(({assigned[c]}\n) AS {types[c]})"  # \n: ends a -- comment
                     if c in assigned
-                    else f"'{c}', s.{_q(c)}"
+                    else f"{_lit(c)}, s.{_q(c)}"
                     for c in columns
                 ),
             ]
