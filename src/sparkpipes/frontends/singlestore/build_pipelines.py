@@ -298,25 +298,23 @@ class PipelineBuilder(Builder):
         fields["ignore_lines"] = self.integer(_sub(item, "int_value"), 0, "IGNORE … LINES")
 
     def tail_set_clause(self, item: Tree, seen: dict[str, Any], fields: dict[str, Any]) -> None:
-        assigned: dict[str, Any] = {}
-        out = []
-        for assignment in _subs(item, "assignment"):
-            column = self.name(_sub(assignment, "name"))
-            self.once(assigned, column, assignment, f"SET of column '{column}'")
-            out.append(Assignment(column, self.expr(_sub(assignment, "expr_text"))))
-        fields["assignments"] = tuple(out)
+        fields["assignments"] = self.assignments(item, "SET")
 
     def tail_where_clause(self, item: Tree, seen: dict[str, Any], fields: dict[str, Any]) -> None:
         fields["where"] = self.expr(_sub(item, "expr_text"))
 
     def tail_on_duplicate(self, item: Tree, seen: dict[str, Any], fields: dict[str, Any]) -> None:
+        fields["on_duplicate"] = self.assignments(item, "ON DUPLICATE KEY UPDATE")
+
+    def assignments(self, item: Tree, clause: str) -> tuple[Assignment, ...]:
+        """``col = expr, …`` of ``clause``, each column once."""
         assigned: dict[str, Any] = {}
         out = []
         for assignment in _subs(item, "assignment"):
             column = self.name(_sub(assignment, "name"))
-            self.once(assigned, column, assignment, f"ON DUPLICATE KEY UPDATE of column '{column}'")
+            self.once(assigned, column, assignment, f"{clause} of column '{column}'")
             out.append(Assignment(column, self.expr(_sub(assignment, "expr_text"))))
-        fields["on_duplicate"] = tuple(out)
+        return tuple(out)
 
     def _start_pipeline(self, tree: Tree) -> StartPipeline:
         foreground = _sub(tree, "foreground")
