@@ -47,18 +47,29 @@ _SANDBOX = (
 )
 _ERROR_KEY = "__sparkpipes_jq_error"
 #: what the child running a chunk's records may use
-CPU_SECONDS = 30
+CPU_SECONDS = 10
 MEMORY_BYTES = 2 << 30
+#: what the child may write back for a chunk: this, or so many times the chunk's bytes
+OUTPUT_BYTES, OUTPUT_RATIO = 16 << 20, 4
+_TOO_MUCH = 3  # the child's exit code when its answers pass that
 #: the child: each length-prefixed record (one JSON value) through the filter, one answer
 #: line per record, ``[true, outputs]`` or ``[false, why]``
 _RUNNER = f"""
 import json, resource, struct, sys
-cpu, memory = int(sys.argv[3]), int(sys.argv[4])
+cpu, memory, most = int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
 resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
 import jq
 program = jq.compile(sys.argv[1], args=json.loads(sys.argv[2]))
-data, at, out = sys.stdin.buffer.read(), 0, []
+data, at, written = sys.stdin.buffer.read(), 0, 0
+def answer(o):
+    global written
+    line = json.dumps(o) + "\\n"
+    written += len(line)
+    if written > most:
+        sys.exit({_TOO_MUCH})
+    sys.stdout.write(line)
+out = type("Out", (), {{"append": staticmethod(answer)}})
 while at < len(data):
     (n,) = struct.unpack_from("<Q", data, at)
     raw, at = data[at + 8 : at + 8 + n], at + 8 + n
@@ -74,9 +85,10 @@ while at < len(data):
         out.append([False, f"the record holds {{len(results)}} JSON values, not one"])
     elif isinstance(results[0], dict):
         out.append([False, results[0].get("{_ERROR_KEY}")])
+    elif not isinstance(results[0], list):  # the filter closed the wrapper around it
+        out.append([False, "the filter is not one jq expression"])
     else:
         out.append([True, results[0]])
-sys.stdout.write("\\n".join(json.dumps(o) for o in out) + ("\\n" if out else ""))
 """
 _SWITCHES = {
     "-r": "raw",
@@ -193,10 +205,12 @@ class JqProgram(Program):
         return Ran(pa.array(records, pa.binary()), pa.array(origin, pa.int32()), tuple(errors))
 
     def _in_child(self, records: list[bytes]) -> list[tuple[bool, Any]]:
-        """Each record through the filter in a child process of its own, with CPU time and
-        memory limits and an empty environment: a filter that loops or grows without end
-        costs the chunk, never the worker or the server. (ok, outputs) or (False, why)."""
+        """Each record through the filter in a child process of its own, with CPU time,
+        memory and output limits and an empty environment: a filter that loops or grows
+        without end costs the chunk (TransformError), never the worker or the server.
+        (ok, outputs) or (False, why) per record."""
         payload = b"".join(struct.pack("<Q", len(r)) + r for r in records)
+        most = max(OUTPUT_BYTES, OUTPUT_RATIO * len(payload))
         self._compile()  # refused filters never reach a child
         try:
             done = subprocess.run(
@@ -209,11 +223,12 @@ class JqProgram(Program):
                     json.dumps(self.args),
                     str(CPU_SECONDS),
                     str(MEMORY_BYTES),
+                    str(most),
                 ],
                 input=payload,
                 capture_output=True,
                 env={"PATH": os.defpath, "LC_ALL": "C.UTF-8"},
-                timeout=CPU_SECONDS * 2 + 30,
+                timeout=CPU_SECONDS + 20,
                 check=False,
             )
         except subprocess.TimeoutExpired:
@@ -225,6 +240,8 @@ class JqProgram(Program):
             }.get(done.returncode, f"died ({done.stderr.decode(errors='replace')[-300:]!r})")
             if b"MemoryError" in done.stderr or b"out of memory" in done.stderr.lower():
                 why = f"ran out of its {MEMORY_BYTES >> 20} MiB of memory"
+            if done.returncode == _TOO_MUCH:
+                why = f"wrote more than {most >> 20} MiB (at most {OUTPUT_RATIO} times its input)"
             raise TransformError(self._failed(why, len(records)))
         out = [json.loads(line) for line in done.stdout.splitlines()]
         if len(out) != len(records):

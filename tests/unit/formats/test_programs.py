@@ -173,3 +173,16 @@ def test_a_filter_that_runs_away_costs_its_chunk_not_the_worker(monkeypatch):
     monkeypatch.setenv("R16_CANARY", "s3cret")
     out = jq('-c \'[env, $ENV, ("m" | try modulemeta catch "refused")]\'').run(values("{}"))
     assert out.values.to_pylist() == [b'[{},{},"refused"]']
+
+
+def test_what_a_filter_writes_back_is_bounded_and_must_be_its_own():
+    """A chunk's answers are at most 16 MiB or four times its input: one small record a
+    filter turns into millions fails the batch instead of the worker's memory (review
+    R17); a filter that closes the wrapper around it is an error of the record."""
+    from sparkpipes.errors import TransformError
+
+    with pytest.raises(TransformError, match="wrote more than 16 MiB"):
+        jq("-c 'range(3000000)'").run(values('{"a": 1}'))
+    escaped = jq("""'1) ] | label $o | "abcdef", break $o, try [ (.'""").run(values("{}"))
+    assert escaped.values.to_pylist() == []
+    assert [e.reason for e in escaped.errors] == ["jq: the filter is not one jq expression"]

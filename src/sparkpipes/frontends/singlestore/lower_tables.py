@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 import pyarrow as pa
@@ -32,6 +33,8 @@ def column_default(c: A.ColumnDef, field: pa.Field) -> ColumnDefault | None:
             return ColumnDefault(now=True)
         raise ConfigError(f"column '{c.name}': DEFAULT {d.to_sql()} is not supported")
     value = d.value
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"Invalid default value for '{c.name}': {d.to_sql()}")
     try:
         coerce_column(value, field)
     except ValueError as e:
