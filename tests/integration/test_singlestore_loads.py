@@ -413,15 +413,40 @@ def test_a_column_default_fills_what_a_row_does_not_give(sql, tmp_path):
     assert (described["n"], described["note"]) == ("7", None)
     with pytest.raises(Exception, match="Invalid default value for 'x'"):
         sql("CREATE TABLE bad (x INT DEFAULT 'abc')")
-    # AUTO_INCREMENT values are not generated: a load that leaves the column out is refused
-    sql("CREATE TABLE ai (id BIGINT AUTO_INCREMENT PRIMARY KEY, s TEXT)")
+
+
+def test_auto_increment_gives_each_row_without_a_value_a_new_one(sql, tmp_path):
+    """A row that gives an AUTO_INCREMENT column no value (the load leaves it out, or
+    gives NULL or 0) gets a value no row of the table had: pipelines (with or without
+    SET, plain or REPLACE), INSERT, LOAD DATA. A value a row gives itself is kept and
+    moves the counter past it. Values are unique, not consecutive."""
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "a.tsv").write_text("a\nb\nc\n")
+    (tmp_path / "j").mkdir()
+    (tmp_path / "j" / "a.json").write_text(
+        '{"id": 100, "s": "given"}\n{"id": null, "s": "null"}\n{"id": 0, "s": "zero"}\n'
+    )
+    sql("CREATE TABLE ai (id BIGINT AUTO_INCREMENT PRIMARY KEY, s TEXT, n INT DEFAULT 5)")
     assert "`id` BIGINT NOT NULL AUTO_INCREMENT" in sql("SHOW CREATE TABLE ai").rows[0][1]
-    with pytest.raises(Exception, match="'id' of table 'ai' is AUTO_INCREMENT"):
-        sql(f"CREATE PIPELINE aip AS LOAD DATA FS '{tmp_path}/c/*.tsv' INTO TABLE ai (@skip, s)")
-    with pytest.raises(Exception, match="'id' is AUTO_INCREMENT"):
-        sql("INSERT INTO ai (s) VALUES ('x')")
-    sql("INSERT INTO ai (id, s) VALUES (1, 'x')")
-    assert rows(sql("SELECT id, s FROM ai")) == [(1, "x")]
+    sql(f"CREATE PIPELINE aic AS LOAD DATA FS '{tmp_path}/c/*.tsv' INTO TABLE ai (s)")
+    sql("START PIPELINE aic FOREGROUND")
+    first = rows(sql("SELECT id, s, n FROM ai ORDER BY id"))
+    assert [(s, n) for _, s, n in first] == [("a", 5), ("b", 5), ("c", 5)]  # file order
+    assert [i for i, _, _ in first] == sorted({i for i, _, _ in first}) and first[0][0] >= 1
+    sql(
+        f"CREATE PIPELINE aij AS LOAD DATA FS '{tmp_path}/j/*.json' INTO TABLE ai FORMAT JSON "
+        "(id <- id, s <- s) SET s = upper(s)"
+    )
+    sql("START PIPELINE aij FOREGROUND")
+    sql("INSERT INTO ai (s) VALUES ('ins1'), ('ins2')")
+    got = dict((s, i) for i, s, _ in rows(sql("SELECT id, s, n FROM ai")))
+    assert got["GIVEN"] == 100
+    assert len(set(got.values())) == len(got) == 8  # unique
+    assert got["NULL"] > 0 and got["ZERO"] > 0
+    assert min(got["ins1"], got["ins2"]) > 100  # the given 100 moved the counter past it
+    (tmp_path / "more.tsv").write_text("x\n")
+    sql(f"LOAD DATA INFILE '{tmp_path}/more.tsv' INTO TABLE ai (s)")
+    assert rows(sql("SELECT count(DISTINCT id), count(*) FROM ai")) == [(9, 9)]
 
 
 def test_load_data_infile_loads_a_file_once_as_mysql_reads_it(sql, tmp_path):
@@ -455,3 +480,43 @@ def test_load_data_infile_loads_a_file_once_as_mysql_reads_it(sql, tmp_path):
     assert rows(sql("SELECT pop FROM cities WHERE city = 'Bergen'")) == [(0,)]
     with pytest.raises(Exception, match=r"LOAD DATA LOCAL .* is not supported"):
         sql(f"LOAD DATA LOCAL INFILE '{tmp_path}/cities.csv' INTO TABLE cities")
+
+
+def test_enum_and_set_columns_store_their_members(sql, tmp_path):
+    """An ENUM value is stored as the member it names (case and trailing spaces aside),
+    in the member's spelling; one that names none is stored as '' (SingleStore: "an
+    invalid value is inserted as an empty string"). A SET keeps the members it names,
+    once each, in declared order. The same in the tasks, after SET, and for INSERT; a
+    NOT NULL ENUM defaults to its first member; a DEFAULT must be a member."""
+    (tmp_path / "a.tsv").write_text(
+        "1\tExpress\ta,c\n2\tstandard \tC,A,a,x\n3\tovernight\t\n4\t\\N\t\\N\n"
+    )
+    sql(
+        "CREATE TABLE pk (id INT, method ENUM('standard', 'express'), "
+        "tags SET('a','b','c'), kind ENUM('x','y') NOT NULL, up ENUM('Low','High'))"
+    )
+    shown = sql("SHOW CREATE TABLE pk").rows[0][1]
+    assert "`method` ENUM('standard','express')" in shown
+    assert "`kind` ENUM('x','y') NOT NULL DEFAULT 'x'" in shown
+    sql(f"CREATE PIPELINE ep AS LOAD DATA FS '{tmp_path}/a.tsv' INTO TABLE pk (id, method, tags)")
+    sql("START PIPELINE ep FOREGROUND")
+    sql(
+        f"CREATE PIPELINE es AS LOAD DATA FS '{tmp_path}/a.tsv' INTO TABLE pk "
+        "(@id, @m, @t) SET id = @id + 10, method = upper(@m), up = IF(@id > 1, 'HIGH', 'lo')"
+    )
+    sql("START PIPELINE es FOREGROUND")
+    sql("INSERT INTO pk (id, method, tags) VALUES (20, 'EXPRESS', 'b,b,zz')")
+    got = rows(sql("SELECT id, method, tags, kind, up FROM pk ORDER BY id"))
+    assert got == [
+        (1, "express", "a,c", "x", None),
+        (2, "standard", "a,c", "x", None),
+        (3, "", "", "x", None),  # no such member: ''
+        (4, None, None, "x", None),
+        (11, "express", None, "x", ""),
+        (12, "standard", None, "x", "High"),
+        (13, "", None, "x", "High"),
+        (14, None, None, "x", "High"),
+        (20, "express", "b", "x", None),
+    ]
+    with pytest.raises(Exception, match="Invalid default value for 'e'"):
+        sql("CREATE TABLE bad (e ENUM('a') DEFAULT 'b')")

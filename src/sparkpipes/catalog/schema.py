@@ -113,6 +113,14 @@ leases_t = leases_table(meta)
 pruned_t = pruned_table(meta)
 maintenance_t = maintenance_table(meta)
 
+#: the next AUTO_INCREMENT value of each table that has such a column
+sequences_t = sa.Table(
+    "sp_sequences",
+    meta,
+    sa.Column("table_name", sa.String(255), primary_key=True),
+    sa.Column("next_value", sa.BigInteger, nullable=False),
+)
+
 variables_t = sa.Table(
     "sp_variables",
     meta,

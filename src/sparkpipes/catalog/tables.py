@@ -1,6 +1,7 @@
 """The tables of the warehouse as the catalog records them: location, Spark DDL, Arrow
-schema and options (keys, computed columns, NOT NULL). Dropping a table drops its
-maintenance log with it."""
+schema and options (keys, computed columns, NOT NULL), and the next value of a table's
+``AUTO_INCREMENT`` column. Dropping a table drops its maintenance log and its counter
+with it."""
 
 from __future__ import annotations
 
@@ -15,10 +16,16 @@ import pyarrow as pa
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
-from sparkpipes.catalog.schema import maintenance_t, schema_from_text, schema_to_text, tables_t
+from sparkpipes.catalog.schema import (
+    maintenance_t,
+    schema_from_text,
+    schema_to_text,
+    sequences_t,
+    tables_t,
+)
 from sparkpipes.catalog.time import now as _now
-from sparkpipes.config.tables import ColumnDefault, stored_defaults
-from sparkpipes.errors import AlreadyExistsError, NotFoundError
+from sparkpipes.config.tables import Choices, ColumnDefault, stored_choices, stored_defaults
+from sparkpipes.errors import AlreadyExistsError, CatalogError, NotFoundError
 
 Tx = Callable[[], AbstractContextManager[sa.Connection]]
 
@@ -44,13 +51,18 @@ class TableRecord:
 
     @property
     def auto_increment(self) -> tuple[str, ...]:
-        """``AUTO_INCREMENT`` columns: a load must give them values (none are generated)."""
+        """``AUTO_INCREMENT`` columns: a row without a value gets one (``reserve_ids``)."""
         return tuple(self.options.get("auto_increment", ()))
 
     @property
     def defaults(self) -> dict[str, ColumnDefault]:
         """Column defaults: what a row that gives a column no value has in it."""
         return stored_defaults(self.options)
+
+    @property
+    def choices(self) -> dict[str, Choices]:
+        """``ENUM`` / ``SET`` columns and their members."""
+        return stored_choices(self.options)
 
 
 class Tables:
@@ -114,3 +126,40 @@ class Tables:
             if c.execute(tables_t.delete().where(tables_t.c.name == name)).rowcount == 0:
                 raise NotFoundError(f"table '{name}' does not exist")
             c.execute(maintenance_t.delete().where(maintenance_t.c.table_name == name))
+            c.execute(sequences_t.delete().where(sequences_t.c.table_name == name))
+
+    def reserve_ids(self, name: str, count: int, at_least: int = 1) -> int:
+        """The first of ``count`` new ``AUTO_INCREMENT`` values of table ``name``, never
+        handed out before and none below ``at_least`` (past the values rows gave it
+        themselves). Engines sharing the catalog each get their own range; a range whose
+        batch fails is not reused (values are unique, not consecutive)."""
+        if count < 1:
+            raise ValueError("count must be at least 1")
+        seq = sequences_t.c
+        for _ in range(3):
+            with self._tx() as c:
+                moved = c.execute(
+                    sequences_t.update()
+                    .where(seq.table_name == name)
+                    .values(
+                        next_value=sa.case(
+                            (seq.next_value < at_least, at_least), else_=seq.next_value
+                        )
+                        + count
+                    )
+                ).rowcount
+                if moved:
+                    last = c.execute(
+                        sa.select(seq.next_value).where(seq.table_name == name)
+                    ).scalar_one()
+                    return int(last) - count
+            try:
+                with self._tx() as c:
+                    start = max(1, at_least)
+                    c.execute(
+                        sequences_t.insert().values(table_name=name, next_value=start + count)
+                    )
+                    return start
+            except IntegrityError:  # another engine made the counter first: take from it
+                continue
+        raise CatalogError(f"could not reserve AUTO_INCREMENT values of table '{name}'")

@@ -65,6 +65,33 @@ class ColumnDefault:
 
 
 @dataclass(frozen=True)
+class Choices:
+    """The members of an ``ENUM`` (``many`` False) or ``SET`` (``many``) column, as
+    declared. A value is stored as the member it matches (case and trailing spaces aside)
+    in the member's spelling; an ENUM value that matches none is stored as ``''``, a SET
+    keeps the members it names, once each, in declared order: SingleStore's rule ("an
+    invalid value is inserted as an empty string")."""
+
+    members: tuple[str, ...]
+    many: bool = False
+
+    def pick(self, value: str) -> str:
+        """What a column of these members stores for ``value``."""
+        known = {m.lower(): m for m in self.members}
+        if not self.many:
+            return known.get(value.rstrip(" ").lower(), "")
+        named = {p.rstrip(" ").lower() for p in value.split(",")}
+        return ",".join(m for m in self.members if m.lower() in named)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"members": list(self.members), "set": self.many}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Choices:
+        return cls(tuple(d.get("members", ())), bool(d.get("set")))
+
+
+@dataclass(frozen=True)
 class ColumnSpec:
     """A column: its type (Arrow, or Spark DDL text), the type as declared, whether it
     refuses NULL, and for a computed column its expression (Spark SQL over the others)."""
@@ -75,9 +102,11 @@ class ColumnSpec:
     not_null: bool = False
     computed: str | None = None
     default: ColumnDefault | None = None
-    #: ``AUTO_INCREMENT``: kept, and a load that does not give the column a value is
-    #: refused (its values are not generated yet)
+    #: ``AUTO_INCREMENT``: a value from the table's counter in the catalog is
+    #: generated for a row that gives it no value
     auto_increment: bool = False
+    #: the members of an ``ENUM`` / ``SET`` column
+    choices: Choices | None = None
 
 
 @dataclass(frozen=True)
@@ -131,6 +160,10 @@ class TableSpec:
     def defaults(self) -> dict[str, ColumnDefault]:
         return {c.name: c.default for c in self.columns if c.default is not None}
 
+    @property
+    def choices(self) -> dict[str, Choices]:
+        return {c.name: c.choices for c in self.columns if c.choices is not None}
+
     def options(self) -> dict[str, Any]:
         """What the catalog keeps of the spec besides the schema."""
         out: dict[str, Any] = {"keys": [k.to_json() for k in self.keys], "computed": self.computed}
@@ -143,6 +176,8 @@ class TableSpec:
         generated = [c.name for c in self.columns if c.auto_increment]
         if generated:
             out["auto_increment"] = generated
+        if self.choices:
+            out["choices"] = {c: ch.to_json() for c, ch in self.choices.items()}
         return out
 
     @classmethod
@@ -156,6 +191,7 @@ class TableSpec:
         computed = options.get("computed", {})
         not_null = set(options.get("not_null", ()))
         defaults = stored_defaults(options)
+        choices = stored_choices(options)
         columns = tuple(
             ColumnSpec(
                 f.name,
@@ -165,6 +201,7 @@ class TableSpec:
                 computed.get(f.name),
                 defaults.get(f.name),
                 f.name in options.get("auto_increment", ()),
+                choices.get(f.name),
             )
             for f in schema
         )
@@ -175,6 +212,11 @@ class TableSpec:
 def stored_defaults(options: Mapping[str, Any]) -> dict[str, ColumnDefault]:
     """The column defaults a table's stored options hold."""
     return {c: ColumnDefault.from_json(d) for c, d in options.get("defaults", {}).items()}
+
+
+def stored_choices(options: Mapping[str, Any]) -> dict[str, Choices]:
+    """The ENUM / SET members a table's stored options hold."""
+    return {c: Choices.from_json(d) for c, d in options.get("choices", {}).items()}
 
 
 def ddl_types(ddl: str) -> dict[str, str]:

@@ -11,11 +11,13 @@ from __future__ import annotations
 import datetime as dt
 import os
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from sparkpipes.catalog import TableRecord
 from sparkpipes.config import PipelineSpec
 from sparkpipes.config.procedure import ProcedureSpec, ProcedureStatement
+from sparkpipes.engine.batch.generated import Generated
 from sparkpipes.engine.batch.transform import REJECT_COLUMN, Transform, apply
 from sparkpipes.engine.schema import to_arrow
 from sparkpipes.engine.sql.dialect import INTERNAL, translate
@@ -152,12 +154,19 @@ class ProcedureError(SinkError):
 class ProcedureBody:
     """The engine's part of running a procedure's body on a batch: each statement's query
     in Spark SQL (the dialect translated, the batch parameter bound to a view of the
-    batch's rows), its rows cast to the target table with its computed columns, and a
-    row that does not fit an error naming the statement. Handed to the procedure sink."""
+    batch's rows), its rows cast to the target table with its computed columns, column
+    DEFAULTs and ``AUTO_INCREMENT`` values (``reserve_ids``, the catalog's), and a row
+    that does not fit an error naming the statement. Handed to the procedure sink."""
 
-    def __init__(self, spec: ProcedureSpec, tables: dict[str, TableRecord]) -> None:
+    def __init__(
+        self,
+        spec: ProcedureSpec,
+        tables: dict[str, TableRecord],
+        reserve_ids: Callable[[str, int, int], int] | None = None,
+    ) -> None:
         self.spec = spec
         self.tables = tables
+        self.reserve_ids = reserve_ids
 
     def primary_key(self, table: str) -> tuple[str, ...]:
         for key in self.tables[table].options.get("keys", []):
@@ -188,11 +197,16 @@ class ProcedureBody:
                 f"{where}: the SELECT gives {len(df.columns)} columns for {len(cols)} "
                 f"({', '.join(cols)}) of table '{statement.table}'"
             )
-        computed = Transform(computed=tuple(rec.computed.items()))
-        checked = apply(df.toDF(*cols), computed, rec.schema, check=True)
+        fill = Transform(
+            computed=tuple(rec.computed.items()),
+            defaults=tuple(rec.defaults.items()),
+            choices=tuple(rec.choices.items()),
+        )
+        checked = apply(df.toDF(*cols), fill, rec.schema, check=True)
         cond = F.col(REJECT_COLUMN).isNotNull()
         for c in rec.not_null:
-            cond = cond | F.col(f"`{c}`").isNull()
+            if c not in rec.auto_increment:
+                cond = cond | F.col(f"`{c}`").isNull()
         try:
             bad = checked.where(cond).limit(1).collect()
         except PySparkException as e:
@@ -203,7 +217,12 @@ class ProcedureBody:
                 null = [c for c in rec.not_null if bad[0][c] is None]
                 reason = f"column '{null[0]}' is NOT NULL; the row has no value"
             raise ProcedureError(f"{where}: a row does not fit table '{statement.table}': {reason}")
-        return checked.drop(REJECT_COLUMN)
+        out = checked.drop(REJECT_COLUMN)
+        if rec.auto_increment and self.reserve_ids is not None:
+            reserve, name = self.reserve_ids, rec.name
+            ids = Generated(rec.auto_increment[0], lambda n, least: reserve(name, n, least))
+            out = ids.fill(out, ())
+        return out
 
 
 def bind(query: str, param: str, view: str) -> str:

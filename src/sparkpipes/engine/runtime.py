@@ -108,8 +108,15 @@ class Runtime:
         procedure = None
         if spec.sink.kind == "procedure":
             proc = procs.get(spec.table)
-            procedure = ProcedureBody(proc, procs.check(proc))
-        pipeline = assemble(spec, rec.id, table, self.session, procedure=procedure)
+            procedure = ProcedureBody(proc, procs.check(proc), self.catalog.tables.reserve_ids)
+        pipeline = assemble(
+            spec,
+            rec.id,
+            table,
+            self.session,
+            procedure=procedure,
+            reserve_ids=self.catalog.tables.reserve_ids,
+        )
         return BatchRunner(pipeline, self.catalog, self.session)
 
     def forget(self, name: str) -> None:

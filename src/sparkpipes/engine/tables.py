@@ -19,6 +19,7 @@ from sparkpipes.catalog import TableRecord
 from sparkpipes.config import check_name
 from sparkpipes.config.tables import TableSpec
 from sparkpipes.engine.alter import AlterTable, _key_text
+from sparkpipes.engine.batch.generated import Generated
 from sparkpipes.engine.batch.transform import REJECT_COLUMN, Transform, apply
 from sparkpipes.engine.runtime import Runtime
 from sparkpipes.engine.schema import to_arrow, to_spark
@@ -190,23 +191,23 @@ class Tables(AlterTable):
         return retrying(f"clustering table '{rec.name}' by ({', '.join(columns)})", once)
 
     def insert(self, table: str, df) -> int:
-        """Append a DataFrame's rows (columns by name; computed columns are computed) in
-        one Delta commit. Returns the number of rows written."""
+        """Append a DataFrame's rows (columns by name; computed columns are computed,
+        DEFAULTs and ``AUTO_INCREMENT`` values filled) in one Delta commit. Returns the
+        number of rows written."""
         rec = self.rt.catalog.tables.get(table)
-        missing = [c for c in rec.auto_increment if c not in df.columns]
-        if missing:
-            raise ConfigError(
-                f"cannot insert into table '{table}': column '{missing[0]}' is AUTO_INCREMENT, "
-                "whose values sparkpipes does not generate yet: give it a value"
-            )
         sink = self.sink(rec)
         from pyspark.sql import functions as F
 
-        fill = Transform(computed=tuple(rec.computed.items()), defaults=tuple(rec.defaults.items()))
+        fill = Transform(
+            computed=tuple(rec.computed.items()),
+            defaults=tuple(rec.defaults.items()),
+            choices=tuple(rec.choices.items()),
+        )
         checked = apply(df, fill, rec.schema, check=True)
         cond = F.col(REJECT_COLUMN).isNotNull()
         for c in rec.not_null:
-            cond = cond | F.col(f"`{c}`").isNull()
+            if c not in rec.auto_increment:
+                cond = cond | F.col(f"`{c}`").isNull()
         bad = checked.where(cond).limit(1).collect()
         if bad:
             reason = bad[0][REJECT_COLUMN]
@@ -215,6 +216,10 @@ class Tables(AlterTable):
                 reason = f"column '{null[0]}' is NOT NULL; the row has no value"
             raise ConfigError(f"cannot insert into table '{table}': {reason}")
         out = checked.drop(REJECT_COLUMN)
+        if rec.auto_increment:
+            reserve, name = self.rt.catalog.tables.reserve_ids, rec.name
+            ids = Generated(rec.auto_increment[0], lambda n, least: reserve(name, n, least))
+            out = ids.fill(out, ())
         files = write_frame(out, sink.table_writer(), "part-insert", rec.name)
         if files:
             sink.commit_files(files, operation="INSERT")

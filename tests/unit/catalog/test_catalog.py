@@ -123,3 +123,21 @@ def test_the_newest_errors_are_read_alone(cat):
         )
     assert [e["reason"] for e in cat.batches.errors("id1", last=2)] == ["r4", "r5"]
     assert len(cat.batches.errors("id1")) == 5 and cat.batches.errors("other", last=3) == []
+
+
+def test_auto_increment_ranges_never_overlap_and_pass_given_values(tmp_path, cat):
+    """Each reservation is a range no other got, even from another engine on the same
+    catalog; ``at_least`` moves the counter past a value rows gave; dropping the table
+    starts it again."""
+    cat.tables.create("t", "/x", "`a` BIGINT", pa.schema([("a", pa.int64())]))
+    other = Catalog(f"sqlite:///{tmp_path / 'c.db'}")
+    try:
+        assert cat.tables.reserve_ids("t", 3) == 1  # 1, 2, 3
+        assert other.tables.reserve_ids("t", 2) == 4  # 4, 5
+        assert cat.tables.reserve_ids("t", 1, at_least=100) == 100
+        assert other.tables.reserve_ids("t", 1, at_least=7) == 101
+    finally:
+        other.close()
+    cat.tables.drop("t")
+    cat.tables.create("t", "/x", "`a` BIGINT", pa.schema([("a", pa.int64())]))
+    assert cat.tables.reserve_ids("t", 1) == 1

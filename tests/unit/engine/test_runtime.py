@@ -31,7 +31,7 @@ class FakePipelines:
 class FakeCatalog:
     def __init__(self) -> None:
         self.pipelines = FakePipelines()
-        self.tables = SimpleNamespace(get=lambda name: None)
+        self.tables = SimpleNamespace(get=lambda name: None, reserve_ids=None)
 
 
 class FakeRunner:

@@ -24,8 +24,9 @@ import pyarrow as pa
 from sparkpipes.catalog import TableRecord
 from sparkpipes.config import PipelineSpec
 from sparkpipes.config.core import is_metadata_column
-from sparkpipes.config.tables import ColumnDefault
+from sparkpipes.config.tables import Choices, ColumnDefault
 from sparkpipes.engine.batch.contract import OFFSET_COLUMN, PARTITION_COLUMN
+from sparkpipes.engine.batch.generated import Generated
 from sparkpipes.engine.batch.transform import Refiner, Transform
 from sparkpipes.engine.sql.sandbox import check_expression
 from sparkpipes.engine.sql.updates import stored_columns, update_expression
@@ -57,6 +58,8 @@ class Assembled:
     metadata_columns: tuple[str, ...] = ()
     #: the DEFAULT of each column the tasks hand on that a record may not load
     defaults: tuple[tuple[str, ColumnDefault], ...] = ()
+    #: the members of each ENUM / SET column the tasks hand on
+    choices: tuple[tuple[str, Choices], ...] = ()
 
     @property
     def stages(self) -> bool:
@@ -88,14 +91,6 @@ def validate(spec: PipelineSpec, table: TableRecord) -> None:
                 f"provenance needs table '{spec.table}' to have columns "
                 f"{PARTITION_COLUMN} STRING and {OFFSET_COLUMN} BIGINT (missing: "
                 f"{', '.join(missing)})",
-                pipeline=spec.name,
-            )
-    loaded = set(load_schema(spec, table).names) | {c for c, _ in spec.transform.assignments}
-    for column in table.auto_increment:
-        if column not in loaded:
-            raise ConfigError(
-                f"column '{column}' of table '{spec.table}' is AUTO_INCREMENT, whose values "
-                "sparkpipes does not generate yet: load it (map it, or SET it)",
                 pipeline=spec.name,
             )
     if write_mode(spec, table) != "append":
@@ -234,6 +229,23 @@ def primary_key(spec: PipelineSpec, table: TableRecord) -> list[str]:
     )
 
 
+def _generated(
+    spec: PipelineSpec, table: TableRecord, reserve_ids: Callable[[str, int, int], int] | None
+) -> Generated | None:
+    """The table's ``AUTO_INCREMENT`` column, numbered from the catalog's counter."""
+    if not table.auto_increment or spec.sink.kind != "delta":
+        return None
+    if reserve_ids is None:
+        raise ConfigError(
+            f"table '{table.name}' has an AUTO_INCREMENT column: its values need the catalog",
+            pipeline=spec.name,
+        )
+    name = table.name
+    return Generated(
+        table.auto_increment[0], lambda count, at_least: reserve_ids(name, count, at_least)
+    )
+
+
 def assemble(
     spec: PipelineSpec,
     pipeline_id: str,
@@ -241,9 +253,12 @@ def assemble(
     spark: Callable[[], Any],
     *,
     procedure: Any = None,
+    reserve_ids: Callable[[str, int, int], int] | None = None,
 ) -> Assembled:
     """The running parts of a pipeline; ``spark`` gives the session when a part needs it;
-    ``procedure`` is the ``ProcedureBody`` of an ``INTO PROCEDURE`` pipeline."""
+    ``procedure`` is the ``ProcedureBody`` of an ``INTO PROCEDURE`` pipeline;
+    ``reserve_ids`` the catalog's ``Tables.reserve_ids``, for a table with an
+    ``AUTO_INCREMENT`` column."""
     source = build_source_of(spec)
     load = load_schema(spec, table)
     decoder = build_decoder(
@@ -261,10 +276,12 @@ def assemble(
         spec.transform.where,
         tuple(table.computed.items()),
         tuple(table.defaults.items()),
+        tuple(table.choices.items()),
     )
     write = write_mode(spec, table)
     upserts = write != "append"
-    refines = bool(transform) or (upserts and bool(transform.defaults))
+    generated = _generated(spec, table, reserve_ids)
+    refines = bool(transform) or (upserts and bool(transform.defaults)) or generated is not None
     if refines or upserts:
         where = (
             [table.schema.field(c) for c in PROVENANCE]
@@ -281,14 +298,16 @@ def assemble(
             [f for f in table.schema if not (spec.sink.provenance and f.name in PROVENANCE)]
         )
     filled = {c for c, _ in spec.transform.assignments} | set(table.computed)
+    numbered = set(table.auto_increment)
     refiner = (
         Refiner(
             transform,
             table.schema,
             spec.format.skip_constraint_errors,
             PROVENANCE,
-            tuple(c for c in table.not_null if c in filled),
+            tuple(c for c in table.not_null if c in filled and c not in numbered),
             source.locate,
+            generated=generated,
         )
         if refines
         else None
@@ -312,7 +331,9 @@ def assemble(
         update=_admitted_updates(spec, table, spark),
     )
     sink = SINKS.get(spec.sink.kind).for_pipeline(ctx)
-    not_null = tuple(c for c in table.not_null if c in task_schema.names and c not in filled)
+    not_null = tuple(
+        c for c in table.not_null if c in task_schema.names and c not in filled | numbered
+    )
     return Assembled(
         spec=spec,
         pipeline_id=pipeline_id,
@@ -327,4 +348,5 @@ def assemble(
         refiner=refiner,
         metadata_columns=metadata_columns(source, table),
         defaults=tuple((c, d) for c, d in table.defaults.items() if c in task_schema.names),
+        choices=tuple((c, ch) for c, ch in table.choices.items() if c in task_schema.names),
     )

@@ -39,7 +39,7 @@ from sparkpipes.errors import (
     OffsetOutOfRangeError,
     SparkpipesError,
 )
-from sparkpipes.formats.conform import not_null, to_columns, with_metadata
+from sparkpipes.formats.conform import choose, not_null, to_columns, with_metadata
 from sparkpipes.sinks import Staged
 from sparkpipes.sources import Fetched
 
@@ -231,6 +231,8 @@ def _decode(
         table = to_columns(table, want, dict(spec.defaults))
     if spec.metadata_columns:
         table = with_metadata(table, spec.metadata_columns, partition, fetched, kept)
+    if spec.choices:
+        table = choose(table, dict(spec.choices))
     if spec.not_null:
         checked = not_null(table, kept, spec.not_null)
         for bad in checked.errors:

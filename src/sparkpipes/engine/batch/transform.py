@@ -15,8 +15,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from sparkpipes.config.tables import ColumnDefault
+from sparkpipes.config.tables import Choices, ColumnDefault
 from sparkpipes.engine.batch.contract import ErrorRecord
+from sparkpipes.engine.batch.generated import Generated
 from sparkpipes.engine.schema import to_spark
 from sparkpipes.engine.sql.dialect import translate
 from sparkpipes.engine.sql.sandbox import check_expression
@@ -32,8 +33,10 @@ class Transform:
     computed: tuple[tuple[str, str], ...] = ()
     #: what a column no row value reaches holds (a column DEFAULT); not SQL of a user's
     defaults: tuple[tuple[str, ColumnDefault], ...] = ()
+    #: the members of ENUM / SET columns, which their values are stored as
+    choices: tuple[tuple[str, Choices], ...] = ()
 
-    def __bool__(self) -> bool:  # defaults alone need no Spark: the tasks fill them
+    def __bool__(self) -> bool:  # defaults and members alone need no Spark: tasks do them
         return bool(self.assignments or self.where or self.computed)
 
     def expressions(self) -> list[str]:
@@ -61,7 +64,27 @@ def default_sql(default: ColumnDefault) -> str:
         return "TRUE" if v else "FALSE"
     if isinstance(v, int | float):
         return repr(v)
-    return "'" + str(v).replace("\\", "\\\\").replace("'", "\\'") + "'"
+    return _text(str(v))
+
+
+def _text(value: str) -> str:
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def choice_sql(column: str, choices: Choices) -> str:
+    """Spark SQL of what an ENUM / SET ``column`` stores (``Choices.pick``)."""
+    members = ", ".join(_text(m) for m in choices.members)
+    if not choices.many:
+        cases = " ".join(
+            f"WHEN lower(rtrim({column})) = {_text(m.lower())} THEN {_text(m)}"
+            for m in choices.members
+        )
+        return f"CASE WHEN {column} IS NULL THEN NULL {cases} ELSE '' END"
+    named = f"transform(split({column}, ','), x -> lower(rtrim(x)))"
+    return (
+        f"CASE WHEN {column} IS NULL THEN NULL ELSE concat_ws(',', filter(array({members}), "
+        f"m -> array_contains({named}, lower(m)))) END"
+    )
 
 
 def checked_cast(src: str, target: str, column: str) -> tuple[str, str]:
@@ -139,6 +162,14 @@ def apply(
             extra = [f"{r} AS __sp_r{i}" for i, r in enumerate(reasons[before:], start=before)]
             reason_cols += [f"__sp_r{i}" for i in range(before, len(reasons))]
             df = df.selectExpr("*", col, *extra)
+        if transform.choices:
+            chosen = dict(transform.choices)
+            df = df.selectExpr(
+                *[
+                    f"{choice_sql(_q(c), chosen[c])} AS {_q(c)}" if c in chosen else _q(c)
+                    for c in df.columns
+                ]
+            )
         out = [*[f.name for f in table_schema], *carry]
         if not check:
             return df.select(*out)
@@ -172,6 +203,8 @@ class Refiner:
     not_null: tuple[str, ...] = ()
     #: how errors name a record's place: the source's own words (``Source.locate``)
     where: Callable[[str, Any], str] | None = field(default=None, compare=False)
+    #: the table's ``AUTO_INCREMENT`` column, numbered after the checks
+    generated: Generated | None = None
     rejected: list[ErrorRecord] = field(default_factory=list, compare=False)
 
     def _where(self, partition: str, offset: Any) -> str:
@@ -181,7 +214,8 @@ class Refiner:
 
     def __call__(self, df, keep: Sequence[str] = ()):
         if self.locate is None:
-            return apply(df, self.transform, self.table_schema, keep)
+            out = apply(df, self.transform, self.table_schema, keep)
+            return out if self.generated is None else self.generated.fill(out, ())
         table = set(self.table_schema.names)
         where = [c for c in self.locate if c not in table and c not in keep]
         out = apply(df, self.transform, self.table_schema, (*keep, *where), check=True)
@@ -208,7 +242,10 @@ class Refiner:
             if not self.skip:
                 raise errors[0]
             self.rejected.extend(ErrorRecord.of(e, reason=r[2]) for e, r in zip(errors, rows))
-        return out.where(f"{REJECT_COLUMN} IS NULL").select(*self.table_schema.names, *keep)
+        out = out.where(f"{REJECT_COLUMN} IS NULL")
+        if self.generated is not None:
+            out = self.generated.fill(out, self.locate)
+        return out.select(*self.table_schema.names, *keep)
 
     def drain(self) -> list[ErrorRecord]:
         """The rows rejected since the last call."""

@@ -131,13 +131,16 @@ class StructField(Node):
 class DataType(Node):
     """A column or parameter type: ``name`` upper-cased as spelled (``VARCHAR``, ``BIGINT``,
     ``ARRAY``), numeric ``params`` (``DECIMAL(10,2)``), element types ``args``
-    (``ARRAY<T>``, ``MAP<K, V>``) and ``fields`` (``STRUCT<a: T>``, ``QUERY(a T)``)."""
+    (``ARRAY<T>``, ``MAP<K, V>``), ``fields`` (``STRUCT<a: T>``, ``QUERY(a T)``) and
+    ``members`` (``ENUM('a', 'b')``)."""
 
     name: str
     params: tuple[int, ...] = ()
     args: tuple[DataType, ...] = ()
     fields: tuple[StructField, ...] = ()
     unsigned: bool = False
+    #: the members of ``ENUM('a', 'b')`` / ``SET('a', 'b')``, as declared
+    members: tuple[str, ...] = ()
 
     @property
     def text(self) -> str:
@@ -156,6 +159,8 @@ class DataType(Node):
         if self.args:
             return f"{self.name}<{', '.join(a.to_sql() for a in self.args)}>"
         out = self.name
+        if self.members:
+            return out + "(" + ",".join(quote_string(m) for m in self.members) + ")"
         if self.params:
             out += "(" + ",".join(str(p) for p in self.params) + ")"
         return out + (" UNSIGNED" if self.unsigned else "")

@@ -50,6 +50,8 @@ _NUMERIC_TYPES = frozenset(
     FLOAT DOUBLE REAL DECIMAL DEC NUMERIC""".split()  # noqa: SIM905
 )
 _GENERIC_TYPES = {"ARRAY": 1, "MAP": 2, "STRUCT": None}
+#: types of a list of strings, and how many they take (SingleStore's limits)
+_MEMBER_TYPES = {"ENUM": 65_535, "SET": 64}
 
 _UNESCAPES = {"0": "\0", "b": "\b", "n": "\n", "r": "\r", "t": "\t", "Z": "\x1a"}
 
@@ -254,6 +256,10 @@ class Builder:
         name = str(type_name.children[0]).upper()
         if tree.data == "generic_type":
             return self.generic_type(tree, name, type_name, depth)
+        if tree.data == "member_type":
+            return self.member_type(tree, name, type_name)
+        if name in _MEMBER_TYPES:
+            self.fail(f"{name} needs its members: {name}('a', 'b', …)", type_name)
         if name in _GENERIC_TYPES:
             self.fail(f"{name} needs its element types in <…>", type_name)
         if name not in _TYPE_PARAMS:
@@ -273,6 +279,25 @@ class Builder:
         if unsigned is not None and name not in _NUMERIC_TYPES:
             self.fail(f"{name} cannot be UNSIGNED", unsigned)
         return DataType(name, tuple(params), unsigned=unsigned is not None)
+
+    def member_type(self, tree: Tree, name: str, at: Tree) -> DataType:
+        """``ENUM('a', …)`` / ``SET('a', …)``: members distinct, trailing spaces cut off
+        (MySQL's rule), a SET's without commas."""
+        if name not in _MEMBER_TYPES:
+            self.fail(f"{name} does not take a list of strings", at)
+        members: list[str] = []
+        for tok in tree.children:
+            if not isinstance(tok, Token) or tok.type != "STRING":
+                continue
+            member = self.string(tok).rstrip(" ")
+            if member.lower() in (m.lower() for m in members):
+                self.fail(f"{name} has the member '{_shown(member)}' twice", tok)
+            if name == "SET" and "," in member:
+                self.fail("a SET member cannot hold a comma", tok)
+            members.append(member)
+        if len(members) > _MEMBER_TYPES[name]:
+            self.fail(f"{name} takes at most {_MEMBER_TYPES[name]} members", at)
+        return DataType(name, members=tuple(members))
 
     def generic_type(self, tree: Tree, name: str, at: Tree, depth: int) -> DataType:
         if name not in _GENERIC_TYPES:
@@ -294,7 +319,8 @@ class Builder:
         dtype = next(
             c
             for c in tree.children
-            if isinstance(c, Tree) and c.data in ("data_type", "generic_type", "query_type")
+            if isinstance(c, Tree)
+            and c.data in ("data_type", "generic_type", "member_type", "query_type")
         )
         return StructField(
             self.name(_sub(tree, "name")),

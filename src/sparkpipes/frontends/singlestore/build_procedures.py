@@ -32,7 +32,7 @@ class ProcedureBuilder(Builder):
         seen: dict[str, Any] = {}
         for node, param in zip(_subs(tree, "proc_param"), params):
             self.once(seen, param.name.lower(), node, f"parameter '{param.name}'")
-        returns = _sub(tree, "data_type", "generic_type")
+        returns = _sub(tree, "data_type", "generic_type", "member_type")
         body = _tok(tree, "REST")
         if body is None:
             self.fail("expected BEGIN … END after AS", tree, ParseError)

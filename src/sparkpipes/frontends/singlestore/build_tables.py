@@ -74,7 +74,7 @@ class TableBuilder(Builder):
 
     def column(self, tree: Tree) -> ColumnDef:
         name = self.name(_sub(tree, "name"))
-        dtype_tree = _sub(tree, "data_type", "generic_type")
+        dtype_tree = _sub(tree, "data_type", "generic_type", "member_type")
         assert dtype_tree is not None
         dtype = self.data_type(dtype_tree)
         if tree.data == "computed_column":

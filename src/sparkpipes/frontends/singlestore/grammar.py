@@ -320,7 +320,8 @@ index_using: USING (HASH | BTREE | CLUSTERED COLUMNSTORE)
 
 data_type: type_name type_params? UNSIGNED?
          | type_name "<" _type_arg ("," _type_arg)* ">"   -> generic_type
-type_name: IDENT
+         | type_name "(" STRING ("," STRING)* ")"          -> member_type
+type_name: IDENT | SET
 type_params: "(" NUMBER ("," NUMBER)* ")"
 _type_arg: data_type | struct_field
 struct_field: name ":"? data_type

@@ -9,7 +9,7 @@ import re
 
 import pyarrow as pa
 
-from sparkpipes.config.tables import ColumnDefault, ColumnSpec, TableKey, TableSpec
+from sparkpipes.config.tables import Choices, ColumnDefault, ColumnSpec, TableKey, TableSpec
 from sparkpipes.errors import ConfigError
 from sparkpipes.formats.coerce import coerce_column
 from sparkpipes.frontends.singlestore import ast_tables as A
@@ -20,13 +20,26 @@ from sparkpipes.frontends.singlestore.types import arrow_type
 NOW = {"CURRENT_TIMESTAMP", "NOW", "LOCALTIMESTAMP", "LOCALTIME", "CURRENT_TIMESTAMP()", "NOW()"}
 
 
-def column_default(c: A.ColumnDef, field: pa.Field) -> ColumnDefault | None:
+def column_default(
+    c: A.ColumnDef, field: pa.Field, choices: Choices | None = None
+) -> ColumnDefault | None:
     """A column's ``DEFAULT``: a literal, converted to the column's type now (MySQL's
-    "Invalid default value" if it cannot be), or the load time (``CURRENT_TIMESTAMP``,
-    ``NOW()``, with or without a precision); ``DEFAULT NULL`` is no default."""
+    "Invalid default value" if it cannot be; of an ENUM or SET, one of its members), or
+    the load time (``CURRENT_TIMESTAMP``, ``NOW()``, with or without a precision);
+    ``DEFAULT NULL`` is no default. A NOT NULL ``ENUM`` without one defaults to its first
+    member, as in MySQL."""
     d = c.default
+    if d is None and choices is not None and not choices.many and c.nullable is False:
+        return ColumnDefault(choices.members[0]) if choices.members else None
     if d is None or d.kind == "null":
         return None
+    if choices is not None and d.kind != "string":
+        raise ConfigError(f"Invalid default value for '{c.name}': {d.to_sql()}")
+    if choices is not None:
+        picked = choices.pick(str(d.value))
+        if picked.lower() != str(d.value).rstrip(" ").lower():
+            raise ConfigError(f"Invalid default value for '{c.name}': {d.to_sql()}")
+        return ColumnDefault(picked)
     if d.kind in ("word", "call"):
         word = re.sub(r"\(\d*\)$", "()", str(d.value).replace("`", "")).upper()
         if word in NOW or word.rstrip("()") in NOW:
@@ -49,6 +62,7 @@ def table_spec(s: A.CreateTable) -> TableSpec:
     columns = []
     for c in s.columns:
         t = arrow_type(c.type)
+        choices = Choices(c.type.members, c.type.name == "SET") if c.type.members else None
         columns.append(
             ColumnSpec(
                 c.name,
@@ -56,8 +70,9 @@ def table_spec(s: A.CreateTable) -> TableSpec:
                 c.type.to_sql(),
                 c.nullable is False,
                 c.computed.text if c.computed is not None else None,
-                column_default(c, pa.field(c.name, t)),
+                column_default(c, pa.field(c.name, t), choices),
                 c.auto_increment,
+                choices,
             )
         )
     keys = [TableKey(k.kind, tuple(k.columns), k.name, k.using) for k in s.keys]

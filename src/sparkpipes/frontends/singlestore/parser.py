@@ -134,6 +134,18 @@ def _expected(names: Iterable[str]) -> str:
     return ", ".join(items[:-1]) + " or " + items[-1]
 
 
+def _accepted(e: UnexpectedToken) -> Iterable[str]:
+    """The tokens that could come instead: what the parser takes when tried, not the
+    LALR state's lookahead set, which merges every place a rule is used (after an integer,
+    the words that follow one anywhere)."""
+    if e.interactive_parser is not None:
+        try:
+            return e.interactive_parser.accepts() or e.expected
+        except UnexpectedInput:  # pragma: no cover - accepts() tries on copies
+            pass
+    return e.expected
+
+
 def _syntax_error(e: UnexpectedInput, text: str, span: script.Span) -> ParseError:
     stmt_text = text[span.start : span.end]
     expected: Iterable[str] = ()
@@ -141,7 +153,7 @@ def _syntax_error(e: UnexpectedInput, text: str, span: script.Span) -> ParseErro
     token: str | None
     if isinstance(e, UnexpectedToken):
         tok = e.token
-        expected = e.expected
+        expected = _accepted(e)
         if tok.type == "$END":
             offset = tok.end_pos if tok.end_pos is not None else len(stmt_text)
             found, token = "end of statement", None

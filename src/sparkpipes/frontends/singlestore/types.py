@@ -54,6 +54,8 @@ def spark_type(t: DataType) -> str:
         return f"DECIMAL({p},{s})"
     if name in _SIMPLE:
         return _SIMPLE[name]
+    if name in ("ENUM", "SET") and t.members:
+        return "STRING"
     if name == "ARRAY" and len(t.args) == 1:
         return f"ARRAY<{spark_type(t.args[0])}>"
     if name == "MAP" and len(t.args) == 2:

@@ -386,3 +386,12 @@ def test_user_statements_are_checked_and_never_echo_the_password(sql, message):
     shown = str(err) + repr(err.to_dict()) + (err.statement_text or "")
     assert "pw-1x" not in shown
     assert "*****" in err.source_line or "pw-1x" not in sql
+
+
+def test_expected_words_are_what_may_come_here_not_after_any_integer():
+    """After ``BATCH_INTERVAL 10`` the list offers the next clauses, not the words that
+    follow an integer elsewhere (``LIMIT n BATCHES``, ``RETAIN n HOURS``)."""
+    err = error_of("CREATE PIPELINE p AS LOAD DATA KAFKA 'h/t' BATCH_INTERVAL 10 x INTO TABLE t")
+    assert "BATCH_INTERVAL" in err.message and "INTO" in err.message
+    assert "BATCHES" not in err.message and "HOURS" not in err.message
+    assert "(expected HOURS)" in error_of("VACUUM t RETAIN 5 x").message

@@ -1,0 +1,57 @@
+"""``AUTO_INCREMENT`` values: a row that gives the column no value (NULL, 0, or a load
+that does not name the column) gets the next one, as in SingleStore and MySQL.
+
+Values come from the table's counter in the catalog (``Tables.reserve_ids``): one range
+per batch or INSERT, reserved just before its rows are written, so engines sharing the
+catalog never hand out the same value. Values are unique and rise from batch to batch,
+but are not consecutive: a batch that fails after reserving leaves a gap, as SingleStore's
+aggregators do. A value a row gives itself moves the counter past it (MySQL's rule; a
+SingleStore sharded table waits for ``AGGREGATOR SYNC AUTO_INCREMENT``), so a later
+generated value never repeats one that was loaded.
+
+Numbering is one Spark job that counts the rows without a value, then a window in the
+rows' order (their source partition and offset for a pipeline), so a batch run again
+numbers the same rows the same way within its range.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+#: (count, at_least) → the first of ``count`` new values, none below ``at_least``
+Reserve = Callable[[int, int], int]
+
+
+def _q(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+@dataclass(frozen=True)
+class Generated:
+    """The ``AUTO_INCREMENT`` column of a table and where its values come from."""
+
+    column: str
+    reserve: Reserve = field(compare=False)
+
+    def fill(self, df, order: Sequence[str]):
+        """``df`` with a new value in :attr:`column` for each row without one; ``order``
+        names the columns that order the rows (the numbering follows it; without, the
+        order the rows are read in)."""
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        value = F.col(_q(self.column))
+        need = value.isNull() | (value == 0)
+        got = df.select(
+            F.count(F.when(need, 1)).alias("n"), F.max(F.when(~need, value)).alias("top")
+        ).first()
+        if not got or not got["n"]:
+            return df
+        top = got["top"]
+        start = self.reserve(int(got["n"]), 1 if top is None else int(top) + 1)
+        kind = df.schema[self.column].dataType.simpleString()
+        by = [F.col(_q(c)) for c in order] or [F.monotonically_increasing_id()]
+        window = Window.partitionBy(need).orderBy(*by)
+        numbered = (F.lit(start - 1) + F.row_number().over(window)).cast(kind)
+        return df.withColumn(self.column, F.when(need, numbered).otherwise(value))
