@@ -520,3 +520,43 @@ def test_enum_and_set_columns_store_their_members(sql, tmp_path):
     ]
     with pytest.raises(Exception, match="Invalid default value for 'e'"):
         sql("CREATE TABLE bad (e ENUM('a') DEFAULT 'b')")
+
+
+def test_geography_columns_hold_wkt_as_singlestore_reads_it(sql, tmp_path):
+    """GEOGRAPHYPOINT stores ``POINT(lon lat)`` with 8 decimals (a longitude past ±180
+    wrapped), from WKT or ``GEOGRAPHY_POINT(lon, lat)`` in SET; GEOGRAPHY holds a POINT,
+    LINESTRING or POLYGON. Text that is not such WKT, or a latitude past ±90, is a
+    constraint error: PIPELINES_ERRORS with SKIP CONSTRAINT ERRORS, else the batch
+    fails; an INSERT of one fails."""
+    (tmp_path / "a.tsv").write_text(
+        "1\tPOINT(-73.9499 40.6999)\tPOLYGON((0 0, 0 10, 10 10, 10 0, 0 0))\t-73.5\t40.25\n"
+        "2\tpoint (190 10)\tLINESTRING(0 0, 1 1)\t190\t-10\n"
+        "3\tPOINT(1 95)\tPOINT(1 2)\t1\t2\n"
+        "4\tnot wkt\tMULTIPOINT(1 1, 2 2)\t1\t2\n"
+        "5\t\\N\t\\N\t\\N\t\\N\n"
+    )
+    sql("CREATE TABLE geo (id INT, pos GEOGRAPHYPOINT, area GEOGRAPHY, at GEOGRAPHYPOINT)")
+    assert "`pos` GEOGRAPHYPOINT" in sql("SHOW CREATE TABLE geo").rows[0][1]
+    sql(
+        f"CREATE PIPELINE gp AS LOAD DATA FS '{tmp_path}/a.tsv' SKIP CONSTRAINT ERRORS "
+        "INTO TABLE geo (id, pos, area, @lon, @lat) SET at = GEOGRAPHY_POINT(@lon, @lat)"
+    )
+    sql("START PIPELINE gp FOREGROUND")
+    got = rows(sql("SELECT id, pos, area, at FROM geo ORDER BY id"))
+    polygon = "POLYGON((0 0, 0 10, 10 10, 10 0, 0 0))"
+    assert got == [
+        (1, "POINT(-73.94990000 40.69990000)", polygon, "POINT(-73.50000000 40.25000000)"),
+        (
+            2,
+            "POINT(-170.00000000 10.00000000)",
+            "LINESTRING(0 0, 1 1)",
+            "POINT(-170.00000000 -10.00000000)",
+        ),
+        (5, None, None, None),
+    ]
+    errors = rows(sql("SELECT ERROR_MESSAGE FROM information_schema.PIPELINES_ERRORS"))
+    assert len(errors) == 2
+    assert any("cannot hold 'POINT(1 95)' as GEOGRAPHYPOINT" in e[0] for e in errors)
+    assert any("cannot hold 'not wkt' as GEOGRAPHYPOINT" in e[0] for e in errors)
+    with pytest.raises(Exception, match="cannot hold 'MULTIPOINT"):
+        sql("INSERT INTO geo (id, area) VALUES (9, 'MULTIPOINT(1 1, 2 2)')")

@@ -64,6 +64,11 @@ class TableRecord:
         """``ENUM`` / ``SET`` columns and their members."""
         return stored_choices(self.options)
 
+    @property
+    def geography(self) -> dict[str, str]:
+        """``GEOGRAPHY`` / ``GEOGRAPHYPOINT`` columns: name → kind."""
+        return dict(self.options.get("geography", {}))
+
 
 class Tables:
     """``catalog.tables``: one row per table."""

@@ -107,6 +107,8 @@ class ColumnSpec:
     auto_increment: bool = False
     #: the members of an ``ENUM`` / ``SET`` column
     choices: Choices | None = None
+    #: ``GEOGRAPHY`` or ``GEOGRAPHYPOINT``: WKT text, checked (``formats.geography``)
+    geography: str | None = None
 
 
 @dataclass(frozen=True)
@@ -164,6 +166,10 @@ class TableSpec:
     def choices(self) -> dict[str, Choices]:
         return {c.name: c.choices for c in self.columns if c.choices is not None}
 
+    @property
+    def geography(self) -> dict[str, str]:
+        return {c.name: c.geography for c in self.columns if c.geography is not None}
+
     def options(self) -> dict[str, Any]:
         """What the catalog keeps of the spec besides the schema."""
         out: dict[str, Any] = {"keys": [k.to_json() for k in self.keys], "computed": self.computed}
@@ -178,6 +184,8 @@ class TableSpec:
             out["auto_increment"] = generated
         if self.choices:
             out["choices"] = {c: ch.to_json() for c, ch in self.choices.items()}
+        if self.geography:
+            out["geography"] = self.geography
         return out
 
     @classmethod
@@ -202,6 +210,7 @@ class TableSpec:
                 defaults.get(f.name),
                 f.name in options.get("auto_increment", ()),
                 choices.get(f.name),
+                options.get("geography", {}).get(f.name),
             )
             for f in schema
         )

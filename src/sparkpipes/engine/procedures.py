@@ -201,6 +201,7 @@ class ProcedureBody:
             computed=tuple(rec.computed.items()),
             defaults=tuple(rec.defaults.items()),
             choices=tuple(rec.choices.items()),
+            geography=tuple(rec.geography.items()),
         )
         checked = apply(df.toDF(*cols), fill, rec.schema, check=True)
         cond = F.col(REJECT_COLUMN).isNotNull()

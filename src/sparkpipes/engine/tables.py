@@ -202,6 +202,7 @@ class Tables(AlterTable):
             computed=tuple(rec.computed.items()),
             defaults=tuple(rec.defaults.items()),
             choices=tuple(rec.choices.items()),
+            geography=tuple(rec.geography.items()),
         )
         checked = apply(df, fill, rec.schema, check=True)
         cond = F.col(REJECT_COLUMN).isNotNull()

@@ -60,6 +60,8 @@ class Assembled:
     defaults: tuple[tuple[str, ColumnDefault], ...] = ()
     #: the members of each ENUM / SET column the tasks hand on
     choices: tuple[tuple[str, Choices], ...] = ()
+    #: the GEOGRAPHY / GEOGRAPHYPOINT columns the tasks hand on
+    geography: tuple[tuple[str, str], ...] = ()
 
     @property
     def stages(self) -> bool:
@@ -277,6 +279,7 @@ def assemble(
         tuple(table.computed.items()),
         tuple(table.defaults.items()),
         tuple(table.choices.items()),
+        tuple(table.geography.items()),
     )
     write = write_mode(spec, table)
     upserts = write != "append"
@@ -349,4 +352,5 @@ def assemble(
         metadata_columns=metadata_columns(source, table),
         defaults=tuple((c, d) for c, d in table.defaults.items() if c in task_schema.names),
         choices=tuple((c, ch) for c, ch in table.choices.items() if c in task_schema.names),
+        geography=tuple((c, k) for c, k in table.geography.items() if c in task_schema.names),
     )

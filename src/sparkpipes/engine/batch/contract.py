@@ -129,6 +129,7 @@ class TaskSpec:
     not_null: tuple[str, ...] = ()  # columns of the task's rows that must have a value
     defaults: tuple[tuple[str, ColumnDefault], ...] = ()  # what a column not loaded holds
     choices: tuple[tuple[str, Choices], ...] = ()  # the members of ENUM / SET columns
+    geography: tuple[tuple[str, str], ...] = ()  # GEOGRAPHY / GEOGRAPHYPOINT columns
     chunk_records: int = 20_000
     file_rows: int = 1_000_000
     #: columns filled from each record's key, headers, offset, partition and timestamp

@@ -414,6 +414,7 @@ class BatchRunner:
                 not_null=p.not_null,
                 defaults=p.defaults,
                 choices=p.choices,
+                geography=p.geography,
                 metadata_columns=p.metadata_columns,
                 max_records=self.spec.batch.max_offsets_per_partition,
                 fetch_timeout_s=self.spec.batch.fetch_timeout_ms / 1000,

@@ -40,6 +40,7 @@ from sparkpipes.errors import (
     SparkpipesError,
 )
 from sparkpipes.formats.conform import choose, not_null, to_columns, with_metadata
+from sparkpipes.formats.geography import check_shapes
 from sparkpipes.sinks import Staged
 from sparkpipes.sources import Fetched
 
@@ -233,6 +234,13 @@ def _decode(
         table = with_metadata(table, spec.metadata_columns, partition, fetched, kept)
     if spec.choices:
         table = choose(table, dict(spec.choices))
+    if spec.geography:
+        checked = check_shapes(table, kept, dict(spec.geography))
+        for bad in checked.errors:
+            _reject(
+                spec, partition, fetched, bad.index, bad.reason, errors, spec.skip_constraint_errors
+            )
+        table, kept = checked.table, checked.kept
     if spec.not_null:
         checked = not_null(table, kept, spec.not_null)
         for bad in checked.errors:

@@ -22,6 +22,7 @@ from sparkpipes.engine.schema import to_spark
 from sparkpipes.engine.sql.dialect import translate
 from sparkpipes.engine.sql.sandbox import check_expression
 from sparkpipes.errors import ConfigError, DecodeError
+from sparkpipes.formats.geography import normalize
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,8 @@ class Transform:
     defaults: tuple[tuple[str, ColumnDefault], ...] = ()
     #: the members of ENUM / SET columns, which their values are stored as
     choices: tuple[tuple[str, Choices], ...] = ()
+    #: GEOGRAPHY / GEOGRAPHYPOINT columns (name → kind), whose WKT values are checked
+    geography: tuple[tuple[str, str], ...] = ()
 
     def __bool__(self) -> bool:  # defaults and members alone need no Spark: tasks do them
         return bool(self.assignments or self.where or self.computed)
@@ -87,6 +90,28 @@ def choice_sql(column: str, choices: Choices) -> str:
     )
 
 
+def _shapes(kind: str, column: str):
+    """A Spark function of a column's WKT text to (what it stores, why it cannot), by
+    ``formats.geography.normalize`` (shapely, on Arrow batches)."""
+    from pyspark.sql import functions as F
+
+    @F.pandas_udf("struct<value: string, reason: string>")
+    def shapes(values):
+        import pandas as pd
+
+        stored, reasons = normalize(pa.array(values, pa.string(), from_pandas=True), kind, column)
+        return pd.DataFrame({"value": stored.to_pandas(), "reason": reasons.to_pandas()})
+
+    return shapes
+
+
+def _unless_refused(got):
+    """The stored value of a ``_shapes`` result, or a failed job naming why."""
+    from pyspark.sql import functions as F
+
+    return F.when(got.reason.isNull(), got.value).otherwise(F.raise_error(got.reason))
+
+
 def checked_cast(src: str, target: str, column: str) -> tuple[str, str]:
     """``src`` as ``target`` (NULL where it cannot be) and the reason it cannot, or NULL."""
     lit = column.replace("\\", "\\\\").replace("'", "\\'")
@@ -116,6 +141,7 @@ def apply(
     rejected with its partition and offset instead of failing every batch; an
     expression that fails by itself (not by its cast) still fails the job."""
     from pyspark.errors import PySparkException
+    from pyspark.sql import functions as F
 
     spark_types = {f.name: f.dataType.simpleString() for f in to_spark(table_schema).fields}
     reasons: list[str] = []
@@ -170,6 +196,15 @@ def apply(
                     for c in df.columns
                 ]
             )
+        for j, (name, kind) in enumerate(transform.geography):
+            got = _shapes(kind, name)(F.col(_q(name)))
+            if check:
+                df = df.withColumn(f"__sp_g{j}", got).withColumns(
+                    {name: F.col(f"__sp_g{j}.value"), f"__sp_g{j}": F.col(f"__sp_g{j}.reason")}
+                )
+                reason_cols.append(f"__sp_g{j}")
+            else:
+                df = df.withColumn(name, _unless_refused(got))
         out = [*[f.name for f in table_schema], *carry]
         if not check:
             return df.select(*out)

@@ -9,8 +9,9 @@ What changes, and nothing else:
   ``get_json_object(x, '$.key')``, the ``%`` form cast to DOUBLE;
 * ``JSON_EXTRACT_STRING|JSON|BIGINT|DOUBLE(json, key, …)`` become ``get_json_object`` on
   the key path, cast for BIGINT and DOUBLE;
-* SingleStore functions Spark spells otherwise (``FROM_BASE64``, ``TO_BASE64``) become
-  their Spark forms;
+* SingleStore functions Spark spells otherwise (``FROM_BASE64``, ``TO_BASE64``,
+  ``GEOGRAPHY_POINT`` as the WKT text a GEOGRAPHYPOINT column holds) become their Spark
+  forms;
 * ``@var`` becomes the backquoted column ```@var``` (variables a pipeline loads);
 * ``information_schema.NAME`` becomes the temporary view that serves it, named by the
   caller (``on_view``): each statement registers its own views, filtered for its user.
@@ -26,6 +27,7 @@ exist are the ones ``on_view`` named and registered for the statement's user.
 
 from __future__ import annotations
 
+import string
 from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
@@ -53,11 +55,23 @@ JSON_FUNCTIONS = {
     "JSON_EXTRACT_BIGINT": "BIGINT",
     "JSON_EXTRACT_DOUBLE": "DOUBLE",
 }
-#: one-argument SingleStore functions and the Spark expression each becomes
+_LON = "CAST(({0}) AS DOUBLE)"
+#: SingleStore functions and the Spark expression each becomes (its arguments numbered)
 FUNCTIONS = {
-    "FROM_BASE64": "CAST(unbase64({}) AS STRING)",
-    "TO_BASE64": "base64({})",
+    "FROM_BASE64": "CAST(unbase64({0}) AS STRING)",
+    "TO_BASE64": "base64({0})",
+    # the WKT text of a GEOGRAPHYPOINT column: 8 decimals, a longitude past ±180 wrapped
+    "GEOGRAPHY_POINT": (
+        "CASE WHEN ({0}) IS NULL OR ({1}) IS NULL THEN NULL ELSE "
+        f"format_string('POINT(%.8f %.8f)', CASE WHEN abs({_LON}) <= 180 THEN {_LON} "
+        f"ELSE pmod({_LON} + 180, 360) - 180 END, CAST(({{1}}) AS DOUBLE)) END"
+    ),
 }
+
+
+def _arity(template: str) -> int:
+    """How many arguments a :data:`FUNCTIONS` template takes."""
+    return 1 + max(int(f) for _, f, _, _ in string.Formatter().parse(template) if f)
 
 
 def view_name(view: str) -> str:
@@ -183,9 +197,10 @@ def translate(
             and nxt.token_type == TokenType.L_PAREN
         ):
             args, close = _call_args(toks, i + 1, text)
-            if len(args) == 1:
-                arg = translate(args[0][0], on_view=on_view)
-                expr, end = _json_chain(FUNCTIONS[t.text.upper()].format(arg), toks, close + 1)
+            template = FUNCTIONS[t.text.upper()]
+            if len(args) == _arity(template):
+                done = [translate(a[0], on_view=on_view) for a in args]
+                expr, end = _json_chain(template.format(*done), toks, close + 1)
                 out.append(text[pos : t.start] + expr)
                 pos = toks[end - 1].end + 1
                 i = end

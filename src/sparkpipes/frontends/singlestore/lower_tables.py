@@ -16,6 +16,8 @@ from sparkpipes.frontends.singlestore import ast_tables as A
 from sparkpipes.frontends.singlestore.ast_base import quote_string
 from sparkpipes.frontends.singlestore.types import arrow_type
 
+#: the column types whose values are WKT text, checked as SingleStore reads it
+GEOGRAPHY = ("GEOGRAPHY", "GEOGRAPHYPOINT")
 #: the DEFAULTs that are the time a row is loaded
 NOW = {"CURRENT_TIMESTAMP", "NOW", "LOCALTIMESTAMP", "LOCALTIME", "CURRENT_TIMESTAMP()", "NOW()"}
 
@@ -73,6 +75,7 @@ def table_spec(s: A.CreateTable) -> TableSpec:
                 column_default(c, pa.field(c.name, t), choices),
                 c.auto_increment,
                 choices,
+                c.type.name if c.type.name in GEOGRAPHY else None,
             )
         )
     keys = [TableKey(k.kind, tuple(k.columns), k.name, k.using) for k in s.keys]

@@ -33,8 +33,6 @@ GAPS = {
     + NOT_SUPPORTED,
     # clauses not done yet
     "field-demo-ridesharing-sim-create-pipeline-1": "FORMAT ICEBERG " + NOT_SUPPORTED,
-    "field-flight-visualizer-serverless-create-table-1": "unknown type 'geography'",
-    "field-flight-visualizer-serverless-create-table-2": "unknown type 'geographypoint'",
     # still a bare syntax error: the work left
     "field-spaces-notebooks-create-pipeline-1": "unexpected 'KEY'",  # REPLACE KEY(col)
     # not SQL as written: templates with placeholders, a slide's cut-off text

@@ -1,0 +1,83 @@
+"""``GEOGRAPHY`` and ``GEOGRAPHYPOINT`` values: WKT text, read and checked as SingleStore
+reads it ("Working with Geospatial Features").
+
+- A ``GEOGRAPHY`` holds a ``POINT``, ``LINESTRING`` or ``POLYGON`` (SingleStore's subset
+  of WKT: no ``MULTI…``, no ``GEOMETRYCOLLECTION``), stored as the text given.
+- A ``GEOGRAPHYPOINT`` holds a ``POINT``, stored as SingleStore prints one:
+  ``POINT(<longitude> <latitude>)`` with 8 decimals; a longitude past ±180 wraps around.
+- A latitude outside [-90, 90], text that is not WKT, another shape, or an empty one
+  cannot be held: the row gets a reason (a constraint error, as a value a column's type
+  cannot hold), and its value is NULL.
+
+Vectorized with shapely (GEOS) over the whole column: no Python object per row but the
+rows that cannot be held.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from sparkpipes.formats.base import Decoded, RecordError
+
+#: shapely's type ids of the shapes each kind of column holds
+_SHAPES = {"GEOGRAPHY": (0, 1, 3), "GEOGRAPHYPOINT": (0,)}
+
+
+def normalize(
+    values: pa.Array | pa.ChunkedArray, kind: str, column: str
+) -> tuple[pa.Array, pa.Array]:
+    """The values a ``kind`` column stores for ``values`` (text) and, per row, why it
+    cannot hold it, or NULL."""
+    import shapely
+
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    text = np.asarray(values.cast(pa.string()).to_numpy(zero_copy_only=False), dtype=object)
+    given = values.is_valid().to_numpy(zero_copy_only=False)
+    shapes = shapely.from_wkt(np.where(given, text, None), on_invalid="ignore")
+    ok = np.isin(shapely.get_type_id(shapes), _SHAPES[kind]) & ~shapely.is_empty(shapes)
+    bounds = shapely.bounds(shapes)
+    with np.errstate(invalid="ignore"):
+        ok &= (bounds[:, 1] >= -90) & (bounds[:, 3] <= 90)
+    if kind == "GEOGRAPHYPOINT":
+        points = np.where(ok, shapes, None)
+        x = np.nan_to_num(shapely.get_x(points))
+        y = np.nan_to_num(shapely.get_y(points))
+        x = np.where(np.abs(x) <= 180, x, np.mod(x + 180, 360) - 180)
+        stored = np.char.add(
+            np.char.add("POINT(", np.char.mod("%.8f", x)),
+            np.char.add(np.char.add(" ", np.char.mod("%.8f", y)), ")"),
+        ).astype(object)
+    else:
+        stored = text
+    out = pa.array(np.where(ok, stored, None), pa.string())
+    bad = given & ~ok
+    reasons: list[str | None] = [None] * len(text)
+    for i in np.flatnonzero(bad):
+        shown = str(text[i]) if len(str(text[i])) <= 60 else str(text[i])[:59] + "…"
+        reasons[i] = f"column '{column}' cannot hold '{shown}' as {kind}"
+    return out, pa.array(reasons, pa.string())
+
+
+def check_shapes(table: pa.Table, kept: pa.Array, kinds: dict[str, str]) -> Decoded:
+    """The rows of ``table`` whose ``kinds`` colums (name → ``GEOGRAPHY`` or
+    ``GEOGRAPHYPOINT``) hold what they may, stored so; their ``kept`` indices; and a
+    ``RecordError`` (by ``kept`` index) for each row with a value they cannot hold."""
+    good = np.ones(table.num_rows, dtype=bool)
+    why: dict[int, str] = {}
+    for name, kind in kinds.items():
+        if name not in table.column_names:
+            continue
+        i = table.column_names.index(name)
+        stored, reasons = normalize(table.column(i), kind, name)
+        table = table.set_column(i, table.field(i), stored)
+        bad = reasons.is_valid().to_numpy(zero_copy_only=False)
+        for row in np.flatnonzero(bad & good):
+            why[int(row)] = reasons[int(row)].as_py()
+        good &= ~bad
+    if good.all():
+        return Decoded(table, kept, ())
+    rejected = tuple(RecordError(kept[r].as_py(), why[r]) for r in sorted(why))
+    mask = pa.array(good)
+    return Decoded(table.filter(mask), kept.filter(mask), rejected)
