@@ -176,3 +176,47 @@ def test_a_not_null_member_of_the_batch_rejects_a_record_without_it(engine, tmp_
     )
     sql.execute("START PIPELINE lenient FOREGROUND")
     assert engine.table_arrow("seen").to_pylist() == [{"id": 1, "kind": "x"}]
+
+
+def test_declared_queries_and_on_duplicate_key_update_in_a_body(engine, tmp_path):
+    """A body as SingleStore's demos write it: ``DECLARE name QUERY(…) = SELECT …`` names
+    a query its statements read; ``INSERT … SELECT … ON DUPLICATE KEY UPDATE`` applies each
+    row to the stored one of its key (bare names the stored row, ``VALUES(col)`` the new),
+    across batches; DELETE is named as not supported yet."""
+    sql = SqlSession(engine)
+    _write(tmp_path, "a.json", range(9))
+    sql.execute(
+        "CREATE TABLE totals (kind TEXT PRIMARY KEY, n BIGINT, top DOUBLE, seen INT DEFAULT 0);"
+        "CREATE TABLE big (id BIGINT, amount DOUBLE);"
+        """
+        DELIMITER //
+        CREATE OR REPLACE PROCEDURE tally(batch QUERY(id BIGINT, kind TEXT, amount DOUBLE))
+        AS
+        DECLARE
+          _sums QUERY(kind TEXT, n BIGINT, top DOUBLE) =
+            SELECT kind, count(*) AS n, max(amount) AS top FROM batch GROUP BY kind;
+          _big QUERY(id BIGINT, amount DOUBLE) = SELECT id, amount FROM batch WHERE amount > 5;
+        BEGIN
+          INSERT INTO totals (kind, n, top) SELECT kind, n, top FROM _sums
+          ON DUPLICATE KEY UPDATE n = n + VALUES(n), top = GREATEST(top, VALUES(top)),
+            seen = seen + 1;
+          INSERT INTO big SELECT * FROM _big;
+        END //
+        DELIMITER ;
+        """
+    )
+    sql.execute(
+        f"CREATE PIPELINE t AS LOAD DATA FS '{tmp_path}/*.json' INTO PROCEDURE tally "
+        "FORMAT JSON (id <- id, kind <- kind, amount <- amount)"
+    )
+    engine.run_batches("t", 5, until_idle=True)
+    _write(tmp_path, "b.json", range(9, 12))
+    engine.run_batches("t", 5, until_idle=True)
+    got = sorted(sql.execute("SELECT kind, n, top, seen FROM totals")[0].rows)
+    assert got == [("click", 4, 11.0, 1), ("order", 4, 9.0, 1), ("view", 4, 10.0, 1)]
+    assert sorted(_rows(engine, "big", "id")) == list(range(6, 12))
+    with pytest.raises(SparkpipesError, match="DELETE is not supported yet"):
+        sql.execute(
+            "CREATE PROCEDURE d(batch QUERY(id BIGINT)) AS BEGIN "
+            "DELETE FROM big WHERE id IN (SELECT id FROM batch); END"
+        )

@@ -560,3 +560,18 @@ def test_geography_columns_hold_wkt_as_singlestore_reads_it(sql, tmp_path):
     assert any("cannot hold 'not wkt' as GEOGRAPHYPOINT" in e[0] for e in errors)
     with pytest.raises(Exception, match="cannot hold 'MULTIPOINT"):
         sql("INSERT INTO geo (id, area) VALUES (9, 'MULTIPOINT(1 1, 2 2)')")
+
+
+def test_an_insert_of_a_key_the_table_holds_fails_whole(sql):
+    """INSERT into a table with a PRIMARY KEY: a key the table holds, or two rows of the
+    statement share, is MySQL's "Duplicate entry", and nothing of the statement is
+    written; INSERT … ON DUPLICATE KEY UPDATE on its own is named as not supported yet."""
+    sql("CREATE TABLE ik (k INT PRIMARY KEY, v TEXT)")
+    sql("INSERT INTO ik VALUES (1, 'a'), (2, 'b')")
+    with pytest.raises(Exception, match="Duplicate entry '2' for key 'PRIMARY'"):
+        sql("INSERT INTO ik VALUES (3, 'c'), (2, 'again')")
+    with pytest.raises(Exception, match="Duplicate entry '4'"):
+        sql("INSERT INTO ik VALUES (4, 'd'), (4, 'e')")
+    assert rows(sql("SELECT k, v FROM ik ORDER BY k")) == [(1, "a"), (2, "b")]
+    with pytest.raises(Exception, match="ON DUPLICATE KEY UPDATE .* not supported yet"):
+        sql("INSERT INTO ik SELECT 1, 'x' ON DUPLICATE KEY UPDATE v = VALUES(v)")

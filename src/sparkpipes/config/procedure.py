@@ -2,7 +2,8 @@
 
 A pipeline procedure takes one parameter of type ``QUERY(col type, …)``: the batch's
 decoded rows. Its body is a list of statements, each ``INSERT|REPLACE INTO t [(cols)]
-SELECT … FROM <param> …`` in the SingleStore dialect, run on every batch in order. The SQL
+SELECT … FROM <param> … [ON DUPLICATE KEY UPDATE …]`` in the SingleStore dialect, run on
+every batch in order, after ``DECLARE``d ``QUERY`` variables (named queries). The SQL
 front end lowers ``CREATE PROCEDURE`` into this spec; the engine stores it and runs it
 (``sparkpipes.sinks.procedure``).
 """
@@ -28,6 +29,8 @@ class ProcedureStatement:
     replace: bool = False
     line: int = 1
     text: str = ""
+    #: ``ON DUPLICATE KEY UPDATE``: (column, expression) in the SingleStore dialect
+    update: tuple[tuple[str, str], ...] = ()
 
     def tables(self) -> tuple[str, ...]:
         return (self.table,)
@@ -45,6 +48,9 @@ class ProcedureSpec:
     sql: str
     #: the batch's columns declared NOT NULL in ``QUERY(…)``
     not_null: tuple[str, ...] = ()
+    #: ``DECLARE name QUERY(…) = SELECT …``: (name, query), in order; each statement of
+    #: the body (and each later query) may read the earlier ones by name
+    queries: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         check_name(self.name, "procedure name")
@@ -66,11 +72,13 @@ class ProcedureSpec:
                     "replace": s.replace,
                     "line": s.line,
                     "text": s.text,
+                    **({"update": [list(u) for u in s.update]} if s.update else {}),
                 }
                 for s in self.statements
             ],
             "sql": self.sql,
             **({"not_null": list(self.not_null)} if self.not_null else {}),
+            **({"queries": [list(q) for q in self.queries]} if self.queries else {}),
         }
 
     @classmethod
@@ -87,9 +95,11 @@ class ProcedureSpec:
                     bool(s.get("replace")),
                     int(s.get("line", 1)),
                     s.get("text", ""),
+                    tuple((str(c), str(e)) for c, e in s.get("update", ())),
                 )
                 for s in d["statements"]
             ),
             sql=d.get("sql", ""),
             not_null=tuple(d.get("not_null", ())),
+            queries=tuple((str(n), str(q)) for n, q in d.get("queries", ())),
         )

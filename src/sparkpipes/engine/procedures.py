@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from sparkpipes.catalog import TableRecord
@@ -21,7 +21,8 @@ from sparkpipes.engine.batch.generated import Generated
 from sparkpipes.engine.batch.transform import REJECT_COLUMN, Transform, apply
 from sparkpipes.engine.schema import to_arrow
 from sparkpipes.engine.sql.dialect import INTERNAL, translate
-from sparkpipes.engine.sql.sandbox import Admitted, check_query
+from sparkpipes.engine.sql.sandbox import Admitted, check_expression, check_query
+from sparkpipes.engine.sql.updates import update_expression
 from sparkpipes.errors import ConfigError, NotAdmittedError, NotFoundError, SinkError
 
 #: the prefix of a batch's view (:func:`batch_view`)
@@ -84,11 +85,24 @@ class Procedures:
                 k.get("kind") == "PRIMARY" for k in rec.options.get("keys", [])
             ):
                 raise ConfigError(f"{where}: REPLACE INTO needs a PRIMARY KEY on table '{s.table}'")
+            modes = {_mode(o) for o in spec.statements if o.table == s.table}
+            if len(modes) > 1:
+                raise ConfigError(
+                    f"{where}: table '{s.table}' is written by {' and '.join(sorted(modes))} "
+                    "statements of the body; one procedure writes a table one way"
+                )
+            for column, expr in s.update:
+                if column not in rec.schema.names:
+                    raise ConfigError(f"{where}: table '{s.table}' has no column '{column}'")
+                update_expression(expr, rec.schema.names, s.table)
             if self.rt.spark_started:  # else the first batch checks it (no JVM for a CREATE)
                 try:
                     view = batch_view()
                     stray = stray_views(
-                        check_query(self.rt.spark, body_sql(s.query, spec.param, view)), view
+                        check_query(
+                            self.rt.spark, body_sql(s.query, spec.param, view, spec.queries)
+                        ),
+                        view,
                     )
                 except NotAdmittedError as e:
                     raise NotAdmittedError(f"{where}: {e.message}") from None
@@ -168,6 +182,21 @@ class ProcedureBody:
         self.tables = tables
         self.reserve_ids = reserve_ids
 
+    def updates(self, table: str, spark: Any) -> tuple[tuple[str, str], ...]:
+        """``ON DUPLICATE KEY UPDATE`` of the body's statements into ``table``, as Spark
+        SQL over the stored row ``s`` and the new one ``r`` (``engine.sql.updates``), each
+        admitted by the query sandbox as a pipeline's are."""
+        names = self.tables[table].schema.names
+        out = tuple(
+            (c, update_expression(e, names, table))
+            for s in self.spec.statements
+            if s.table == table
+            for c, e in s.update
+        )
+        for _, expr in out:
+            check_expression(spark, expr)
+        return out
+
     def primary_key(self, table: str) -> tuple[str, ...]:
         for key in self.tables[table].options.get("keys", []):
             if key.get("kind") == "PRIMARY":
@@ -180,7 +209,7 @@ class ProcedureBody:
 
         where = f"procedure '{self.spec.name}', line {statement.line}"
         rec = self.tables[statement.table]
-        text = body_sql(statement.query, self.spec.param, view)
+        text = body_sql(statement.query, self.spec.param, view, self.spec.queries)
         try:
             stray = stray_views(check_query(spark, text), view)
         except NotAdmittedError as e:
@@ -226,7 +255,11 @@ class ProcedureBody:
         return out
 
 
-def bind(query: str, param: str, view: str) -> str:
+def _mode(s: ProcedureStatement) -> str:
+    return "ON DUPLICATE KEY UPDATE" if s.update else "REPLACE" if s.replace else "INSERT"
+
+
+def bind(query: str, param: str, view: str, queries: Sequence[tuple[str, str]] = ()) -> str:
     """``query`` (Spark SQL) with the batch parameter ``param`` bound to the view ``view``
     of the batch's rows: a CTE of the parameter's name around the query, so Spark itself
     resolves every reference to it, wherever its lexer finds one.
@@ -239,7 +272,11 @@ def bind(query: str, param: str, view: str) -> str:
     write; a reference to ``param`` is to the CTE, which a privilege check treats as the
     table of that name if there is one (``SqlSession._may_read``). The newline keeps a
     trailing ``--`` comment off the closing parenthesis."""
-    return f"WITH {_quoted(param)} AS (SELECT * FROM {_quoted(view)})\nSELECT * FROM (\n{query}\n)"
+    named = "".join(f",\n{_quoted(n)} AS (\n{q}\n)" for n, q in queries)
+    return (
+        f"WITH {_quoted(param)} AS (SELECT * FROM {_quoted(view)}){named}\n"
+        f"SELECT * FROM (\n{query}\n)"
+    )
 
 
 def batch_view() -> str:
@@ -248,9 +285,10 @@ def batch_view() -> str:
     return f"{BATCH_VIEW}{uuid.uuid4().hex}"
 
 
-def body_sql(query: str, param: str, view: str) -> str:
-    """A body statement's query as Spark runs it on a batch bound to ``view``."""
-    return bind(translate(query), param, view)
+def body_sql(query: str, param: str, view: str, queries: Sequence[tuple[str, str]] = ()) -> str:
+    """A body statement's query as Spark runs it on a batch bound to ``view``, after the
+    procedure's ``DECLARE``d ``queries`` (each a CTE of its name, in order)."""
+    return bind(translate(query), param, view, [(n, translate(q)) for n, q in queries])
 
 
 def stray_views(admitted: Admitted, view: str) -> list[str]:

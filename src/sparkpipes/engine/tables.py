@@ -27,11 +27,13 @@ from sparkpipes.engine.variables import resolve
 from sparkpipes.errors import (
     AlreadyExistsError,
     ConfigError,
+    DuplicateKeyError,
     NotFoundError,
     PipelineStateError,
 )
 from sparkpipes.sinks import DeltaSink
 from sparkpipes.sinks.delta.commits import retrying
+from sparkpipes.sinks.delta.keys import no_duplicates
 from sparkpipes.sinks.frames import write_frame
 from sparkpipes.util.sparkfiles import read_parquet
 
@@ -193,7 +195,9 @@ class Tables(AlterTable):
     def insert(self, table: str, df) -> int:
         """Append a DataFrame's rows (columns by name; computed columns are computed,
         DEFAULTs and ``AUTO_INCREMENT`` values filled) in one Delta commit. Returns the
-        number of rows written."""
+        number of rows written. Into a table with a PRIMARY KEY, a key the table or
+        another of the rows holds fails the whole INSERT (``DuplicateKeyError``, MySQL's
+        "Duplicate entry"), nothing of it written."""
         rec = self.rt.catalog.tables.get(table)
         sink = self.sink(rec)
         from pyspark.sql import functions as F
@@ -222,8 +226,20 @@ class Tables(AlterTable):
             ids = Generated(rec.auto_increment[0], lambda n, least: reserve(name, n, least))
             out = ids.fill(out, ())
         files = write_frame(out, sink.table_writer(), "part-insert", rec.name)
+        keys = [
+            c for k in rec.options.get("keys", []) if k["kind"] == "PRIMARY" for c in k["columns"]
+        ]
+
+        def unique(dt) -> None:  # a key the table or another row holds: MySQL's error
+            if keys:
+                no_duplicates(dt, out, keys, rec.schema, rec.name)
+
         if files:
-            sink.commit_files(files, operation="INSERT")
+            try:
+                sink.commit_files(files, operation="INSERT", check=unique)
+            except DuplicateKeyError:
+                sink.table_writer().remove(files)
+                raise
         return sum(f.num_records for f in files)
 
     def frame(self, name: str):

@@ -6,7 +6,8 @@ Exactly once per table, across a crash between the tables' commits:
 1. **Stage.** The tasks stage the batch's decoded rows in the pipeline's scratch area.
 2. **Run the body** (``finish``). The rows are bound to the parameter as a view; each
    statement's rows become data files of its table (``INSERT``), or staged files kept
-   for a MERGE by primary key (``REPLACE``), none of them visible yet.
+   for a MERGE by primary key (``REPLACE``, ``ON DUPLICATE KEY UPDATE``), none of them
+   visible yet.
 3. **Commit** (``commit``). First a manifest of the batch (per table: its files; the
    end offsets) is written durably under the procedure's directory; then each table,
    in a fixed order, gets one Delta commit with the app transaction ``(app id, batch)``
@@ -77,6 +78,11 @@ class ProcedureSink(Sink):
         self.scratch = ctx.scratch
         self.location = ctx.location
         self.replacing = {s.table for s in self.spec.statements if s.replace}
+        #: tables of ON DUPLICATE KEY UPDATE statements that have a primary key (into one
+        #: without, every row is inserted)
+        self.updating = {
+            s.table for s in self.spec.statements if s.update and body.primary_key(s.table)
+        }
         self.tables = {t: DeltaSink(rec.location, rec.schema, t) for t, rec in body.tables.items()}
 
     @classmethod
@@ -112,7 +118,7 @@ class ProcedureSink(Sink):
                 t = statement.table
                 rows = self.body.rows(spark, statement, view)
                 sink = self.tables[t]
-                if t in self.replacing:
+                if t in self.replacing or t in self.updating:
                     stages.setdefault(t, os.path.join(self.scratch, "replace", t))
                     writer = ParquetWriter(stages[t], sink.schema, t)
                 else:
@@ -178,7 +184,7 @@ class ProcedureSink(Sink):
                     sink.uri,
                     sink.schema,
                     t,
-                    strategy=Upsert(self.body.primary_key(t), "replace"),
+                    strategy=self._strategy(t),
                     staged_schema=sink.schema,
                     scratch=part.stage,
                     spark=self.spark,
@@ -186,6 +192,12 @@ class ProcedureSink(Sink):
             fresh = sink.commit(list(part.files), batch) or fresh
         self._forget_before(batch.app_id, batch.batch_id)
         return fresh
+
+    def _strategy(self, table: str) -> Upsert:
+        keys = self.body.primary_key(table)
+        if table in self.updating:
+            return Upsert(keys, "update", update=self.body.updates(table, self.spark()))
+        return Upsert(keys, "replace")
 
     def _forget_before(self, app_id: str, batch_id: int) -> None:
         """Manifests and staged files of batches before ``batch_id``: every table holds

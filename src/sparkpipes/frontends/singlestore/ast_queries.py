@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sparkpipes.frontends.singlestore.ast_base import Expr, Statement, quote_ident
+from sparkpipes.frontends.singlestore.ast_pipelines import Assignment
 
 
 @dataclass(frozen=True)
@@ -32,12 +33,18 @@ class Insert(Statement):
     query: Query | None = None
     #: ``REPLACE INTO``: a row replaces the one with the same primary key
     replace: bool = False
+    #: ``… SELECT … ON DUPLICATE KEY UPDATE col = expr, …``
+    on_duplicate: tuple[Assignment, ...] = ()
 
     def to_sql(self) -> str:
         out = f"{'REPLACE' if self.replace else 'INSERT'} INTO {quote_ident(self.table)}"
         if self.columns:
             out += " (" + ", ".join(quote_ident(c) for c in self.columns) + ")"
         if self.query is not None:
-            return f"{out} {self.query.to_sql()}"
+            out = f"{out} {self.query.to_sql()}"
+            if self.on_duplicate:
+                updates = ", ".join(a.to_sql() for a in self.on_duplicate)
+                out += f" ON DUPLICATE KEY UPDATE {updates}"
+            return out
         rows = ", ".join("(" + ", ".join(e.to_sql() for e in row) + ")" for row in self.rows)
         return f"{out} VALUES {rows}"

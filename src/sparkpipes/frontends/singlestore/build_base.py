@@ -25,6 +25,7 @@ from sparkpipes.frontends.singlestore.ast_base import (
     Statement,
     StructField,
 )
+from sparkpipes.frontends.singlestore.ast_pipelines import Assignment
 from sparkpipes.frontends.singlestore.errors import ParseError, SemanticError, position
 
 _MAX_TYPE_DEPTH = 32
@@ -240,6 +241,16 @@ class Builder:
         if kind in ("lit_true", "lit_false"):
             return Literal("boolean", kind == "lit_true")
         return Literal("null", None)
+
+    def assignments(self, item: Tree, clause: str) -> tuple[Assignment, ...]:
+        """``col = expr, …`` of ``clause``, each column once."""
+        assigned: dict[str, Any] = {}
+        out = []
+        for assignment in _subs(item, "assignment"):
+            column = self.name(_sub(assignment, "name"))
+            self.once(assigned, column, assignment, f"{clause} of column '{column}'")
+            out.append(Assignment(column, self.expr(_sub(assignment, "expr_text"))))
+        return tuple(out)
 
     def once(self, seen: dict[str, Any], key: str, node: Tree | Token, what: str) -> None:
         if key in seen:

@@ -18,7 +18,6 @@ from sparkpipes.frontends.singlestore.ast_links import (
 from sparkpipes.frontends.singlestore.ast_pipelines import (
     AlterPipeline,
     AlterPipelineDropFile,
-    Assignment,
     CreatePipeline,
     DetachPipeline,
     DropPipeline,
@@ -313,16 +312,6 @@ class PipelineBuilder(Builder):
 
     def tail_on_duplicate(self, item: Tree, seen: dict[str, Any], fields: dict[str, Any]) -> None:
         fields["on_duplicate"] = self.assignments(item, "ON DUPLICATE KEY UPDATE")
-
-    def assignments(self, item: Tree, clause: str) -> tuple[Assignment, ...]:
-        """``col = expr, …`` of ``clause``, each column once."""
-        assigned: dict[str, Any] = {}
-        out = []
-        for assignment in _subs(item, "assignment"):
-            column = self.name(_sub(assignment, "name"))
-            self.once(assigned, column, assignment, f"{clause} of column '{column}'")
-            out.append(Assignment(column, self.expr(_sub(assignment, "expr_text"))))
-        return tuple(out)
 
     def _start_pipeline(self, tree: Tree) -> StartPipeline:
         foreground = _sub(tree, "foreground")

@@ -4,10 +4,33 @@
 from __future__ import annotations
 
 from lark import Tree
+from lark.exceptions import UnexpectedInput
 
-from sparkpipes.frontends.singlestore import script
+from sparkpipes.frontends.singlestore import grammar, lexer, script
+from sparkpipes.frontends.singlestore.ast_pipelines import Assignment
 from sparkpipes.frontends.singlestore.ast_queries import Insert, Query
 from sparkpipes.frontends.singlestore.build_base import Builder, _end, _start, _sub, _subs, _tok
+from sparkpipes.frontends.singlestore.errors import ParseError
+
+_ODKU = ("ON", "DUPLICATE", "KEY", "UPDATE")
+
+
+def _on_duplicate_at(stmt: str, start: int, end: int) -> int | None:
+    """Where ``ON DUPLICATE KEY UPDATE`` begins in a query's text ``stmt[start:end]``,
+    outside parentheses, strings and comments; or None."""
+    depth = 0
+    words: list[tuple[str, int]] = []
+    for tok in lexer.lex(stmt[start:end]):
+        if tok.type == "OTHER":
+            depth += {"(": 1, ")": -1}.get(tok.value, 0)
+            words.clear()
+        elif tok.type == "WORD" and depth == 0:
+            words = [*words[-3:], (tok.value.upper(), start + (tok.start_pos or 0))]
+            if tuple(w for w, _ in words) == _ODKU:
+                return words[0][1]
+        elif tok.type not in ("WS", "LINE_COMMENT", "BLOCK_COMMENT"):
+            words.clear()
+    return None
 
 
 class QueryBuilder(Builder):
@@ -19,14 +42,30 @@ class QueryBuilder(Builder):
     def _show_other(self, tree: Tree) -> Query:
         return Query(script.normalize(self.stmt))
 
+    def on_duplicate_tail(self, start: int, end: int) -> tuple[Assignment, ...]:
+        """The assignments of ``ON DUPLICATE KEY UPDATE …`` at ``stmt[start:end]``, parsed
+        by the grammar's own rule (positions kept: the text before it is blanked)."""
+        text = " " * start + self.stmt[start:end]
+        try:
+            tree = grammar.parser("on_duplicate").parse(text)
+        except UnexpectedInput as e:
+            at = getattr(e, "pos_in_stream", None) or start
+            token = getattr(e, "token", None)
+            found = f"'{token}'" if token and token.type != "$END" else "end of statement"
+            self.fail_at(f"unexpected {found} in ON DUPLICATE KEY UPDATE", at, at + 1, ParseError)
+        return self.assignments(tree, "ON DUPLICATE KEY UPDATE")
+
     def _insert(self, tree: Tree) -> Insert:
         table = self.name(_sub(tree, "name"))
         columns = self.names(_sub(tree, "insert_columns"))
         replace = _tok(tree, "REPLACE") is not None
         query = _sub(tree, "insert_query")
         if query is not None:
-            text = script.normalize(self.stmt[_start(query) : _end(query)])
-            return Insert(table, columns, query=Query(text), replace=replace)
+            start, end = _start(query), _end(query)
+            tail = _on_duplicate_at(self.stmt, start, end)
+            updates = () if tail is None else self.on_duplicate_tail(tail, end)
+            text = script.normalize(self.stmt[start : end if tail is None else tail])
+            return Insert(table, columns, query=Query(text), replace=replace, on_duplicate=updates)
         rows = tuple(
             tuple(self.expr(e) for e in _subs(row, "expr_text"))
             for row in _subs(tree, "insert_row")

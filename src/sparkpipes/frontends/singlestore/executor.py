@@ -350,6 +350,11 @@ class SqlSession(TableStatements, UserStatements, LinkStatements, LoadStatements
                 "REPLACE INTO is supported in the body of a pipeline procedure; a statement "
                 "of its own takes INSERT INTO"
             )
+        if s.on_duplicate:
+            raise ConfigError(
+                "INSERT … ON DUPLICATE KEY UPDATE is supported in pipelines and in the body "
+                "of a pipeline procedure; a statement of its own is not supported yet"
+            )
         rec = self.engine.catalog.tables.get(s.table)
         cols = list(s.columns) or [f.name for f in rec.schema if f.name not in rec.computed]
         unknown = [c for c in cols if c not in rec.schema.names]
@@ -415,7 +420,10 @@ class SqlSession(TableStatements, UserStatements, LinkStatements, LoadStatements
                 self.access.require("INSERT", statement.table)
                 if statement.replace:  # MySQL's REPLACE: INSERT and DELETE
                     self.access.require("DELETE", statement.table)
-                query = body_sql(statement.query, spec.param, view)
+                if statement.update:  # reads the stored row, changes it
+                    self.access.require("UPDATE", statement.table)
+                    self.access.require("SELECT", statement.table)
+                query = body_sql(statement.query, spec.param, view, spec.queries)
                 admitted = check_query(self.engine.spark, query)
                 self._may_read(admitted.relations, admitted.ctes, internal=(view,))
         self.engine.create_procedure(spec, replace=s.or_replace)

@@ -465,11 +465,14 @@ def _reserve(token: Token) -> Token:
 
 
 @functools.cache
-def parser() -> Lark:
+def parser(start: str = "start") -> Lark:
     """The shared LALR parser for one statement (the splitter has already cut the script);
-    its tables come from the user's cache when they can (``util.userdirs.cached_lark``)."""
+    its tables come from the user's cache when they can (``util.userdirs.cached_lark``).
+    ``start``: another rule to parse a part of a statement with (``on_duplicate``, the
+    tail of an ``INSERT … SELECT``, which the query's text would otherwise swallow)."""
     return cached_lark(
         grammar_text(),
+        start=start,
         parser="lalr",
         lexer="contextual",
         propagate_positions=True,

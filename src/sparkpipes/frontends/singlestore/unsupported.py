@@ -28,6 +28,8 @@ STATEMENTS: dict[tuple[str, ...], str] = {
         " yet; CREATE INFERRED PIPELINE makes the table and the pipeline"
     ),
     ("START", "FAILED", "PIPELINES"): " yet; START ALL PIPELINES starts the stopped ones",
+    ("DELETE",): " yet (a table's rows change through pipelines, INSERT and REPLACE)",
+    ("UPDATE",): " yet (a table's rows change through pipelines, INSERT and REPLACE)",
 }
 
 #: clauses, by their words where the parse stopped

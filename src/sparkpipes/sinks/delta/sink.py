@@ -400,8 +400,16 @@ class DeltaSink(Sink):
         if self.stages:
             self.writer().remove(files)
 
-    def commit_files(self, files: Sequence[AddFile], *, operation: str = "WRITE") -> None:
-        """Append files in one commit, without an app transaction (``INSERT``)."""
+    def commit_files(
+        self,
+        files: Sequence[AddFile],
+        *,
+        operation: str = "WRITE",
+        check: Callable[[Any], None] | None = None,
+    ) -> None:
+        """Append files in one commit, without an app transaction (``INSERT``); ``check``
+        is called with the table version the commit applies to (again after a conflict),
+        and may refuse it by raising."""
         from deltalake import CommitProperties
 
         props = CommitProperties(
@@ -412,6 +420,8 @@ class DeltaSink(Sink):
 
         def once(dt) -> None:
             self._check_columns(dt)
+            if check is not None:
+                check(dt)
             self._add(dt, files, props, "commit to")
 
         self._retrying_conflicts(once)
