@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from sparkpipes.errors import SourceAuthError, SourceError
+from sparkpipes.errors import SourceAuthError, SourceError, SparkpipesError
 from sparkpipes.frontends.singlestore.executor import SqlSession
 
 
@@ -63,6 +63,27 @@ def test_s3_objects_load_once_and_later_ones_are_found(engine, s3_server):
     shown = sql.execute("SHOW CREATE PIPELINE p")[-1].rows[0][-1]
     assert "testing" not in shown.replace("'testing'", "")  # the key id and secret
     assert "aws_secret_access_key" in shown and "<redacted>" in shown
+
+
+def test_disable_gunzip_loads_gz_objects_as_they_are(engine, s3_server):
+    """S3 CONFIG ``disable_gunzip`` (SingleStore's): an object named ``.gz`` is read as it
+    is stored, not decompressed; ``bzip2``/``zstd`` names still are."""
+    bucket = f"b{uuid.uuid4().hex[:10]}"
+    s3_server.create_bucket(bucket)
+    s3_server.put(bucket, "raw/a.json.gz", _ndjson(range(3)))  # named .gz, not compressed
+    sql = SqlSession(engine)
+    sql.execute("CREATE TABLE g (id BIGINT)")
+    sql.execute(
+        f"CREATE PIPELINE g AS LOAD DATA S3 '{bucket}/raw/' "
+        f"{_s3(s3_server, disable_gunzip=True)} INTO TABLE g FORMAT JSON"
+    )
+    engine.run_batches("g", 3, until_idle=True)
+    assert sorted(engine.table_arrow("g").column("id").to_pylist()) == [0, 1, 2]
+    with pytest.raises(SparkpipesError, match="disable_gunzip.*true or false"):
+        sql.execute(
+            f"CREATE PIPELINE h AS LOAD DATA S3 '{bucket}/raw/' "
+            f"{_s3(s3_server, disable_gunzip='yes')} INTO TABLE g FORMAT JSON"
+        )
 
 
 def test_a_missing_bucket_is_named_at_create_pipeline(engine, s3_server):

@@ -575,3 +575,29 @@ def test_an_insert_of_a_key_the_table_holds_fails_whole(sql):
     assert rows(sql("SELECT k, v FROM ik ORDER BY k")) == [(1, "a"), (2, "b")]
     with pytest.raises(Exception, match="ON DUPLICATE KEY UPDATE .* not supported yet"):
         sql("INSERT INTO ik SELECT 1, 'x' ON DUPLICATE KEY UPDATE v = VALUES(v)")
+
+
+def test_on_update_current_timestamp_marks_rows_an_update_changes(sql, tmp_path):
+    """``ON UPDATE CURRENT_TIMESTAMP`` (MySQL's rule): an ON DUPLICATE KEY UPDATE that
+    changes the stored row sets the column to the time of the update; one that changes
+    nothing leaves it. ``SERIES TIMESTAMP`` is kept in SHOW CREATE TABLE, with no effect."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "1.tsv").write_text("k1\t1\nk2\t1\n")
+    sql(
+        "CREATE TABLE tu (k TEXT PRIMARY KEY, v INT, "
+        "ts DATETIME(6) NOT NULL DEFAULT NOW(6) ON UPDATE NOW(6) SERIES TIMESTAMP)"
+    )
+    shown = sql("SHOW CREATE TABLE tu").rows[0][1]
+    assert "DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP SERIES TIMESTAMP" in shown
+    sql(
+        f"CREATE PIPELINE tup AS LOAD DATA FS '{tmp_path}/a/*.tsv' INTO TABLE tu (k, v) "
+        "ON DUPLICATE KEY UPDATE v = VALUES(v)"
+    )
+    sql("START PIPELINE tup FOREGROUND")
+    before = dict(rows(sql("SELECT k, ts FROM tu")))
+    (tmp_path / "a" / "2.tsv").write_text("k1\t1\nk2\t2\n")  # k1 unchanged, k2 changed
+    sql("START PIPELINE tup FOREGROUND")
+    after = dict(rows(sql("SELECT k, ts FROM tu")))
+    assert after["k1"] == before["k1"]
+    assert after["k2"] > before["k2"]
+    assert rows(sql("SELECT k, v FROM tu ORDER BY k")) == [("k1", 1), ("k2", 2)]

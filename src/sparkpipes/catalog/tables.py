@@ -65,6 +65,11 @@ class TableRecord:
         return stored_choices(self.options)
 
     @property
+    def on_update(self) -> tuple[str, ...]:
+        """``ON UPDATE CURRENT_TIMESTAMP`` columns."""
+        return tuple(self.options.get("on_update", ()))
+
+    @property
     def geography(self) -> dict[str, str]:
         """``GEOGRAPHY`` / ``GEOGRAPHYPOINT`` columns: name → kind."""
         return dict(self.options.get("geography", {}))

@@ -109,6 +109,10 @@ class ColumnSpec:
     choices: Choices | None = None
     #: ``GEOGRAPHY`` or ``GEOGRAPHYPOINT``: WKT text, checked (``formats.geography``)
     geography: str | None = None
+    #: ``ON UPDATE CURRENT_TIMESTAMP``: the time a row is updated (ON DUPLICATE KEY UPDATE)
+    on_update: bool = False
+    #: ``SERIES TIMESTAMP``: kept, no effect (SingleStore's time-series functions' column)
+    series_timestamp: bool = False
 
 
 @dataclass(frozen=True)
@@ -186,6 +190,10 @@ class TableSpec:
             out["choices"] = {c: ch.to_json() for c, ch in self.choices.items()}
         if self.geography:
             out["geography"] = self.geography
+        for flag in ("on_update", "series_timestamp"):
+            marked = [c.name for c in self.columns if getattr(c, flag)]
+            if marked:
+                out[flag] = marked
         return out
 
     @classmethod
@@ -211,6 +219,8 @@ class TableSpec:
                 f.name in options.get("auto_increment", ()),
                 choices.get(f.name),
                 options.get("geography", {}).get(f.name),
+                f.name in options.get("on_update", ()),
+                f.name in options.get("series_timestamp", ()),
             )
             for f in schema
         )

@@ -22,7 +22,7 @@ from sparkpipes.engine.batch.transform import REJECT_COLUMN, Transform, apply
 from sparkpipes.engine.schema import to_arrow
 from sparkpipes.engine.sql.dialect import INTERNAL, translate
 from sparkpipes.engine.sql.sandbox import Admitted, check_expression, check_query
-from sparkpipes.engine.sql.updates import update_expression
+from sparkpipes.engine.sql.updates import update_expression, with_on_update
 from sparkpipes.errors import ConfigError, NotAdmittedError, NotFoundError, SinkError
 
 #: the prefix of a batch's view (:func:`batch_view`)
@@ -186,12 +186,15 @@ class ProcedureBody:
         """``ON DUPLICATE KEY UPDATE`` of the body's statements into ``table``, as Spark
         SQL over the stored row ``s`` and the new one ``r`` (``engine.sql.updates``), each
         admitted by the query sandbox as a pipeline's are."""
-        names = self.tables[table].schema.names
-        out = tuple(
-            (c, update_expression(e, names, table))
-            for s in self.spec.statements
-            if s.table == table
-            for c, e in s.update
+        rec = self.tables[table]
+        out = with_on_update(
+            [
+                (c, update_expression(e, rec.schema.names, table))
+                for s in self.spec.statements
+                if s.table == table
+                for c, e in s.update
+            ],
+            rec.on_update,
         )
         for _, expr in out:
             check_expression(spark, expr)

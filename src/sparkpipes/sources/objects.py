@@ -227,9 +227,18 @@ class ObjectSource(Source):
         #: the smallest range a split object is cut into (and the least a task is given)
         self.min_split = config.get("min_split_bytes", MIN_SPLIT)
         check_int(self.min_split, f"{label} option min_split_bytes", 1)
+        self.gunzip = not config.get("disable_gunzip", False)
+        if not isinstance(config.get("disable_gunzip", False), bool):
+            raise ConfigError(f'{label} option "disable_gunzip" must be true or false')
         self.framing: Framing = _line_framing()
         self._fs = filesystem
         self._injected = filesystem is not None
+
+    def codec(self, path: str) -> str | None:
+        """How an object is decompressed: as its name says (``codec_of``), but for
+        ``.gz`` objects with ``disable_gunzip`` (S3's CONFIG), which load as they are."""
+        codec = codec_of(path)
+        return None if codec == "gzip" and not self.gunzip else codec
 
     # -- what each store defines ----------------------------------------------------------
     @classmethod
@@ -390,7 +399,7 @@ class ObjectSource(Source):
         if (
             not self.packing
             or not self.framing.splittable
-            or codec_of(partition) is not None
+            or self.codec(partition) is not None
             or "skipped" in start
         ):
             return [(start, None)]
@@ -515,7 +524,7 @@ class ObjectConsumer(PartitionConsumer):
                 raise OffsetOutOfRangeError(msg, **self._ctx(start))
             gap = Gap(self.path, start, dict(START), msg + "; loaded again from its start")
             start, at = dict(START), 0
-        codec = codec_of(self.path)
+        codec = src.codec(self.path)
         framing = src.framing
         self._resumable = framing.resumable and codec is None
         whole = not self._resumable

@@ -54,7 +54,12 @@ class S3Source(ObjectSource):
     applies."""
 
     name = "s3"
-    config_keys = ObjectSource.config_keys | {"region", "endpoint_url", "request_payer"}
+    config_keys = ObjectSource.config_keys | {
+        "region",
+        "endpoint_url",
+        "request_payer",
+        "disable_gunzip",
+    }
     credential_keys = frozenset({"aws_access_key_id", "aws_secret_access_key", "aws_session_token"})
 
     @classmethod

@@ -29,7 +29,7 @@ from sparkpipes.engine.batch.contract import OFFSET_COLUMN, PARTITION_COLUMN
 from sparkpipes.engine.batch.generated import Generated
 from sparkpipes.engine.batch.transform import Refiner, Transform
 from sparkpipes.engine.sql.sandbox import check_expression
-from sparkpipes.engine.sql.updates import stored_columns, update_expression
+from sparkpipes.engine.sql.updates import stored_columns, update_expression, with_on_update
 from sparkpipes.errors import ConfigError
 from sparkpipes.formats import Decoder, build_decoder
 from sparkpipes.sinks import SINKS, Sink, SinkContext, SinkWriter
@@ -200,8 +200,9 @@ def _admitted_updates(
 ) -> tuple[tuple[str, str], ...]:
     """``ON DUPLICATE KEY UPDATE``'s assignments as Spark SQL, each admitted by the query
     sandbox as a pipeline's SET expressions are."""
-    out = tuple(
-        (c, update_expression(e, table.schema.names, table.name)) for c, e in spec.sink.update
+    out = with_on_update(
+        [(c, update_expression(e, table.schema.names, table.name)) for c, e in spec.sink.update],
+        table.on_update,
     )
     for _, expr in out:
         check_expression(spark(), expr)

@@ -95,3 +95,21 @@ _STORED = re.compile(r"\bs\.`((?:[^`]|``)+)`")
 def stored_columns(spark: str) -> set[str]:
     """The stored row's columns an :func:`update_expression` result reads."""
     return {m.group(1).replace("``", "`") for m in _STORED.finditer(spark)}
+
+
+def with_on_update(
+    updates: Sequence[tuple[str, str]], on_update: Sequence[str]
+) -> tuple[tuple[str, str], ...]:
+    """``updates`` (Spark SQL from :func:`update_expression`) plus, for each column of
+    ``on_update`` (``ON UPDATE CURRENT_TIMESTAMP``) they do not assign, the time of the
+    update when an assignment changes the stored row, as MySQL sets it, else the stored
+    value."""
+    assigned = {c for c, _ in updates}
+    touched = [c for c in on_update if c not in assigned]
+    if not updates or not touched:
+        return tuple(updates)
+    changed = " OR ".join(f"NOT (({e}) <=> s.{_q(c)})" for c, e in updates)
+    return (
+        *updates,
+        *((c, f"CASE WHEN {changed} THEN current_timestamp() ELSE s.{_q(c)} END") for c in touched),
+    )

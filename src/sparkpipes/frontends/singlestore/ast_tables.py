@@ -36,6 +36,10 @@ class ColumnDef(Node):
     collate: str | None = None
     comment: str | None = None
     computed: Expr | None = None
+    #: ``ON UPDATE CURRENT_TIMESTAMP`` / ``NOW()``: set to the time a row is updated
+    on_update: bool = False
+    #: ``SERIES TIMESTAMP``: the column time-series functions default to (no effect here)
+    series_timestamp: bool = False
 
     def to_sql(self) -> str:
         name = quote_ident(self.name)
@@ -56,6 +60,10 @@ class ColumnDef(Node):
             out.append(f"COLLATE {quote_ident(self.collate)}")
         if self.comment is not None:
             out.append(f"COMMENT {quote_string(self.comment)}")
+        if self.on_update:
+            out.append("ON UPDATE CURRENT_TIMESTAMP")
+        if self.series_timestamp:
+            out.append("SERIES TIMESTAMP")
         return " ".join(out)
 
 

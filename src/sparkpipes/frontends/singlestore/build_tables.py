@@ -112,6 +112,16 @@ class TableBuilder(Builder):
             return self.name(node) if node is not None else self.string(_tok(attr, "STRING"))
         if kind == "attr_comment":
             return self.string(_tok(attr, "STRING"))
+        if kind == "attr_series":
+            word = _sub(attr, "name")
+            if self.name(word).upper() != "TIMESTAMP":
+                assert word is not None
+                self.fail("expected SERIES TIMESTAMP", word)
+        if kind == "attr_on_update":
+            word = _sub(attr, "name")
+            assert word is not None
+            if self.name(word).upper() not in _NOW_WORDS:
+                self.fail("ON UPDATE takes CURRENT_TIMESTAMP or NOW()", word)
         return True
 
     def table_key(self, tree: Tree) -> TableKey:
@@ -198,6 +208,8 @@ class TableBuilder(Builder):
         return ShowCreateTable(self.name(_sub(tree, "name")))
 
 
+#: what ``ON UPDATE`` may name: the time the row is updated
+_NOW_WORDS = {"CURRENT_TIMESTAMP", "NOW", "LOCALTIMESTAMP", "LOCALTIME"}
 _COLUMN_ATTRS = {
     "attr_not_null": "nullable",
     "attr_null": "nullable",
@@ -209,6 +221,8 @@ _COLUMN_ATTRS = {
     "attr_charset": "charset",
     "attr_auto_increment": "auto_increment",
     "attr_comment": "comment",
+    "attr_on_update": "on_update",
+    "attr_series": "series_timestamp",
 }
 _ATTR_NAMES = {
     "nullable": "NULL / NOT NULL",
@@ -218,4 +232,6 @@ _ATTR_NAMES = {
     "charset": "CHARACTER SET",
     "auto_increment": "AUTO_INCREMENT",
     "comment": "COMMENT",
+    "on_update": "ON UPDATE",
+    "series_timestamp": "SERIES TIMESTAMP",
 }

@@ -37,7 +37,7 @@ KEYWORDS: tuple[str, ...] = tuple(
     GRANT GRANTS REVOKE TO
     OPTIMIZE VACUUM RETAIN HOURS DRY RUN FULL STATUS
     AGGREGATOR ENABLE DISABLE OUT_OF_ORDER OPTIMIZATION METADATA GC DEFINED TRAILING NULLCOLS
-    DATABASE USE EXTENDED DETACH LINK LINKS DESCRIPTION LOCAL INFILE TRANSFORM UPDATE
+    DATABASE USE EXTENDED DETACH LINK LINKS DESCRIPTION LOCAL INFILE TRANSFORM UPDATE SERIES
     """.split()  # noqa: SIM905
 )
 
@@ -309,6 +309,8 @@ column_attr: NOT NULL                        -> attr_not_null
             | CHARSET (name | STRING)         -> attr_charset
             | AUTO_INCREMENT                  -> attr_auto_increment
             | COMMENT STRING                  -> attr_comment
+            | ON UPDATE name ("(" NUMBER? ")")?  -> attr_on_update
+            | SERIES name                     -> attr_series
 
 table_key: PRIMARY KEY name? key_columns index_using?       -> primary_key
          | SHARD KEY? name? key_columns index_using?        -> shard_key

@@ -76,6 +76,8 @@ def table_spec(s: A.CreateTable) -> TableSpec:
                 c.auto_increment,
                 choices,
                 c.type.name if c.type.name in GEOGRAPHY else None,
+                c.on_update,
+                c.series_timestamp,
             )
         )
     keys = [TableKey(k.kind, tuple(k.columns), k.name, k.using) for k in s.keys]
@@ -95,6 +97,8 @@ def create_table_sql(spec: TableSpec) -> str:
             null = " NOT NULL" if c.name in not_null else ""
             default = f" DEFAULT {default_text(c.default)}" if c.default is not None else ""
             auto = " AUTO_INCREMENT" if c.auto_increment else ""
+            auto += " ON UPDATE CURRENT_TIMESTAMP" if c.on_update else ""
+            auto += " SERIES TIMESTAMP" if c.series_timestamp else ""
             lines.append(f"{_bq(c.name)} {typ}{null}{default}{auto}")
     for k in spec.keys:
         key = "KEY" if k.kind == "KEY" else f"{k.kind} KEY"

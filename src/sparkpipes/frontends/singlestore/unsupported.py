@@ -40,6 +40,8 @@ CLAUSES: dict[tuple[str, ...], str] = {
     ("ERRORS", "HANDLE"): " yet",
     ("COMPRESSION",): " yet",
     ("CHARACTER", "SET"): " yet (files are read as UTF-8)",
+    # SingleStore's CDC pipelines (CREATE TABLES AS INFER PIPELINE writes them)
+    ("REPLACE", "KEY"): " yet (REPLACE INTO TABLE t replaces rows by t's PRIMARY KEY)",
 }
 
 _WORD = re.compile(r"[A-Za-z_]+")
@@ -47,9 +49,8 @@ _WORD = re.compile(r"[A-Za-z_]+")
 
 def _words(text: str, n: int) -> tuple[str, ...]:
     out: list[str] = []
-    for m in re.finditer(r"\S+", text):
-        w = _WORD.fullmatch(m.group())
-        if w is None:
+    for m in re.finditer(r"[A-Za-z_]+|\S", text):
+        if _WORD.fullmatch(m.group()) is None:
             break
         out.append(m.group().upper())
         if len(out) == n:
@@ -61,10 +62,23 @@ def explain(statement: str, offset: int) -> str | None:
     """The error for SingleStore SQL this dialect does not take, or None: ``statement``
     is the statement's text and ``offset`` where its parse stopped."""
     before = len(statement[:offset].split())  # words the parse took
-    for table, at in ((CLAUSES, offset), (STATEMENTS, 0)):
+    previous = _previous_word(statement, offset)
+    for table, at in ((CLAUSES, offset), (CLAUSES, previous), (STATEMENTS, 0)):
+        if at is None:
+            continue
         words = _words(statement[at:], 5)
         for phrase, why in table.items():
+            if at == previous and len(phrase) < 2:
+                continue  # a clause that began a word earlier: two words at least
             # a statement's words explain a stop among them, not a typo further on
             if words[: len(phrase)] == phrase and (table is CLAUSES or before <= len(phrase)):
                 return f"{' '.join(phrase)} is not supported{why}"
     return None
+
+
+def _previous_word(statement: str, offset: int) -> int | None:
+    """Where the word before ``offset`` begins, or None."""
+    found = None
+    for m in _WORD.finditer(statement[:offset]):
+        found = m.start()
+    return found

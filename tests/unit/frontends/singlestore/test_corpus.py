@@ -33,8 +33,7 @@ GAPS = {
     + NOT_SUPPORTED,
     # clauses not done yet
     "field-demo-ridesharing-sim-create-pipeline-1": "FORMAT ICEBERG " + NOT_SUPPORTED,
-    # still a bare syntax error: the work left
-    "field-spaces-notebooks-create-pipeline-1": "unexpected 'KEY'",  # REPLACE KEY(col)
+    "field-spaces-notebooks-create-pipeline-1": "REPLACE KEY " + NOT_SUPPORTED,
     # not SQL as written: templates with placeholders, a slide's cut-off text
     "field-singlestore-near-analytics-load-data-1": "unexpected '%'",
     "field-singlestore-near-analytics-load-data-2": "unexpected '{table_name}'",
