@@ -79,7 +79,7 @@ def test_disable_gunzip_loads_gz_objects_as_they_are(engine, s3_server):
     )
     engine.run_batches("g", 3, until_idle=True)
     assert sorted(engine.table_arrow("g").column("id").to_pylist()) == [0, 1, 2]
-    with pytest.raises(SparkpipesError, match="disable_gunzip.*true or false"):
+    with pytest.raises(SparkpipesError, match=r"disable_gunzip.*true or false"):
         sql.execute(
             f"CREATE PIPELINE h AS LOAD DATA S3 '{bucket}/raw/' "
             f"{_s3(s3_server, disable_gunzip='yes')} INTO TABLE g FORMAT JSON"

@@ -573,7 +573,7 @@ def test_an_insert_of_a_key_the_table_holds_fails_whole(sql):
     with pytest.raises(Exception, match="Duplicate entry '4'"):
         sql("INSERT INTO ik VALUES (4, 'd'), (4, 'e')")
     assert rows(sql("SELECT k, v FROM ik ORDER BY k")) == [(1, "a"), (2, "b")]
-    with pytest.raises(Exception, match="ON DUPLICATE KEY UPDATE .* not supported yet"):
+    with pytest.raises(Exception, match=r"ON DUPLICATE KEY UPDATE .* not supported yet"):
         sql("INSERT INTO ik SELECT 1, 'x' ON DUPLICATE KEY UPDATE v = VALUES(v)")
 
 
@@ -601,3 +601,32 @@ def test_on_update_current_timestamp_marks_rows_an_update_changes(sql, tmp_path)
     assert after["k1"] == before["k1"]
     assert after["k2"] > before["k2"]
     assert rows(sql("SELECT k, v FROM tu ORDER BY k")) == [("k1", 1), ("k2", 2)]
+
+
+def test_vector_columns_take_json_arrays_of_their_size(sql, tmp_path):
+    """``VECTOR(n[, type])`` holds n elements (an ARRAY of the element type here), loaded
+    from a JSON array's text ('[1,2,3]', as SingleStore takes it) or a JSON array; a value
+    of another size is a constraint error (PIPELINES_ERRORS with SKIP CONSTRAINT ERRORS)."""
+    (tmp_path / "v.tsv").write_text("1\t[1,2,3]\t[4,5]\n2\t[0.5, 1.5, 2]\t[7,8]\n3\t[1,2]\t[1,1]\n")
+    (tmp_path / "j").mkdir()
+    (tmp_path / "j" / "v.json").write_text('{"id": 4, "v": [9, 9, 9]}\n')
+    sql("CREATE TABLE vec (id INT, v VECTOR(3), w VECTOR(2, I16))")
+    assert "`v` VECTOR(3, F32)" in sql("SHOW CREATE TABLE vec").rows[0][1]
+    sql(
+        f"CREATE PIPELINE vp AS LOAD DATA FS '{tmp_path}/v.tsv' SKIP CONSTRAINT ERRORS "
+        "INTO TABLE vec (id, v, w)"
+    )
+    sql("START PIPELINE vp FOREGROUND")
+    sql(
+        f"CREATE PIPELINE vj AS LOAD DATA FS '{tmp_path}/j/*.json' INTO TABLE vec FORMAT JSON "
+        "(id <- id, v <- v)"
+    )
+    sql("START PIPELINE vj FOREGROUND")
+    got = rows(sql("SELECT id, v, w FROM vec ORDER BY id"))
+    assert [(i, list(v), w and list(w)) for i, v, w in got] == [
+        (1, [1.0, 2.0, 3.0], [4, 5]),
+        (2, [0.5, 1.5, 2.0], [7, 8]),
+        (4, [9.0, 9.0, 9.0], None),
+    ]
+    (error,) = rows(sql("SELECT ERROR_MESSAGE FROM information_schema.PIPELINES_ERRORS"))
+    assert "VECTOR(3)" in error[0] and "2 elements" in error[0]

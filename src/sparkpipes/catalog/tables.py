@@ -24,7 +24,7 @@ from sparkpipes.catalog.schema import (
     tables_t,
 )
 from sparkpipes.catalog.time import now as _now
-from sparkpipes.config.tables import Choices, ColumnDefault, stored_choices, stored_defaults
+from sparkpipes.config.tables import ColumnDefault, ValueRules, stored_defaults
 from sparkpipes.errors import AlreadyExistsError, CatalogError, NotFoundError
 
 Tx = Callable[[], AbstractContextManager[sa.Connection]]
@@ -60,19 +60,14 @@ class TableRecord:
         return stored_defaults(self.options)
 
     @property
-    def choices(self) -> dict[str, Choices]:
-        """``ENUM`` / ``SET`` columns and their members."""
-        return stored_choices(self.options)
+    def rules(self) -> ValueRules:
+        """What the values of ENUM, SET, GEOGRAPHY and VECTOR columns must be."""
+        return ValueRules.from_options(self.options)
 
     @property
     def on_update(self) -> tuple[str, ...]:
         """``ON UPDATE CURRENT_TIMESTAMP`` columns."""
         return tuple(self.options.get("on_update", ()))
-
-    @property
-    def geography(self) -> dict[str, str]:
-        """``GEOGRAPHY`` / ``GEOGRAPHYPOINT`` columns: name → kind."""
-        return dict(self.options.get("geography", {}))
 
 
 class Tables:

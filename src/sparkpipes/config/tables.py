@@ -14,7 +14,7 @@ parses with Spark; ``declared`` keeps the type as the user wrote it (``JSON``,
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -92,6 +92,48 @@ class Choices:
 
 
 @dataclass(frozen=True)
+class ValueRules:
+    """What a table's values must be beyond their Arrow type, by column: the members of
+    ``ENUM`` / ``SET`` columns (a value is stored as its member), the shapes of
+    ``GEOGRAPHY`` / ``GEOGRAPHYPOINT`` columns and the dimensions of ``VECTOR`` columns (a
+    value that does not fit is a constraint error). Applied wherever rows are made: in the
+    tasks (``formats.rules``) and after ingest-time SQL (``engine.batch.transform``)."""
+
+    choices: tuple[tuple[str, Choices], ...] = ()
+    geography: tuple[tuple[str, str], ...] = ()
+    vectors: tuple[tuple[str, int], ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.choices or self.geography or self.vectors)
+
+    def of(self, names: Collection[str]) -> ValueRules:
+        """The rules of the columns ``names``."""
+        return ValueRules(
+            tuple(r for r in self.choices if r[0] in names),
+            tuple(r for r in self.geography if r[0] in names),
+            tuple(r for r in self.vectors if r[0] in names),
+        )
+
+    def to_options(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.choices:
+            out["choices"] = {c: ch.to_json() for c, ch in self.choices}
+        if self.geography:
+            out["geography"] = dict(self.geography)
+        if self.vectors:
+            out["vectors"] = dict(self.vectors)
+        return out
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any]) -> ValueRules:
+        return cls(
+            tuple((c, Choices.from_json(d)) for c, d in options.get("choices", {}).items()),
+            tuple((c, str(k)) for c, k in options.get("geography", {}).items()),
+            tuple((c, int(n)) for c, n in options.get("vectors", {}).items()),
+        )
+
+
+@dataclass(frozen=True)
 class ColumnSpec:
     """A column: its type (Arrow, or Spark DDL text), the type as declared, whether it
     refuses NULL, and for a computed column its expression (Spark SQL over the others)."""
@@ -113,6 +155,8 @@ class ColumnSpec:
     on_update: bool = False
     #: ``SERIES TIMESTAMP``: kept, no effect (SingleStore's time-series functions' column)
     series_timestamp: bool = False
+    #: ``VECTOR(n)``: the number of elements each value has
+    dimensions: int | None = None
 
 
 @dataclass(frozen=True)
@@ -167,12 +211,13 @@ class TableSpec:
         return {c.name: c.default for c in self.columns if c.default is not None}
 
     @property
-    def choices(self) -> dict[str, Choices]:
-        return {c.name: c.choices for c in self.columns if c.choices is not None}
-
-    @property
-    def geography(self) -> dict[str, str]:
-        return {c.name: c.geography for c in self.columns if c.geography is not None}
+    def rules(self) -> ValueRules:
+        cols = self.columns
+        return ValueRules(
+            tuple((c.name, c.choices) for c in cols if c.choices is not None),
+            tuple((c.name, c.geography) for c in cols if c.geography is not None),
+            tuple((c.name, c.dimensions) for c in cols if c.dimensions is not None),
+        )
 
     def options(self) -> dict[str, Any]:
         """What the catalog keeps of the spec besides the schema."""
@@ -186,10 +231,7 @@ class TableSpec:
         generated = [c.name for c in self.columns if c.auto_increment]
         if generated:
             out["auto_increment"] = generated
-        if self.choices:
-            out["choices"] = {c: ch.to_json() for c, ch in self.choices.items()}
-        if self.geography:
-            out["geography"] = self.geography
+        out.update(self.rules.to_options())
         for flag in ("on_update", "series_timestamp"):
             marked = [c.name for c in self.columns if getattr(c, flag)]
             if marked:
@@ -207,7 +249,8 @@ class TableSpec:
         computed = options.get("computed", {})
         not_null = set(options.get("not_null", ()))
         defaults = stored_defaults(options)
-        choices = stored_choices(options)
+        rules = ValueRules.from_options(options)
+        choices, shapes, vectors = dict(rules.choices), dict(rules.geography), dict(rules.vectors)
         columns = tuple(
             ColumnSpec(
                 f.name,
@@ -218,9 +261,10 @@ class TableSpec:
                 defaults.get(f.name),
                 f.name in options.get("auto_increment", ()),
                 choices.get(f.name),
-                options.get("geography", {}).get(f.name),
+                shapes.get(f.name),
                 f.name in options.get("on_update", ()),
                 f.name in options.get("series_timestamp", ()),
+                vectors.get(f.name),
             )
             for f in schema
         )
@@ -231,11 +275,6 @@ class TableSpec:
 def stored_defaults(options: Mapping[str, Any]) -> dict[str, ColumnDefault]:
     """The column defaults a table's stored options hold."""
     return {c: ColumnDefault.from_json(d) for c, d in options.get("defaults", {}).items()}
-
-
-def stored_choices(options: Mapping[str, Any]) -> dict[str, Choices]:
-    """The ENUM / SET members a table's stored options hold."""
-    return {c: Choices.from_json(d) for c, d in options.get("choices", {}).items()}
 
 
 def ddl_types(ddl: str) -> dict[str, str]:

@@ -232,8 +232,7 @@ class ProcedureBody:
         fill = Transform(
             computed=tuple(rec.computed.items()),
             defaults=tuple(rec.defaults.items()),
-            choices=tuple(rec.choices.items()),
-            geography=tuple(rec.geography.items()),
+            rules=rec.rules,
         )
         checked = apply(df.toDF(*cols), fill, rec.schema, check=True)
         cond = F.col(REJECT_COLUMN).isNotNull()

@@ -205,8 +205,7 @@ class Tables(AlterTable):
         fill = Transform(
             computed=tuple(rec.computed.items()),
             defaults=tuple(rec.defaults.items()),
-            choices=tuple(rec.choices.items()),
-            geography=tuple(rec.geography.items()),
+            rules=rec.rules,
         )
         checked = apply(df, fill, rec.schema, check=True)
         cond = F.col(REJECT_COLUMN).isNotNull()

@@ -114,6 +114,8 @@ def coerce(value: Any, t: pa.DataType) -> Any:
             return dt.date.fromisoformat(value.strip()[:10])
         raise ValueError("")
     if pa.types.is_list(t) or pa.types.is_large_list(t):
+        if isinstance(value, str):  # JSON text of an array ('[1,2,3]', SingleStore's VECTOR)
+            value = json.loads(value)
         if not isinstance(value, list):
             raise ValueError("not an array")
         return [coerce(v, t.value_type) for v in value]

@@ -12,8 +12,6 @@ Promises:
   ``config.core.is_metadata_column``) from each kept record's key, headers, position,
   partition and timestamp, as text unless the column has another type; a column the
   source gives nothing for is NULL, never an error; columns not in the table are skipped.
-- :func:`choose` stores each value of an ``ENUM`` / ``SET`` column as the member(s) it
-  names (``config.tables.Choices``): ``''`` for an ENUM value that names none.
 - :func:`not_null` drops the rows that leave a NOT NULL column empty and names each as a
   :class:`~sparkpipes.formats.base.RecordError` by its index in the fetched records (as a
   decoder names a record it could not decode), in row order, with the first such column
@@ -31,12 +29,12 @@ from collections.abc import Iterable, Mapping
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sparkpipes.config.tables import Choices, ColumnDefault
+from sparkpipes.config.tables import ColumnDefault
 from sparkpipes.formats.base import Decoded, RecordError
 from sparkpipes.formats.coerce import coerce_column
 from sparkpipes.sources.base import Fetched
 
-__all__ = ["as_text", "choose", "default_values", "not_null", "to_columns", "with_metadata"]
+__all__ = ["as_text", "default_values", "not_null", "to_columns", "with_metadata"]
 
 
 def to_columns(
@@ -106,23 +104,6 @@ def as_text(values: pa.Array) -> pa.Array:
             [None if v is None else v.decode("utf-8", "replace") for v in values.to_pylist()],
             pa.string(),
         )
-
-
-def choose(table: pa.Table, choices: Mapping[str, Choices]) -> pa.Table:
-    """``table`` with each ENUM / SET column's values as its members (each distinct value
-    looked up once, not each row)."""
-    for name, ch in choices.items():
-        if name not in table.column_names:
-            continue
-        i = table.column_names.index(name)
-        column = table.column(i)
-        distinct = pc.unique(column)
-        picked = pa.array(
-            [None if v is None else ch.pick(v) for v in distinct.to_pylist()], pa.string()
-        )
-        chosen = pc.take(picked, pc.index_in(column, value_set=distinct))
-        table = table.set_column(i, table.field(i), chosen.cast(table.field(i).type))
-    return table
 
 
 def not_null(table: pa.Table, kept: pa.Array, columns: Iterable[str]) -> Decoded:

@@ -18,8 +18,6 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from sparkpipes.formats.base import Decoded, RecordError
-
 #: shapely's type ids of the shapes each kind of column holds
 _SHAPES = {"GEOGRAPHY": (0, 1, 3), "GEOGRAPHYPOINT": (0,)}
 
@@ -58,26 +56,3 @@ def normalize(
         shown = str(text[i]) if len(str(text[i])) <= 60 else str(text[i])[:59] + "…"
         reasons[i] = f"column '{column}' cannot hold '{shown}' as {kind}"
     return out, pa.array(reasons, pa.string())
-
-
-def check_shapes(table: pa.Table, kept: pa.Array, kinds: dict[str, str]) -> Decoded:
-    """The rows of ``table`` whose ``kinds`` colums (name → ``GEOGRAPHY`` or
-    ``GEOGRAPHYPOINT``) hold what they may, stored so; their ``kept`` indices; and a
-    ``RecordError`` (by ``kept`` index) for each row with a value they cannot hold."""
-    good = np.ones(table.num_rows, dtype=bool)
-    why: dict[int, str] = {}
-    for name, kind in kinds.items():
-        if name not in table.column_names:
-            continue
-        i = table.column_names.index(name)
-        stored, reasons = normalize(table.column(i), kind, name)
-        table = table.set_column(i, table.field(i), stored)
-        bad = reasons.is_valid().to_numpy(zero_copy_only=False)
-        for row in np.flatnonzero(bad & good):
-            why[int(row)] = reasons[int(row)].as_py()
-        good &= ~bad
-    if good.all():
-        return Decoded(table, kept, ())
-    rejected = tuple(RecordError(kept[r].as_py(), why[r]) for r in sorted(why))
-    mask = pa.array(good)
-    return Decoded(table.filter(mask), kept.filter(mask), rejected)

@@ -4,7 +4,7 @@ latitudes past ±90 refused."""
 
 import pyarrow as pa
 
-from sparkpipes.formats.geography import check_shapes, normalize
+from sparkpipes.formats.geography import normalize
 
 TEXT = pa.array(
     [
@@ -45,10 +45,3 @@ def test_a_geography_is_a_point_line_or_polygon_kept_as_written():
     ]
     refused = [r for r in reasons.to_pylist() if r is not None]
     assert len(refused) == 5  # latitude 95, MULTIPOINT, empty, unclosed ring, not WKT
-
-
-def test_rows_that_cannot_be_held_are_record_errors_by_their_index():
-    table = pa.table({"id": list(range(10)), "c": TEXT})
-    checked = check_shapes(table, pa.array(range(100, 110), pa.int32()), {"c": "GEOGRAPHY"})
-    assert checked.table.column("id").to_pylist() == [0, 1, 3, 4, 9]
-    assert [e.index for e in checked.errors] == [102, 105, 106, 107, 108]

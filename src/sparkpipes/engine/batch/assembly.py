@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
@@ -24,7 +24,7 @@ import pyarrow as pa
 from sparkpipes.catalog import TableRecord
 from sparkpipes.config import PipelineSpec
 from sparkpipes.config.core import is_metadata_column
-from sparkpipes.config.tables import Choices, ColumnDefault
+from sparkpipes.config.tables import ColumnDefault, ValueRules
 from sparkpipes.engine.batch.contract import OFFSET_COLUMN, PARTITION_COLUMN
 from sparkpipes.engine.batch.generated import Generated
 from sparkpipes.engine.batch.transform import Refiner, Transform
@@ -58,10 +58,8 @@ class Assembled:
     metadata_columns: tuple[str, ...] = ()
     #: the DEFAULT of each column the tasks hand on that a record may not load
     defaults: tuple[tuple[str, ColumnDefault], ...] = ()
-    #: the members of each ENUM / SET column the tasks hand on
-    choices: tuple[tuple[str, Choices], ...] = ()
-    #: the GEOGRAPHY / GEOGRAPHYPOINT columns the tasks hand on
-    geography: tuple[tuple[str, str], ...] = ()
+    #: the value rules of the columns the tasks hand on
+    rules: ValueRules = field(default_factory=ValueRules)
 
     @property
     def stages(self) -> bool:
@@ -279,8 +277,7 @@ def assemble(
         spec.transform.where,
         tuple(table.computed.items()),
         tuple(table.defaults.items()),
-        tuple(table.choices.items()),
-        tuple(table.geography.items()),
+        table.rules,
     )
     write = write_mode(spec, table)
     upserts = write != "append"
@@ -352,6 +349,5 @@ def assemble(
         refiner=refiner,
         metadata_columns=metadata_columns(source, table),
         defaults=tuple((c, d) for c, d in table.defaults.items() if c in task_schema.names),
-        choices=tuple((c, ch) for c, ch in table.choices.items() if c in task_schema.names),
-        geography=tuple((c, k) for c, k in table.geography.items() if c in task_schema.names),
+        rules=table.rules.of(task_schema.names),
     )

@@ -16,7 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from sparkpipes.config.tables import Choices, ColumnDefault
+from sparkpipes.config.tables import ColumnDefault, ValueRules
 from sparkpipes.errors import SparkpipesError
 from sparkpipes.formats import Decoder
 from sparkpipes.sinks import SinkWriter, Staged
@@ -128,8 +128,8 @@ class TaskSpec:
     skip_lines: int = 0
     not_null: tuple[str, ...] = ()  # columns of the task's rows that must have a value
     defaults: tuple[tuple[str, ColumnDefault], ...] = ()  # what a column not loaded holds
-    choices: tuple[tuple[str, Choices], ...] = ()  # the members of ENUM / SET columns
-    geography: tuple[tuple[str, str], ...] = ()  # GEOGRAPHY / GEOGRAPHYPOINT columns
+    #: ENUM / SET members, GEOGRAPHY shapes, VECTOR sizes of the task's columns
+    rules: ValueRules = field(default_factory=ValueRules)
     chunk_records: int = 20_000
     file_rows: int = 1_000_000
     #: columns filled from each record's key, headers, offset, partition and timestamp

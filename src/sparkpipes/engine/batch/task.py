@@ -39,8 +39,8 @@ from sparkpipes.errors import (
     OffsetOutOfRangeError,
     SparkpipesError,
 )
-from sparkpipes.formats.conform import choose, not_null, to_columns, with_metadata
-from sparkpipes.formats.geography import check_shapes
+from sparkpipes.formats.conform import not_null, to_columns, with_metadata
+from sparkpipes.formats.rules import apply_rules
 from sparkpipes.sinks import Staged
 from sparkpipes.sources import Fetched
 
@@ -232,10 +232,8 @@ def _decode(
         table = to_columns(table, want, dict(spec.defaults))
     if spec.metadata_columns:
         table = with_metadata(table, spec.metadata_columns, partition, fetched, kept)
-    if spec.choices:
-        table = choose(table, dict(spec.choices))
-    if spec.geography:
-        checked = check_shapes(table, kept, dict(spec.geography))
+    if spec.rules:
+        checked = apply_rules(table, kept, spec.rules)
         for bad in checked.errors:
             _reject(
                 spec, partition, fetched, bad.index, bad.reason, errors, spec.skip_constraint_errors

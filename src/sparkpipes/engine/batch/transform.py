@@ -15,7 +15,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from sparkpipes.config.tables import Choices, ColumnDefault
+from sparkpipes.config.tables import Choices, ColumnDefault, ValueRules
 from sparkpipes.engine.batch.contract import ErrorRecord
 from sparkpipes.engine.batch.generated import Generated
 from sparkpipes.engine.schema import to_spark
@@ -34,10 +34,8 @@ class Transform:
     computed: tuple[tuple[str, str], ...] = ()
     #: what a column no row value reaches holds (a column DEFAULT); not SQL of a user's
     defaults: tuple[tuple[str, ColumnDefault], ...] = ()
-    #: the members of ENUM / SET columns, which their values are stored as
-    choices: tuple[tuple[str, Choices], ...] = ()
-    #: GEOGRAPHY / GEOGRAPHYPOINT columns (name → kind), whose WKT values are checked
-    geography: tuple[tuple[str, str], ...] = ()
+    #: ENUM / SET members, GEOGRAPHY shapes and VECTOR sizes the table's values follow
+    rules: ValueRules = field(default_factory=ValueRules)
 
     def __bool__(self) -> bool:  # defaults and members alone need no Spark: tasks do them
         return bool(self.assignments or self.where or self.computed)
@@ -188,15 +186,28 @@ def apply(
             extra = [f"{r} AS __sp_r{i}" for i, r in enumerate(reasons[before:], start=before)]
             reason_cols += [f"__sp_r{i}" for i in range(before, len(reasons))]
             df = df.selectExpr("*", col, *extra)
-        if transform.choices:
-            chosen = dict(transform.choices)
+        if transform.rules.choices:
+            chosen = dict(transform.rules.choices)
             df = df.selectExpr(
                 *[
                     f"{choice_sql(_q(c), chosen[c])} AS {_q(c)}" if c in chosen else _q(c)
                     for c in df.columns
                 ]
             )
-        for j, (name, kind) in enumerate(transform.geography):
+        for name, n in transform.rules.vectors:
+            value = F.col(_q(name))
+            wrong = (F.size(value) != n) | F.exists(value, lambda x: x.isNull())
+            problem = F.when(
+                value.isNotNull() & wrong,
+                F.lit(f"column '{name}' is VECTOR({n}); the value has another number of elements"),
+            )
+            if check:
+                reason_cols.append(f"__sp_v{len(reason_cols)}")
+                df = df.withColumn(reason_cols[-1], problem)
+            else:
+                refused = F.when(problem.isNull(), value).otherwise(F.raise_error(problem))
+                df = df.withColumn(name, refused)
+        for j, (name, kind) in enumerate(transform.rules.geography):
             got = _shapes(kind, name)(F.col(_q(name)))
             if check:
                 df = df.withColumn(f"__sp_g{j}", got).withColumns(

@@ -141,6 +141,8 @@ class DataType(Node):
     unsigned: bool = False
     #: the members of ``ENUM('a', 'b')`` / ``SET('a', 'b')``, as declared
     members: tuple[str, ...] = ()
+    #: the element type of ``VECTOR(n, I16)`` (``F32`` when not written)
+    element: str = ""
 
     @property
     def text(self) -> str:
@@ -161,6 +163,8 @@ class DataType(Node):
         out = self.name
         if self.members:
             return out + "(" + ",".join(quote_string(m) for m in self.members) + ")"
+        if self.element:
+            return f"{out}({self.params[0]}, {self.element})"
         if self.params:
             out += "(" + ",".join(str(p) for p in self.params) + ")"
         return out + (" UNSIGNED" if self.unsigned else "")

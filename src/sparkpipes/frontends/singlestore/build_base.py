@@ -52,6 +52,18 @@ _NUMERIC_TYPES = frozenset(
     FLOAT DOUBLE REAL DECIMAL DEC NUMERIC""".split()  # noqa: SIM905
 )
 _GENERIC_TYPES = {"ARRAY": 1, "MAP": 2, "STRUCT": None}
+#: the parse-tree rules that are a column type
+TYPE_TREES = ("data_type", "generic_type", "member_type", "element_type")
+#: VECTOR's element types and the Spark type each is stored as
+VECTOR_ELEMENTS = {
+    "F32": "FLOAT",
+    "F64": "DOUBLE",
+    "F16": "FLOAT",
+    "I8": "TINYINT",
+    "I16": "SMALLINT",
+    "I32": "INT",
+    "I64": "BIGINT",
+}
 #: types of a list of strings, and how many they take (SingleStore's limits)
 _MEMBER_TYPES = {"ENUM": 65_535, "SET": 64}
 
@@ -270,6 +282,8 @@ class Builder:
             return self.generic_type(tree, name, type_name, depth)
         if tree.data == "member_type":
             return self.member_type(tree, name, type_name)
+        if tree.data == "element_type" or name == "VECTOR":
+            return self.vector_type(tree, name, type_name)
         if name in _MEMBER_TYPES:
             self.fail(f"{name} needs its members: {name}('a', 'b', …)", type_name)
         if name in _GENERIC_TYPES:
@@ -291,6 +305,27 @@ class Builder:
         if unsigned is not None and name not in _NUMERIC_TYPES:
             self.fail(f"{name} cannot be UNSIGNED", unsigned)
         return DataType(name, tuple(params), unsigned=unsigned is not None)
+
+    def vector_type(self, tree: Tree, name: str, at: Tree) -> DataType:
+        """``VECTOR(n[, element])``: n elements (1 to 16,383, SingleStore's limit) of
+        ``F32`` (the default), ``F64``, ``F16``, ``I8``, ``I16``, ``I32`` or ``I64``."""
+        if name != "VECTOR":
+            self.fail(f"{name} does not take an element type", at)
+        params = _sub(tree, "type_params")
+        numbers = [
+            t for t in (params or tree).children if isinstance(t, Token) and t.type == "NUMBER"
+        ]
+        if len(numbers) != 1 or not numbers[0].value.isdigit():
+            self.fail("VECTOR takes its number of elements: VECTOR(n[, F32|F64|I8|…])", at)
+        n = int(numbers[0].value)
+        if not 1 <= n <= 16_383:
+            self.fail("VECTOR takes 1 to 16383 elements", numbers[0])
+        element = _tok(tree, "IDENT")
+        kind = "F32" if element is None else element.value.upper()
+        if kind not in VECTOR_ELEMENTS:
+            assert element is not None
+            self.fail(f"VECTOR elements are one of {', '.join(VECTOR_ELEMENTS)}", element)
+        return DataType(name, (n,), element=kind)
 
     def member_type(self, tree: Tree, name: str, at: Tree) -> DataType:
         """``ENUM('a', …)`` / ``SET('a', …)``: members distinct, trailing spaces cut off
@@ -331,8 +366,7 @@ class Builder:
         dtype = next(
             c
             for c in tree.children
-            if isinstance(c, Tree)
-            and c.data in ("data_type", "generic_type", "member_type", "query_type")
+            if isinstance(c, Tree) and c.data in (*TYPE_TREES, "query_type")
         )
         return StructField(
             self.name(_sub(tree, "name")),

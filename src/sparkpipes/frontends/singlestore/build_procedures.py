@@ -14,7 +14,15 @@ from sparkpipes.frontends.singlestore.ast_procedures import (
     ProcedureParam,
     ShowProcedures,
 )
-from sparkpipes.frontends.singlestore.build_base import Builder, _at, _start, _sub, _subs, _tok
+from sparkpipes.frontends.singlestore.build_base import (
+    TYPE_TREES,
+    Builder,
+    _at,
+    _start,
+    _sub,
+    _subs,
+    _tok,
+)
 from sparkpipes.frontends.singlestore.errors import ParseError
 
 
@@ -32,7 +40,7 @@ class ProcedureBuilder(Builder):
         seen: dict[str, Any] = {}
         for node, param in zip(_subs(tree, "proc_param"), params):
             self.once(seen, param.name.lower(), node, f"parameter '{param.name}'")
-        returns = _sub(tree, "data_type", "generic_type", "member_type")
+        returns = _sub(tree, *TYPE_TREES)
         body = _tok(tree, "REST")
         if body is None:
             self.fail("expected BEGIN … END after AS", tree, ParseError)

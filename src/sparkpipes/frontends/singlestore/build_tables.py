@@ -28,6 +28,7 @@ from sparkpipes.frontends.singlestore.ast_tables import (
     Vacuum,
 )
 from sparkpipes.frontends.singlestore.build_base import (
+    TYPE_TREES,
     Builder,
     _at,
     _end,
@@ -74,7 +75,7 @@ class TableBuilder(Builder):
 
     def column(self, tree: Tree) -> ColumnDef:
         name = self.name(_sub(tree, "name"))
-        dtype_tree = _sub(tree, "data_type", "generic_type", "member_type")
+        dtype_tree = _sub(tree, *TYPE_TREES)
         assert dtype_tree is not None
         dtype = self.data_type(dtype_tree)
         if tree.data == "computed_column":

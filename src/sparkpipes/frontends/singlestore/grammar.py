@@ -323,6 +323,7 @@ index_using: USING (HASH | BTREE | CLUSTERED COLUMNSTORE)
 data_type: type_name type_params? UNSIGNED?
          | type_name "<" _type_arg ("," _type_arg)* ">"   -> generic_type
          | type_name "(" STRING ("," STRING)* ")"          -> member_type
+         | type_name "(" NUMBER "," IDENT ")"              -> element_type
 type_name: IDENT | SET
 type_params: "(" NUMBER ("," NUMBER)* ")"
 _type_arg: data_type | struct_field

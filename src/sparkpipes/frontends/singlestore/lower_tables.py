@@ -78,6 +78,7 @@ def table_spec(s: A.CreateTable) -> TableSpec:
                 c.type.name if c.type.name in GEOGRAPHY else None,
                 c.on_update,
                 c.series_timestamp,
+                c.type.params[0] if c.type.name == "VECTOR" else None,
             )
         )
     keys = [TableKey(k.kind, tuple(k.columns), k.name, k.using) for k in s.keys]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from sparkpipes.errors import ConfigError
 from sparkpipes.frontends.singlestore.ast_base import DataType
+from sparkpipes.frontends.singlestore.build_base import VECTOR_ELEMENTS
 
 _SIMPLE = {
     "TINYINT": "TINYINT",
@@ -58,6 +59,8 @@ def spark_type(t: DataType) -> str:
         return _SIMPLE[name]
     if name in ("ENUM", "SET") and t.members:
         return "STRING"
+    if name == "VECTOR" and t.element:
+        return f"ARRAY<{VECTOR_ELEMENTS[t.element]}>"
     if name == "ARRAY" and len(t.args) == 1:
         return f"ARRAY<{spark_type(t.args[0])}>"
     if name == "MAP" and len(t.args) == 2:
@@ -92,6 +95,8 @@ def arrow_type(t: DataType):
     name = t.name.upper()
     if name == "ARRAY":
         return pa.list_(arrow_type(t.args[0]))
+    if name == "VECTOR":
+        return pa.list_(getattr(pa, _ARROW_NAMES[VECTOR_ELEMENTS[t.element]])())
     if name == "MAP":
         return pa.map_(arrow_type(t.args[0]), arrow_type(t.args[1]))
     if name == "STRUCT":
