@@ -65,6 +65,13 @@ class TableRecord:
         return ValueRules.from_options(self.options)
 
     @property
+    def auto_increment_start(self) -> int:
+        """The least value the ``AUTO_INCREMENT`` column is given (``AUTO_INCREMENT = n``
+        after the column list), else 1."""
+        given = dict((n, v) for n, v in self.options.get("table_options", ()))
+        return int(given.get("AUTO_INCREMENT", 1))
+
+    @property
     def on_update(self) -> tuple[str, ...]:
         """``ON UPDATE CURRENT_TIMESTAMP`` columns."""
         return tuple(self.options.get("on_update", ()))

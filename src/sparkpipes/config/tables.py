@@ -25,24 +25,34 @@ from sparkpipes.errors import ConfigError
 
 @dataclass(frozen=True)
 class TableKey:
-    """``PRIMARY`` / ``UNIQUE`` / ``SHARD`` / ``SORT`` / ``KEY`` (an index) on ``columns``."""
+    """``PRIMARY`` / ``UNIQUE`` / ``SHARD`` / ``SORT`` / ``KEY`` (an index) / ``FULLTEXT``
+    on ``columns``."""
 
     kind: str
     columns: tuple[str, ...]
     name: str | None = None
     using: str | None = None
+    #: the columns in descending order (``SORT KEY (ts DESC)``)
+    descending: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "kind": self.kind,
             "name": self.name,
             "columns": list(self.columns),
             "using": self.using,
         }
+        return {**out, "descending": list(self.descending)} if self.descending else out
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> TableKey:
-        return cls(str(d["kind"]), tuple(d.get("columns") or ()), d.get("name"), d.get("using"))
+        return cls(
+            str(d["kind"]),
+            tuple(d.get("columns") or ()),
+            d.get("name"),
+            d.get("using"),
+            tuple(d.get("descending") or ()),
+        )
 
 
 @dataclass(frozen=True)
@@ -166,6 +176,9 @@ class TableSpec:
     name: str
     columns: tuple[ColumnSpec, ...]
     keys: tuple[TableKey, ...] = ()
+    #: options after the column list, as written: (NAME, value); kept for SHOW CREATE
+    #: TABLE, without effect but ``AUTO_INCREMENT`` (the first value generated)
+    table_options: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         if not self.columns:
@@ -232,6 +245,8 @@ class TableSpec:
         if generated:
             out["auto_increment"] = generated
         out.update(self.rules.to_options())
+        if self.table_options:
+            out["table_options"] = [list(o) for o in self.table_options]
         for flag in ("on_update", "series_timestamp"):
             marked = [c.name for c in self.columns if getattr(c, flag)]
             if marked:
@@ -269,7 +284,8 @@ class TableSpec:
             for f in schema
         )
         keys = tuple(TableKey.from_json(k) for k in options.get("keys", ()))
-        return cls(name, columns, keys)
+        table_options = tuple((str(n), str(v)) for n, v in options.get("table_options", ()))
+        return cls(name, columns, keys, table_options)
 
 
 def stored_defaults(options: Mapping[str, Any]) -> dict[str, ColumnDefault]:

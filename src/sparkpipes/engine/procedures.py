@@ -250,9 +250,8 @@ class ProcedureBody:
                 reason = f"column '{null[0]}' is NOT NULL; the row has no value"
             raise ProcedureError(f"{where}: a row does not fit table '{statement.table}': {reason}")
         out = checked.drop(REJECT_COLUMN)
-        if rec.auto_increment and self.reserve_ids is not None:
-            reserve, name = self.reserve_ids, rec.name
-            ids = Generated(rec.auto_increment[0], lambda n, least: reserve(name, n, least))
+        ids = Generated.of(rec, self.reserve_ids)
+        if ids is not None:
             out = ids.fill(out, ())
         return out
 

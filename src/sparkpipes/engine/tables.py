@@ -220,9 +220,8 @@ class Tables(AlterTable):
                 reason = f"column '{null[0]}' is NOT NULL; the row has no value"
             raise ConfigError(f"cannot insert into table '{table}': {reason}")
         out = checked.drop(REJECT_COLUMN)
-        if rec.auto_increment:
-            reserve, name = self.rt.catalog.tables.reserve_ids, rec.name
-            ids = Generated(rec.auto_increment[0], lambda n, least: reserve(name, n, least))
+        ids = Generated.of(rec, self.rt.catalog.tables.reserve_ids)
+        if ids is not None:
             out = ids.fill(out, ())
         files = write_frame(out, sink.table_writer(), "part-insert", rec.name)
         keys = [

@@ -241,10 +241,7 @@ def _generated(
             f"table '{table.name}' has an AUTO_INCREMENT column: its values need the catalog",
             pipeline=spec.name,
         )
-    name = table.name
-    return Generated(
-        table.auto_increment[0], lambda count, at_least: reserve_ids(name, count, at_least)
-    )
+    return Generated.of(table, reserve_ids)
 
 
 def assemble(

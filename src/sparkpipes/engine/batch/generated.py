@@ -19,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from sparkpipes.catalog import TableRecord
+
 #: (count, at_least) → the first of ``count`` new values, none below ``at_least``
 Reserve = Callable[[int, int], int]
 
@@ -33,6 +35,20 @@ class Generated:
 
     column: str
     reserve: Reserve = field(compare=False)
+
+    @classmethod
+    def of(
+        cls, table: TableRecord, reserve_ids: Callable[[str, int, int], int] | None
+    ) -> Generated | None:
+        """The table's ``AUTO_INCREMENT`` column, numbered from ``reserve_ids`` (the
+        catalog's ``Tables.reserve_ids``) from its ``AUTO_INCREMENT = n`` on; or None."""
+        if not table.auto_increment or reserve_ids is None:
+            return None
+        name, start = table.name, table.auto_increment_start
+        return cls(
+            table.auto_increment[0],
+            lambda count, at_least: reserve_ids(name, count, max(at_least, start)),
+        )
 
     def fill(self, df, order: Sequence[str]):
         """``df`` with a new value in :attr:`column` for each row without one; ``order``

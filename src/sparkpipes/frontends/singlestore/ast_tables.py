@@ -67,7 +67,7 @@ class ColumnDef(Node):
         return " ".join(out)
 
 
-KeyKind = Lit["PRIMARY", "SHARD", "SORT", "KEY", "UNIQUE"]
+KeyKind = Lit["PRIMARY", "SHARD", "SORT", "KEY", "UNIQUE", "FULLTEXT"]
 
 
 @dataclass(frozen=True)
@@ -82,12 +82,15 @@ class TableKey(Node):
     columns: tuple[str, ...]
     name: str | None = None
     using: str | None = None
+    #: the columns written ``DESC``
+    descending: tuple[str, ...] = ()
 
     def to_sql(self) -> str:
         out = ["KEY" if self.kind == "KEY" else f"{self.kind} KEY"]
         if self.name is not None:
             out.append(quote_ident(self.name))
-        out.append("(" + ", ".join(quote_ident(c) for c in self.columns) + ")")
+        cols = [quote_ident(c) + (" DESC" if c in self.descending else "") for c in self.columns]
+        out.append("(" + ", ".join(cols) + ")")
         if self.using is not None:
             out.append(f"USING {self.using}")
         return " ".join(out)
@@ -106,6 +109,8 @@ class CreateTable(Statement):
     if_not_exists: bool = False
     storage: Lit["ROWSTORE", "COLUMNSTORE"] | None = None
     reference: bool = False
+    #: options after the column list: (NAME, value as written)
+    options: tuple[tuple[str, str], ...] = ()
 
     def to_sql(self) -> str:
         out = ["CREATE"]
@@ -118,6 +123,7 @@ class CreateTable(Statement):
             out.append("IF NOT EXISTS")
         elements = [c.to_sql() for c in self.columns] + [k.to_sql() for k in self.keys]
         out.append(f"{quote_ident(self.name)} ({', '.join(elements)})")
+        out += [f"{name} = {value}" for name, value in self.options]
         return " ".join(out)
 
 

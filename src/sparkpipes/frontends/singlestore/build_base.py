@@ -39,7 +39,7 @@ _TYPE_PARAMS: dict[str, int] = {
         1,
     ),
     **dict.fromkeys(["BOOLEAN", "BOOL", "JSON", "DATE", "YEAR", "VARIANT", "STRING"], 0),
-    **dict.fromkeys(["GEOGRAPHY", "GEOGRAPHYPOINT"], 0),
+    **dict.fromkeys(["GEOGRAPHY", "GEOGRAPHYPOINT", "BSON"], 0),
     **dict.fromkeys(["FLOAT", "DOUBLE", "REAL", "DECIMAL", "DEC", "NUMERIC"], 2),
     **dict.fromkeys(["CHAR", "VARCHAR", "BINARY", "VARBINARY", "TEXT", "BLOB"], 1),
     **dict.fromkeys(["TINYTEXT", "MEDIUMTEXT", "LONGTEXT", "TINYBLOB", "MEDIUMBLOB"], 0),

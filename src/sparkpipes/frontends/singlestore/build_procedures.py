@@ -41,10 +41,14 @@ class ProcedureBuilder(Builder):
         for node, param in zip(_subs(tree, "proc_param"), params):
             self.once(seen, param.name.lower(), node, f"parameter '{param.name}'")
         returns = _sub(tree, *TYPE_TREES)
+        if returns is not None and str(_at(returns, 0).children[0]).upper() == "VOID":
+            returns = None  # RETURNS void: what a pipeline procedure returns anyway
         body = _tok(tree, "REST")
         if body is None:
             self.fail("expected BEGIN … END after AS", tree, ParseError)
         toks = script.tokens(body.value)
+        while toks and toks[-1].type == "SEMI":  # END; before the DELIMITER's end
+            toks.pop()
         if not toks or toks[0].type != "WORD" or toks[0].value.upper() not in ("BEGIN", "DECLARE"):
             self.fail("a procedure body starts with BEGIN or DECLARE", body, ParseError)
         if toks[-1].type != "WORD" or toks[-1].value.upper() != "END":

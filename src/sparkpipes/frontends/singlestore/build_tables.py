@@ -46,10 +46,7 @@ class TableBuilder(Builder):
     def _create_table(self, tree: Tree) -> CreateTable:
         storage = _sub(tree, "table_storage")
         columns = [self.column(c) for c in _subs(tree, "column_def", "computed_column")]
-        keys = [
-            (k, self.table_key(k))
-            for k in _subs(tree, "primary_key", "shard_key", "sort_key", "plain_key", "unique_key")
-        ]
+        keys = [(k, self.table_key(k)) for k in _subs(tree, *_KEY_RULES)]
         known: dict[str, Any] = {}
         singles: dict[str, Any] = {}
         for node, column in zip(_subs(tree, "column_def", "computed_column"), columns):
@@ -59,7 +56,8 @@ class TableBuilder(Builder):
         for node, key in keys:
             if key.kind in ("PRIMARY", "SHARD", "SORT"):
                 self.once(singles, key.kind, node, f"{key.kind} KEY")
-            if not key.columns and key.kind not in ("SHARD", "SORT"):  # SingleStore: keyless
+            # SingleStore: keyless sharding; a columnstore without a sort key (`__UNORDERED`)
+            if not key.columns and key.kind not in ("SHARD", "SORT") and key.using != _COLUMNSTORE:
                 self.fail("a key needs at least one column", node)
             for col in key.columns:
                 if col.lower() not in known:
@@ -71,6 +69,7 @@ class TableBuilder(Builder):
             if_not_exists=_sub(tree, "if_not_exists") is not None,
             storage=None if storage is None else _kw(storage),
             reference=_tok(tree, "REFERENCE") is not None,
+            options=self.table_options(tree),
         )
 
     def column(self, tree: Tree) -> ColumnDef:
@@ -132,17 +131,48 @@ class TableBuilder(Builder):
             "sort_key": "SORT",
             "plain_key": "KEY",
             "unique_key": "UNIQUE",
+            "fulltext_key": "FULLTEXT",
         }[str(tree.data)]
-        key_name = _sub(tree, "name")
+        names = _subs(tree, "name")
+        if kind == "FULLTEXT" and _tok(tree, "USING") is not None:  # USING VERSION n
+            if self.name(names[0]).upper() != "VERSION":
+                self.fail("expected FULLTEXT USING VERSION n", names[0])
+            names = names[1:]
+        key_name = names[0] if names else None
         using = _sub(tree, "index_using")
+        columns, descending = self.key_columns(_sub(tree, "key_columns"))
         return TableKey(
             kind,
-            self.names(_sub(tree, "key_columns")),
+            columns,
+            descending=descending,
             name=None if key_name is None else self.name(key_name),
             using=None
             if using is None
             else " ".join(_kw(using, i) for i in range(1, len(using.children))),
         )
+
+    def key_columns(self, tree: Tree | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """A key's columns, and those of them written ``DESC``."""
+        parts = [] if tree is None else _subs(tree, "key_column")
+        columns = tuple(self.name(_sub(p, "name")) for p in parts)
+        return columns, tuple(c for p, c in zip(parts, columns) if _tok(p, "DESC") is not None)
+
+    def table_options(self, tree: Tree) -> tuple[tuple[str, str], ...]:
+        """Options after the column list, as (NAME, value as written); only ones that
+        change nothing here, but ``AUTO_INCREMENT = n`` (the first value generated)."""
+        out: dict[str, str] = {}
+        for opt in _subs(tree, *_TABLE_OPTIONS):
+            if opt.data == "topt_other":
+                name = self.name(_sub(opt, "name")).upper()
+                if name not in NO_OP_TABLE_OPTIONS:
+                    self.fail(f"table option {name} is not supported", opt)
+            else:
+                name = _TABLE_OPTIONS[str(opt.data)]
+            value = opt.children[-1]
+            text = self.stmt[_start(value) : _end(value)]
+            self.once(out, name, opt, f"table option {name}")
+            out[name] = text
+        return tuple(out.items())
 
     def _drop_table(self, tree: Tree) -> DropTable:
         return DropTable(self.name(_sub(tree, "name")), _sub(tree, "if_exists") is not None)
@@ -177,7 +207,7 @@ class TableBuilder(Builder):
         index, table = (self.name(n) for n in _subs(tree, "name"))
         key_columns = _sub(tree, "key_columns")
         assert key_columns is not None
-        columns = self.names(key_columns)
+        columns, _ = self.key_columns(key_columns)
         if not columns:
             self.fail("an index needs at least one column", key_columns)
         return CreateIndex(index, table, columns)
@@ -209,6 +239,30 @@ class TableBuilder(Builder):
         return ShowCreateTable(self.name(_sub(tree, "name")))
 
 
+_COLUMNSTORE = "CLUSTERED COLUMNSTORE"
+_KEY_RULES = ("primary_key", "shard_key", "sort_key", "plain_key", "unique_key", "fulltext_key")
+#: table options after the column list, by parse-tree rule
+_TABLE_OPTIONS = {
+    "topt_charset": "CHARACTER SET",
+    "topt_collate": "COLLATE",
+    "topt_comment": "COMMENT",
+    "topt_auto_increment": "AUTO_INCREMENT",
+    "topt_other": "",
+}
+#: ``NAME = value`` table options that change nothing here (SingleStore's statistics and
+#: SQL mode, MySQL's storage engine and row format)
+NO_OP_TABLE_OPTIONS = frozenset(
+    {
+        "AUTOSTATS_ENABLED",
+        "AUTOSTATS_CARDINALITY_MODE",
+        "AUTOSTATS_HISTOGRAM_MODE",
+        "AUTOSTATS_SAMPLING",
+        "SQL_MODE",
+        "ENGINE",
+        "ROW_FORMAT",
+        "CHARSET",
+    }
+)
 #: what ``ON UPDATE`` may name: the time the row is updated
 _NOW_WORDS = {"CURRENT_TIMESTAMP", "NOW", "LOCALTIMESTAMP", "LOCALTIME"}
 _COLUMN_ATTRS = {

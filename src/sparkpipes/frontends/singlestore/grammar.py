@@ -38,6 +38,7 @@ KEYWORDS: tuple[str, ...] = tuple(
     OPTIMIZE VACUUM RETAIN HOURS DRY RUN FULL STATUS
     AGGREGATOR ENABLE DISABLE OUT_OF_ORDER OPTIMIZATION METADATA GC DEFINED TRAILING NULLCOLS
     DATABASE USE EXTENDED DETACH LINK LINKS DESCRIPTION LOCAL INFILE TRANSFORM UPDATE SERIES
+    FULLTEXT ASC
     """.split()  # noqa: SIM905
 )
 
@@ -291,7 +292,14 @@ show_links: SHOW LINKS (ON name)?
 show_create_link: SHOW CREATE LINK qname
 
 // ---------------------------------------------------------------- tables
-create_table: CREATE table_storage? REFERENCE? TABLE if_not_exists? qname _table_elements
+create_table: _create_table_head _table_elements _table_options?
+_create_table_head: CREATE table_storage? REFERENCE? TABLE if_not_exists? qname
+_table_options: table_option (","? table_option)*
+table_option: DEFAULT? (CHARACTER SET | CHARSET) "="? (name | STRING)  -> topt_charset
+            | DEFAULT? COLLATE "="? (name | STRING)                   -> topt_collate
+            | COMMENT "="? STRING                                      -> topt_comment
+            | AUTO_INCREMENT "="? NUMBER                               -> topt_auto_increment
+            | name "=" (name | STRING | NUMBER | TRUE | FALSE | ON | DEFAULT | CREATE) -> topt_other
 _table_elements: "(" _table_element ("," _table_element)* ")"
 table_storage: ROWSTORE | COLUMNSTORE
 _table_element: column_def | computed_column | table_key
@@ -316,8 +324,10 @@ table_key: PRIMARY KEY name? key_columns index_using?       -> primary_key
          | SHARD KEY? name? key_columns index_using?        -> shard_key
          | SORT KEY name? key_columns index_using?          -> sort_key
          | (KEY | INDEX) name? key_columns index_using?     -> plain_key
+         | FULLTEXT (USING name NUMBER)? (KEY | INDEX)? name? key_columns -> fulltext_key
          | UNIQUE (KEY | INDEX)? name? key_columns index_using? -> unique_key
-key_columns: "(" (name ("," name)*)? ")"
+key_columns: "(" (key_column ("," key_column)*)? ")"
+key_column: name (ASC | DESC)?
 index_using: USING (HASH | BTREE | CLUSTERED COLUMNSTORE)
 
 data_type: type_name type_params? UNSIGNED?
@@ -349,7 +359,7 @@ insert: _insert_verb INTO qname insert_columns? VALUES insert_row ("," insert_ro
 _insert_verb: INSERT | REPLACE
 insert_columns: "(" name ("," name)* ")"
 insert_row: "(" (expr_text ("," expr_text)*)? ")"
-insert_query: (SELECT | WITH) REST?
+insert_query: LPAR? (SELECT | WITH) REST?
 
 query: (SELECT | WITH | EXPLAIN | LPAR) REST?
 

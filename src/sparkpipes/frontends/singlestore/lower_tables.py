@@ -81,9 +81,14 @@ def table_spec(s: A.CreateTable) -> TableSpec:
                 c.type.params[0] if c.type.name == "VECTOR" else None,
             )
         )
-    keys = [TableKey(k.kind, tuple(k.columns), k.name, k.using) for k in s.keys]
+    keys = [TableKey(k.kind, tuple(k.columns), k.name, k.using, k.descending) for k in s.keys]
     keys += [TableKey("PRIMARY", (c.name,)) for c in s.columns if c.primary_key]
-    return TableSpec(s.name, tuple(columns), tuple(keys))
+    start = dict(s.options).get("AUTO_INCREMENT")
+    if start is not None and not any(c.auto_increment for c in s.columns):
+        raise ConfigError("table option AUTO_INCREMENT needs an AUTO_INCREMENT column")
+    if start is not None and not start.isdigit():
+        raise ConfigError(f"table option AUTO_INCREMENT takes a whole number, not {start}")
+    return TableSpec(s.name, tuple(columns), tuple(keys), s.options)
 
 
 def create_table_sql(spec: TableSpec) -> str:
@@ -105,9 +110,11 @@ def create_table_sql(spec: TableSpec) -> str:
         key = "KEY" if k.kind == "KEY" else f"{k.kind} KEY"
         if k.name:
             key += f" {_bq(k.name)}"
-        key += " (" + ", ".join(_bq(c) for c in k.columns) + ")"
+        cols = [_bq(c) + (" DESC" if c in k.descending else "") for c in k.columns]
+        key += " (" + ", ".join(cols) + ")"
         lines.append(key + (f" USING {k.using}" if k.using else ""))
-    return f"CREATE TABLE {_bq(spec.name)} (\n  " + ",\n  ".join(lines) + "\n)"
+    options = "".join(f" {name} = {value}" for name, value in spec.table_options)
+    return f"CREATE TABLE {_bq(spec.name)} (\n  " + ",\n  ".join(lines) + "\n)" + options
 
 
 def default_text(d: ColumnDefault) -> str:

@@ -68,7 +68,7 @@ def spark_type(t: DataType) -> str:
     if name == "STRUCT" and t.fields:
         inner = ", ".join(f"`{f.name}`: {spark_type(f.type)}" for f in t.fields)
         return f"STRUCT<{inner}>"
-    raise ConfigError(f"column type {t.to_sql()} is not supported")
+    raise ConfigError(f"column type {t.to_sql()} is not supported yet")
 
 
 _ARROW_NAMES = {

@@ -29,6 +29,7 @@ STATEMENTS: dict[tuple[str, ...], str] = {
     ),
     ("START", "FAILED", "PIPELINES"): " yet; START ALL PIPELINES starts the stopped ones",
     ("DELETE",): " yet (a table's rows change through pipelines, INSERT and REPLACE)",
+    ("EXCEPTION",): " yet (a procedure body's error handler)",
     ("UPDATE",): " yet (a table's rows change through pipelines, INSERT and REPLACE)",
 }
 
