@@ -630,3 +630,22 @@ def test_vector_columns_take_json_arrays_of_their_size(sql, tmp_path):
     ]
     (error,) = rows(sql("SELECT ERROR_MESSAGE FROM information_schema.PIPELINES_ERRORS"))
     assert "VECTOR(3)" in error[0] and "2 elements" in error[0]
+
+
+def test_mysql_date_arithmetic_in_set(sql, tmp_path):
+    """``DATE_ADD(d, INTERVAL (expr) UNIT)`` / ``DATE_SUB`` as MySQL computes them (Spark's
+    functions of those names add days, and its INTERVAL takes only literals)."""
+    (tmp_path / "a.tsv").write_text("1500\t2024-03-01\n")
+    sql("CREATE TABLE da (ts DATETIME(6), d DATE, later DATETIME)")
+    sql(
+        f"CREATE PIPELINE dap AS LOAD DATA FS '{tmp_path}/a.tsv' INTO TABLE da (@ms, @day) "
+        "SET ts = DATE_ADD(FROM_UNIXTIME(0), INTERVAL (@ms / 1000) SECOND), "
+        "d = DATE_SUB(@day, INTERVAL 1 DAY), later = DATE_ADD(@day, INTERVAL 2 HOUR)"
+    )
+    sql("START PIPELINE dap FOREGROUND")
+    ((ts, d, later),) = rows(sql("SELECT ts, d, later FROM da"))
+    assert (str(ts), str(d), str(later)) == (
+        "1970-01-01 00:00:01.500000",
+        "2024-02-29",
+        "2024-03-01 02:00:00",
+    )

@@ -12,6 +12,9 @@ What changes, and nothing else:
 * SingleStore functions Spark spells otherwise (``FROM_BASE64``, ``TO_BASE64``,
   ``GEOGRAPHY_POINT`` as the WKT text a GEOGRAPHYPOINT column holds) become their Spark
   forms;
+* ``DATE_ADD|DATE_SUB|ADDDATE|SUBDATE(d, INTERVAL n UNIT)`` become ``d ± INTERVAL``
+  (Spark's functions of those names add days), and an ``INTERVAL`` of an expression,
+  column or variable (``INTERVAL (@ms / 1000) SECOND``) ``(expr) * INTERVAL 1 SECOND``;
 * ``@var`` becomes the backquoted column ```@var``` (variables a pipeline loads);
 * ``information_schema.NAME`` becomes the temporary view that serves it, named by the
   caller (``on_view``): each statement registers its own views, filtered for its user.
@@ -205,6 +208,35 @@ def translate(
                 pos = toks[end - 1].end + 1
                 i = end
                 continue
+        # DATE_ADD(d, INTERVAL n UNIT) and its kin: d ± the interval (Spark's take days)
+        if (
+            _is_name(t)
+            and t.text.upper() in _DATE_ARITH
+            and nxt is not None
+            and nxt.token_type == TokenType.L_PAREN
+        ):
+            args, close = _call_args(toks, i + 1, text)
+            if len(args) == 2 and args[1][1].token_type == TokenType.INTERVAL:
+                date, interval = (translate(a, on_view=on_view) for a, _ in args)
+                sign = _DATE_ARITH[t.text.upper()]
+                out.append(text[pos : t.start] + f"(({date}) {sign} {interval})")
+                pos = toks[close].end + 1
+                i = close + 1
+                continue
+        # INTERVAL (expr) UNIT, INTERVAL col UNIT: Spark takes only a literal there
+        if t.token_type == TokenType.INTERVAL and nxt is not None:
+            amount = _interval_amount(toks, i + 1, text)
+            if amount is not None:
+                expr, unit_at = amount
+                unit = toks[unit_at].text.upper()
+                if unit in _UNITS:
+                    times, spark_unit = _UNITS[unit]
+                    scaled = f"INTERVAL {times} {spark_unit}"
+                    body = translate(expr, on_view=on_view)
+                    out.append(text[pos : t.start] + f"(({body}) * {scaled})")
+                    pos = toks[unit_at].end + 1
+                    i = unit_at + 1
+                    continue
         # x::$a::b chains
         if _is_name(t) and nxt is not None and nxt.token_type == TokenType.DCOLON:
             expr, j = _json_chain(text[t.start : t.end + 1], toks, i + 1)
@@ -215,6 +247,35 @@ def translate(
         i += 1
     out.append(text[pos:])
     return "".join(out)
+
+
+#: MySQL's date arithmetic functions and the sign of their interval
+_DATE_ARITH = {"DATE_ADD": "+", "ADDDATE": "+", "DATE_SUB": "-", "SUBDATE": "-"}
+#: MySQL interval units: how many of which Spark unit one is
+_UNITS = {
+    **{u: (1, u) for u in ("MICROSECOND", "SECOND", "MINUTE", "HOUR", "DAY", "WEEK", "MONTH")},
+    "YEAR": (1, "YEAR"),
+    "QUARTER": (3, "MONTH"),
+}
+
+
+def _interval_amount(toks: list[Token], j: int, text: str) -> tuple[str, int] | None:
+    """The amount of an ``INTERVAL`` whose first token is ``j`` when it is not a literal
+    (a parenthesized expression, a column, a ``@variable``), and where its unit is."""
+    tok = toks[j]
+    if tok.token_type == TokenType.L_PAREN:
+        depth = 0
+        for k in range(j, len(toks)):
+            depth += {TokenType.L_PAREN: 1, TokenType.R_PAREN: -1}.get(toks[k].token_type, 0)
+            if depth == 0:
+                return (text[tok.start : toks[k].end + 1], k + 1) if k + 1 < len(toks) else None
+        return None
+    if tok.token_type == TokenType.PARAMETER and j + 2 < len(toks):
+        return f"`@{toks[j + 1].text}`", j + 2
+    named = tok.token_type in (TokenType.VAR, TokenType.IDENTIFIER)
+    if named and j + 1 < len(toks) and toks[j + 1].text.upper() in _UNITS:
+        return text[tok.start : tok.end + 1], j + 1
+    return None
 
 
 def _json_chain(operand: str, toks: list[Token], j: int) -> tuple[str, int]:

@@ -34,6 +34,15 @@ from sparkpipes.engine.sql.dialect import translate, view_name
             "SELECT base64(a), 'x::$y' FROM t -- r::$z",
         ),
         ("SELECT @v + 1", "SELECT `@v` + 1"),
+        (  # MySQL's date arithmetic: Spark's DATE_ADD adds days, its INTERVAL takes literals
+            "SELECT DATE_ADD(FROM_UNIXTIME(0), INTERVAL (@ms / 1000) SECOND)",
+            "SELECT ((FROM_UNIXTIME(0)) + (((`@ms` / 1000)) * INTERVAL 1 SECOND))",
+        ),
+        ("SELECT DATE_SUB(now(), INTERVAL 14 DAY)", "SELECT ((now()) - INTERVAL 14 DAY)"),
+        ("SELECT t + INTERVAL n MINUTE", "SELECT t + ((n) * INTERVAL 1 MINUTE)"),
+        ("SELECT ADDDATE(d, INTERVAL 1 QUARTER)", "SELECT ((d) + INTERVAL 1 QUARTER)"),
+        ("SELECT SUBDATE(d, INTERVAL @q QUARTER)", "SELECT ((d) - ((`@q`) * INTERVAL 3 MONTH))"),
+        ("SELECT d - INTERVAL 5 DAY, ADDDATE(d, 5)", "SELECT d - INTERVAL 5 DAY, ADDDATE(d, 5)"),
     ],
 )
 def test_singlestore_forms_become_spark_forms(text, spark):
