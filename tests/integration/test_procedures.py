@@ -220,3 +220,64 @@ def test_declared_queries_and_on_duplicate_key_update_in_a_body(engine, tmp_path
             "CREATE PROCEDURE d(batch QUERY(id BIGINT)) AS BEGIN "
             "DELETE FROM big WHERE id IN (SELECT id FROM batch); END"
         )
+
+
+def test_scalar_variables_set_and_read_by_later_statements(engine, tmp_path):
+    """``DECLARE v type [= expr]`` (each line may repeat DECLARE), ``SET v = expr`` (a
+    scalar subquery over the batch too) and statements that read ``v``, as in the stats
+    procedures users write: an ``INSERT … VALUES`` of variables, an ``INSERT … SELECT``
+    filtered by one; ``ECHO SELECT`` answers no one here. ``IF`` is named as not supported."""
+    sql = SqlSession(engine)
+    _write(tmp_path, "a.json", range(6))
+    sql.execute(
+        "CREATE TABLE stats (kind TEXT, n BIGINT, top DOUBLE, note TEXT);"
+        "CREATE TABLE above (id BIGINT, amount DOUBLE);"
+        """
+        DELIMITER //
+        CREATE OR REPLACE PROCEDURE measure(batch QUERY(id BIGINT, kind TEXT, amount DOUBLE))
+        RETURNS void AS
+        DECLARE v_n BIGINT;
+        DECLARE v_top DOUBLE = 0;
+          v_note TEXT DEFAULT 'batch';
+        BEGIN
+          SET v_n = (SELECT count(*) FROM batch);
+          v_top = (SELECT max(amount) FROM batch) / 2;
+          INSERT INTO stats VALUES ('all', v_n, v_top, v_note);
+          INSERT INTO above SELECT id, amount FROM batch WHERE amount > v_top;
+          ECHO SELECT v_n AS rows_in_batch;
+        END //
+        DELIMITER ;
+        """
+    )
+    sql.execute(
+        f"CREATE PIPELINE m AS LOAD DATA FS '{tmp_path}/*.json' INTO PROCEDURE measure "
+        "FORMAT JSON (id <- id, kind <- kind, amount <- amount)"
+    )
+    engine.run_batches("m", 5, until_idle=True)
+    assert sql.execute("SELECT kind, n, top, note FROM stats")[0].rows == [("all", 6, 2.5, "batch")]
+    assert sorted(_rows(engine, "above", "id")) == [3, 4, 5]
+    with pytest.raises(SparkpipesError, match="line 1: IF is not supported yet"):
+        sql.execute(
+            "CREATE PROCEDURE i(batch QUERY(id BIGINT)) AS DECLARE v INT; BEGIN "
+            "IF v > 1 THEN INSERT INTO above SELECT id, 0 FROM batch; END IF; END"
+        )
+
+
+def test_insert_ignore_in_a_body_skips_keys_the_table_holds(engine, tmp_path):
+    """``INSERT IGNORE`` in a body (as users write it to skip duplicates): a row whose
+    primary key the table, or an earlier row of the batch, holds is skipped."""
+    sql = SqlSession(engine)
+    _write(tmp_path, "a.json", [1, 2, 2, 3])
+    sql.execute(
+        "CREATE TABLE firsts (id BIGINT PRIMARY KEY, kind TEXT);"
+        "CREATE PROCEDURE keep(batch QUERY(id BIGINT, kind TEXT, amount DOUBLE)) AS BEGIN "
+        "INSERT IGNORE INTO firsts SELECT id, kind FROM batch; END"
+    )
+    sql.execute("INSERT INTO firsts VALUES (1, 'kept')")
+    sql.execute(
+        f"CREATE PIPELINE k AS LOAD DATA FS '{tmp_path}/*.json' INTO PROCEDURE keep "
+        "FORMAT JSON (id <- id, kind <- kind, amount <- amount)"
+    )
+    engine.run_batches("k", 5, until_idle=True)
+    got = sorted(sql.execute("SELECT id, kind FROM firsts")[0].rows)
+    assert got == [(1, "kept"), (2, "click"), (3, "order")]

@@ -31,9 +31,24 @@ class ProcedureStatement:
     text: str = ""
     #: ``ON DUPLICATE KEY UPDATE``: (column, expression) in the SingleStore dialect
     update: tuple[tuple[str, str], ...] = ()
+    #: ``SET variable = expr``: the statement gives a variable the value of ``query`` (an
+    #: expression) and writes no table (``table`` is empty)
+    variable: str | None = None
+    #: ``INSERT IGNORE``: a row whose primary key the table holds is skipped
+    ignore: bool = False
 
     def tables(self) -> tuple[str, ...]:
         return (self.table,)
+
+
+@dataclass(frozen=True)
+class ProcedureVariable:
+    """A scalar variable of the body: its name, Spark type and ``DECLARE``d value (an
+    expression in the SingleStore dialect; None: NULL), set anew for every batch."""
+
+    name: str
+    type: str
+    default: str | None = None
 
 
 @dataclass(frozen=True)
@@ -51,13 +66,15 @@ class ProcedureSpec:
     #: ``DECLARE name QUERY(…) = SELECT …``: (name, query), in order; each statement of
     #: the body (and each later query) may read the earlier ones by name
     queries: tuple[tuple[str, str], ...] = ()
+    #: ``DECLARE name type [= expr]``: the scalar variables statements read and set
+    variables: tuple[ProcedureVariable, ...] = ()
 
     def __post_init__(self) -> None:
         check_name(self.name, "procedure name")
 
     def targets(self) -> tuple[str, ...]:
         """The tables the body writes, each once, in the order first written."""
-        return tuple(dict.fromkeys(s.table for s in self.statements))
+        return tuple(dict.fromkeys(s.table for s in self.statements if s.table))
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -73,12 +90,19 @@ class ProcedureSpec:
                     "line": s.line,
                     "text": s.text,
                     **({"update": [list(u) for u in s.update]} if s.update else {}),
+                    **({"variable": s.variable} if s.variable else {}),
+                    **({"ignore": True} if s.ignore else {}),
                 }
                 for s in self.statements
             ],
             "sql": self.sql,
             **({"not_null": list(self.not_null)} if self.not_null else {}),
             **({"queries": [list(q) for q in self.queries]} if self.queries else {}),
+            **(
+                {"variables": [[v.name, v.type, v.default] for v in self.variables]}
+                if self.variables
+                else {}
+            ),
         }
 
     @classmethod
@@ -96,10 +120,13 @@ class ProcedureSpec:
                     int(s.get("line", 1)),
                     s.get("text", ""),
                     tuple((str(c), str(e)) for c, e in s.get("update", ())),
+                    s.get("variable"),
+                    bool(s.get("ignore")),
                 )
                 for s in d["statements"]
             ),
             sql=d.get("sql", ""),
             not_null=tuple(d.get("not_null", ())),
             queries=tuple((str(n), str(q)) for n, q in d.get("queries", ())),
+            variables=tuple(ProcedureVariable(*v) for v in d.get("variables", ())),
         )

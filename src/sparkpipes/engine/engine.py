@@ -256,8 +256,8 @@ class Engine:
         """``DROP INDEX name ON table``; see :meth:`Tables.drop_key`."""
         self._tables.drop_key(table, name)
 
-    def insert(self, table: str, df) -> int:
-        return self._tables.insert(table, df)
+    def insert(self, table: str, df, *, ignore: bool = False) -> int:
+        return self._tables.insert(table, df, ignore=ignore)
 
     def tables(self) -> list[str]:
         return self._tables.names()

@@ -23,6 +23,7 @@ from sparkpipes.engine.schema import to_arrow
 from sparkpipes.engine.sql.dialect import INTERNAL, translate
 from sparkpipes.engine.sql.sandbox import Admitted, check_expression, check_query
 from sparkpipes.engine.sql.updates import update_expression, with_on_update
+from sparkpipes.engine.sql.values import with_values
 from sparkpipes.errors import ConfigError, NotAdmittedError, NotFoundError, SinkError
 
 #: the prefix of a batch's view (:func:`batch_view`)
@@ -69,6 +70,9 @@ class Procedures:
         tables: dict[str, TableRecord] = {}
         for s in spec.statements:
             where = f"procedure '{spec.name}', line {s.line}"
+            if s.variable is not None:  # SET v = expr: the expression as its batches run it
+                self._check_query(spec, f"SELECT ({s.query})", where)
+                continue
             try:
                 rec = tables.get(s.table) or self.rt.catalog.tables.get(s.table)
             except NotFoundError:
@@ -95,20 +99,22 @@ class Procedures:
                 if column not in rec.schema.names:
                     raise ConfigError(f"{where}: table '{s.table}' has no column '{column}'")
                 update_expression(expr, rec.schema.names, s.table)
-            if self.rt.spark_started:  # else the first batch checks it (no JVM for a CREATE)
-                try:
-                    view = batch_view()
-                    stray = stray_views(
-                        check_query(
-                            self.rt.spark, body_sql(s.query, spec.param, view, spec.queries)
-                        ),
-                        view,
-                    )
-                except NotAdmittedError as e:
-                    raise NotAdmittedError(f"{where}: {e.message}") from None
-                if stray:
-                    raise NotFoundError(f"{where}: table '{stray[0]}' does not exist")
+            self._check_query(spec, s.query, where)
         return tables
+
+    def _check_query(self, spec: ProcedureSpec, query: str, where: str) -> None:
+        """A body query admitted as its batches run it (variables as NULLs); when Spark has
+        not started, the first batch checks it (no JVM for a CREATE)."""
+        if not self.rt.spark_started:
+            return
+        view = batch_view()
+        try:
+            text = statement_sql(spec, query, view)
+            stray = stray_views(check_query(self.rt.spark, text), view)
+        except NotAdmittedError as e:
+            raise NotAdmittedError(f"{where}: {e.message}") from None
+        if stray:
+            raise NotFoundError(f"{where}: table '{stray[0]}' does not exist")
 
     def batch_table(self, spec: ProcedureSpec) -> TableRecord:
         """The procedure's batch as the table a pipeline decodes into."""
@@ -206,19 +212,58 @@ class ProcedureBody:
                 return tuple(key["columns"])
         return ()
 
-    def rows(self, spark: Any, statement: ProcedureStatement, view: str) -> Any:
-        from pyspark.errors import PySparkException
-        from pyspark.sql import functions as F
+    def variables(self, spark: Any, view: str) -> dict[str, Any]:
+        """The body's scalar variables at the start of a batch: each its DECLAREd value."""
+        values: dict[str, Any] = {}
+        for v in self.spec.variables:
+            values[v.name] = (
+                None if v.default is None else self.value(spark, v.default, v.type, view, values)
+            )
+        return values
 
-        where = f"procedure '{self.spec.name}', line {statement.line}"
-        rec = self.tables[statement.table]
-        text = body_sql(statement.query, self.spec.param, view, self.spec.queries)
+    def value(
+        self, spark: Any, expr: str, kind: str, view: str, values: dict[str, Any], line: int = 0
+    ) -> Any:
+        """The value of ``expr`` (a scalar subquery over the batch too) as type ``kind``,
+        for a variable: one row of one column, run as a body statement is."""
+        from pyspark.errors import PySparkException
+
+        where = f"procedure '{self.spec.name}'" + (f", line {line}" if line else "")
+        query = f"SELECT CAST(({with_values(expr, values)}) AS {kind})"
+        text = body_sql(query, self.spec.param, view, self._queries(values))
+        try:
+            self._admit(spark, text, view, where)
+            return spark.sql(text).collect()[0][0]
+        except PySparkException as e:
+            raise ProcedureError(f"{where}: {_spark_message(e)} ({expr[:80]})") from None
+
+    def _queries(self, values: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+        return tuple((n, with_values(q, values)) for n, q in self.spec.queries)
+
+    def _admit(self, spark: Any, text: str, view: str, where: str) -> None:
         try:
             stray = stray_views(check_query(spark, text), view)
         except NotAdmittedError as e:
             raise NotAdmittedError(f"{where}: {e.message}") from None
         if stray:  # a body made before this check: it runs as the server, so never
             raise NotAdmittedError(f"{where}: table '{stray[0]}' does not exist")
+
+    def rows(
+        self,
+        spark: Any,
+        statement: ProcedureStatement,
+        view: str,
+        values: dict[str, Any] | None = None,
+    ) -> Any:
+        from pyspark.errors import PySparkException
+        from pyspark.sql import functions as F
+
+        where = f"procedure '{self.spec.name}', line {statement.line}"
+        rec = self.tables[statement.table]
+        values = values or {}
+        query = with_values(statement.query, values)
+        text = body_sql(query, self.spec.param, view, self._queries(values))
+        self._admit(spark, text, view, where)
         try:
             df = spark.sql(text)
         except PySparkException as e:
@@ -257,7 +302,9 @@ class ProcedureBody:
 
 
 def _mode(s: ProcedureStatement) -> str:
-    return "ON DUPLICATE KEY UPDATE" if s.update else "REPLACE" if s.replace else "INSERT"
+    if s.update:
+        return "ON DUPLICATE KEY UPDATE"
+    return "REPLACE" if s.replace else "INSERT IGNORE" if s.ignore else "INSERT"
 
 
 def bind(query: str, param: str, view: str, queries: Sequence[tuple[str, str]] = ()) -> str:
@@ -284,6 +331,14 @@ def batch_view() -> str:
     """A name for a batch's view no user can know (the procedure sink's, and the one a
     body is checked with when it is made)."""
     return f"{BATCH_VIEW}{uuid.uuid4().hex}"
+
+
+def statement_sql(spec: ProcedureSpec, query: str, view: str) -> str:
+    """A body query (``SELECT (expr)`` for a variable's) as its batches run it, its
+    variables NULL: the text a CREATE PROCEDURE checks and admits."""
+    nulls = {v.name: None for v in spec.variables}
+    named = tuple((n, with_values(q, nulls)) for n, q in spec.queries)
+    return body_sql(with_values(query, nulls), spec.param, view, named)
 
 
 def body_sql(query: str, param: str, view: str, queries: Sequence[tuple[str, str]] = ()) -> str:

@@ -192,12 +192,13 @@ class Tables(AlterTable):
 
         return retrying(f"clustering table '{rec.name}' by ({', '.join(columns)})", once)
 
-    def insert(self, table: str, df) -> int:
+    def insert(self, table: str, df, *, ignore: bool = False) -> int:
         """Append a DataFrame's rows (columns by name; computed columns are computed,
         DEFAULTs and ``AUTO_INCREMENT`` values filled) in one Delta commit. Returns the
         number of rows written. Into a table with a PRIMARY KEY, a key the table or
         another of the rows holds fails the whole INSERT (``DuplicateKeyError``, MySQL's
-        "Duplicate entry"), nothing of it written."""
+        "Duplicate entry"), nothing of it written; with ``ignore`` (``INSERT IGNORE``)
+        such a row is skipped instead, the first of the rows of a key kept."""
         rec = self.rt.catalog.tables.get(table)
         sink = self.sink(rec)
         from pyspark.sql import functions as F
@@ -223,10 +224,12 @@ class Tables(AlterTable):
         ids = Generated.of(rec, self.rt.catalog.tables.reserve_ids)
         if ids is not None:
             out = ids.fill(out, ())
-        files = write_frame(out, sink.table_writer(), "part-insert", rec.name)
         keys = [
             c for k in rec.options.get("keys", []) if k["kind"] == "PRIMARY" for c in k["columns"]
         ]
+        if ignore and keys:
+            out = _new_keys(out, self.frame(table), keys)
+        files = write_frame(out, sink.table_writer(), "part-insert", rec.name)
 
         def unique(dt) -> None:  # a key the table or another row holds: MySQL's error
             if keys:
@@ -266,3 +269,15 @@ def table_properties(stored: Mapping[str, str]) -> dict[str, str]:
     return {
         "delta.checkpointInterval": str(max(1, resolve(dict(stored))["table_checkpoint_interval"]))
     }
+
+
+def _new_keys(rows, stored, keys: list[str]):
+    """``rows`` less those whose key ``stored`` holds or an earlier row has (MySQL's
+    ``INSERT IGNORE``: the first row of a key is kept)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    cols = [f"`{k}`" for k in keys]
+    first = Window.partitionBy(*cols).orderBy(F.monotonically_increasing_id())
+    once = rows.withColumn("__sp_n", F.row_number().over(first)).where("__sp_n = 1").drop("__sp_n")
+    return once.join(stored.select(*cols), keys, "left_anti")

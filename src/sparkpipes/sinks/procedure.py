@@ -83,6 +83,10 @@ class ProcedureSink(Sink):
         self.updating = {
             s.table for s in self.spec.statements if s.update and body.primary_key(s.table)
         }
+        #: tables of INSERT IGNORE statements that have a primary key
+        self.ignoring = {
+            s.table for s in self.spec.statements if s.ignore and body.primary_key(s.table)
+        }
         self.tables = {t: DeltaSink(rec.location, rec.schema, t) for t, rec in body.tables.items()}
 
     @classmethod
@@ -113,12 +117,24 @@ class ProcedureSink(Sink):
         frame.createOrReplaceTempView(view)
         written: dict[str, list[AddFile]] = {t: [] for t in self.spec.targets()}
         stages: dict[str, str] = {}
+        kinds = {v.name: v.type for v in self.spec.variables}
         try:
+            values = self.body.variables(spark, view)
             for statement in self.spec.statements:
+                if statement.variable is not None:
+                    values[statement.variable] = self.body.value(
+                        spark,
+                        statement.query,
+                        kinds[statement.variable],
+                        view,
+                        values,
+                        statement.line,
+                    )
+                    continue
                 t = statement.table
-                rows = self.body.rows(spark, statement, view)
+                rows = self.body.rows(spark, statement, view, values)
                 sink = self.tables[t]
-                if t in self.replacing or t in self.updating:
+                if t in self.replacing or t in self.updating or t in self.ignoring:
                     stages.setdefault(t, os.path.join(self.scratch, "replace", t))
                     writer = ParquetWriter(stages[t], sink.schema, t)
                 else:
@@ -197,7 +213,7 @@ class ProcedureSink(Sink):
         keys = self.body.primary_key(table)
         if table in self.updating:
             return Upsert(keys, "update", update=self.body.updates(table, self.spark()))
-        return Upsert(keys, "replace")
+        return Upsert(keys, "ignore" if table in self.ignoring else "replace")
 
     def _forget_before(self, app_id: str, batch_id: int) -> None:
         """Manifests and staged files of batches before ``batch_id``: every table holds

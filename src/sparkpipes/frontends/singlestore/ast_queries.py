@@ -35,9 +35,13 @@ class Insert(Statement):
     replace: bool = False
     #: ``… SELECT … ON DUPLICATE KEY UPDATE col = expr, …``
     on_duplicate: tuple[Assignment, ...] = ()
+    #: ``INSERT IGNORE``: a row whose primary key the table (or an earlier row) holds is
+    #: skipped
+    ignore: bool = False
 
     def to_sql(self) -> str:
-        out = f"{'REPLACE' if self.replace else 'INSERT'} INTO {quote_ident(self.table)}"
+        verb = "REPLACE" if self.replace else "INSERT IGNORE" if self.ignore else "INSERT"
+        out = f"{verb} INTO {quote_ident(self.table)}"
         if self.columns:
             out += " (" + ", ".join(quote_ident(c) for c in self.columns) + ")"
         if self.query is not None:

@@ -59,15 +59,25 @@ class QueryBuilder(Builder):
         table = self.name(_sub(tree, "name"))
         columns = self.names(_sub(tree, "insert_columns"))
         replace = _tok(tree, "REPLACE") is not None
+        ignore = _tok(tree, "IGNORE") is not None
         query = _sub(tree, "insert_query")
         if query is not None:
             start, end = _start(query), _end(query)
             tail = _on_duplicate_at(self.stmt, start, end)
             updates = () if tail is None else self.on_duplicate_tail(tail, end)
             text = script.normalize(self.stmt[start : end if tail is None else tail])
-            return Insert(table, columns, query=Query(text), replace=replace, on_duplicate=updates)
+            if updates and (ignore or replace):
+                self.fail("ON DUPLICATE KEY UPDATE takes INSERT INTO, not IGNORE or REPLACE", query)
+            return Insert(
+                table,
+                columns,
+                query=Query(text),
+                replace=replace,
+                on_duplicate=updates,
+                ignore=ignore,
+            )
         rows = tuple(
             tuple(self.expr(e) for e in _subs(row, "expr_text"))
             for row in _subs(tree, "insert_row")
         )
-        return Insert(table, columns, rows=rows, replace=replace)
+        return Insert(table, columns, rows=rows, replace=replace, ignore=ignore)

@@ -19,7 +19,7 @@ from typing import Any
 from sparkpipes.catalog import BatchState, PipelineState
 from sparkpipes.catalog.grants import Access
 from sparkpipes.engine import Engine
-from sparkpipes.engine.procedures import batch_view, body_sql
+from sparkpipes.engine.procedures import batch_view, statement_sql
 from sparkpipes.engine.sql import identity
 from sparkpipes.engine.sql.dialect import INTERNAL, translate, view_name
 from sparkpipes.engine.sql.jobs import Statement
@@ -37,7 +37,8 @@ from sparkpipes.frontends.singlestore import ast as A
 from sparkpipes.frontends.singlestore import quick
 from sparkpipes.frontends.singlestore.links import LinkStatements
 from sparkpipes.frontends.singlestore.loads import LoadStatements
-from sparkpipes.frontends.singlestore.lowering import create_pipeline_sql, to_procedure, to_spec
+from sparkpipes.frontends.singlestore.lower_procedures import to_procedure
+from sparkpipes.frontends.singlestore.lowering import create_pipeline_sql, to_spec
 from sparkpipes.frontends.singlestore.parser import iter_parse, locate
 from sparkpipes.frontends.singlestore.privileges import (
     authorize,
@@ -378,7 +379,7 @@ class SqlSession(TableStatements, UserStatements, LinkStatements, LoadStatements
             )
         df = df.toDF(*cols)
         with self.statement.running():
-            return ok(self.engine.insert(s.table, df))
+            return ok(self.engine.insert(s.table, df, ignore=s.ignore))
 
     # -- everything else: Spark SQL ---------------------------------------------------
     def _Query(self, s: A.Query) -> Result:
@@ -417,13 +418,18 @@ class SqlSession(TableStatements, UserStatements, LinkStatements, LoadStatements
         if not self.access.owner:  # its batches run as the server: what its author may do
             view = batch_view()  # checked as each batch runs it, but for the view's name
             for statement in spec.statements:
+                if statement.variable is not None:  # SET v = expr: what it reads
+                    query = statement_sql(spec, f"SELECT ({statement.query})", view)
+                    admitted = check_query(self.engine.spark, query)
+                    self._may_read(admitted.relations, admitted.ctes, internal=(view,))
+                    continue
                 self.access.require("INSERT", statement.table)
                 if statement.replace:  # MySQL's REPLACE: INSERT and DELETE
                     self.access.require("DELETE", statement.table)
                 if statement.update:  # reads the stored row, changes it
                     self.access.require("UPDATE", statement.table)
                     self.access.require("SELECT", statement.table)
-                query = body_sql(statement.query, spec.param, view, spec.queries)
+                query = statement_sql(spec, statement.query, view)
                 admitted = check_query(self.engine.spark, query)
                 self._may_read(admitted.relations, admitted.ctes, internal=(view,))
         self.engine.create_procedure(spec, replace=s.or_replace)

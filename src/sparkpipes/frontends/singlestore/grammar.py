@@ -356,7 +356,7 @@ drop_index: DROP INDEX name ON qname
 // ---------------------------------------------------------------- DML, queries, procedures
 insert: _insert_verb INTO qname insert_columns? VALUES insert_row ("," insert_row)*
       | _insert_verb INTO qname insert_columns? insert_query
-_insert_verb: INSERT | REPLACE
+_insert_verb: INSERT IGNORE? | REPLACE
 insert_columns: "(" name ("," name)* ")"
 insert_row: "(" (expr_text ("," expr_text)*)? ")"
 insert_query: LPAR? (SELECT | WITH) REST?

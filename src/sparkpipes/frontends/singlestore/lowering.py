@@ -15,20 +15,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from sparkpipes.config import FieldMapping, urls
 from sparkpipes.config.core import REDACTED, reject_unknown
 from sparkpipes.config.kwargs import OPTIONS
-from sparkpipes.config.procedure import ProcedureSpec, ProcedureStatement
 from sparkpipes.config.spec import PipelineSpec, from_kwargs
 from sparkpipes.errors import ConfigError
 from sparkpipes.frontends.singlestore import ast as A
-from sparkpipes.frontends.singlestore import script
-from sparkpipes.frontends.singlestore.parser import iter_parse
-from sparkpipes.frontends.singlestore.types import spark_type
 
 #: the variable a bare ``@`` of a column list loads into (then dropped), with its position
 DISCARDED = "_discarded_"
@@ -261,86 +256,6 @@ def to_create_pipeline(spec: PipelineSpec) -> A.CreatePipeline:
         assignments=tuple(A.Assignment(c, A.Expr(e)) for c, e in tr.assignments),
         where=A.Expr(tr.where) if tr.where else None,
     )
-
-
-def to_procedure(stmt: A.CreateProcedure, text: str) -> ProcedureSpec:
-    """Lower ``CREATE PROCEDURE`` (``text``: the statement as written, for the lines of
-    its body statements) into a pipeline procedure: one ``QUERY(…)`` parameter and a body
-    of ``INSERT|REPLACE INTO … SELECT`` statements. ConfigError names what else it is."""
-    where = f"procedure '{stmt.name}'"
-    queries = [p for p in stmt.params if p.type.name == "QUERY"]
-    if len(stmt.params) != 1 or not queries:
-        raise ConfigError(
-            f"{where}: a pipeline procedure takes one parameter, the batch, of type "
-            "QUERY(col type, …), e.g. (batch QUERY(topic TEXT, id JSON, record JSON))"
-        )
-    param = queries[0]
-    columns = tuple((f.name, spark_type(f.type), f.type.to_sql()) for f in param.type.fields)
-    if not columns:
-        raise ConfigError(f"{where}: QUERY() of parameter '{param.name}' names no columns")
-    m = re.search(r"\bBEGIN\b(.*)\bEND\b\s*;?\s*$", text, re.IGNORECASE | re.DOTALL)
-    if m is None:
-        raise ConfigError(
-            f"{where}: a pipeline procedure's body is [DECLARE name QUERY(…) = SELECT …; …] "
-            "BEGIN, statements, END"
-        )
-    inner, base = m.group(1), m.start(1)
-    declared = re.search(r"\bAS\s+DECLARE\b(.*?)\bBEGIN\b", text, re.IGNORECASE | re.DOTALL)
-    queries = () if declared is None else _declared_queries(where, declared.group(1))
-    statements = []
-    for stmt_k, span in iter_parse(inner):
-        line = text[: base + span.start].count("\n") + 1
-        written = " ".join(inner[span.start : span.end].split())
-        if not isinstance(stmt_k, A.Insert) or stmt_k.query is None:
-            raise ConfigError(
-                f"{where}, line {line}: the body takes INSERT|REPLACE INTO table … SELECT "
-                f"statements; '{written[:60]}' is not supported yet"
-            )
-        if stmt_k.on_duplicate and stmt_k.replace:
-            raise ConfigError(f"{where}, line {line}: REPLACE takes no ON DUPLICATE KEY UPDATE")
-        statements.append(
-            ProcedureStatement(
-                stmt_k.table,
-                stmt_k.query.text,
-                tuple(stmt_k.columns),
-                stmt_k.replace,
-                line,
-                written,
-                tuple((a.column, a.expr.text) for a in stmt_k.on_duplicate),
-            )
-        )
-    if not statements:
-        raise ConfigError(f"{where}: the body has no statements")
-    not_null = tuple(f.name for f in param.type.fields if f.not_null)
-    return ProcedureSpec(
-        stmt.name, param.name, columns, tuple(statements), stmt.to_sql(), not_null, queries
-    )
-
-
-_DECLARED = re.compile(
-    r"^\s*(`(?:[^`]|``)+`|\w+)\s+QUERY\s*\((.*?)\)\s*=\s*((?:SELECT|WITH)\b.*)$",
-    re.IGNORECASE | re.DOTALL,
-)
-
-
-def _declared_queries(where: str, section: str) -> tuple[tuple[str, str], ...]:
-    """``name QUERY(col type, …) = SELECT …;`` of a procedure's DECLARE section: the
-    named queries its statements read. Variables of other types are not supported."""
-    out: list[tuple[str, str]] = []
-    for span in script.split(section):
-        declaration = script.normalize(section[span.start : span.end]).rstrip(";").strip()
-        m = _DECLARED.match(declaration)
-        if m is None:
-            raise ConfigError(
-                f"{where}: DECLARE '{declaration[:60]}' is not supported yet (a procedure "
-                "declares QUERY variables: name QUERY(col type, …) = SELECT …)"
-            )
-        name = m.group(1)
-        name = name[1:-1].replace("``", "`") if name.startswith("`") else name
-        if name.lower() in (n.lower() for n, _ in out):
-            raise ConfigError(f"{where}: DECLARE names '{name}' twice")
-        out.append((name, m.group(3)))
-    return tuple(out)
 
 
 def create_pipeline_sql(spec: PipelineSpec) -> str:

@@ -30,6 +30,12 @@ STATEMENTS: dict[tuple[str, ...], str] = {
     ("START", "FAILED", "PIPELINES"): " yet; START ALL PIPELINES starts the stopped ones",
     ("DELETE",): " yet (a table's rows change through pipelines, INSERT and REPLACE)",
     ("EXCEPTION",): " yet (a procedure body's error handler)",
+    ("BEGIN",): " yet (a block inside a procedure body; or a transaction: each statement "
+    "commits by itself)",
+    **{
+        (word,): " yet (control flow in a procedure body)"
+        for word in ("IF", "WHILE", "LOOP", "REPEAT", "FOR", "CALL", "RAISE", "RETURN")
+    },
     ("UPDATE",): " yet (a table's rows change through pipelines, INSERT and REPLACE)",
 }
 

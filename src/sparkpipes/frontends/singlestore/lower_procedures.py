@@ -1,0 +1,158 @@
+"""``CREATE PROCEDURE`` lowered into a :class:`~sparkpipes.config.procedure.ProcedureSpec`:
+a pipeline procedure as SingleStore's docs and users write one.
+
+What a body may hold (SingleStore's MPSQL, the part that loads a batch):
+
+- ``DECLARE`` lines (each may repeat the word): ``name QUERY(col type, …) = SELECT …`` (a
+  named query the statements read) and ``name type [= expr | DEFAULT expr]`` (a scalar
+  variable, NULL without a value);
+- ``INSERT | REPLACE INTO t [(cols)] SELECT …`` (``ON DUPLICATE KEY UPDATE`` too) and
+  ``INSERT INTO t [(cols)] VALUES (…), …``;
+- ``SET name = expr`` / ``name = expr`` of a declared variable (a scalar subquery over the
+  batch too: ``(SELECT count(*) FROM batch)``); later statements read its value;
+- ``ECHO SELECT …``: it answers a caller, and a pipeline's batch has none — no effect.
+
+Anything else (``IF``, loops, ``DELETE``, ``UPDATE``, ``CALL``, an ``EXCEPTION`` handler)
+is an error that names it.
+"""
+
+from __future__ import annotations
+
+import re
+
+from sparkpipes.config.procedure import ProcedureSpec, ProcedureStatement, ProcedureVariable
+from sparkpipes.errors import ConfigError
+from sparkpipes.frontends.singlestore import ast as A
+from sparkpipes.frontends.singlestore import script
+from sparkpipes.frontends.singlestore.parser import parse_one
+from sparkpipes.frontends.singlestore.types import spark_type
+
+_BODY = re.compile(r"\bBEGIN\b(.*)\bEND\b\s*;?\s*$", re.IGNORECASE | re.DOTALL)
+_DECLARE = re.compile(r"\bAS\s+DECLARE\b(.*?)\bBEGIN\b", re.IGNORECASE | re.DOTALL)
+_NAME = r"(`(?:[^`]|``)+`|[A-Za-z_][\w$]*)"
+_QUERY_VAR = re.compile(
+    rf"^{_NAME}\s+QUERY\s*\((.*?)\)\s*=\s*((?:SELECT|WITH)\b.*)$", re.IGNORECASE | re.DOTALL
+)
+_SCALAR_VAR = re.compile(
+    rf"^{_NAME}\s+(.+?)(?:\s*(?:=|\bDEFAULT\b)\s*(.+))?$", re.IGNORECASE | re.DOTALL
+)
+_ASSIGN = re.compile(rf"^(?:SET\s+)?{_NAME}\s*(?::=|=)\s*(.+)$", re.IGNORECASE | re.DOTALL)
+
+
+def _unquote(name: str) -> str:
+    return name[1:-1].replace("``", "`") if name.startswith("`") else name
+
+
+def to_procedure(stmt: A.CreateProcedure, text: str) -> ProcedureSpec:
+    """Lower ``CREATE PROCEDURE`` (``text``: the statement as written, for the lines of
+    its body statements); ConfigError names what a body holds that is not supported."""
+    where = f"procedure '{stmt.name}'"
+    params = [p for p in stmt.params if p.type.name == "QUERY"]
+    if len(stmt.params) != 1 or not params:
+        raise ConfigError(
+            f"{where}: a pipeline procedure takes one parameter, the batch, of type "
+            "QUERY(col type, …), e.g. (batch QUERY(topic TEXT, id JSON, record JSON))"
+        )
+    param = params[0]
+    columns = tuple((f.name, spark_type(f.type), f.type.to_sql()) for f in param.type.fields)
+    if not columns:
+        raise ConfigError(f"{where}: QUERY() of parameter '{param.name}' names no columns")
+    m = _BODY.search(text)
+    if m is None:
+        raise ConfigError(
+            f"{where}: a pipeline procedure's body is [DECLARE …;] BEGIN, statements, END"
+        )
+    declared = _DECLARE.search(text)
+    queries, variables = ((), ()) if declared is None else _declarations(where, declared.group(1))
+    statements = _statements(where, text, m.group(1), m.start(1), {v.name for v in variables})
+    if not any(s.table for s in statements):
+        raise ConfigError(f"{where}: the body writes no table")
+    not_null = tuple(f.name for f in param.type.fields if f.not_null)
+    return ProcedureSpec(
+        stmt.name,
+        param.name,
+        columns,
+        statements,
+        stmt.to_sql(),
+        not_null,
+        queries,
+        variables,
+    )
+
+
+def _declarations(
+    where: str, section: str
+) -> tuple[tuple[tuple[str, str], ...], tuple[ProcedureVariable, ...]]:
+    """The named queries and the scalar variables of a DECLARE section."""
+    queries: list[tuple[str, str]] = []
+    variables: list[ProcedureVariable] = []
+    names: set[str] = set()
+    for span in script.split(section):
+        text = script.normalize(section[span.start : span.end]).rstrip(";").strip()
+        text = re.sub(r"^DECLARE\s+", "", text, flags=re.IGNORECASE)
+        query, scalar = _QUERY_VAR.match(text), _SCALAR_VAR.match(text)
+        if query is None and scalar is None:
+            raise ConfigError(f"{where}: cannot read DECLARE '{text[:60]}'")
+        name = _unquote((query or scalar).group(1))  # type: ignore[union-attr]
+        if name.lower() in names:
+            raise ConfigError(f"{where}: DECLARE names '{name}' twice")
+        names.add(name.lower())
+        if query is not None:
+            queries.append((name, query.group(3)))
+            continue
+        assert scalar is not None
+        kind = parse_one(f"CREATE TABLE __t (c {scalar.group(2)})").columns[0].type
+        variables.append(ProcedureVariable(name, spark_type(kind), scalar.group(3)))
+    return tuple(queries), tuple(variables)
+
+
+def _statements(
+    where: str, text: str, inner: str, base: int, variables: set[str]
+) -> tuple[ProcedureStatement, ...]:
+    out: list[ProcedureStatement] = []
+    for span in script.split(inner):
+        line = text[: base + span.start].count("\n") + 1
+        written = script.normalize(inner[span.start : span.end]).rstrip(";").strip()
+        at = f"{where}, line {line}"
+        if re.match(r"ECHO\b", written, re.IGNORECASE):
+            continue  # answers a caller; a batch has none
+        assign = _ASSIGN.match(written)
+        if assign is not None and _unquote(assign.group(1)).lower() in variables:
+            name = _unquote(assign.group(1))
+            out.append(
+                ProcedureStatement("", assign.group(2), line=line, text=written, variable=name)
+            )
+            continue
+        if assign is not None and written.upper().startswith("SET "):
+            raise ConfigError(f"{at}: SET of '{assign.group(1)}', which DECLARE does not name")
+        try:
+            stmt = parse_one(written)
+        except ConfigError:
+            raise
+        except Exception as e:  # a syntax error, located in the body statement
+            raise ConfigError(f"{at}: {getattr(e, 'message', e)}") from None
+        if not isinstance(stmt, A.Insert):
+            raise ConfigError(
+                f"{at}: the body takes INSERT | REPLACE INTO table … SELECT | VALUES and SET "
+                f"of its variables; '{written[:60]}' is not supported yet"
+            )
+        if stmt.on_duplicate and stmt.replace:
+            raise ConfigError(f"{at}: REPLACE takes no ON DUPLICATE KEY UPDATE")
+        out.append(
+            ProcedureStatement(
+                stmt.table,
+                stmt.query.text if stmt.query is not None else _values_query(stmt.rows),
+                tuple(stmt.columns),
+                stmt.replace,
+                line,
+                written,
+                tuple((a.column, a.expr.text) for a in stmt.on_duplicate),
+                ignore=stmt.ignore,
+            )
+        )
+    return tuple(out)
+
+
+def _values_query(rows: tuple[tuple[A.Expr, ...], ...]) -> str:
+    """``VALUES (…), (…)`` as the query giving those rows."""
+    return " UNION ALL ".join("SELECT " + ", ".join(e.text for e in row) for row in rows)
