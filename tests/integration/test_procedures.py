@@ -226,7 +226,8 @@ def test_scalar_variables_set_and_read_by_later_statements(engine, tmp_path):
     """``DECLARE v type [= expr]`` (each line may repeat DECLARE), ``SET v = expr`` (a
     scalar subquery over the batch too) and statements that read ``v``, as in the stats
     procedures users write: an ``INSERT … VALUES`` of variables, an ``INSERT … SELECT``
-    filtered by one; ``ECHO SELECT`` answers no one here. ``IF`` is named as not supported."""
+    filtered by one; ``IF … ELSEIF … ELSE … END IF`` (nested too) runs one branch;
+    ``ECHO SELECT`` answers no one here. ``WHILE`` is named as not supported."""
     sql = SqlSession(engine)
     _write(tmp_path, "a.json", range(6))
     sql.execute(
@@ -243,7 +244,16 @@ def test_scalar_variables_set_and_read_by_later_statements(engine, tmp_path):
           SET v_n = (SELECT count(*) FROM batch);
           v_top = (SELECT max(amount) FROM batch) / 2;
           INSERT INTO stats VALUES ('all', v_n, v_top, v_note);
-          INSERT INTO above SELECT id, amount FROM batch WHERE amount > v_top;
+          IF v_n > 100 THEN
+            INSERT INTO stats VALUES ('big', v_n, NULL, NULL);
+          ELSEIF v_n > 3 THEN
+            SET v_note = 'medium';
+            INSERT INTO above SELECT id, amount FROM batch WHERE amount > v_top;
+            IF v_top > 100 THEN INSERT INTO stats VALUES ('never', 0, 0, 'x'); END IF;
+          ELSE
+            INSERT INTO stats VALUES ('small', v_n, NULL, NULL);
+          END IF;
+          INSERT INTO stats VALUES ('after', NULL, NULL, v_note);
           ECHO SELECT v_n AS rows_in_batch;
         END //
         DELIMITER ;
@@ -254,12 +264,15 @@ def test_scalar_variables_set_and_read_by_later_statements(engine, tmp_path):
         "FORMAT JSON (id <- id, kind <- kind, amount <- amount)"
     )
     engine.run_batches("m", 5, until_idle=True)
-    assert sql.execute("SELECT kind, n, top, note FROM stats")[0].rows == [("all", 6, 2.5, "batch")]
+    assert sorted(sql.execute("SELECT kind, n, top, note FROM stats")[0].rows) == [
+        ("after", None, None, "medium"),  # the ELSEIF branch ran, its SET seen after END IF
+        ("all", 6, 2.5, "batch"),
+    ]
     assert sorted(_rows(engine, "above", "id")) == [3, 4, 5]
-    with pytest.raises(SparkpipesError, match="line 1: IF is not supported yet"):
+    with pytest.raises(SparkpipesError, match="line 1: WHILE is not supported yet"):
         sql.execute(
             "CREATE PROCEDURE i(batch QUERY(id BIGINT)) AS DECLARE v INT; BEGIN "
-            "IF v > 1 THEN INSERT INTO above SELECT id, 0 FROM batch; END IF; END"
+            "WHILE v > 1 DO INSERT INTO above SELECT id, 0 FROM batch; END WHILE; END"
         )
 
 

@@ -36,6 +36,8 @@ class ProcedureStatement:
     variable: str | None = None
     #: ``INSERT IGNORE``: a row whose primary key the table holds is skipped
     ignore: bool = False
+    #: runs only when this (boolean) variable is true: the branch of an IF it is in
+    when: str | None = None
 
     def tables(self) -> tuple[str, ...]:
         return (self.table,)
@@ -92,6 +94,7 @@ class ProcedureSpec:
                     **({"update": [list(u) for u in s.update]} if s.update else {}),
                     **({"variable": s.variable} if s.variable else {}),
                     **({"ignore": True} if s.ignore else {}),
+                    **({"when": s.when} if s.when else {}),
                 }
                 for s in self.statements
             ],
@@ -122,6 +125,7 @@ class ProcedureSpec:
                     tuple((str(c), str(e)) for c, e in s.get("update", ())),
                     s.get("variable"),
                     bool(s.get("ignore")),
+                    s.get("when"),
                 )
                 for s in d["statements"]
             ),

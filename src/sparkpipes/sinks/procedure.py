@@ -121,6 +121,8 @@ class ProcedureSink(Sink):
         try:
             values = self.body.variables(spark, view)
             for statement in self.spec.statements:
+                if statement.when is not None and values.get(statement.when) is not True:
+                    continue  # in a branch of an IF not taken
                 if statement.variable is not None:
                     values[statement.variable] = self.body.value(
                         spark,

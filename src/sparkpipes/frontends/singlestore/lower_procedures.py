@@ -10,14 +10,16 @@ What a body may hold (SingleStore's MPSQL, the part that loads a batch):
   ``INSERT INTO t [(cols)] VALUES (…), …``;
 - ``SET name = expr`` / ``name = expr`` of a declared variable (a scalar subquery over the
   batch too: ``(SELECT count(*) FROM batch)``); later statements read its value;
+- ``IF c THEN … [ELSEIF c THEN …] [ELSE …] END IF`` around any of these;
 - ``ECHO SELECT …``: it answers a caller, and a pipeline's batch has none — no effect.
 
-Anything else (``IF``, loops, ``DELETE``, ``UPDATE``, ``CALL``, an ``EXCEPTION`` handler)
-is an error that names it.
+Anything else (loops, ``DELETE``, ``UPDATE``, ``CALL``, an ``EXCEPTION`` handler) is an
+error that names it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 from sparkpipes.config.procedure import ProcedureSpec, ProcedureStatement, ProcedureVariable
@@ -64,7 +66,8 @@ def to_procedure(stmt: A.CreateProcedure, text: str) -> ProcedureSpec:
         )
     declared = _DECLARE.search(text)
     queries, variables = ((), ()) if declared is None else _declarations(where, declared.group(1))
-    statements = _statements(where, text, m.group(1), m.start(1), {v.name for v in variables})
+    names = {v.name.lower() for v in variables}
+    statements, guards = _statements(where, text, m.group(1), m.start(1), names)
     if not any(s.table for s in statements):
         raise ConfigError(f"{where}: the body writes no table")
     not_null = tuple(f.name for f in param.type.fields if f.not_null)
@@ -76,7 +79,7 @@ def to_procedure(stmt: A.CreateProcedure, text: str) -> ProcedureSpec:
         stmt.to_sql(),
         not_null,
         queries,
-        variables,
+        (*variables, *guards),
     )
 
 
@@ -106,23 +109,76 @@ def _declarations(
     return tuple(queries), tuple(variables)
 
 
-def _statements(
-    where: str, text: str, inner: str, base: int, variables: set[str]
-) -> tuple[ProcedureStatement, ...]:
-    out: list[ProcedureStatement] = []
-    for span in script.split(inner):
-        line = text[: base + span.start].count("\n") + 1
-        written = script.normalize(inner[span.start : span.end]).rstrip(";").strip()
-        at = f"{where}, line {line}"
-        if re.match(r"ECHO\b", written, re.IGNORECASE):
-            continue  # answers a caller; a batch has none
+_IF = re.compile(r"^IF\s+(.*?)\s+THEN\b\s*(.*)$", re.IGNORECASE | re.DOTALL)
+_ELSEIF = re.compile(r"^ELSEIF\s+(.*?)\s+THEN\b\s*(.*)$", re.IGNORECASE | re.DOTALL)
+_ELSE = re.compile(r"^ELSE\b\s*(.*)$", re.IGNORECASE | re.DOTALL)
+_END_IF = re.compile(r"^END\s+IF$", re.IGNORECASE)
+
+
+class _Body:
+    """The statements of a body, flat: ``IF c THEN … [ELSEIF c THEN …] [ELSE …] END IF``
+    becomes guard variables (``__sp_if<n>``, each branch's condition computed once, where
+    the IF stands, under the enclosing branch's) and statements that run only when their
+    guard is true (``ProcedureStatement.when``)."""
+
+    def __init__(self, where: str, variables: set[str]) -> None:
+        self.where = where
+        self.variables = variables
+        self.out: list[ProcedureStatement] = []
+        self.guards: list[ProcedureVariable] = []
+        #: open IFs: (the guard of the branch, the guard "a branch was taken", outer guard)
+        self.open: list[tuple[str, str, str | None]] = []
+
+    @property
+    def guard(self) -> str | None:
+        return self.open[-1][0] if self.open else None
+
+    def _set(self, name: str, expr: str, line: int, text: str) -> None:
+        self.out.append(ProcedureStatement("", expr, line=line, text=text, variable=name))
+
+    def _new(self) -> str:
+        name = f"__sp_if{len(self.guards) + 1}"
+        self.guards.append(ProcedureVariable(name, "BOOLEAN"))
+        return name
+
+    def add(self, written: str, line: int) -> None:
+        at = f"{self.where}, line {line}"
+        if m := _IF.match(written):
+            outer = self.guard
+            branch, taken = self._new(), self._new()
+            within = f"{outer} AND " if outer else ""
+            self._set(branch, f"{within}coalesce(({m.group(1)}), FALSE)", line, written)
+            self._set(taken, branch, line, written)
+            self.open.append((branch, taken, outer))
+            if m.group(2):
+                self.add(m.group(2), line)
+            return
+        elif_, else_ = _ELSEIF.match(written), _ELSE.match(written)
+        if elif_ or else_:
+            if not self.open:
+                raise ConfigError(f"{at}: {written.split()[0].upper()} without IF")
+            branch, taken, outer = self.open[-1]
+            within = f"{outer} AND " if outer else ""
+            cond = f" AND coalesce(({elif_.group(1)}), FALSE)" if elif_ else ""
+            self._set(branch, f"{within}NOT {taken}{cond}", line, written)
+            self._set(taken, f"{taken} OR {branch}", line, written)
+            rest = elif_.group(2) if elif_ else else_.group(1)  # type: ignore[union-attr]
+            if rest:
+                self.add(rest, line)
+            return
+        if _END_IF.match(written):
+            if not self.open:
+                raise ConfigError(f"{at}: END IF without IF")
+            self.open.pop()
+            return
+        self.out.append(dataclasses.replace(self._statement(written, line), when=self.guard))
+
+    def _statement(self, written: str, line: int) -> ProcedureStatement:
+        at = f"{self.where}, line {line}"
         assign = _ASSIGN.match(written)
-        if assign is not None and _unquote(assign.group(1)).lower() in variables:
+        if assign is not None and _unquote(assign.group(1)).lower() in self.variables:
             name = _unquote(assign.group(1))
-            out.append(
-                ProcedureStatement("", assign.group(2), line=line, text=written, variable=name)
-            )
-            continue
+            return ProcedureStatement("", assign.group(2), line=line, text=written, variable=name)
         if assign is not None and written.upper().startswith("SET "):
             raise ConfigError(f"{at}: SET of '{assign.group(1)}', which DECLARE does not name")
         try:
@@ -138,19 +194,32 @@ def _statements(
             )
         if stmt.on_duplicate and stmt.replace:
             raise ConfigError(f"{at}: REPLACE takes no ON DUPLICATE KEY UPDATE")
-        out.append(
-            ProcedureStatement(
-                stmt.table,
-                stmt.query.text if stmt.query is not None else _values_query(stmt.rows),
-                tuple(stmt.columns),
-                stmt.replace,
-                line,
-                written,
-                tuple((a.column, a.expr.text) for a in stmt.on_duplicate),
-                ignore=stmt.ignore,
-            )
+        return ProcedureStatement(
+            stmt.table,
+            stmt.query.text if stmt.query is not None else _values_query(stmt.rows),
+            tuple(stmt.columns),
+            stmt.replace,
+            line,
+            written,
+            tuple((a.column, a.expr.text) for a in stmt.on_duplicate),
+            ignore=stmt.ignore,
         )
-    return tuple(out)
+
+
+def _statements(
+    where: str, text: str, inner: str, base: int, variables: set[str]
+) -> tuple[tuple[ProcedureStatement, ...], tuple[ProcedureVariable, ...]]:
+    """The body's statements and the guard variables of its IFs."""
+    body = _Body(where, variables)
+    for span in script.split(inner):
+        line = text[: base + span.start].count("\n") + 1
+        written = script.normalize(inner[span.start : span.end]).rstrip(";").strip()
+        if re.match(r"ECHO\b", written, re.IGNORECASE):
+            continue  # answers a caller; a batch has none
+        body.add(written, line)
+    if body.open:
+        raise ConfigError(f"{where}: IF without END IF")
+    return tuple(body.out), tuple(body.guards)
 
 
 def _values_query(rows: tuple[tuple[A.Expr, ...], ...]) -> str:

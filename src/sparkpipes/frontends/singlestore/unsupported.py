@@ -34,7 +34,7 @@ STATEMENTS: dict[tuple[str, ...], str] = {
     "commits by itself)",
     **{
         (word,): " yet (control flow in a procedure body)"
-        for word in ("IF", "WHILE", "LOOP", "REPEAT", "FOR", "CALL", "RAISE", "RETURN")
+        for word in ("WHILE", "LOOP", "REPEAT", "FOR", "CALL", "RAISE", "RETURN")
     },
     ("UPDATE",): " yet (a table's rows change through pipelines, INSERT and REPLACE)",
 }
