@@ -232,15 +232,12 @@ def _decode(
         table = to_columns(table, want, dict(spec.defaults))
     if spec.metadata_columns:
         table = with_metadata(table, spec.metadata_columns, partition, fetched, kept)
-    if spec.rules:
-        checked = apply_rules(table, kept, spec.rules)
-        for bad in checked.errors:
-            _reject(
-                spec, partition, fetched, bad.index, bad.reason, errors, spec.skip_constraint_errors
-            )
-        table, kept = checked.table, checked.kept
-    if spec.not_null:
-        checked = not_null(table, kept, spec.not_null)
+    constraints = [
+        *([lambda t, k: apply_rules(t, k, spec.rules)] if spec.rules else []),
+        *([lambda t, k: not_null(t, k, spec.not_null)] if spec.not_null else []),
+    ]
+    for constraint in constraints:  # a row the table refuses: a constraint error
+        checked = constraint(table, kept)
         for bad in checked.errors:
             _reject(
                 spec, partition, fetched, bad.index, bad.reason, errors, spec.skip_constraint_errors

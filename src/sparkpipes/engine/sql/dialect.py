@@ -100,6 +100,16 @@ def _tokens(text: str) -> list[Token]:
         raise ConfigError(f"cannot read the SQL text: {e}") from None
 
 
+def _is_call(tok: Token, nxt: Token | None, names: Collection[str]) -> bool:
+    """``tok`` names one of ``names`` (any case) and opens a call."""
+    return (
+        _is_name(tok)
+        and tok.text.upper() in names
+        and nxt is not None
+        and nxt.token_type == TokenType.L_PAREN
+    )
+
+
 def _is_name(tok: Token) -> bool:
     return tok.token_type in (TokenType.VAR, TokenType.IDENTIFIER) or (
         tok.text.isidentifier() and tok.token_type != TokenType.STRING
@@ -193,12 +203,7 @@ def translate(
                 i = end
                 continue
         # FROM_BASE64(x) …
-        if (
-            _is_name(t)
-            and t.text.upper() in FUNCTIONS
-            and nxt is not None
-            and nxt.token_type == TokenType.L_PAREN
-        ):
+        if _is_call(t, nxt, FUNCTIONS):
             args, close = _call_args(toks, i + 1, text)
             template = FUNCTIONS[t.text.upper()]
             if len(args) == _arity(template):
@@ -209,12 +214,7 @@ def translate(
                 i = end
                 continue
         # DATE_ADD(d, INTERVAL n UNIT) and its kin: d ± the interval (Spark's take days)
-        if (
-            _is_name(t)
-            and t.text.upper() in _DATE_ARITH
-            and nxt is not None
-            and nxt.token_type == TokenType.L_PAREN
-        ):
+        if _is_call(t, nxt, _DATE_ARITH):
             args, close = _call_args(toks, i + 1, text)
             if len(args) == 2 and args[1][1].token_type == TokenType.INTERVAL:
                 date, interval = (translate(a, on_view=on_view) for a, _ in args)
