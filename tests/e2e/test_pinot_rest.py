@@ -108,16 +108,23 @@ def test_pinot_endpoints_add_a_registry_avro_table_and_load_it(broker, topic, tm
             assert r.status_code == 200 and r.json()["status"] == "transcript successfully added"
             assert http.get(f"{url}/schemas", timeout=5).json() == ["transcript"]
 
+            # a misspelt key is accepted as Pinot accepts it; the key it misses is named
             bad = table(broker, topic, reg.url)
-            bad["tableIndexConfig"]["streamConfigs"]["stream.kafka.topic.nam"] = "x"
+            streams = bad["tableIndexConfig"]["streamConfigs"]
+            streams["stream.kafka.topic.nam"] = streams.pop("stream.kafka.topic.name")
             r = http.post(f"{url}/tables", json=bad, timeout=30)
             assert r.status_code == 400
             assert "did you mean 'stream.kafka.topic.name'" in r.json()["error"]
             assert r.json()["code"] == 400 and PASSWORD not in r.text
 
-            r = http.post(f"{url}/tables", json=table(broker, topic, reg.url), timeout=60)
+            good = table(broker, topic, reg.url)
+            good["tableIndexConfig"]["jsonIndexConfigs"] = {"name": {"maxLevels": 2}}
+            r = http.post(f"{url}/tables", json=good, timeout=60)
             assert r.status_code == 200, r.text
             assert r.json()["status"] == "Table transcript_REALTIME successfully added"
+            # Pinot's shape: JSON pointer → value of each key accepted without effect
+            unrecognized = r.json()["unrecognizedProperties"]
+            assert unrecognized["/tableIndexConfig/jsonIndexConfigs"] == {"name": {"maxLevels": 2}}
             assert http.get(f"{url}/tables", timeout=5).json() == {"tables": ["transcript"]}
             shown = http.get(f"{url}/tables/transcript", timeout=5)
             streams = shown.json()["REALTIME"]["tableIndexConfig"]["streamConfigs"]

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import urllib.error
 import urllib.request
 from typing import TYPE_CHECKING, Any
 
 from sparkpipes.cli.connect import read_text
+from sparkpipes.frontends.pinot.keys import reason
 
 if TYPE_CHECKING:
     from sparkpipes.engine.engine import Engine
@@ -78,8 +80,38 @@ def add_table(engine_of: Any, args: argparse.Namespace) -> int:
             out["status"] = "checked, nothing created (add -exec to create)"
         else:
             out = eng.pinot.add(table, schema)
+    _warn(out.get("unrecognizedProperties"))
+    _warn(out.get("schemaUnrecognizedProperties"), "schema")
     print(json.dumps(out, indent=2, default=str))
     return 0
+
+
+def _warn(paths: Any, doc: str = "table config") -> None:
+    """One warning line (on stderr, so stdout stays the controller's JSON) naming the keys
+    accepted and kept but not applied here, as Pinot's ``unrecognizedProperties``; each
+    path's reason on its own line below."""
+    if not paths:
+        return
+    paths = list(paths)
+    print(
+        f"warning: {doc}: unrecognizedProperties (accepted and kept, not applied here): "
+        + ", ".join(paths),
+        file=sys.stderr,
+    )
+    for p in paths:
+        print(f"  {p}: {reason(_section(p, doc))}", file=sys.stderr)
+
+
+def _section(path: str, doc: str) -> str:
+    """A reported path as the registry (:mod:`sparkpipes.frontends.pinot.keys`) names it:
+    ``…streamConfigMaps[0].k`` → ``streamConfigs.k``, a schema's
+    ``dimensionFieldSpecs[2].k`` → ``fieldSpec.k``, its ``k`` → ``schema.k``."""
+    if doc == "schema":
+        return "fieldSpec." + path.rsplit(".", 1)[-1] if "[" in path else "schema." + path
+    for marker in ("streamConfigs.", "streamConfigMaps[0]."):
+        if marker in path:
+            return "streamConfigs." + path.split(marker, 1)[1]
+    return path
 
 
 def _remote(args: argparse.Namespace, schema: str, table: str) -> int:
@@ -125,6 +157,10 @@ def run(engine: Engine, args: argparse.Namespace) -> int:
         raise SystemExit(f"error: pinot {action} needs a {'file' if 'add' in action else 'name'}")
     elif action == "table":
         out = {"REALTIME": pinot.config(target)}
+        unrecognized = pinot.unrecognized(target)
+        if unrecognized:
+            out["unrecognizedProperties"] = list(unrecognized)
+            _warn(list(unrecognized))
     elif action == "schema":
         out = dict(pinot.schema(target).raw)
     elif action == "add-schema":
@@ -132,6 +168,8 @@ def run(engine: Engine, args: argparse.Namespace) -> int:
         out = {"status": f"{s.name} successfully added"}
     elif action == "add-table":
         out = pinot.add(read_text(target), read_text(args.schema) if args.schema else None)
+        _warn(out.get("unrecognizedProperties"))
+        _warn(out.get("schemaUnrecognizedProperties"), "schema")
     elif action == "delete-table":
         out = {"status": f"Tables: [{pinot.delete(target)}] deleted"}
     else:

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Request
 
-from sparkpipes.frontends.pinot.model import local_files
+from sparkpipes.frontends.pinot.model import local_files, unrecognized_properties
+from sparkpipes.frontends.pinot.problems import pointer
 from sparkpipes.server.access import require_file_read
 from sparkpipes.server.connect import json_body
 
@@ -30,6 +31,22 @@ def _files(engine: Engine, request: Request, table: Any) -> None:
     require_file_read(engine, request, local_files(table), "; give an Avro schema inline as JSON")
 
 
+def _pointers(found: dict[str, Any]) -> dict[str, Any]:
+    """Pinot's shape of ``unrecognizedProperties``: JSON pointer → value."""
+    return {pointer(path): value for path, value in found.items()}
+
+
+def _unrecognized(raw: Any, paths: tuple[str, ...]) -> dict[str, Any]:
+    """A schema's accepted-without-effect keys with their values (secrets redacted)."""
+    values: dict[str, Any] = {}
+    for path in paths:
+        node: Any = raw
+        for part in path.replace("]", "").replace("[", ".").split("."):
+            node = node[int(part)] if isinstance(node, list) else node.get(part)
+        values[path] = node
+    return _pointers(unrecognized_properties(values))
+
+
 def router(engine: Engine, *, run: bool) -> APIRouter:
     r = APIRouter()
     pinot = engine.pinot
@@ -37,7 +54,10 @@ def router(engine: Engine, *, run: bool) -> APIRouter:
     @r.post("/schemas")
     async def add_schema(request: Request, override: bool = False) -> Any:
         s = pinot.add_schema(await _body(request), override=override)
-        return {"unrecognizedProperties": {}, "status": f"{s.name} successfully added"}
+        return {
+            "unrecognizedProperties": _unrecognized(s.raw, s.unrecognized),
+            "status": f"{s.name} successfully added",
+        }
 
     @r.get("/schemas")
     def schemas() -> Any:
@@ -57,7 +77,10 @@ def router(engine: Engine, *, run: bool) -> APIRouter:
         body = await _body(request)
         _files(engine, request, body)
         out = pinot.add(body, run=run)
-        return {"unrecognizedProperties": {}, "status": out["status"]}
+        return {
+            "unrecognizedProperties": _pointers(pinot.unrecognized(out["table"])),
+            "status": out["status"],
+        }
 
     @r.post("/tables/validate")
     async def validate(request: Request) -> Any:

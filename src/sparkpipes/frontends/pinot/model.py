@@ -1,24 +1,21 @@
 """Pinot realtime tables (seeds 002, 003), as users write them: a schema JSON and a table
-config JSON, checked once into frozen :class:`PinotSchema` and :class:`PinotTableConfig`.
+config JSON, checked once into frozen :class:`PinotSchema` (:mod:`.schema`) and
+:class:`PinotTableConfig`.
 
-Every key of the two documents is known: a key sparkpipes does not know is an error naming
-it and the nearest known one, at its place (``tableIndexConfig.streamConfigs``). Keys Pinot
-uses only for its own servers (``loadMode``, ``replicasPerPartition``, ``tenants``,
-``metadata``, ``stream.kafka.zk.broker.url`` …) are accepted and kept, and change nothing;
-:attr:`PinotTableConfig.notes` says which. Empty strings (seed 002's SSL example leaves
-most values empty) mean "not given".
+Keys are handled as Pinot's controller handles them (:mod:`.keys` is the registry): a key
+sparkpipes reads is checked; a key that only concerns Pinot's servers (indexes, tenants,
+routing, segment assignment, …) or that Pinot does not know is accepted, kept with the
+stored config and reported in :attr:`PinotTableConfig.unrecognized` (Pinot's
+``unrecognizedProperties``); a key that would change what is loaded and is not implemented
+is refused by name. Every problem of a file is reported at once, each at its JSON path
+(:mod:`.problems`). Empty strings (seed 002's SSL example leaves most values empty) mean
+"not given".
 
 Secrets — the password in ``sasl.jaas.config``, ``ssl.*.password``, the schema registry's
 ``basic.auth.user.info``, a password inside a URL (the registry's, ``stream.redis.url``) —
 become :class:`Secret` values; :meth:`PinotTableConfig.shown` is the config with them
 redacted, which is all the catalog keeps and all any surface shows. The JAAS string itself
 is never handed to the Kafka client: its user name and password are taken out of it.
-
-Types (Pinot → table column): INT → INT, LONG → BIGINT, FLOAT → FLOAT, DOUBLE → DOUBLE,
-BIG_DECIMAL → DECIMAL(38,18), BOOLEAN → BOOLEAN, TIMESTAMP → TIMESTAMP, STRING → STRING,
-JSON → STRING (declared JSON), BYTES → BINARY; a multi-value field
-(``singleValueField: false``) is an ARRAY of its type. A record without a value for a
-field stores NULL, or the field's ``defaultNullValue`` when the schema gives one.
 """
 
 from __future__ import annotations
@@ -30,15 +27,23 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sparkpipes.config import urls
-from sparkpipes.config.core import REDACTED, parse_json_object, reject_unknown
+from sparkpipes.config.core import REDACTED, parse_json_object
 from sparkpipes.errors import ConfigError
+from sparkpipes.frontends.pinot import keys
+from sparkpipes.frontends.pinot.expr import filter_sql, translate
+from sparkpipes.frontends.pinot.problems import Problems, raise_all
+from sparkpipes.frontends.pinot.schema import (  # noqa: F401  (the model's public names)
+    DateTimeFormat,
+    FieldSpec,
+    PinotSchema,
+    load_schema,
+)
 from sparkpipes.frontends.pinot.stream import (
     StreamConfig,
     is_secret_key,
     load_stream,
     local_file_keys,
 )
-from sparkpipes.frontends.pinot.units import TIME_UNITS_MS
 from sparkpipes.frontends.pinot.upsert import (
     UpsertConfig,
     dedup_enabled,
@@ -46,294 +51,20 @@ from sparkpipes.frontends.pinot.upsert import (
     upsert_config,
 )
 
-#: Pinot data type → Spark DDL type of the table column
-TYPES = {
-    "INT": "INT",
-    "LONG": "BIGINT",
-    "FLOAT": "FLOAT",
-    "DOUBLE": "DOUBLE",
-    "BIG_DECIMAL": "DECIMAL(38,18)",
-    "BOOLEAN": "BOOLEAN",
-    "TIMESTAMP": "TIMESTAMP",
-    "STRING": "STRING",
-    "JSON": "STRING",
-    "BYTES": "BINARY",
-}
-ROLES = {
-    "dimensionFieldSpecs": "dimension",
-    "metricFieldSpecs": "metric",
-    "dateTimeFieldSpecs": "dateTime",
-}
-METRIC_TYPES = ("INT", "LONG", "FLOAT", "DOUBLE", "BIG_DECIMAL", "BYTES")
-DATETIME_TYPES = ("INT", "LONG", "STRING", "TIMESTAMP")
-SCHEMA_KEYS = (
-    "schemaName",
-    *ROLES,
-    "primaryKeyColumns",
-    "enableColumnBasedNullHandling",
-    "description",
-    "tags",
-)
-FIELD_KEYS = tuple(
-    [
-        "name",
-        "dataType",
-        "singleValueField",
-        "defaultNullValue",
-        "format",
-        "granularity",
-        "maxLength",
-        "notNull",
-        "transformFunction",
-        "fieldType",
-        "description",
-    ]
-)
-
-
-# -- schema -------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class DateTimeFormat:
-    """A dateTime field's ``format``: epoch in ``size`` ``unit``s, a date pattern
-    (``SIMPLE_DATE_FORMAT``) or ``TIMESTAMP``."""
-
-    kind: str  # EPOCH, SIMPLE_DATE_FORMAT, TIMESTAMP
-    unit: str = "MILLISECONDS"
-    size: int = 1
-    pattern: str | None = None
-
-    @classmethod
-    def parse(cls, text: str, where: str) -> DateTimeFormat:
-        """``1:MILLISECONDS:EPOCH``, ``1:DAYS:SIMPLE_DATE_FORMAT:yyyyMMdd`` (the colon
-        form), ``EPOCH|MILLISECONDS|1``, ``SIMPLE_DATE_FORMAT|yyyy-MM-dd`` (the pipe form)
-        or ``TIMESTAMP``."""
-        bad = ConfigError(
-            f"{where}: format '{text}' is not a Pinot dateTime format (e.g. "
-            "'1:MILLISECONDS:EPOCH', '1:DAYS:SIMPLE_DATE_FORMAT:yyyy-MM-dd', "
-            "'EPOCH|SECONDS', 'TIMESTAMP')"
-        )
-        if text.strip().upper() == "TIMESTAMP":
-            return cls("TIMESTAMP")
-        if "|" in text:
-            parts = text.split("|")
-            kind = parts[0].upper()
-            if kind == "EPOCH":
-                unit = (parts[1] if len(parts) > 1 else "MILLISECONDS").upper()
-                size = parts[2] if len(parts) > 2 else "1"
-                return cls._epoch(unit, size, bad)
-            if kind == "SIMPLE_DATE_FORMAT" and len(parts) >= 2:
-                return cls("SIMPLE_DATE_FORMAT", pattern="|".join(parts[1:]))
-            raise bad
-        parts = text.split(":", 3)
-        if len(parts) < 3:
-            raise bad
-        size, unit, kind = parts[0], parts[1].upper(), parts[2].upper()
-        if kind == "EPOCH":
-            return cls._epoch(unit, size, bad)
-        if kind == "SIMPLE_DATE_FORMAT" and len(parts) == 4:
-            return cls("SIMPLE_DATE_FORMAT", unit=unit, pattern=parts[3])
-        if kind == "TIMESTAMP":
-            return cls("TIMESTAMP")
-        raise bad
-
-    @classmethod
-    def _epoch(cls, unit: str, size: str, bad: ConfigError) -> DateTimeFormat:
-        if unit not in TIME_UNITS_MS or not size.isdigit() or int(size) < 1:
-            raise bad
-        return cls("EPOCH", unit=unit, size=int(size))
-
-
-@dataclass(frozen=True)
-class FieldSpec:
-    """One column of a Pinot schema."""
-
-    name: str
-    data_type: str
-    role: str  # dimension, metric, dateTime
-    single_value: bool = True
-    default_null: Any = None
-    not_null: bool = False
-    format: DateTimeFormat | None = None
-    granularity: str | None = None
-    transform: str | None = None  # a transformFunction in the schema (older Pinot configs)
-
-    @property
-    def ddl_type(self) -> str:
-        base = TYPES[self.data_type]
-        return base if self.single_value else f"ARRAY<{base}>"
-
-
-@dataclass(frozen=True)
-class PinotSchema:
-    """A Pinot schema, checked; ``raw`` is the document as given."""
-
-    name: str
-    fields: tuple[FieldSpec, ...]
-    primary_key: tuple[str, ...] = ()
-    raw: Mapping[str, Any] = field(default_factory=dict, compare=False)
-
-    def field(self, name: str) -> FieldSpec:
-        for f in self.fields:
-            if f.name == name:
-                return f
-        raise ConfigError(
-            f"schema '{self.name}' has no column '{name}' (columns: "
-            f"{', '.join(f.name for f in self.fields)})"
-        )
-
-    @property
-    def names(self) -> list[str]:
-        return [f.name for f in self.fields]
-
-
-def load_schema(doc: str | Mapping[str, Any]) -> PinotSchema:
-    """A schema from its JSON text or object; ConfigError naming the first problem."""
-    d = parse_json_object(doc, what="the Pinot schema")
-    reject_unknown(d, SCHEMA_KEYS, what="schema key")
-    name = d.get("schemaName")
-    if not isinstance(name, str) or not name:
-        raise ConfigError("the Pinot schema needs a schemaName")
-    fields: list[FieldSpec] = []
-    for key, role in ROLES.items():
-        specs = d.get(key) or []
-        if not isinstance(specs, list):
-            raise ConfigError(f"schema '{name}': {key} must be a list of field specs")
-        for i, spec in enumerate(specs):
-            fields.append(_field(spec, role, f"schema '{name}' {key}[{i}]"))
-    if not fields:
-        raise ConfigError(f"schema '{name}' has no field specs")
-    seen: set[str] = set()
-    for f in fields:
-        if f.name in seen:
-            raise ConfigError(f"schema '{name}' lists column '{f.name}' twice")
-        seen.add(f.name)
-    pk = d.get("primaryKeyColumns") or []
-    if not isinstance(pk, list) or not all(isinstance(c, str) for c in pk):
-        raise ConfigError(f"schema '{name}': primaryKeyColumns must be a list of column names")
-    for c in pk:
-        if c not in seen:
-            raise ConfigError(
-                f"schema '{name}': primary key column '{c}' is not a field of the schema"
-            )
-    return PinotSchema(name, tuple(fields), tuple(pk), d)
-
-
-def _field(spec: Any, role: str, where: str) -> FieldSpec:
-    if not isinstance(spec, dict):
-        raise ConfigError(f"{where} must be an object with name and dataType")
-    reject_unknown(spec, FIELD_KEYS, what=f"field spec key in {where}")
-    name, dtype = spec.get("name"), spec.get("dataType")
-    if not isinstance(name, str) or not name:
-        raise ConfigError(f"{where} has no name")
-    where = f"{where} ('{name}')"
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_$]*", name):
-        raise ConfigError(
-            f"{where}: column names are letters, digits, '_' and '$', starting with a letter or '_'"
-        )
-    if not isinstance(dtype, str) or dtype.upper() not in TYPES:
-        raise ConfigError(
-            f"{where}: dataType {dtype!r} is not a Pinot data type ({', '.join(TYPES)})"
-        )
-    dtype = dtype.upper()
-    allowed = METRIC_TYPES if role == "metric" else DATETIME_TYPES if role == "dateTime" else None
-    if allowed and dtype not in allowed:
-        raise ConfigError(f"{where}: a {role} field cannot be {dtype} ({', '.join(allowed)})")
-    single = spec.get("singleValueField", True)
-    if not isinstance(single, bool):
-        raise ConfigError(f"{where}: singleValueField must be true or false")
-    if not single and role != "dimension":
-        raise ConfigError(f"{where}: only dimension fields can be multi-value")
-    fmt = None
-    if role == "dateTime":
-        if not isinstance(spec.get("format"), str):
-            raise ConfigError(f"{where}: a dateTime field needs a format")
-        fmt = DateTimeFormat.parse(spec["format"], where)
-        if not isinstance(spec.get("granularity"), str):
-            raise ConfigError(f"{where}: a dateTime field needs a granularity")
-    transform = spec.get("transformFunction")
-    if transform is not None and not isinstance(transform, str):
-        raise ConfigError(f"{where}: transformFunction must be a string")
-    return FieldSpec(
-        name=name,
-        data_type=dtype,
-        role=role,
-        single_value=single,
-        default_null=spec.get("defaultNullValue"),
-        not_null=bool(spec.get("notNull", False)),
-        format=fmt,
-        granularity=spec.get("granularity"),
-        transform=transform,
-    )
-
-
 # -- table config -------------------------------------------------------------------------
-TABLE_KEYS = tuple(
-    [
-        "tableName",
-        "tableType",
-        "segmentsConfig",
-        "tenants",
-        "tableIndexConfig",
-        "ingestionConfig",
-        "upsertConfig",
-        "dedupConfig",
-        "metadata",
-        "routing",
-        "query",
-        "fieldConfigList",
-        "quota",
-        "task",
-        "instanceAssignmentConfigMap",
-        "isDimTable",
-    ]
+#: the keys read here, per section; any other is sorted by :mod:`.keys`
+TABLE_KEYS = (
+    "tableName",
+    "tableType",
+    "segmentsConfig",
+    "tableIndexConfig",
+    "ingestionConfig",
+    "upsertConfig",
+    "dedupConfig",
 )
-SEGMENTS_KEYS = tuple(
-    [
-        "timeColumnName",
-        "timeType",
-        "schemaName",
-        "replicasPerPartition",
-        "replication",
-        "retentionTimeUnit",
-        "retentionTimeValue",
-        "segmentPushType",
-        "segmentAssignmentStrategy",
-        "minimizeDataMovement",
-        "deletedSegmentsRetentionPeriod",
-    ]
-)
-INDEX_KEYS = tuple(
-    [
-        "loadMode",
-        "streamConfigs",
-        "invertedIndexColumns",
-        "rangeIndexColumns",
-        "sortedColumn",
-        "bloomFilterColumns",
-        "noDictionaryColumns",
-        "onHeapDictionaryColumns",
-        "varLengthDictionaryColumns",
-        "jsonIndexColumns",
-        "createInvertedIndexDuringSegmentGeneration",
-        "enableDefaultStarTree",
-        "starTreeIndexConfigs",
-        "aggregateMetrics",
-        "nullHandlingEnabled",
-        "segmentPartitionConfig",
-        "optimizeDictionary",
-    ]
-)
-INGESTION_KEYS = tuple(
-    [
-        "streamIngestionConfig",
-        "transformConfigs",
-        "filterConfig",
-        "complexTypeConfig",
-        "continueOnError",
-        "rowTimeValueCheck",
-        "segmentTimeValueCheck",
-    ]
-)
+SEGMENTS_KEYS = ("timeColumnName", "schemaName", "retentionTimeUnit", "retentionTimeValue")
+INDEX_KEYS = ("streamConfigs",)
+INGESTION_KEYS = ("streamIngestionConfig", "transformConfigs", "filterConfig", "continueOnError")
 
 
 @dataclass(frozen=True)
@@ -352,6 +83,8 @@ class PinotTableConfig:
     continue_on_error: bool = False
     #: the config as given, every secret value replaced by ``<redacted>``
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    #: JSON path → value (redacted) of each key accepted without effect
+    unrecognized: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def notes(self) -> tuple[str, ...]:
@@ -375,84 +108,159 @@ def redacted(doc: Any, key: str = "") -> Any:
     return urls.redact_all(doc, key)
 
 
-def _object(d: Mapping[str, Any], key: str, where: str) -> dict[str, Any]:
+def unrecognized_properties(found: Mapping[str, Any]) -> dict[str, Any]:
+    """Path → value of the keys accepted without effect, secrets redacted."""
+    return {p: redacted({p: v})[p] for p, v in found.items()}
+
+
+def _object(d: Mapping[str, Any], key: str, where: str, found: Problems) -> dict[str, Any]:
     v = d.get(key)
     if v is None:
         return {}
     if not isinstance(v, dict):
-        raise ConfigError(f"{where}.{key} must be an object")
+        found.add(f"{where}{key}", f"{where}{key} must be an object")
+        return {}
     return v
 
 
-def load_table(doc: str | Mapping[str, Any], schema: PinotSchema | None = None) -> PinotTableConfig:
+def load_table(
+    doc: str | Mapping[str, Any],
+    schema: PinotSchema | None = None,
+    *,
+    schema_problems: Problems | None = None,
+) -> PinotTableConfig:
     """A table config from its JSON text or object, checked against ``schema`` when
-    given; ConfigError naming the first problem and where it is."""
+    given. Every problem (and ``schema_problems``, the schema's) is raised at once, as one
+    ConfigError listing each at its JSON path."""
     d = parse_json_object(doc, what="the Pinot table config")
-    reject_unknown(d, TABLE_KEYS, what="table config key")
+    found = Problems("table config")
+    found.sort(d, TABLE_KEYS, "", "")
     name = d.get("tableName")
     if not isinstance(name, str) or not name:
-        raise ConfigError("the table config needs a tableName")
+        found.add("tableName", "the table config needs a tableName" + keys.near("tableName", d))
+        name = "?"
     base = re.sub(r"_(REALTIME|OFFLINE)$", "", name)
-    if not re.fullmatch(r"[A-Za-z0-9_]+", base):
-        raise ConfigError(f"tableName '{name}' must be letters, digits and underscores")
+    if name != "?" and not re.fullmatch(r"[A-Za-z0-9_]+", base):
+        found.add("tableName", f"tableName '{name}' must be letters, digits and underscores")
     kind = str(d.get("tableType", "")).upper()
     if kind == "OFFLINE":
-        raise ConfigError(
+        found.add(
+            "tableType",
             f"table '{base}': tableType OFFLINE (batch segment push) is not supported; "
             "sparkpipes loads REALTIME tables from streams (for files, use CREATE PIPELINE "
-            "… LOAD DATA FS/S3)"
+            "… LOAD DATA FS/S3)",
         )
-    if kind != "REALTIME":
-        raise ConfigError(f"table '{base}': tableType must be REALTIME, got {d.get('tableType')!r}")
-    seg = _object(d, "segmentsConfig", "table config")
-    reject_unknown(seg, SEGMENTS_KEYS, what="segmentsConfig key")
-    index = _object(d, "tableIndexConfig", "table config")
-    reject_unknown(index, INDEX_KEYS, what="tableIndexConfig key")
-    ingestion = _object(d, "ingestionConfig", "table config")
-    reject_unknown(ingestion, INGESTION_KEYS, what="ingestionConfig key")
-    stream = _stream(index, ingestion, base)
+    elif kind != "REALTIME":
+        found.add(
+            "tableType", f"table '{base}': tableType must be REALTIME, got {d.get('tableType')!r}"
+        )
+    seg = _object(d, "segmentsConfig", "", found)
+    found.sort(seg, SEGMENTS_KEYS, "segmentsConfig", "segmentsConfig")
+    index = _object(d, "tableIndexConfig", "", found)
+    found.sort(index, INDEX_KEYS, "tableIndexConfig", "tableIndexConfig")
+    ingestion = _object(d, "ingestionConfig", "", found)
+    found.sort(ingestion, INGESTION_KEYS, "ingestionConfig", "ingestionConfig")
+    _tasks(d, found)
+    stream = _stream(index, ingestion, base, found)
     schema_name = seg.get("schemaName") or base
     if schema is not None and schema.name != schema_name:
-        raise ConfigError(
+        found.add(
+            "segmentsConfig.schemaName",
             f"table '{base}' names schema '{schema_name}' (segmentsConfig.schemaName) but "
-            f"the schema given is '{schema.name}'"
+            f"the schema given is '{schema.name}'",
         )
     time_column = seg.get("timeColumnName") or None
     if schema is not None and time_column is not None:
-        f = schema.field(time_column)
-        if f.role != "dateTime":
-            raise ConfigError(
-                f"table '{base}': timeColumnName '{time_column}' must be a dateTime field of "
-                f"schema '{schema.name}'"
-            )
-    transforms = []
-    for i, t in enumerate(ingestion.get("transformConfigs") or []):
-        where = f"ingestionConfig.transformConfigs[{i}]"
-        if not isinstance(t, dict):
-            raise ConfigError(f"{where} must be an object with columnName and transformFunction")
-        reject_unknown(t, ("columnName", "transformFunction"), what=f"key of {where}")
-        col, fn = t.get("columnName"), t.get("transformFunction")
-        if not isinstance(col, str) or not isinstance(fn, str) or not fn.strip():
-            raise ConfigError(f"{where} needs columnName and transformFunction")
-        if schema is not None:
-            schema.field(col)
-        transforms.append((col, fn))
-    filt = ingestion.get("filterConfig") or {}
-    reject_unknown(filt, ("filterFunction",), what="key of ingestionConfig.filterConfig")
-    cont = ingestion.get("continueOnError", False)
+        with found.at("segmentsConfig.timeColumnName"):
+            if schema.field(time_column).role != "dateTime":
+                raise ConfigError(
+                    f"table '{base}': timeColumnName '{time_column}' must be a dateTime "
+                    f"field of schema '{schema.name}'"
+                )
+    transforms = _transforms(ingestion, schema, found)
+    filt = _object(ingestion, "filterConfig", "ingestionConfig.", found)
+    where = "ingestionConfig.filterConfig"
+    found.sort(filt, ("filterFunction",), where, where)
+    if filt.get("filterFunction"):
+        with found.at("ingestionConfig.filterConfig.filterFunction"):
+            filter_sql(filt["filterFunction"], where="ingestionConfig.filterConfig.filterFunction")
+    retention = upsert = None
+    dedup = False
+    with found.at("segmentsConfig"):
+        retention = retention_ms(seg, base)
+    with found.at("upsertConfig"):
+        upsert = upsert_config(d, schema, time_column, base, found)
+    with found.at("dedupConfig"):
+        dedup = dedup_enabled(d, schema, base, found)
+    raise_all(
+        *([schema_problems] if schema_problems else []),
+        found,
+        what=f"the Pinot table config '{base}'"
+        + (" and its schema" if schema_problems and schema_problems.errors else ""),
+    )
+    assert stream is not None  # no problem was found, so the stream loaded
     return PinotTableConfig(
         name=base,
         schema_name=schema_name,
         time_column=time_column,
         stream=stream,
-        retention_ms=retention_ms(seg, base),
+        retention_ms=retention,
         transforms=tuple(transforms),
         filter=filt.get("filterFunction") or None,
-        upsert=upsert_config(d, schema, time_column, base),
-        dedup=dedup_enabled(d, schema, base),
-        continue_on_error=bool(cont),
+        upsert=upsert,
+        dedup=dedup,
+        continue_on_error=bool(ingestion.get("continueOnError", False)),
         raw=redacted(d),
+        unrecognized=unrecognized_properties(found.unrecognized),
     )
+
+
+def _transforms(
+    ingestion: Mapping[str, Any], schema: PinotSchema | None, found: Problems
+) -> list[tuple[str, str]]:
+    """``transformConfigs`` (and, with the schema, its fields' own ``transformFunction``),
+    each expression translated once here so that all their errors come at once."""
+    transforms = []
+    configs = ingestion.get("transformConfigs") or []
+    if not isinstance(configs, list):
+        found.add("ingestionConfig.transformConfigs", "transformConfigs must be a list")
+        configs = []
+    for i, t in enumerate(configs):
+        where = f"ingestionConfig.transformConfigs[{i}]"
+        if not isinstance(t, dict):
+            found.add(where, f"{where} must be an object with columnName and transformFunction")
+            continue
+        found.sort(t, ("columnName", "transformFunction"), "transformConfig", where)
+        col, fn = t.get("columnName"), t.get("transformFunction")
+        if not isinstance(col, str) or not isinstance(fn, str) or not fn.strip():
+            found.add(where, f"{where} needs columnName and transformFunction")
+            continue
+        with found.at(where):
+            if schema is not None:
+                schema.field(col)
+            translate(fn, where=f"transform of column '{col}'")
+        transforms.append((col, fn))
+    if schema is not None:
+        done = {c for c, _ in transforms}
+        for f in schema.fields:
+            if f.transform and f.name not in done:
+                with found.at(f"schema field '{f.name}'.transformFunction"):
+                    translate(f.transform, where=f"transform of column '{f.name}'")
+    return transforms
+
+
+def _tasks(d: Mapping[str, Any], found: Problems) -> None:
+    """A ``MergeRollupTask`` that rolls rows up changes what the table holds: refused.
+    Other minion tasks (and ``concat`` merges) only move or merge segments."""
+    task = d.get("task")
+    tasks = task.get("taskTypeConfigsMap") if isinstance(task, Mapping) else None
+    merge = tasks.get("MergeRollupTask") if isinstance(tasks, Mapping) else None
+    if not isinstance(merge, Mapping):
+        return
+    for k, v in merge.items():
+        if k.endswith("mergeType") and str(v).lower() == "rollup":
+            path = f"task.taskTypeConfigsMap.MergeRollupTask.{k}"
+            found.add(path, keys.REFUSED["task.MergeRollupTask"])
 
 
 def local_files(doc: Any) -> list[str]:
@@ -481,35 +289,45 @@ def local_files(doc: Any) -> list[str]:
     return found
 
 
-def _stream(index: Mapping[str, Any], ingestion: Mapping[str, Any], table: str) -> StreamConfig:
-    sic = ingestion.get("streamIngestionConfig") or {}
-    maps = sic.get("streamConfigMaps") if isinstance(sic, dict) else None
-    reject_unknown(
+def _stream(
+    index: Mapping[str, Any], ingestion: Mapping[str, Any], table: str, found: Problems
+) -> StreamConfig | None:
+    sic = _object(ingestion, "streamIngestionConfig", "ingestionConfig.", found)
+    found.sort(
         sic,
-        ("streamConfigMaps", "columnMajorSegmentBuilderEnabled"),
-        what="key of ingestionConfig.streamIngestionConfig",
+        ("streamConfigMaps",),
+        "ingestionConfig.streamIngestionConfig",
+        "ingestionConfig.streamIngestionConfig",
     )
+    maps = sic.get("streamConfigMaps")
     legacy = index.get("streamConfigs")
     if maps and legacy:
-        raise ConfigError(
+        found.add(
+            "tableIndexConfig.streamConfigs",
             f"table '{table}' gives both tableIndexConfig.streamConfigs and "
-            "ingestionConfig.streamIngestionConfig.streamConfigMaps: give one"
+            "ingestionConfig.streamIngestionConfig.streamConfigMaps: give one",
         )
     if maps:
-        if not isinstance(maps, list) or len(maps) != 1 or not isinstance(maps[0], dict):
-            raise ConfigError(
-                f"table '{table}': streamConfigMaps must hold exactly one stream config"
+        where = "ingestionConfig.streamIngestionConfig.streamConfigMaps"
+        if not isinstance(maps, list) or not all(isinstance(m, dict) for m in maps):
+            found.add(where, f"table '{table}': streamConfigMaps must be a list of stream configs")
+            return None
+        if len(maps) > 1:
+            found.add(
+                where,
+                f"several streams into one table ({len(maps)} streamConfigMaps) is not "
+                "supported: give one stream config",
             )
-        return load_stream(
-            maps[0], "ingestionConfig.streamIngestionConfig.streamConfigMaps[0]", table=table
-        )
+        return load_stream(maps[0], where + "[0]", table=table, found=found)
     if not isinstance(legacy, dict):
-        raise ConfigError(
+        found.add(
+            "tableIndexConfig.streamConfigs",
             f"table '{table}' has no stream: a REALTIME table needs "
             "tableIndexConfig.streamConfigs (or ingestionConfig.streamIngestionConfig."
-            "streamConfigMaps)"
+            "streamConfigMaps)",
         )
-    return load_stream(legacy, "tableIndexConfig.streamConfigs", table=table)
+        return None
+    return load_stream(legacy, "tableIndexConfig.streamConfigs", table=table, found=found)
 
 
 def dumps(doc: Mapping[str, Any]) -> str:

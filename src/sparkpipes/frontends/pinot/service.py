@@ -32,6 +32,7 @@ from sparkpipes.errors import AlreadyExistsError, ConfigError, NotFoundError
 from sparkpipes.formats import build_decoder
 from sparkpipes.frontends.pinot.lowering import lower, pipeline_name, table_spec
 from sparkpipes.frontends.pinot.model import PinotSchema, PinotTableConfig, load_schema, load_table
+from sparkpipes.frontends.pinot.problems import Problems
 from sparkpipes.frontends.pinot.units import TIME_UNITS_MS
 from sparkpipes.sinks.delta.maintenance import CompactionPolicy, compact, expire
 
@@ -108,6 +109,9 @@ class PinotTables(Extension):
             "start": spec.source.start,
             "retentionMs": cfg.retention_ms,
             "notes": list(cfg.notes),
+            # accepted and kept, not applied here: Pinot's own name for them
+            "unrecognizedProperties": list(cfg.unrecognized),
+            "schemaUnrecognizedProperties": list(s.unrecognized),
         }
 
     def add(self, table: Doc, schema: Doc | None = None, *, run: bool = False) -> dict[str, Any]:
@@ -131,7 +135,11 @@ class PinotTables(Extension):
         if schema is not None:
             self.add_schema(s)
         self.engine.create_table_spec(table_spec(s, cfg.name))
-        stored = {"config": cfg.shown(), "maintenance": _maintenance(s, cfg)}
+        stored = {
+            "config": cfg.shown(),
+            "maintenance": _maintenance(s, cfg),
+            "unrecognizedProperties": dict(cfg.unrecognized),
+        }
         made = False  # undo only what this call made
         try:
             self.engine.create_pipeline_spec(spec)
@@ -144,13 +152,22 @@ class PinotTables(Extension):
             raise
         for note in cfg.notes:
             log.info("table %s: %s", cfg.name, note)
+        if cfg.unrecognized:
+            log.info(
+                "table %s: unrecognizedProperties (accepted, not applied): %s",
+                cfg.name,
+                ", ".join(cfg.unrecognized),
+            )
         self.engine.start(spec.name, run=run)
         return self._describe(s, cfg, spec) | {"status": f"Table {spec.name} successfully added"}
 
     def _load(self, table: Doc, schema: Doc | None) -> tuple[PinotSchema, PinotTableConfig]:
+        """Both documents checked, every problem of both in one error."""
         if schema is not None:
-            s = load_schema(schema)
-            return s, load_table(table, s)
+            found = Problems("schema")
+            s = load_schema(schema, found)
+            # a broken schema is not checked against: its problems would echo in the table's
+            return s, load_table(table, None if found.errors else s, schema_problems=found)
         cfg = load_table(table)
         try:
             s = self.schema(cfg.schema_name)
@@ -180,6 +197,11 @@ class PinotTables(Extension):
     def config(self, name: str) -> dict[str, Any]:
         """The table config as given, secrets redacted."""
         return self._stored(name)["config"]
+
+    def unrecognized(self, name: str) -> dict[str, Any]:
+        """The table config's keys accepted without effect (JSON path → value, secrets
+        redacted), as reported when it was added."""
+        return dict(self._stored(name).get("unrecognizedProperties") or {})
 
     def _stored(self, name: str) -> dict[str, Any]:
         try:
@@ -229,7 +251,13 @@ def _check_plugins(spec: Any) -> None:
     or decoder class that does not load is an error now (no I/O)."""
     import pyarrow as pa
 
-    build_source_of(spec)
+    try:
+        build_source_of(spec)
+    except ConfigError as e:
+        if spec.source.kind != "stream":
+            raise
+        stype = spec.source.config.get("streamType")
+        raise ConfigError(f"streamType '{stype}' is not supported here: {e.message}") from None
     build_decoder(spec.format.kind, pa.schema([]), (), None, spec.format.decoder_options())
 
 

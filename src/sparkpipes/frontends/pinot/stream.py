@@ -8,7 +8,6 @@ Values are strings, as in Pinot; an empty string means "not given".
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import re
 import time
@@ -17,11 +16,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sparkpipes.config import urls
-from sparkpipes.config.core import Secret, reject_unknown
+from sparkpipes.config.core import Secret
 from sparkpipes.errors import ConfigError
 from sparkpipes.formats.avro import parsed
+from sparkpipes.frontends.pinot.flush import KEYS as FLUSH_KEYS
+from sparkpipes.frontends.pinot.flush import (
+    FlushThresholds,
+    flush_thresholds,
+    parse_duration_ms,
+    parse_size,  # noqa: F401  (public here since seed 002)
+)
+from sparkpipes.frontends.pinot.keys import near
+from sparkpipes.frontends.pinot.problems import Problems
 from sparkpipes.frontends.pinot.security import (
-    CLIENT_IGNORED,
     CLIENT_KEYS,
     CLIENT_SECRETS,
     registry_options,
@@ -36,7 +43,6 @@ DECODERS = {
     "KafkaJSONMessageDecoder": "json",
     "JSONMessageDecoder": "json",
     "SimpleAvroMessageDecoder": "avro",
-    "KafkaAvroMessageDecoder": "avro-registry",
     "KafkaConfluentSchemaRegistryAvroMessageDecoder": "avro-registry",
 }
 _PINOT_CLASS = re.compile(
@@ -57,7 +63,6 @@ STREAM_KEYS = tuple(
         "consumer.factory.class.name",
         "schema.registry.url",
         "isolation.level",
-        "zk.broker.url",
         "connection.timeout.millis",
         "fetch.timeout.millis",
         "metadata.populate",
@@ -68,16 +73,9 @@ TOP_KEYS = (
     "schema.registry.url",
     "sasl.jaas.config",
     "metadata.populate",
-    "realtime.segment.flush.threshold.rows",
-    "realtime.segment.flush.threshold.time",
-    "realtime.segment.flush.threshold.segment.size",
-    "realtime.segment.flush.threshold.size",
-    "realtime.segment.flush.autotune.initialRows",
-    "realtime.segment.flush.desired.size",
-    "realtime.segment.flush.threshold.segment.rows",
+    *FLUSH_KEYS,
     *CLIENT_KEYS,
     *CLIENT_SECRETS,
-    *CLIENT_IGNORED,
 )
 #: decoder props (after ``stream.<type>.decoder.prop.``)
 DECODER_PROPS = tuple(
@@ -115,19 +113,6 @@ OFFSET_RESETS = {
     "largest": "latest",
     "latest": "latest",
 }
-_DURATION = re.compile(r"(?i)^\s*(\d+)\s*(ms|s|m|h|d)?\s*$")
-_SIZE = re.compile(r"(?i)^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)B?\s*$")
-
-
-@dataclass(frozen=True)
-class FlushThresholds:
-    """``realtime.segment.flush.threshold.*``: when a partition's small files are
-    compacted into segment-sized ones. ``rows`` 0 (or absent) means size-driven."""
-
-    rows: int = 0
-    time_ms: int = 6 * 3_600_000
-    segment_bytes: int = 200 * 1024 * 1024
-    initial_rows: int = 100_000
 
 
 @dataclass(frozen=True)
@@ -153,7 +138,7 @@ class StreamConfig:
     metadata_populate: bool = False
     connection_timeout_ms: int | None = None
     fetch_timeout_ms: int | None = None
-    flush: FlushThresholds = FlushThresholds()
+    flush: FlushThresholds = field(default_factory=FlushThresholds)
     notes: tuple[str, ...] = ()
     #: a plugin stream's ``stream.<type>.*`` keys as given (its secrets apart)
     plugin: Mapping[str, str] = field(default_factory=dict)
@@ -163,17 +148,42 @@ class StreamConfig:
     decoder_props: Mapping[str, str] = field(default_factory=dict)
 
 
-def load_stream(d: Mapping[str, Any], where: str, *, table: str) -> StreamConfig:
-    """One ``streamConfigs`` map (all values strings, as in Pinot)."""
-    given = {k: _text(v, f"{where}.{k}") for k, v in d.items()}
-    given = {k: v for k, v in given.items() if v != ""}
+def load_stream(
+    d: Mapping[str, Any], where: str, *, table: str, found: Problems | None = None
+) -> StreamConfig:
+    """One ``streamConfigs`` map (all values strings, as in Pinot). Its problems are added
+    to ``found`` (each check goes on with a stand-in value, so all are found at once) and
+    its keys without effect recorded there; without ``found``, the first problem raises."""
+    own = found is None
+    found = found if found is not None else Problems("table config")
+    before = len(found.errors)
+    out = _load_stream(d, where, found)
+    if own and len(found.errors) > before:
+        raise ConfigError(found.errors[before][1])
+    return out
+
+
+def _load_stream(d: Mapping[str, Any], where: str, found: Problems) -> StreamConfig:
+    given: dict[str, str] = {}
+    for k, v in d.items():
+        with found.at(f"{where}.{k}"):
+            if (text := _text(v, f"{where}.{k}")) != "":
+                given[k] = text
+
+    def attempt(check: Any, default: Any, *args: Any) -> Any:
+        with found.at(where):
+            return check(*args)
+        return default
+
     stype = given.get("streamType")
     if not stype:
-        raise ConfigError(f'{where} needs streamType (e.g. "streamType": "kafka")')
+        found.add(where, f'{where} needs streamType (e.g. "streamType": "kafka")')
+        stype = "kafka"
     if not re.fullmatch(r"[a-z][a-z0-9]*", stype):
-        raise ConfigError(f"{where}: streamType must be a lower-case name, got '{stype}'")
+        found.add(where, f"{where}: streamType must be a lower-case name, got '{stype}'")
+        stype = "kafka"
     if stype != "kafka":
-        return _plugin_stream(given, stype, where)
+        return _plugin_stream(given, d, stype, where, found, attempt)
     p = f"stream.{stype}."
     known = [
         *TOP_KEYS,
@@ -183,33 +193,36 @@ def load_stream(d: Mapping[str, Any], where: str, *, table: str) -> StreamConfig
         "kafka.isolation.level",
     ]
     own = given.get(p + "decoder.class.name", "").startswith(("org.apache.", "shaded."))
-    reject_unknown(
-        [k for k in given if own or not k.startswith(p + "decoder.prop.")],
-        known,
-        what=f"key of {where}",
-    )
+    skip = () if own else (p + "decoder.prop.",)
+    found.sort({k: d[k] for k in given}, known, "streamConfigs", where, skip=skip)
     notes: list[str] = []
 
-    topic = _topic(given, p, where)
+    topic = attempt(_topic, "?", given, p, where)
     brokers = given.get(p + "broker.list")
     if not brokers:
-        raise ConfigError(f"{where} needs {p}broker.list (host:port of the Kafka brokers)")
-    if urls.split(brokers, bare=True, what=f"{p}broker.list")[1] is not None:
-        raise ConfigError(
+        found.add(
+            where,
+            f"{where} needs {p}broker.list (host:port of the Kafka brokers)"
+            + near(p + "broker.list", given),
+        )
+    elif urls.split(brokers, bare=True, what=f"{p}broker.list")[1] is not None:
+        found.add(
+            where,
             f"{where}: {p}broker.list '{urls.redact(brokers, bare=True)}' holds a password; "
             "Kafka clients take no user or password there: give them in sasl.jaas.config "
-            "with security.protocol and sasl.mechanism"
+            "with security.protocol and sasl.mechanism",
         )
     factory = given.get(p + "consumer.factory.class.name")
     if factory and not _KAFKA_FACTORY.fullmatch(factory):
-        raise ConfigError(
+        found.add(
+            where,
             f"{where}: {p}consumer.factory.class.name '{factory}' is not a Kafka consumer "
-            "factory (e.g. org.apache.pinot.plugin.stream.kafka20.KafkaConsumerFactory)"
+            "factory (e.g. org.apache.pinot.plugin.stream.kafka20.KafkaConsumerFactory)",
         )
     if p + "zk.broker.url" in given:
         notes.append(f"{p}zk.broker.url is not used: brokers come from {p}broker.list")
 
-    decoder, avro_schema = _decoder(given, p, where)
+    decoder, avro_schema = attempt(_decoder, ("json", None), given, p, where)
     decoder_props = _decoder_props(given, p, decoder)
     registry_url = (
         given.get(p + "schema.registry.url")
@@ -217,36 +230,39 @@ def load_stream(d: Mapping[str, Any], where: str, *, table: str) -> StreamConfig
         or given.get("schema.registry.url")
     )
     if decoder == "avro-registry" and not registry_url:
-        raise ConfigError(
+        found.add(
+            where,
             f"{where}: the schema registry decoder needs {p}schema.registry.url (or "
-            f"{p}decoder.prop.schema.registry.rest.url)"
+            f"{p}decoder.prop.schema.registry.rest.url)",
         )
-    registry, registry_secrets = registry_options(given, p + "decoder.prop.", where)
-
-    start = _start(given, p, where)
+    registry, registry_secrets = attempt(
+        registry_options, ({}, {}), given, p + "decoder.prop.", where
+    )
+    start = attempt(_start, "latest", given, p, where)
     client: dict[str, str] = {}
     secrets: dict[str, Secret] = {}
     for k, v in given.items():
-        if k.startswith(p + "consumer.prop."):
+        if k.startswith(p + "consumer.prop.") and k[len(p + "consumer.prop.") :] in CONSUMER_PROPS:
             target = CONSUMER_PROPS[k[len(p + "consumer.prop.") :]]
             if target:
                 client[target] = v
     level = given.get(p + "isolation.level") or given.get("kafka.isolation.level")
-    if level is not None:
-        if level not in ("read_committed", "read_uncommitted"):
-            raise ConfigError(
-                f"{where}: {p}isolation.level must be read_committed or read_uncommitted, "
-                f"got '{level}'"
-            )
+    if level is not None and level not in ("read_committed", "read_uncommitted"):
+        found.add(
+            where,
+            f"{where}: {p}isolation.level must be read_committed or read_uncommitted, "
+            f"got '{level}'",
+        )
+    elif level is not None:
         client["isolation.level"] = level
     else:
         client.setdefault("isolation.level", "read_uncommitted")  # Pinot's default
-    security(given, where, client, secrets, notes)
+    attempt(security, None, given, where, client, secrets, notes)
     timeouts = {}
     for key in ("connection.timeout.millis", "fetch.timeout.millis"):
         if p + key in given:
-            timeouts[key] = _millis(given[p + key], f"{where}: {p}{key}")
-    if "connection.timeout.millis" in timeouts:
+            timeouts[key] = attempt(_millis, None, given[p + key], f"{where}: {p}{key}")
+    if timeouts.get("connection.timeout.millis") is not None:
         client["socket.connection.setup.timeout.ms"] = str(
             max(1000, timeouts["connection.timeout.millis"])
         )
@@ -262,10 +278,10 @@ def load_stream(d: Mapping[str, Any], where: str, *, table: str) -> StreamConfig
         start=start,
         client=client,
         secrets=secrets,
-        metadata_populate=_populate(given, p, where),
+        metadata_populate=attempt(_populate, False, given, p, where),
         connection_timeout_ms=timeouts.get("connection.timeout.millis"),
         fetch_timeout_ms=timeouts.get("fetch.timeout.millis"),
-        flush=_flush(given, where),
+        flush=attempt(flush_thresholds, FlushThresholds(), given, where, notes),
         notes=tuple(notes),
         decoder_class=given.get(p + "decoder.class.name") if decoder == "stream" else None,
         decoder_props=decoder_props,
@@ -276,16 +292,24 @@ def load_stream(d: Mapping[str, Any], where: str, *, table: str) -> StreamConfig
 PLUGIN_TOP_KEYS = tuple(k for k in TOP_KEYS if k.startswith(("realtime.", "metadata.", "stream")))
 
 
-def _plugin_stream(given: Mapping[str, str], stype: str, where: str) -> StreamConfig:
+def _plugin_stream(
+    given: Mapping[str, str],
+    d: Mapping[str, Any],
+    stype: str,
+    where: str,
+    found: Problems,
+    attempt: Any,
+) -> StreamConfig:
     """A stream of a plugin (seed 003): its own ``stream.<type>.*`` keys are the plugin's
-    to check; the common ones are checked here."""
+    to check; the common ones are checked here, other keys accepted and reported."""
     p = f"stream.{stype}."
-    reject_unknown(
-        [k for k in given if not k.startswith(p)], PLUGIN_TOP_KEYS, what=f"key of {where}"
+    found.sort({k: d[k] for k in given}, PLUGIN_TOP_KEYS, "streamConfigs", where, skip=(p,))
+    notes: list[str] = []
+    topic = attempt(_topic, "?", given, p, where)
+    decoder, avro_schema = attempt(_decoder, ("json", None), given, p, where)
+    registry, registry_secrets = attempt(
+        registry_options, ({}, {}), given, p + "decoder.prop.", where
     )
-    topic = _topic(given, p, where)
-    decoder, avro_schema = _decoder(given, p, where)
-    registry, registry_secrets = registry_options(given, p + "decoder.prop.", where)
     plugin = {
         k: v
         for k, v in given.items()
@@ -309,10 +333,13 @@ def _plugin_stream(given: Mapping[str, str], stype: str, where: str) -> StreamCo
         ),
         registry=registry,
         registry_secrets=registry_secrets,
-        start=_start(given, p, where),
-        metadata_populate=_populate(given, p, where),
-        fetch_timeout_ms=_millis(fetch, f"{where}: {p}fetch.timeout.millis") if fetch else None,
-        flush=_flush(given, where),
+        start=attempt(_start, "latest", given, p, where),
+        metadata_populate=attempt(_populate, False, given, p, where),
+        fetch_timeout_ms=(
+            attempt(_millis, None, fetch, f"{where}: {p}fetch.timeout.millis") if fetch else None
+        ),
+        flush=attempt(flush_thresholds, FlushThresholds(), given, where, notes),
+        notes=tuple(notes),
         plugin=plugin,
         plugin_secrets=secrets,
         decoder_class=given.get(p + "decoder.class.name") if decoder == "stream" else None,
@@ -331,7 +358,7 @@ def _topic(given: Mapping[str, str], p: str, where: str) -> str:
         raise ConfigError(f"{where}: {p}consumer.type must be lowlevel, got '{ctype}'")
     topic = given.get(p + "topic.name")
     if not topic:
-        raise ConfigError(f"{where} needs {p}topic.name")
+        raise ConfigError(f"{where} needs {p}topic.name" + near(p + "topic.name", given))
     return topic
 
 
@@ -396,8 +423,16 @@ def _decoder(given: Mapping[str, str], p: str, where: str) -> tuple[str, str | N
         raise ConfigError(
             f"{where} needs {p}decoder.class.name (e.g. "
             "org.apache.pinot.plugin.stream.kafka.KafkaJSONMessageDecoder)"
+            + near(p + "decoder.class.name", given)
         )
     m = _PINOT_CLASS.fullmatch(name)
+    if m and m.group("name") == "KafkaAvroMessageDecoder":
+        raise ConfigError(
+            f"{where}: decoder '{name}' is not supported: Pinot's KafkaAvroMessageDecoder "
+            "reads its own schema-repository framing (a schema hash before each record), not "
+            "Confluent's; for a Confluent registry use org.apache.pinot.plugin.inputformat."
+            "avro.confluent.KafkaConfluentSchemaRegistryAvroMessageDecoder"
+        )
     kind = DECODERS.get(m.group("name")) if m else None
     if kind is None and not name.startswith(("org.apache.", "shaded.org.apache.")):
         if not re.fullmatch(r"[A-Za-z_][\w.]*[.:][A-Za-z_]\w*", name):
@@ -405,7 +440,7 @@ def _decoder(given: Mapping[str, str], p: str, where: str) -> tuple[str, str | N
         return "stream", None  # a StreamMessageDecoder of the plugin SPI, by Python path
     if kind is None:
         raise ConfigError(
-            f"{where}: decoder '{name}' is not one sparkpipes has (JSON: "
+            f"{where}: decoder '{name}' is not supported (JSON: "
             "org.apache.pinot.plugin.stream.kafka.KafkaJSONMessageDecoder; Avro: "
             "org.apache.pinot.plugin.inputformat.avro.SimpleAvroMessageDecoder; Avro with a "
             "schema registry: org.apache.pinot.plugin.inputformat.avro.confluent."
@@ -475,59 +510,3 @@ def _millis(text: str, where: str) -> int:
     if not text.isdigit():
         raise ConfigError(f"{where} must be a whole number of milliseconds, got '{text}'")
     return int(text)
-
-
-def parse_duration_ms(text: str, where: str) -> int:
-    """``24h``, ``6h``, ``90m``, ``30s``, ``500ms``, ``2d`` (no unit: milliseconds)."""
-    m = _DURATION.match(text)
-    if not m:
-        raise ConfigError(f"{where} must be a duration such as 6h, 30m or 24h, got '{text}'")
-    unit = (m.group(2) or "ms").lower()
-    scale = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}[unit]
-    return int(m.group(1)) * scale
-
-
-def parse_size(text: str, where: str) -> int:
-    """``50M``, ``500M``, ``1G``, ``200MB`` (no unit: bytes)."""
-    m = _SIZE.match(text)
-    if not m:
-        raise ConfigError(f"{where} must be a size such as 50M or 1G, got '{text}'")
-    scale = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}[m.group(2).upper()]
-    return int(float(m.group(1)) * scale)
-
-
-def _flush(given: Mapping[str, str], where: str) -> FlushThresholds:
-    pre = "realtime.segment.flush."
-    rows_text = given.get(pre + "threshold.rows") or given.get(pre + "threshold.segment.rows")
-    rows = 0
-    if rows_text is not None:
-        if not rows_text.isdigit():
-            raise ConfigError(f"{where}: {pre}threshold.rows must be a whole number of rows")
-        rows = int(rows_text)
-    f = FlushThresholds(rows=rows)
-    if pre + "threshold.time" in given:
-        f = _replace(
-            f,
-            time_ms=parse_duration_ms(
-                given[pre + "threshold.time"], where + ": " + pre + "threshold.time"
-            ),
-        )
-    size = (
-        given.get(pre + "threshold.segment.size")
-        or given.get(pre + "threshold.size")
-        or given.get(pre + "desired.size")
-    )
-    if size is not None:
-        f = _replace(
-            f, segment_bytes=parse_size(size, where + ": " + pre + "threshold.segment.size")
-        )
-    initial = given.get(pre + "autotune.initialRows")
-    if initial is not None:
-        if not initial.isdigit():
-            raise ConfigError(f"{where}: {pre}autotune.initialRows must be a whole number")
-        f = _replace(f, initial_rows=int(initial))
-    return f
-
-
-def _replace(obj: Any, **changes: Any) -> Any:
-    return dataclasses.replace(obj, **changes)

@@ -1,7 +1,8 @@
 """The parts of a Pinot REALTIME table config that decide what a row is worth keeping:
 ``upsertConfig`` (FULL or PARTIAL, comparison columns, per-column strategies, delete
 column), ``dedupConfig`` and the ``segmentsConfig`` retention. Checked against the table's
-schema when it is known; every mistake is an error naming the table and the key.
+schema when it is known; every mistake is an error naming the table and the key, and keys
+that only concern Pinot's servers are accepted and reported (:mod:`.keys`).
 """
 
 from __future__ import annotations
@@ -10,12 +11,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from sparkpipes.config.core import reject_unknown
 from sparkpipes.errors import ConfigError
+from sparkpipes.frontends.pinot.problems import Problems
 from sparkpipes.frontends.pinot.units import TIME_UNITS_MS
 
 if TYPE_CHECKING:
-    from sparkpipes.frontends.pinot.model import PinotSchema
+    from sparkpipes.frontends.pinot.schema import PinotSchema
 
 UPSERT_KEYS = tuple(
     [
@@ -24,9 +25,6 @@ UPSERT_KEYS = tuple(
         "comparisonColumns",
         "partialUpsertStrategies",
         "defaultPartialUpsertStrategy",
-        "hashFunction",
-        "enableSnapshot",
-        "enablePreload",
         "metadataTTL",
         "deleteRecordColumn",
     ]
@@ -68,14 +66,18 @@ def retention_ms(seg: Mapping[str, Any], table: str) -> int | None:
 
 
 def upsert_config(
-    d: Mapping[str, Any], schema: PinotSchema | None, time_column: str | None, table: str
+    d: Mapping[str, Any],
+    schema: PinotSchema | None,
+    time_column: str | None,
+    table: str,
+    found: Problems,
 ) -> UpsertConfig | None:
     u = d.get("upsertConfig")
     if not u:
         return None
     if not isinstance(u, dict):
         raise ConfigError(f"table '{table}': upsertConfig must be an object")
-    reject_unknown(u, UPSERT_KEYS, what="upsertConfig key")
+    found.sort(u, UPSERT_KEYS, "upsertConfig", "upsertConfig")
     mode = str(u.get("mode", "FULL")).upper()
     if mode == "NONE":
         return None
@@ -124,17 +126,15 @@ def upsert_config(
     )
 
 
-def dedup_enabled(d: Mapping[str, Any], schema: PinotSchema | None, table: str) -> bool:
+def dedup_enabled(
+    d: Mapping[str, Any], schema: PinotSchema | None, table: str, found: Problems
+) -> bool:
     c = d.get("dedupConfig")
     if not c:
         return False
     if not isinstance(c, dict):
         raise ConfigError(f"table '{table}': dedupConfig must be an object")
-    reject_unknown(
-        c,
-        ("dedupEnabled", "hashFunction", "metadataTTL", "dedupTimeColumn"),
-        what="dedupConfig key",
-    )
+    found.sort(c, ("dedupEnabled", "metadataTTL", "dedupTimeColumn"), "dedupConfig", "dedupConfig")
     enabled = bool(c.get("dedupEnabled", False))
     if (
         enabled

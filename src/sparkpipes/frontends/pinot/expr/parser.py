@@ -465,6 +465,11 @@ class _Parser:
                 args.append(self.expr())
         self.expect_op(")", f" closing the arguments of {name}")
         fn = FUNCTIONS.get(key)
+        if fn is None and key.startswith("st") and key in _GEOSPATIAL:
+            raise self.error(
+                f"transform function '{name}' (character {tok.pos + 1}): Pinot's geospatial "
+                "functions are not supported"
+            )
         if fn is None:
             near = difflib.get_close_matches(key, FUNCTIONS, n=1, cutoff=0.6)
             hint = f"; did you mean '{FUNCTIONS[near[0]].name}'?" if near else ""
@@ -499,3 +504,27 @@ class _Parser:
             "BIG_DECIMAL": "DECIMAL(38,18)",
             "BOOLEAN": "BOOLEAN",
         }.get(kind, "STRING")
+
+
+#: Pinot's geospatial scalar functions (canonical names): refused by name, not "unknown"
+_GEOSPATIAL = frozenset(
+    [
+        "stpoint",
+        "stpolygon",
+        "stgeomfromtext",
+        "stgeogfromtext",
+        "stgeomfromwkb",
+        "stgeogfromwkb",
+        "stastext",
+        "stasbinary",
+        "stgeometrytype",
+        "stdistance",
+        "stcontains",
+        "stequals",
+        "stwithin",
+        "starea",
+        "stgeomfromgeojson",
+        "stgeogfromgeojson",
+        "stasgeojson",
+    ]
+)

@@ -1,0 +1,256 @@
+"""Pinot schemas, checked into a frozen :class:`PinotSchema`: its field specs, their types
+and dateTime formats, the primary key.
+
+Types (Pinot → table column): INT → INT, LONG → BIGINT, FLOAT → FLOAT, DOUBLE → DOUBLE,
+BIG_DECIMAL → DECIMAL(38,18), BOOLEAN → BOOLEAN, TIMESTAMP → TIMESTAMP, STRING → STRING,
+JSON → STRING (declared JSON), BYTES → BINARY; a multi-value field
+(``singleValueField: false``) is an ARRAY of its type. A record without a value for a
+field stores NULL, or the field's ``defaultNullValue`` when the schema gives one.
+
+Keys sparkpipes does not read are accepted and reported (``unrecognizedProperties``, see
+:mod:`~sparkpipes.frontends.pinot.keys`); the ones that would change what is loaded are
+refused by name. Every problem of the document is reported at once, at its JSON path.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from sparkpipes.config.core import parse_json_object
+from sparkpipes.errors import ConfigError
+from sparkpipes.frontends.pinot.problems import Problems, raise_all
+from sparkpipes.frontends.pinot.units import TIME_UNITS_MS
+
+#: Pinot data type → Spark DDL type of the table column
+TYPES = {
+    "INT": "INT",
+    "LONG": "BIGINT",
+    "FLOAT": "FLOAT",
+    "DOUBLE": "DOUBLE",
+    "BIG_DECIMAL": "DECIMAL(38,18)",
+    "BOOLEAN": "BOOLEAN",
+    "TIMESTAMP": "TIMESTAMP",
+    "STRING": "STRING",
+    "JSON": "STRING",
+    "BYTES": "BINARY",
+}
+ROLES = {
+    "dimensionFieldSpecs": "dimension",
+    "metricFieldSpecs": "metric",
+    "dateTimeFieldSpecs": "dateTime",
+}
+METRIC_TYPES = ("INT", "LONG", "FLOAT", "DOUBLE", "BIG_DECIMAL", "BYTES")
+DATETIME_TYPES = ("INT", "LONG", "STRING", "TIMESTAMP")
+SCHEMA_KEYS = (
+    "schemaName",
+    *ROLES,
+    "primaryKeyColumns",
+    "enableColumnBasedNullHandling",
+)
+FIELD_KEYS = tuple(
+    [
+        "name",
+        "dataType",
+        "singleValueField",
+        "defaultNullValue",
+        "format",
+        "granularity",
+        "maxLength",
+        "notNull",
+        "transformFunction",
+    ]
+)
+
+
+# -- schema -------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class DateTimeFormat:
+    """A dateTime field's ``format``: epoch in ``size`` ``unit``s, a date pattern
+    (``SIMPLE_DATE_FORMAT``) or ``TIMESTAMP``."""
+
+    kind: str  # EPOCH, SIMPLE_DATE_FORMAT, TIMESTAMP
+    unit: str = "MILLISECONDS"
+    size: int = 1
+    pattern: str | None = None
+
+    @classmethod
+    def parse(cls, text: str, where: str) -> DateTimeFormat:
+        """``1:MILLISECONDS:EPOCH``, ``1:DAYS:SIMPLE_DATE_FORMAT:yyyyMMdd`` (the colon
+        form), ``EPOCH|MILLISECONDS|1``, ``SIMPLE_DATE_FORMAT|yyyy-MM-dd`` (the pipe form)
+        or ``TIMESTAMP``."""
+        bad = ConfigError(
+            f"{where}: format '{text}' is not a Pinot dateTime format (e.g. "
+            "'1:MILLISECONDS:EPOCH', '1:DAYS:SIMPLE_DATE_FORMAT:yyyy-MM-dd', "
+            "'EPOCH|SECONDS', 'TIMESTAMP')"
+        )
+        if text.strip().upper() == "TIMESTAMP":
+            return cls("TIMESTAMP")
+        if "|" in text or ":" not in text:  # the pipe form; bare EPOCH is epoch millis
+            parts = text.split("|")
+            kind = parts[0].upper()
+            if kind == "EPOCH":
+                unit = (parts[1] if len(parts) > 1 else "MILLISECONDS").upper()
+                size = parts[2] if len(parts) > 2 else "1"
+                return cls._epoch(unit, size, bad)
+            if kind == "SIMPLE_DATE_FORMAT" and len(parts) >= 2:
+                return cls("SIMPLE_DATE_FORMAT", pattern="|".join(parts[1:]))
+            raise bad
+        parts = text.split(":", 3)
+        if len(parts) < 3:
+            raise bad
+        size, unit, kind = parts[0], parts[1].upper(), parts[2].upper()
+        if kind == "EPOCH":
+            return cls._epoch(unit, size, bad)
+        if kind == "SIMPLE_DATE_FORMAT" and len(parts) == 4:
+            return cls("SIMPLE_DATE_FORMAT", unit=unit, pattern=parts[3])
+        if kind == "TIMESTAMP":
+            return cls("TIMESTAMP")
+        raise bad
+
+    @classmethod
+    def _epoch(cls, unit: str, size: str, bad: ConfigError) -> DateTimeFormat:
+        if unit not in TIME_UNITS_MS or not size.isdigit() or int(size) < 1:
+            raise bad
+        return cls("EPOCH", unit=unit, size=int(size))
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    """One column of a Pinot schema."""
+
+    name: str
+    data_type: str
+    role: str  # dimension, metric, dateTime
+    single_value: bool = True
+    default_null: Any = None
+    not_null: bool = False
+    format: DateTimeFormat | None = None
+    granularity: str | None = None
+    transform: str | None = None  # a transformFunction in the schema (older Pinot configs)
+
+    @property
+    def ddl_type(self) -> str:
+        base = TYPES[self.data_type]
+        return base if self.single_value else f"ARRAY<{base}>"
+
+
+@dataclass(frozen=True)
+class PinotSchema:
+    """A Pinot schema, checked; ``raw`` is the document as given."""
+
+    name: str
+    fields: tuple[FieldSpec, ...]
+    primary_key: tuple[str, ...] = ()
+    raw: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    #: JSON paths of the keys accepted without effect (Pinot's ``unrecognizedProperties``)
+    unrecognized: tuple[str, ...] = field(default=(), compare=False)
+
+    def field(self, name: str) -> FieldSpec:
+        for f in self.fields:
+            if f.name == name:
+                return f
+        raise ConfigError(
+            f"schema '{self.name}' has no column '{name}' (columns: "
+            f"{', '.join(f.name for f in self.fields)})"
+        )
+
+    @property
+    def names(self) -> list[str]:
+        return [f.name for f in self.fields]
+
+
+def load_schema(doc: str | Mapping[str, Any], problems: Problems | None = None) -> PinotSchema:
+    """A schema from its JSON text or object. Every problem is reported at once (one
+    ConfigError), or added to ``problems`` when given (the caller raises)."""
+    d = parse_json_object(doc, what="the Pinot schema")
+    found = problems if problems is not None else Problems("schema")
+    found.sort(d, SCHEMA_KEYS, "schema", "")
+    name = d.get("schemaName")
+    if not isinstance(name, str) or not name:
+        found.add("schemaName", "the Pinot schema needs a schemaName")
+        name = "?"
+    fields: list[FieldSpec] = []
+    for key, role in ROLES.items():
+        specs = d.get(key) or []
+        if not isinstance(specs, list):
+            found.add(key, f"schema '{name}': {key} must be a list of field specs")
+            continue
+        for i, spec in enumerate(specs):
+            with found.at(f"{key}[{i}]"):
+                fields.append(_field(spec, role, f"{key}[{i}]", found))
+    if not fields and not found.errors:
+        found.add("dimensionFieldSpecs", f"schema '{name}' has no field specs")
+    seen: set[str] = set()
+    for f in fields:
+        if f.name in seen:
+            found.add("", f"schema '{name}' lists column '{f.name}' twice")
+        seen.add(f.name)
+    pk = d.get("primaryKeyColumns") or []
+    if not isinstance(pk, list) or not all(isinstance(c, str) for c in pk):
+        found.add(
+            "primaryKeyColumns",
+            f"schema '{name}': primaryKeyColumns must be a list of column names",
+        )
+        pk = []
+    for c in pk:
+        if c not in seen and len(fields) == sum(len(d.get(k) or []) for k in ROLES):
+            found.add(
+                "primaryKeyColumns",
+                f"schema '{name}': primary key column '{c}' is not a field of the schema",
+            )
+    if problems is None:
+        raise_all(found, what=f"the Pinot schema '{name}'")
+    return PinotSchema(name, tuple(fields), tuple(pk), d, tuple(found.unrecognized))
+
+
+def _field(spec: Any, role: str, where: str, found: Problems) -> FieldSpec:
+    if not isinstance(spec, dict):
+        raise ConfigError(f"{where} must be an object with name and dataType")
+    found.sort(spec, FIELD_KEYS, "fieldSpec", where)
+    name, dtype = spec.get("name"), spec.get("dataType")
+    if not isinstance(name, str) or not name:
+        raise ConfigError(f"{where} has no name")
+    where = f"{where} ('{name}')"
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_$]*", name):
+        raise ConfigError(
+            f"{where}: column names are letters, digits, '_' and '$', starting with a letter "
+            "or '_' (a dotted name, as complexTypeConfig flattens nested records into, is not "
+            "supported)"
+        )
+    if not isinstance(dtype, str) or dtype.upper() not in TYPES:
+        raise ConfigError(
+            f"{where}: dataType {dtype!r} is not a Pinot data type ({', '.join(TYPES)})"
+        )
+    dtype = dtype.upper()
+    allowed = METRIC_TYPES if role == "metric" else DATETIME_TYPES if role == "dateTime" else None
+    if allowed and dtype not in allowed:
+        raise ConfigError(f"{where}: a {role} field cannot be {dtype} ({', '.join(allowed)})")
+    single = spec.get("singleValueField", True)
+    if not isinstance(single, bool):
+        raise ConfigError(f"{where}: singleValueField must be true or false")
+    if not single and role != "dimension":
+        raise ConfigError(f"{where}: only dimension fields can be multi-value")
+    fmt = None
+    if role == "dateTime":
+        if not isinstance(spec.get("format"), str):
+            raise ConfigError(f"{where}: a dateTime field needs a format")
+        fmt = DateTimeFormat.parse(spec["format"], where)
+        if not isinstance(spec.get("granularity"), str):
+            raise ConfigError(f"{where}: a dateTime field needs a granularity")
+    transform = spec.get("transformFunction")
+    if transform is not None and not isinstance(transform, str):
+        raise ConfigError(f"{where}: transformFunction must be a string")
+    return FieldSpec(
+        name=name,
+        data_type=dtype,
+        role=role,
+        single_value=single,
+        default_null=spec.get("defaultNullValue"),
+        not_null=bool(spec.get("notNull", False)),
+        format=fmt,
+        granularity=spec.get("granularity"),
+        transform=transform,
+    )
