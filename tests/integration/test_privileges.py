@@ -337,6 +337,35 @@ def test_a_procedure_body_is_checked_as_its_batches_run_it(served, engine, tmp_p
     assert rows(bo, "SELECT a, s FROM bo_t") == [(9, "batch row")]
 
 
+def test_a_procedure_s_variables_read_only_what_its_author_may(served, engine, tmp_path):
+    """A variable's DECLAREd value is checked as a statement is; and a value is bound as a
+    parameter, never text: one that would close a comment the lexers disagree on cannot
+    turn into SQL at batch time (it used to read ``secret`` as the server)."""
+    owner, ana, bo = served
+    ana.execute(
+        "GRANT CREATE ROUTINE, EXECUTE ON bo_v TO bo; CREATE TABLE bo_v_t (a BIGINT, s TEXT);"
+        "GRANT INSERT, SELECT ON bo_v_t TO bo"
+    )
+    refused(
+        bo,
+        "CREATE PROCEDURE bo_v(batch QUERY(a BIGINT)) AS DECLARE v TEXT = "
+        "(SELECT max(s) FROM secret); BEGIN INSERT INTO bo_v_t SELECT a, v FROM batch; END",
+        "secret",
+    )
+    bo.execute(
+        "CREATE PROCEDURE bo_v(batch QUERY(a BIGINT)) AS DECLARE v TEXT; BEGIN "
+        "SET v = '*/ || (SELECT max(s) FROM secret) || /*'; "
+        f"INSERT INTO bo_v_t (a, s) SELECT a, concat({HIDDEN} /* ', v, */ 'x') FROM batch; END"
+    )
+    (tmp_path / "v.json").write_text('{"a": 1}\n')
+    owner.execute(
+        f"CREATE PIPELINE vp AS LOAD DATA FS '{tmp_path}/v.json' INTO PROCEDURE bo_v "
+        "FORMAT JSON (a <- a)"
+    )
+    engine.run_batches("vp", 2, until_idle=True)
+    assert rows(bo, "SELECT a, s FROM bo_v_t") == [(1, "\\x")]  # Spark's reading, as checked
+
+
 def test_information_schema_views_are_each_statement_s_own(served, engine):
     """An admin's query used to leave views of every pipeline in the shared session,
     readable by a name sqlglot did not see or by a JSON key's subquery, which the

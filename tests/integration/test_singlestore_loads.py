@@ -447,6 +447,14 @@ def test_auto_increment_gives_each_row_without_a_value_a_new_one(sql, tmp_path):
     (tmp_path / "more.tsv").write_text("x\n")
     sql(f"LOAD DATA INFILE '{tmp_path}/more.tsv' INTO TABLE ai (s)")
     assert rows(sql("SELECT count(DISTINCT id), count(*) FROM ai")) == [(9, 9)]
+    # a value given alone moves the counter too; an id column must be an integer
+    sql("CREATE TABLE ai2 (id BIGINT AUTO_INCREMENT PRIMARY KEY, s TEXT)")
+    sql("INSERT INTO ai2 VALUES (3, 'x')")
+    sql("INSERT INTO ai2 (s) VALUES ('a'), ('b'), ('c')")
+    assert sorted(i for (i,) in rows(sql("SELECT id FROM ai2")))[0] == 3
+    assert rows(sql("SELECT count(DISTINCT id) FROM ai2")) == [(4,)]
+    with pytest.raises(Exception, match="Incorrect column specifier for column 'k'"):
+        sql("CREATE TABLE bad_ai (k TEXT AUTO_INCREMENT)")
 
 
 def test_load_data_infile_loads_a_file_once_as_mysql_reads_it(sql, tmp_path):

@@ -143,10 +143,11 @@ class Tables:
     def reserve_ids(self, name: str, count: int, at_least: int = 1) -> int:
         """The first of ``count`` new ``AUTO_INCREMENT`` values of table ``name``, never
         handed out before and none below ``at_least`` (past the values rows gave it
-        themselves). Engines sharing the catalog each get their own range; a range whose
-        batch fails is not reused (values are unique, not consecutive)."""
-        if count < 1:
-            raise ValueError("count must be at least 1")
+        themselves); a ``count`` of 0 only moves the counter to ``at_least``. Engines
+        sharing the catalog each get their own range; a range whose batch fails is not
+        reused (values are unique, not consecutive)."""
+        if count < 0:
+            raise ValueError("count must not be negative")
         seq = sequences_t.c
         for _ in range(3):
             with self._tx() as c:

@@ -23,7 +23,7 @@ from sparkpipes.engine.schema import to_arrow
 from sparkpipes.engine.sql.dialect import INTERNAL, translate
 from sparkpipes.engine.sql.sandbox import Admitted, check_expression, check_query
 from sparkpipes.engine.sql.updates import update_expression, with_on_update
-from sparkpipes.engine.sql.values import with_values
+from sparkpipes.engine.sql.values import bound, markers, with_markers
 from sparkpipes.errors import ConfigError, NotAdmittedError, NotFoundError, SinkError
 
 #: the prefix of a batch's view (:func:`batch_view`)
@@ -68,6 +68,9 @@ class Procedures:
         """The tables the body writes; ConfigError naming the statement's line and what
         is wrong otherwise."""
         tables: dict[str, TableRecord] = {}
+        for v in spec.variables:  # DECLARE v = expr: as its batches run it
+            if v.default is not None:
+                self._check_query(spec, f"SELECT ({v.default})", f"procedure '{spec.name}'")
         for s in spec.statements:
             where = f"procedure '{spec.name}', line {s.line}"
             if s.variable is not None:  # SET v = expr: the expression as its batches run it
@@ -89,6 +92,11 @@ class Procedures:
                 k.get("kind") == "PRIMARY" for k in rec.options.get("keys", [])
             ):
                 raise ConfigError(f"{where}: REPLACE INTO needs a PRIMARY KEY on table '{s.table}'")
+            if s.update and sum(1 for o in spec.statements if o.table == s.table) > 1:
+                raise ConfigError(
+                    f"{where}: table '{s.table}' is written by an ON DUPLICATE KEY UPDATE "
+                    "statement and another one; one procedure writes such a table once"
+                )
             modes = {_mode(o) for o in spec.statements if o.table == s.table}
             if len(modes) > 1:
                 raise ConfigError(
@@ -229,16 +237,15 @@ class ProcedureBody:
         from pyspark.errors import PySparkException
 
         where = f"procedure '{self.spec.name}'" + (f", line {line}" if line else "")
-        query = f"SELECT CAST(({with_values(expr, values)}) AS {kind})"
-        text = body_sql(query, self.spec.param, view, self._queries(values))
+        text = statement_sql(self.spec, f"SELECT CAST(({expr}) AS {kind})", view)
         try:
             self._admit(spark, text, view, where)
-            return spark.sql(text).collect()[0][0]
+            return spark.sql(text, args=self._args(values)).collect()[0][0]
         except PySparkException as e:
             raise ProcedureError(f"{where}: {_spark_message(e)} ({expr[:80]})") from None
 
-    def _queries(self, values: dict[str, Any]) -> tuple[tuple[str, str], ...]:
-        return tuple((n, with_values(q, values)) for n, q in self.spec.queries)
+    def _args(self, values: dict[str, Any]) -> dict[str, Any]:
+        return bound(markers(v.name for v in self.spec.variables), values)
 
     def _admit(self, spark: Any, text: str, view: str, where: str) -> None:
         try:
@@ -261,11 +268,10 @@ class ProcedureBody:
         where = f"procedure '{self.spec.name}', line {statement.line}"
         rec = self.tables[statement.table]
         values = values or {}
-        query = with_values(statement.query, values)
-        text = body_sql(query, self.spec.param, view, self._queries(values))
+        text = statement_sql(self.spec, statement.query, view)
         self._admit(spark, text, view, where)
         try:
-            df = spark.sql(text)
+            df = spark.sql(text, args=self._args(values))
         except PySparkException as e:
             raise ProcedureError(f"{where}: {_spark_message(e)} ({statement.text[:80]})") from None
         cols = list(statement.columns) or [n for n in rec.schema.names if n not in rec.computed]
@@ -334,11 +340,12 @@ def batch_view() -> str:
 
 
 def statement_sql(spec: ProcedureSpec, query: str, view: str) -> str:
-    """A body query (``SELECT (expr)`` for a variable's) as its batches run it, its
-    variables NULL: the text a CREATE PROCEDURE checks and admits."""
-    nulls = {v.name: None for v in spec.variables}
-    named = tuple((n, with_values(q, nulls)) for n, q in spec.queries)
-    return body_sql(with_values(query, nulls), spec.param, view, named)
+    """A body query (``SELECT (expr)`` for a variable's) as its batches run it: its
+    variables parameter markers (``engine.sql.values``), so that the text a CREATE
+    PROCEDURE checks is the text every batch runs, whatever the values."""
+    marks = markers(v.name for v in spec.variables)
+    named = tuple((n, with_markers(q, marks)) for n, q in spec.queries)
+    return body_sql(with_markers(query, marks), spec.param, view, named)
 
 
 def body_sql(query: str, param: str, view: str, queries: Sequence[tuple[str, str]] = ()) -> str:

@@ -45,3 +45,13 @@ def test_a_geography_is_a_point_line_or_polygon_kept_as_written():
     ]
     refused = [r for r in reasons.to_pylist() if r is not None]
     assert len(refused) == 5  # latitude 95, MULTIPOINT, empty, unclosed ring, not WKT
+
+
+def test_text_geos_should_not_read_is_refused_before_it_does():
+    """A deeply nested collection would exhaust GEOS's stack and kill the worker; Z and M
+    coordinates and non-finite ones are not SingleStore's."""
+    nested = "GEOMETRYCOLLECTION(" * 40_000 + "POINT(1 1)" + ")" * 40_000
+    values = pa.array([nested, "POINT Z(1 2 3)", "POINT(1e999 0)", "POINT(nan 1)", "POINT(1 2)"])
+    stored, reasons = normalize(values, "GEOGRAPHY", "c")
+    assert stored.to_pylist() == [None, None, None, None, "POINT(1 2)"]
+    assert all(r is not None for r in reasons.to_pylist()[:4])

@@ -20,7 +20,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from sparkpipes.catalog import TableRecord
+from sparkpipes.errors import ConfigError
 
+#: the first value each integer type cannot hold
+_LIMITS = {"byte": 1 << 7, "short": 1 << 15, "integer": 1 << 31, "long": 1 << 63}
 #: (count, at_least) → the first of ``count`` new values, none below ``at_least``
 Reserve = Callable[[int, int], int]
 
@@ -62,10 +65,24 @@ class Generated:
         got = df.select(
             F.count(F.when(need, 1)).alias("n"), F.max(F.when(~need, value)).alias("top")
         ).first()
-        if not got or not got["n"]:
-            return df
-        top = got["top"]
-        start = self.reserve(int(got["n"]), 1 if top is None else int(top) + 1)
+        top = None if not got or got["top"] is None else int(got["top"])
+        limit = _LIMITS.get(df.schema[self.column].dataType.typeName(), 1 << 63)
+        n = int(got["n"]) if got else 0
+        try:
+            if not n:
+                if top is not None:  # a value a row gave moves the counter past it
+                    self.reserve(0, min(top + 1, limit - 1))
+                return df
+            if top is not None and top >= limit - 1:
+                raise OverflowError
+            start = self.reserve(n, 1 if top is None else top + 1)
+        except OverflowError:
+            start = limit
+        if start + n - 1 >= limit:
+            raise ConfigError(
+                f"AUTO_INCREMENT column '{self.column}' is out of range: no value is left "
+                f"for {n} row(s)"
+            )
         kind = df.schema[self.column].dataType.simpleString()
         by = [F.col(_q(c)) for c in order] or [F.monotonically_increasing_id()]
         window = Window.partitionBy(need).orderBy(*by)

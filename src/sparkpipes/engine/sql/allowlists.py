@@ -49,7 +49,8 @@ COMMANDS = frozenset(
 #: scalar syntax: operators, literals, names, subqueries, windows, lambdas
 EXPRESSIONS = frozenset(
     """
-    analysis.MultiAlias analysis.UnresolvedAlias analysis.UnresolvedAttribute
+    analysis.MultiAlias analysis.NamedParameter analysis.UnresolvedAlias
+    analysis.UnresolvedAttribute
     analysis.UnresolvedExtractValue analysis.UnresolvedFunction analysis.UnresolvedGenerator
     analysis.UnresolvedOrdinal analysis.UnresolvedPipeAggregateOrdinal
     analysis.UnresolvedRegex analysis.UnresolvedStar analysis.UnresolvedStarExceptOrReplace

@@ -417,11 +417,14 @@ class SqlSession(TableStatements, UserStatements, LinkStatements, LoadStatements
         spec = to_procedure(s, text)
         if not self.access.owner:  # its batches run as the server: what its author may do
             view = batch_view()  # checked as each batch runs it, but for the view's name
+            reads = [v.default for v in spec.variables if v.default is not None]
+            reads += [s.query for s in spec.statements if s.variable is not None]
+            for expr in reads:  # DECLARE v = expr, SET v = expr: what each reads
+                query = statement_sql(spec, f"SELECT ({expr})", view)
+                admitted = check_query(self.engine.spark, query)
+                self._may_read(admitted.relations, admitted.ctes, internal=(view,))
             for statement in spec.statements:
-                if statement.variable is not None:  # SET v = expr: what it reads
-                    query = statement_sql(spec, f"SELECT ({statement.query})", view)
-                    admitted = check_query(self.engine.spark, query)
-                    self._may_read(admitted.relations, admitted.ctes, internal=(view,))
+                if statement.variable is not None:
                     continue
                 self.access.require("INSERT", statement.table)
                 if statement.replace:  # MySQL's REPLACE: INSERT and DELETE

@@ -97,6 +97,8 @@ def _declarations(
         if query is None and scalar is None:
             raise ConfigError(f"{where}: cannot read DECLARE '{text[:60]}'")
         name = _unquote((query or scalar).group(1))  # type: ignore[union-attr]
+        if name.lower().startswith("__sp_"):
+            raise ConfigError(f"{where}: names starting __sp_ are sparkpipes' own ('{name}')")
         if name.lower() in names:
             raise ConfigError(f"{where}: DECLARE names '{name}' twice")
         names.add(name.lower())

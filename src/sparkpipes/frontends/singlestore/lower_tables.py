@@ -64,6 +64,11 @@ def table_spec(s: A.CreateTable) -> TableSpec:
     columns = []
     for c in s.columns:
         t = arrow_type(c.type)
+        if c.auto_increment and not pa.types.is_integer(t):  # MySQL's error 1063
+            raise ConfigError(
+                f"Incorrect column specifier for column '{c.name}': AUTO_INCREMENT "
+                "takes an integer column"
+            )
         choices = Choices(c.type.members, c.type.name == "SET") if c.type.members else None
         columns.append(
             ColumnSpec(
@@ -86,7 +91,7 @@ def table_spec(s: A.CreateTable) -> TableSpec:
     start = dict(s.options).get("AUTO_INCREMENT")
     if start is not None and not any(c.auto_increment for c in s.columns):
         raise ConfigError("table option AUTO_INCREMENT needs an AUTO_INCREMENT column")
-    if start is not None and not start.isdigit():
+    if start is not None and (not start.isdigit() or int(start) >= 1 << 63):
         raise ConfigError(f"table option AUTO_INCREMENT takes a whole number, not {start}")
     return TableSpec(s.name, tuple(columns), tuple(keys), s.options)
 
