@@ -294,3 +294,23 @@ def test_insert_ignore_in_a_body_skips_keys_the_table_holds(engine, tmp_path):
     engine.run_batches("k", 5, until_idle=True)
     got = sorted(sql.execute("SELECT id, kind FROM firsts")[0].rows)
     assert got == [(1, "kept"), (2, "click"), (3, "order")]
+
+
+def test_a_body_reads_the_tables_it_joins_as_they_are_now(engine, tmp_path):
+    """A body joining another table reads that table's current rows, not the snapshot
+    some earlier statement of the session saw."""
+    sql = SqlSession(engine)
+    _write(tmp_path, "a.json", [1])
+    sql.execute(
+        "CREATE TABLE dim (id BIGINT, name TEXT); CREATE TABLE fact (id BIGINT, name TEXT);"
+        "CREATE PROCEDURE enrich(batch QUERY(id BIGINT, kind TEXT, amount DOUBLE)) AS BEGIN "
+        "INSERT INTO fact SELECT b.id, d.name FROM batch b LEFT JOIN dim d ON d.id = b.id; END"
+    )
+    sql.execute("SELECT * FROM dim")  # the session's view of dim: empty
+    sql.execute("INSERT INTO dim VALUES (1, 'one')")
+    sql.execute(
+        f"CREATE PIPELINE e AS LOAD DATA FS '{tmp_path}/*.json' INTO PROCEDURE enrich "
+        "FORMAT JSON (id <- id, kind <- kind, amount <- amount)"
+    )
+    engine.run_batches("e", 5, until_idle=True)
+    assert sql.execute("SELECT id, name FROM fact")[0].rows == [(1, "one")]

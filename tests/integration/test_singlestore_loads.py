@@ -647,16 +647,18 @@ def test_mysql_date_arithmetic_in_set(sql, tmp_path):
     """``DATE_ADD(d, INTERVAL (expr) UNIT)`` / ``DATE_SUB`` as MySQL computes them (Spark's
     functions of those names add days, and its INTERVAL takes only literals)."""
     (tmp_path / "a.tsv").write_text("1500\t2024-03-01\n")
-    sql("CREATE TABLE da (ts DATETIME(6), d DATE, later DATETIME)")
+    sql("CREATE TABLE da (ts DATETIME(6), d DATE, later DATETIME, q TEXT)")
     sql(
         f"CREATE PIPELINE dap AS LOAD DATA FS '{tmp_path}/a.tsv' INTO TABLE da (@ms, @day) "
         "SET ts = DATE_ADD(FROM_UNIXTIME(0), INTERVAL (@ms / 1000) SECOND), "
-        "d = DATE_SUB(@day, INTERVAL 1 DAY), later = DATE_ADD(@day, INTERVAL 2 HOUR)"
+        "d = DATE_SUB(@day, INTERVAL 1 DAY), later = DATE_ADD(@day, INTERVAL 2 HOUR), "
+        "q = DATE_ADD(CAST(@day AS DATE), INTERVAL (@ms / 1000) DAY)"
     )
     sql("START PIPELINE dap FOREGROUND")
-    ((ts, d, later),) = rows(sql("SELECT ts, d, later FROM da"))
-    assert (str(ts), str(d), str(later)) == (
+    ((ts, d, later, q),) = rows(sql("SELECT ts, d, later, q FROM da"))
+    assert (str(ts), str(d), str(later), q) == (
         "1970-01-01 00:00:01.500000",
         "2024-02-29",
         "2024-03-01 02:00:00",
+        "2024-03-03",  # 1.5 days: two whole days, and a DATE stays a DATE
     )

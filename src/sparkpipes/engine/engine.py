@@ -90,6 +90,7 @@ class Engine:
         )
         self.rt = Runtime(self.warehouse, catalog, spark_master, spark_conf)
         self._tables = Tables(self.rt)
+        self.rt.frame = self._tables.frame
         self._pipelines = Pipelines(self.rt)
         self._procedures = Procedures(self.rt)
         self._offsets = Offsets(self.rt)

@@ -191,10 +191,12 @@ class ProcedureBody:
         spec: ProcedureSpec,
         tables: dict[str, TableRecord],
         reserve_ids: Callable[[str, int, int], int] | None = None,
+        frame: Callable[[str], Any] | None = None,
     ) -> None:
         self.spec = spec
         self.tables = tables
         self.reserve_ids = reserve_ids
+        self.frame = frame
 
     def updates(self, table: str, spark: Any) -> tuple[tuple[str, str], ...]:
         """``ON DUPLICATE KEY UPDATE`` of the body's statements into ``table``, as Spark
@@ -248,12 +250,21 @@ class ProcedureBody:
         return bound(markers(v.name for v in self.spec.variables), values)
 
     def _admit(self, spark: Any, text: str, view: str, where: str) -> None:
+        """Admit a statement's text, and give each table it reads its current snapshot
+        (the session's view of a table is what the last statement that named it saw)."""
         try:
-            stray = stray_views(check_query(spark, text), view)
+            admitted = check_query(spark, text)
         except NotAdmittedError as e:
             raise NotAdmittedError(f"{where}: {e.message}") from None
+        stray = stray_views(admitted, view)
         if stray:  # a body made before this check: it runs as the server, so never
             raise NotAdmittedError(f"{where}: table '{stray[0]}' does not exist")
+        for name in sorted(admitted.relations):
+            if self.frame is not None and not name.lower().startswith(INTERNAL):
+                try:
+                    self.frame(name).createOrReplaceTempView(name)
+                except NotFoundError:
+                    pass  # Spark names what it cannot find
 
     def rows(
         self,

@@ -18,7 +18,8 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from sparkpipes.catalog import Catalog
 from sparkpipes.config import PipelineSpec
@@ -38,6 +39,9 @@ class Runtime:
     ) -> None:
         self.warehouse = warehouse
         self.catalog = catalog
+        #: a table's current snapshot as a DataFrame (the engine's ``Tables.frame``), for
+        #: what a procedure's body reads
+        self.frame: Callable[[str], Any] | None = None
         self._master = spark_master
         self._spark_conf = dict(spark_conf or {})
         self._spark = None
@@ -108,7 +112,9 @@ class Runtime:
         procedure = None
         if spec.sink.kind == "procedure":
             proc = procs.get(spec.table)
-            procedure = ProcedureBody(proc, procs.check(proc), self.catalog.tables.reserve_ids)
+            procedure = ProcedureBody(
+                proc, procs.check(proc), self.catalog.tables.reserve_ids, self.frame
+            )
         pipeline = assemble(
             spec,
             rec.id,

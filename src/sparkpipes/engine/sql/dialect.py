@@ -230,10 +230,8 @@ def translate(
                 expr, unit_at = amount
                 unit = toks[unit_at].text.upper()
                 if unit in _UNITS:
-                    times, spark_unit = _UNITS[unit]
-                    scaled = f"INTERVAL {times} {spark_unit}"
                     body = translate(expr, on_view=on_view)
-                    out.append(text[pos : t.start] + f"(({body}) * {scaled})")
+                    out.append(text[pos : t.start] + _interval(body, unit))
                     pos = toks[unit_at].end + 1
                     i = unit_at + 1
                     continue
@@ -252,17 +250,30 @@ def translate(
 #: MySQL's date arithmetic functions and the sign of their interval
 _DATE_ARITH = {"DATE_ADD": "+", "ADDDATE": "+", "DATE_SUB": "-", "SUBDATE": "-"}
 #: MySQL interval units: how many of which Spark unit one is
-_UNITS = {
-    **{u: (1, u) for u in ("MICROSECOND", "SECOND", "MINUTE", "HOUR", "DAY", "WEEK", "MONTH")},
-    "YEAR": (1, "YEAR"),
-    "QUARTER": (3, "MONTH"),
-}
+#: MySQL's calendar units: the argument of ``make_interval`` each sets, and its multiple
+_CALENDAR = {"YEAR": (0, 1), "QUARTER": (1, 3), "MONTH": (1, 1), "WEEK": (2, 1), "DAY": (3, 1)}
+_UNITS = {*_CALENDAR, "HOUR", "MINUTE", "SECOND", "MICROSECOND"}
+
+
+def _interval(amount: str, unit: str) -> str:
+    """An interval of ``amount`` (Spark SQL) ``unit``s as MySQL computes one: a calendar
+    amount rounded to whole units, so that a DATE plus days stays a DATE (``make_interval``);
+    a clock amount as it is, which makes a DATE a timestamp (as MySQL makes it a DATETIME)."""
+    if unit not in _CALENDAR:
+        return f"(({amount}) * INTERVAL 1 {unit})"
+    at, times = _CALENDAR[unit]
+    args = ["0"] * 7
+    args[at] = f"CAST(round({amount}) AS INT)" + (f" * {times}" if times != 1 else "")
+    return f"make_interval({', '.join(args)})"
 
 
 def _interval_amount(toks: list[Token], j: int, text: str) -> tuple[str, int] | None:
     """The amount of an ``INTERVAL`` whose first token is ``j`` when it is not a literal
     (a parenthesized expression, a column, a ``@variable``), and where its unit is."""
     tok = toks[j]
+    if tok.token_type == TokenType.NUMBER and j + 1 < len(toks):  # Spark has no QUARTER
+        unit = toks[j + 1].text.upper()
+        return (tok.text, j + 1) if unit == "QUARTER" else None
     if tok.token_type == TokenType.L_PAREN:
         depth = 0
         for k in range(j, len(toks)):

@@ -40,8 +40,14 @@ from sparkpipes.engine.sql.dialect import translate, view_name
         ),
         ("SELECT DATE_SUB(now(), INTERVAL 14 DAY)", "SELECT ((now()) - INTERVAL 14 DAY)"),
         ("SELECT t + INTERVAL n MINUTE", "SELECT t + ((n) * INTERVAL 1 MINUTE)"),
-        ("SELECT ADDDATE(d, INTERVAL 1 QUARTER)", "SELECT ((d) + INTERVAL 1 QUARTER)"),
-        ("SELECT SUBDATE(d, INTERVAL @q QUARTER)", "SELECT ((d) - ((`@q`) * INTERVAL 3 MONTH))"),
+        (  # a calendar amount: whole units, and a DATE stays a DATE
+            "SELECT ADDDATE(d, INTERVAL 1 QUARTER)",
+            "SELECT ((d) + make_interval(0, CAST(round(1) AS INT) * 3, 0, 0, 0, 0, 0))",
+        ),
+        (
+            "SELECT SUBDATE(d, INTERVAL @q DAY)",
+            "SELECT ((d) - make_interval(0, 0, 0, CAST(round(`@q`) AS INT), 0, 0, 0))",
+        ),
         ("SELECT d - INTERVAL 5 DAY, ADDDATE(d, 5)", "SELECT d - INTERVAL 5 DAY, ADDDATE(d, 5)"),
     ],
 )
