@@ -641,6 +641,10 @@ def test_vector_columns_take_json_arrays_of_their_size(sql, tmp_path):
     ]
     (error,) = rows(sql("SELECT ERROR_MESSAGE FROM information_schema.PIPELINES_ERRORS"))
     assert "VECTOR(3)" in error[0] and "2 elements" in error[0]
+    sql("INSERT INTO vec VALUES (5, '[1, 2, 3]', '[7, 8]')")  # the text, as SingleStore takes it
+    assert [list(v) for (v,) in rows(sql("SELECT w FROM vec WHERE id = 5"))] == [[7, 8]]
+    with pytest.raises(Exception, match="VECTOR\\(3\\)"):
+        sql("INSERT INTO vec VALUES (6, '[1, 2]', NULL)")
 
 
 def test_mysql_date_arithmetic_in_set(sql, tmp_path):

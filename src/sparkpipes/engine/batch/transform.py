@@ -144,10 +144,20 @@ def apply(
     spark_types = {f.name: f.dataType.simpleString() for f in to_spark(table_schema).fields}
     reasons: list[str] = []
 
-    def cast(src: str, name: str, same_type: bool) -> str:
+    def cast(src: str, name: str, same_type: bool, text: bool = False) -> str:
+        target = spark_types[name]
+        if text and target.startswith("array<"):  # JSON text of an array ('[1,2,3]')
+            value = f"from_json(({src}), '{target}')"
+            if check:
+                lit = name.replace("\\", "\\\\").replace("'", "\\'")
+                reasons.append(
+                    f"CASE WHEN ({src}) IS NOT NULL AND {value} IS NULL THEN 'column ''{lit}'' "
+                    f"cannot hold the text as {target.upper()}' END"
+                )
+            return f"{value} AS {_q(name)}"
         if not check or same_type:
-            return f"CAST(({src}) AS {spark_types[name]}) AS {_q(name)}"
-        value, reason = checked_cast(src, spark_types[name], name)
+            return f"CAST(({src}) AS {target}) AS {_q(name)}"
+        value, reason = checked_cast(src, target, name)
         reasons.append(reason)
         return f"{value} AS {_q(name)}"
 
@@ -168,7 +178,8 @@ def apply(
             if f.name in dict(transform.computed):
                 continue
             if f.name in have:
-                base.append(cast(_q(f.name), f.name, have[f.name] == spark_types[f.name]))
+                same = have[f.name] == spark_types[f.name]
+                base.append(cast(_q(f.name), f.name, same, have[f.name] == "string"))
             else:
                 default = dict(transform.defaults).get(f.name)
                 value = "NULL" if default is None else default_sql(default)
