@@ -514,6 +514,7 @@ def test_enum_and_set_columns_store_their_members(sql, tmp_path):
     )
     sql("START PIPELINE es FOREGROUND")
     sql("INSERT INTO pk (id, method, tags) VALUES (20, 'EXPRESS', 'b,b,zz')")
+    sql("INSERT INTO pk (id, method) VALUES (21, 1), (22, 3)")  # an index, as MySQL reads it
     got = rows(sql("SELECT id, method, tags, kind, up FROM pk ORDER BY id"))
     assert got == [
         (1, "express", "a,c", "x", None),
@@ -525,6 +526,8 @@ def test_enum_and_set_columns_store_their_members(sql, tmp_path):
         (13, "", None, "x", "High"),
         (14, None, None, "x", "High"),
         (20, "express", "b", "x", None),
+        (21, "standard", None, "x", None),
+        (22, "", None, "x", None),
     ]
     with pytest.raises(Exception, match="Invalid default value for 'e'"):
         sql("CREATE TABLE bad (e ENUM('a') DEFAULT 'b')")

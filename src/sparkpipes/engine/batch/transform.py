@@ -72,6 +72,20 @@ def _text(value: str) -> str:
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
+_INTEGRAL = {"tinyint", "smallint", "int", "bigint"}
+
+
+def enum_index_sql(column: str, choices: Choices) -> str:
+    """An integer given an ENUM column as MySQL takes it: the member at that (1-based)
+    index, ``''`` for any other number."""
+    members = ", ".join(_text(m) for m in choices.members)
+    return (
+        f"CASE WHEN {column} IS NULL THEN NULL WHEN {column} BETWEEN 1 AND "
+        f"{len(choices.members)} THEN element_at(array({members}), CAST({column} AS INT)) "
+        "ELSE '' END"
+    )
+
+
 def choice_sql(column: str, choices: Choices) -> str:
     """Spark SQL of what an ENUM / SET ``column`` stores (``Choices.pick``)."""
     members = ", ".join(_text(m) for m in choices.members)
@@ -173,13 +187,17 @@ def apply(
         if transform.where:
             df = df.where(translate(transform.where))
         have = {f.name: f.dataType.simpleString() for f in df.schema.fields}
+        enums = {c: ch for c, ch in transform.rules.choices if not ch.many}
         base = []
         for f in table_schema:
             if f.name in dict(transform.computed):
                 continue
             if f.name in have:
                 same = have[f.name] == spark_types[f.name]
-                base.append(cast(_q(f.name), f.name, same, have[f.name] == "string"))
+                src = _q(f.name)
+                if f.name in enums and have[f.name] in _INTEGRAL:  # an ENUM's index (MySQL)
+                    src, same = enum_index_sql(src, enums[f.name]), True
+                base.append(cast(src, f.name, same, have[f.name] == "string"))
             else:
                 default = dict(transform.defaults).get(f.name)
                 value = "NULL" if default is None else default_sql(default)
