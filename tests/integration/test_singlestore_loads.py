@@ -580,6 +580,10 @@ def test_an_insert_of_a_key_the_table_holds_fails_whole(sql):
     DUPLICATE KEY UPDATE on its own is named as not supported yet."""
     sql("CREATE TABLE ik (k INT PRIMARY KEY, v TEXT)")
     sql("INSERT INTO ik VALUES (1, 'a'), (2, 'b')")
+    # the stored rows of a batch's keys, read from an empty table with a timestamp column
+    sql("CREATE TABLE ikt (k INT PRIMARY KEY, ts DATETIME)")
+    sql("INSERT INTO ikt VALUES (1, '2024-01-02 03:04:05')")
+    assert rows(sql("SELECT k FROM ikt")) == [(1,)]
     with pytest.raises(Exception, match="Duplicate entry '2' for key 'PRIMARY'"):
         sql("INSERT INTO ik VALUES (3, 'c'), (2, 'again')")
     with pytest.raises(Exception, match="Duplicate entry '4'"):

@@ -38,6 +38,8 @@ def stored_rows(dt, df, keys: Sequence[str], schema: pa.Schema):
         cond = pc.field(k).cast(t).isin(wanted.column(k).cast(t))
         where = cond if where is None else where & cond
     rows = dataset.to_table(filter=where, columns=schema.names).cast(schema)
+    if rows.num_rows == 0:  # no chunks: PySpark cannot convert timestamp columns of none
+        return df.sparkSession.createDataFrame([], schema=to_spark_schema(schema))
     stored = df.sparkSession.createDataFrame(rows, schema=to_spark_schema(schema))
     return stored.join(df.select(*cols).distinct(), list(keys), "semi")
 
