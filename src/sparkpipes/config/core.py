@@ -118,6 +118,14 @@ def check_int(value: Any, key: str, low: int, *, pipeline: str | None = None) ->
         raise ConfigError(f"{key} must be at most {MAX_INT}", pipeline=pipeline)
 
 
+def check_flag(config: Mapping[str, Any], key: str, default: bool, label: str) -> bool:
+    """An option that must be true or false (JSON's, not text), or ``default``."""
+    value = config.get(key, default)
+    if not isinstance(value, bool):
+        raise ConfigError(f'{label} option "{key}" must be true or false')
+    return value
+
+
 def check_choice(value: Any, key: str, choices: Iterable[Any], *, pipeline: str | None = None):
     choices = tuple(choices)
     if value not in choices:

@@ -43,7 +43,7 @@ from typing import Any, ClassVar
 import pyarrow as pa
 
 from sparkpipes.config import Secret, reject_unknown, urls
-from sparkpipes.config.core import check_int
+from sparkpipes.config.core import check_flag, check_int
 from sparkpipes.errors import (
     ConfigError,
     CorruptObjectError,
@@ -220,16 +220,11 @@ class ObjectSource(Source):
         if not isinstance(suffixes, list) or not all(isinstance(s, str) for s in suffixes):
             raise ConfigError(f'{label} option "suffixes" must be a list of strings')
         self.suffixes = tuple(s.lower() if s.startswith(".") else "." + s.lower() for s in suffixes)
-        packing = config.get("packing", True)
-        if not isinstance(packing, bool):
-            raise ConfigError(f'{label} option "packing" must be true or false')
-        self.packing = packing
+        self.packing = check_flag(config, "packing", True, label)
         #: the smallest range a split object is cut into (and the least a task is given)
         self.min_split = config.get("min_split_bytes", MIN_SPLIT)
         check_int(self.min_split, f"{label} option min_split_bytes", 1)
-        self.gunzip = not config.get("disable_gunzip", False)
-        if not isinstance(config.get("disable_gunzip", False), bool):
-            raise ConfigError(f'{label} option "disable_gunzip" must be true or false')
+        self.gunzip = not check_flag(config, "disable_gunzip", False, label)
         self.framing: Framing = _line_framing()
         self._fs = filesystem
         self._injected = filesystem is not None

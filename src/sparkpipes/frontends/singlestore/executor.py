@@ -423,9 +423,7 @@ class SqlSession(TableStatements, UserStatements, LinkStatements, LoadStatements
                 query = statement_sql(spec, f"SELECT ({expr})", view)
                 admitted = check_query(self.engine.spark, query)
                 self._may_read(admitted.relations, admitted.ctes, internal=(view,))
-            for statement in spec.statements:
-                if statement.variable is not None:
-                    continue
+            for statement in (s for s in spec.statements if s.variable is None):
                 self.access.require("INSERT", statement.table)
                 if statement.replace:  # MySQL's REPLACE: INSERT and DELETE
                     self.access.require("DELETE", statement.table)
