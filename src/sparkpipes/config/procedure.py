@@ -38,6 +38,12 @@ class ProcedureStatement:
     ignore: bool = False
     #: runs only when this (boolean) variable is true: the branch of an IF it is in
     when: str | None = None
+    #: ``DELETE`` / ``UPDATE`` of ``table`` ("delete", "update"): ``query`` is then the
+    #: condition (``WHERE``; ``TRUE`` without one), ``assign`` UPDATE's ``SET`` (column,
+    #: expression) and ``alias`` the name the table has in them
+    change: str | None = None
+    assign: tuple[tuple[str, str], ...] = ()
+    alias: str | None = None
 
     def tables(self) -> tuple[str, ...]:
         return (self.table,)
@@ -95,6 +101,9 @@ class ProcedureSpec:
                     **({"variable": s.variable} if s.variable else {}),
                     **({"ignore": True} if s.ignore else {}),
                     **({"when": s.when} if s.when else {}),
+                    **({"change": s.change} if s.change else {}),
+                    **({"assign": [list(a) for a in s.assign]} if s.assign else {}),
+                    **({"alias": s.alias} if s.alias else {}),
                 }
                 for s in self.statements
             ],
@@ -126,6 +135,9 @@ class ProcedureSpec:
                     s.get("variable"),
                     bool(s.get("ignore")),
                     s.get("when"),
+                    s.get("change"),
+                    tuple((str(c), str(e)) for c, e in s.get("assign", ())),
+                    s.get("alias"),
                 )
                 for s in d["statements"]
             ),

@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from sparkpipes.catalog import TableRecord
@@ -19,6 +19,7 @@ from sparkpipes.config import PipelineSpec
 from sparkpipes.config.procedure import ProcedureSpec, ProcedureStatement
 from sparkpipes.engine.batch.generated import Generated
 from sparkpipes.engine.batch.transform import REJECT_COLUMN, Transform, apply
+from sparkpipes.engine.changes import ChangedTable, check_change, statement_query
 from sparkpipes.engine.schema import to_arrow
 from sparkpipes.engine.sql.dialect import INTERNAL, translate
 from sparkpipes.engine.sql.sandbox import Admitted, check_expression, check_query
@@ -92,22 +93,28 @@ class Procedures:
                 k.get("kind") == "PRIMARY" for k in rec.options.get("keys", [])
             ):
                 raise ConfigError(f"{where}: REPLACE INTO needs a PRIMARY KEY on table '{s.table}'")
-            if s.update and sum(1 for o in spec.statements if o.table == s.table) > 1:
+            if s.change:
+                check_change(s, rec, where)
+            # a table the body DELETEs from or UPDATEs takes every kind of statement
+            changing = any(o.change and o.table == s.table for o in spec.statements)
+            others = sum(1 for o in spec.statements if o.table == s.table) > 1
+            if s.update and others and not changing:
                 raise ConfigError(
                     f"{where}: table '{s.table}' is written by an ON DUPLICATE KEY UPDATE "
                     "statement and another one; one procedure writes such a table once"
                 )
             modes = {_mode(o) for o in spec.statements if o.table == s.table}
-            if len(modes) > 1:
+            if len(modes) > 1 and not changing:
                 raise ConfigError(
                     f"{where}: table '{s.table}' is written by {' and '.join(sorted(modes))} "
-                    "statements of the body; one procedure writes a table one way"
+                    "statements of the body; one procedure writes a table one way (or DELETEs "
+                    "from it or UPDATEs it too: then every kind goes)"
                 )
             for column, expr in s.update:
                 if column not in rec.schema.names:
                     raise ConfigError(f"{where}: table '{s.table}' has no column '{column}'")
                 update_expression(expr, rec.schema.names, s.table)
-            self._check_query(spec, s.query, where)
+            self._check_query(spec, statement_query(s), where)
         return tables
 
     def _check_query(self, spec: ProcedureSpec, query: str, where: str) -> None:
@@ -198,16 +205,18 @@ class ProcedureBody:
         self.reserve_ids = reserve_ids
         self.frame = frame
 
-    def updates(self, table: str, spark: Any) -> tuple[tuple[str, str], ...]:
-        """``ON DUPLICATE KEY UPDATE`` of the body's statements into ``table``, as Spark
-        SQL over the stored row ``s`` and the new one ``r`` (``engine.sql.updates``), each
-        admitted by the query sandbox as a pipeline's are."""
+    def updates(
+        self, table: str, spark: Any, statement: ProcedureStatement | None = None
+    ) -> tuple[tuple[str, str], ...]:
+        """``ON DUPLICATE KEY UPDATE`` of the body's statements into ``table`` (or of
+        ``statement`` alone), as Spark SQL over the stored row ``s`` and the new one ``r``
+        (``engine.sql.updates``), each admitted by the query sandbox as a pipeline's are."""
         rec = self.tables[table]
         out = with_on_update(
             [
                 (c, update_expression(e, rec.schema.names, table))
                 for s in self.spec.statements
-                if s.table == table
+                if s.table == table and statement in (None, s)
                 for c, e in s.update
             ],
             rec.on_update,
@@ -232,7 +241,14 @@ class ProcedureBody:
         return values
 
     def value(
-        self, spark: Any, expr: str, kind: str, view: str, values: dict[str, Any], line: int = 0
+        self,
+        spark: Any,
+        expr: str,
+        kind: str,
+        view: str,
+        values: dict[str, Any],
+        line: int = 0,
+        views: Mapping[str, Any] | None = None,
     ) -> Any:
         """The value of ``expr`` (a scalar subquery over the batch too) as type ``kind``,
         for a variable: one row of one column, run as a body statement is."""
@@ -241,7 +257,7 @@ class ProcedureBody:
         where = f"procedure '{self.spec.name}'" + (f", line {line}" if line else "")
         text = statement_sql(self.spec, f"SELECT CAST(({expr}) AS {kind})", view)
         try:
-            self._admit(spark, text, view, where)
+            self._admit(spark, text, view, where, views)
             return spark.sql(text, args=self._args(values)).collect()[0][0]
         except PySparkException as e:
             raise ProcedureError(f"{where}: {_spark_message(e)} ({expr[:80]})") from None
@@ -249,9 +265,13 @@ class ProcedureBody:
     def _args(self, values: dict[str, Any]) -> dict[str, Any]:
         return bound(markers(v.name for v in self.spec.variables), values)
 
-    def _admit(self, spark: Any, text: str, view: str, where: str) -> None:
-        """Admit a statement's text, and give each table it reads its current snapshot
-        (the session's view of a table is what the last statement that named it saw)."""
+    def _admit(
+        self, spark: Any, text: str, view: str, where: str, views: Mapping[str, Any] | None = None
+    ) -> None:
+        """Admit a statement's text, and give each table it reads its current snapshot, or
+        the rows ``views`` has for it: a table the body changes, as its statements so far
+        leave it (the session's view of a table is what the last statement that named it
+        saw)."""
         try:
             admitted = check_query(spark, text)
         except NotAdmittedError as e:
@@ -259,12 +279,47 @@ class ProcedureBody:
         stray = stray_views(admitted, view)
         if stray:  # a body made before this check: it runs as the server, so never
             raise NotAdmittedError(f"{where}: table '{stray[0]}' does not exist")
+        changed = {k.lower(): v for k, v in (views or {}).items()}
         for name in sorted(admitted.relations):
-            if self.frame is not None and not name.lower().startswith(INTERNAL):
+            if name.lower() in changed:
+                changed[name.lower()].createOrReplaceTempView(name)
+            elif self.frame is not None and not name.lower().startswith(INTERNAL):
                 try:
                     self.frame(name).createOrReplaceTempView(name)
                 except NotFoundError:
                     pass  # Spark names what it cannot find
+
+    def run(
+        self,
+        spark: Any,
+        query: str,
+        statement: ProcedureStatement,
+        view: str,
+        values: dict[str, Any],
+        views: Mapping[str, Any] | None = None,
+    ) -> Any:
+        """``query`` (the dialect; a statement's own or one built around its parts) as a
+        DataFrame over the batch bound to ``view``, admitted as every body query is."""
+        from pyspark.errors import PySparkException
+
+        where = f"procedure '{self.spec.name}', line {statement.line}"
+        text = statement_sql(self.spec, query, view)
+        self._admit(spark, text, view, where, views)
+        try:
+            return spark.sql(text, args=self._args(values))
+        except PySparkException as e:
+            raise ProcedureError(f"{where}: {_spark_message(e)} ({statement.text[:80]})") from None
+
+    def changed(self, table: str) -> ChangedTable:
+        """``table`` as the batch finds it, for the body's DELETE and UPDATE statements."""
+        if self.frame is None:
+            raise ProcedureError(f"procedure '{self.spec.name}': no snapshot of '{table}'")
+        name = self.spec.name
+        return ChangedTable(
+            self.tables[table],
+            self.frame(table),
+            lambda message: ProcedureError(f"procedure '{name}', {message}"),
+        )
 
     def rows(
         self,
@@ -272,19 +327,14 @@ class ProcedureBody:
         statement: ProcedureStatement,
         view: str,
         values: dict[str, Any] | None = None,
+        views: Mapping[str, Any] | None = None,
     ) -> Any:
         from pyspark.errors import PySparkException
         from pyspark.sql import functions as F
 
         where = f"procedure '{self.spec.name}', line {statement.line}"
         rec = self.tables[statement.table]
-        values = values or {}
-        text = statement_sql(self.spec, statement.query, view)
-        self._admit(spark, text, view, where)
-        try:
-            df = spark.sql(text, args=self._args(values))
-        except PySparkException as e:
-            raise ProcedureError(f"{where}: {_spark_message(e)} ({statement.text[:80]})") from None
+        df = self.run(spark, statement.query, statement, view, values or {}, views)
         cols = list(statement.columns) or [n for n in rec.schema.names if n not in rec.computed]
         if len(df.columns) != len(cols):
             raise ProcedureError(
@@ -319,6 +369,8 @@ class ProcedureBody:
 
 
 def _mode(s: ProcedureStatement) -> str:
+    if s.change:
+        return s.change.upper()
     if s.update:
         return "ON DUPLICATE KEY UPDATE"
     return "REPLACE" if s.replace else "INSERT IGNORE" if s.ignore else "INSERT"

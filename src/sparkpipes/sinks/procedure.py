@@ -32,8 +32,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow as pa
+
 from sparkpipes.sinks.base import BatchCommit, Committed, Sink, SinkContext, Staged
 from sparkpipes.sinks.delta.sink import DeltaSink, Upsert
+from sparkpipes.sinks.delta.upsert import change_schema
 from sparkpipes.sinks.frames import write_frame
 from sparkpipes.sinks.parquet import AddFile, ParquetWriter
 from sparkpipes.util.arrow import to_spark_schema
@@ -87,6 +90,20 @@ class ProcedureSink(Sink):
         self.ignoring = {
             s.table for s in self.spec.statements if s.ignore and body.primary_key(s.table)
         }
+        #: tables of DELETE or UPDATE statements (their INSERTs too): the body's changes
+        self.changing = {s.table for s in self.spec.statements if s.change}
+        #: tables with a primary key of plain INSERT statements: a duplicate key fails
+        self.inserting = {
+            s.table
+            for s in self.spec.statements
+            if s.table and _plain(s) and s.table not in self.changing and body.primary_key(s.table)
+        }
+        self.replacing -= self.changing
+        self.updating -= self.changing
+        self.ignoring -= self.changing
+        self.staging = (
+            self.replacing | self.updating | self.ignoring | self.changing | self.inserting
+        )
         self.tables = {t: DeltaSink(rec.location, rec.schema, t) for t, rec in body.tables.items()}
 
     @classmethod
@@ -118,8 +135,14 @@ class ProcedureSink(Sink):
         written: dict[str, list[AddFile]] = {t: [] for t in self.spec.targets()}
         stages: dict[str, str] = {}
         kinds = {v.name: v.type for v in self.spec.variables}
+        changed: dict[str, Any] = {}  # engine.changes.ChangedTable, by table
+        views: dict[str, Any] = {}  # what a statement reads of a changed table
         try:
             values = self.body.variables(spark, view)
+
+            def run(query: str, statement: Any, tables: dict[str, Any]) -> Any:
+                return self.body.run(spark, query, statement, view, values, tables)
+
             for statement in self.spec.statements:
                 if statement.when is not None and values.get(statement.when) is not True:
                     continue  # in a branch of an IF not taken
@@ -131,23 +154,48 @@ class ProcedureSink(Sink):
                         view,
                         values,
                         statement.line,
+                        views,
                     )
                     continue
                 t = statement.table
-                rows = self.body.rows(spark, statement, view, values)
-                sink = self.tables[t]
-                if t in self.replacing or t in self.updating or t in self.ignoring:
-                    stages.setdefault(t, os.path.join(self.scratch, "replace", t))
-                    writer = ParquetWriter(stages[t], sink.schema, t)
-                else:
-                    writer = sink.table_writer()
-                written[t] += write_frame(rows, writer, f"part-b{batch_id:08d}-p", t)
+                if t in self.changing:
+                    table = changed.get(t) or changed.setdefault(t, self.body.changed(t))
+                    if statement.change == "delete":
+                        table.delete(statement, run, views)
+                    elif statement.change == "update":
+                        table.update(statement, run, views)
+                    elif statement.replace or statement.ignore or statement.update:
+                        rows = self.body.rows(spark, statement, view, values, views)
+                        table.upsert(rows, self._upsert(statement))
+                    else:
+                        table.insert(self.body.rows(spark, statement, view, values, views))
+                    views[t] = table.view()
+                    continue
+                rows = self.body.rows(spark, statement, view, values, views)
+                written[t] += self._write(rows, t, batch_id, stages)
+            for t, table in changed.items():
+                written[t] += self._write(table.changes(), t, batch_id, stages)
         except BaseException:
             self.abort([TableFiles(t, tuple(f), stages.get(t)) for t, f in written.items()])
             raise
         finally:
             spark.catalog.dropTempView(view)
         return [TableFiles(t, tuple(f), stages.get(t)) for t, f in written.items()]
+
+    def _write(self, rows: Any, t: str, batch_id: int, stages: dict[str, str]) -> list[AddFile]:
+        """``rows`` as data files of table ``t``, or staged for its MERGE."""
+        writer = self.tables[t].table_writer()
+        if t in self.staging:
+            stages.setdefault(t, os.path.join(self.scratch, "replace", t))
+            writer = ParquetWriter(stages[t], self._staged_schema(t), t)
+        return write_frame(rows, writer, f"part-b{batch_id:08d}-p", t)
+
+    def _staged_schema(self, t: str) -> pa.Schema:
+        schema = self.tables[t].schema
+        return change_schema(schema, self._match(t)) if t in self.changing else schema
+
+    def _match(self, t: str) -> tuple[str, ...]:
+        return self.body.primary_key(t) or tuple(self.tables[t].schema.names)
 
     def commit(self, staged: Sequence[Staged], batch: BatchCommit) -> bool:
         parts = {s.table: s for s in staged if isinstance(s, TableFiles)}
@@ -203,7 +251,7 @@ class ProcedureSink(Sink):
                     sink.schema,
                     t,
                     strategy=self._strategy(t),
-                    staged_schema=sink.schema,
+                    staged_schema=self._staged_schema(t),
                     scratch=part.stage,
                     spark=self.spark,
                 )
@@ -213,9 +261,22 @@ class ProcedureSink(Sink):
 
     def _strategy(self, table: str) -> Upsert:
         keys = self.body.primary_key(table)
+        if table in self.changing:
+            return Upsert(self._match(table), "changes")
+        if table in self.inserting:
+            return Upsert(keys, "insert")
         if table in self.updating:
             return Upsert(keys, "update", update=self.body.updates(table, self.spark()))
         return Upsert(keys, "ignore" if table in self.ignoring else "replace")
+
+    def _upsert(self, statement: Any) -> Upsert:
+        """How a REPLACE, INSERT IGNORE or ON DUPLICATE KEY UPDATE statement meets the rows
+        of a table the body changes."""
+        keys = self.body.primary_key(statement.table)
+        if statement.update:
+            updates = self.body.updates(statement.table, self.spark(), statement)
+            return Upsert(keys, "update", update=updates)
+        return Upsert(keys, "replace" if statement.replace else "ignore")
 
     def _forget_before(self, app_id: str, batch_id: int) -> None:
         """Manifests and staged files of batches before ``batch_id``: every table holds
@@ -263,3 +324,8 @@ class ProcedureSink(Sink):
                 sink.table_writer().remove(part.files)
             else:
                 shutil.rmtree(part.stage, ignore_errors=True)
+
+
+def _plain(statement: Any) -> bool:
+    """A plain ``INSERT`` (no REPLACE, IGNORE, ON DUPLICATE KEY UPDATE, DELETE, UPDATE)."""
+    return not (statement.replace or statement.ignore or statement.update or statement.change)

@@ -51,7 +51,7 @@ from sparkpipes.frontends.singlestore.ast_procedures import (
     ProcedureParam,
     ShowProcedures,
 )
-from sparkpipes.frontends.singlestore.ast_queries import Insert, Query
+from sparkpipes.frontends.singlestore.ast_queries import Delete, Insert, Query, Update
 from sparkpipes.frontends.singlestore.ast_session import (
     CreateDatabase,
     SetVariable,
@@ -90,6 +90,7 @@ __all__ = [
     "CreateProcedure",
     "CreateTable",
     "DataType",
+    "Delete",
     "DescribeTable",
     "DetachPipeline",
     "DropIndex",
@@ -129,6 +130,7 @@ __all__ = [
     "Target",
     "TestPipeline",
     "Transform",
+    "Update",
     "UseDatabase",
     "parse",
     "parse_one",

@@ -55,8 +55,10 @@ from sparkpipes.frontends.singlestore.ast_procedures import (
     ShowProcedures,
 )
 from sparkpipes.frontends.singlestore.ast_queries import (
+    Delete,
     Insert,
     Query,
+    Update,
 )
 from sparkpipes.frontends.singlestore.ast_session import (
     CreateDatabase,
@@ -98,6 +100,7 @@ __all__ = [
     "CreateProcedure",
     "CreateTable",
     "DataType",
+    "Delete",
     "DescribeTable",
     "DetachPipeline",
     "DropIndex",
@@ -140,6 +143,7 @@ __all__ = [
     "Target",
     "TestPipeline",
     "Transform",
+    "Update",
     "UseDatabase",
     "Vacuum",
     "quote_ident",

@@ -1,5 +1,5 @@
-"""Statement nodes of queries and DML: ``Query`` (handed to Spark SQL as written) and
-``INSERT | REPLACE INTO``."""
+"""Statement nodes of queries and DML: ``Query`` (handed to Spark SQL as written),
+``INSERT | REPLACE INTO``, ``DELETE`` and ``UPDATE``."""
 
 from __future__ import annotations
 
@@ -52,3 +52,60 @@ class Insert(Statement):
             return out
         rows = ", ".join("(" + ", ".join(e.to_sql() for e in row) + ")" for row in self.rows)
         return f"{out} VALUES {rows}"
+
+
+@dataclass(frozen=True)
+class Delete(Statement):
+    """``DELETE FROM table [[AS] alias] [WHERE condition]``, or MySQL's multi-table form
+    with one other table: ``DELETE t FROM t [AS a] JOIN u [AS b] [ON c] [WHERE w]`` (the
+    rows of ``t`` that some row of ``u`` joins)."""
+
+    table: str
+    alias: str | None = None
+    where: Expr | None = None
+    #: the joined table and its alias, and the join's ON condition
+    join: str | None = None
+    join_alias: str | None = None
+    on: Expr | None = None
+
+    def to_sql(self) -> str:
+        name = quote_ident(self.alias or self.table)
+        out = f"DELETE {name} FROM " if self.join else "DELETE FROM "
+        out += quote_ident(self.table)
+        if self.alias:
+            out += f" AS {quote_ident(self.alias)}"
+        if self.join:
+            out += f" JOIN {quote_ident(self.join)}"
+            if self.join_alias:
+                out += f" AS {quote_ident(self.join_alias)}"
+            if self.on:
+                out += f" ON {self.on.to_sql()}"
+        return f"{out} WHERE {self.where.to_sql()}" if self.where else out
+
+    def condition(self) -> str:
+        """Which rows go, as one condition over the table's row (the join: EXISTS)."""
+        where = self.where.text if self.where is not None else "TRUE"
+        if not self.join:
+            return where
+        joined = quote_ident(self.join)
+        if self.join_alias:
+            joined += f" AS {quote_ident(self.join_alias)}"
+        on = self.on.text if self.on is not None else "TRUE"
+        return f"EXISTS (SELECT 1 FROM {joined} WHERE ({on}) AND ({where}))"
+
+
+@dataclass(frozen=True)
+class Update(Statement):
+    """``UPDATE table [[AS] alias] SET col = expr, … [WHERE condition]`` (one table)."""
+
+    table: str
+    assignments: tuple[Assignment, ...]
+    alias: str | None = None
+    where: Expr | None = None
+
+    def to_sql(self) -> str:
+        out = f"UPDATE {quote_ident(self.table)}"
+        if self.alias:
+            out += f" AS {quote_ident(self.alias)}"
+        out += " SET " + ", ".join(a.to_sql() for a in self.assignments)
+        return f"{out} WHERE {self.where.to_sql()}" if self.where else out

@@ -1,5 +1,5 @@
 """Parse tree to AST for queries and DML: statements handed to Spark SQL as written
-(``Query``) and ``INSERT | REPLACE INTO``."""
+(``Query``), ``INSERT | REPLACE INTO``, ``DELETE`` and ``UPDATE``."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from lark.exceptions import UnexpectedInput
 
 from sparkpipes.frontends.singlestore import grammar, lexer, script
 from sparkpipes.frontends.singlestore.ast_pipelines import Assignment
-from sparkpipes.frontends.singlestore.ast_queries import Insert, Query
+from sparkpipes.frontends.singlestore.ast_queries import Delete, Insert, Query, Update
 from sparkpipes.frontends.singlestore.build_base import Builder, _end, _start, _sub, _subs, _tok
 from sparkpipes.frontends.singlestore.errors import ParseError
 
@@ -81,3 +81,40 @@ class QueryBuilder(Builder):
             for row in _subs(tree, "insert_row")
         )
         return Insert(table, columns, rows=rows, replace=replace, ignore=ignore)
+
+    def _target(self, tree: Tree) -> tuple[str, str | None]:
+        """The table of a DELETE or UPDATE and its alias (``t``, ``t AS a``, ``t a``)."""
+        names = _subs(tree, "name")
+        return self.name(names[0]), (self.name(names[1]) if len(names) > 1 else None)
+
+    def _where(self, tree: Tree):
+        where = _sub(tree, "where_clause")
+        return None if where is None else self.expr(_sub(where, "expr_text"))
+
+    def _delete(self, tree: Tree) -> Delete:
+        table, alias = self._target(tree)
+        return Delete(table, alias, self._where(tree))
+
+    def _delete_join(self, tree: Tree) -> Delete:
+        target = self.name(_sub(tree, "name"))
+        (table, alias), (join, join_alias) = (self._target(t) for t in _subs(tree, "delete_table"))
+        if target not in (table, alias):
+            self.fail(
+                f"DELETE {target} FROM …: the rows deleted are of the first table of FROM "
+                f"('{table}'); deleting from the joined one is not supported yet",
+                tree,
+            )
+        on = _sub(tree, "delete_on")
+        return Delete(
+            table,
+            alias,
+            self._where(tree),
+            join,
+            join_alias,
+            None if on is None else self.expr(_sub(on, "expr_text")),
+        )
+
+    def _update(self, tree: Tree) -> Update:
+        table, alias = self._target(tree)
+        assignments = self.assignments(_sub(tree, "set_clause"), "SET")
+        return Update(table, assignments, alias, self._where(tree))

@@ -42,6 +42,7 @@ from sparkpipes.frontends.singlestore.lowering import create_pipeline_sql, to_sp
 from sparkpipes.frontends.singlestore.parser import iter_parse, locate
 from sparkpipes.frontends.singlestore.privileges import (
     authorize,
+    procedure_reads,
     sees_pipeline,
     sees_procedure,
     sees_table,
@@ -417,21 +418,8 @@ class SqlSession(TableStatements, UserStatements, LinkStatements, LoadStatements
         spec = to_procedure(s, text)
         if not self.access.owner:  # its batches run as the server: what its author may do
             view = batch_view()  # checked as each batch runs it, but for the view's name
-            reads = [v.default for v in spec.variables if v.default is not None]
-            reads += [s.query for s in spec.statements if s.variable is not None]
-            for expr in reads:  # DECLARE v = expr, SET v = expr: what each reads
-                query = statement_sql(spec, f"SELECT ({expr})", view)
-                admitted = check_query(self.engine.spark, query)
-                self._may_read(admitted.relations, admitted.ctes, internal=(view,))
-            for statement in (s for s in spec.statements if s.variable is None):
-                self.access.require("INSERT", statement.table)
-                if statement.replace:  # MySQL's REPLACE: INSERT and DELETE
-                    self.access.require("DELETE", statement.table)
-                if statement.update:  # reads the stored row, changes it
-                    self.access.require("UPDATE", statement.table)
-                    self.access.require("SELECT", statement.table)
-                query = statement_sql(spec, statement.query, view)
-                admitted = check_query(self.engine.spark, query)
+            for query in procedure_reads(self.access, spec):
+                admitted = check_query(self.engine.spark, statement_sql(spec, query, view))
                 self._may_read(admitted.relations, admitted.ctes, internal=(view,))
         self.engine.create_procedure(spec, replace=s.or_replace)
         return ok(0)

@@ -38,7 +38,7 @@ KEYWORDS: tuple[str, ...] = tuple(
     OPTIMIZE VACUUM RETAIN HOURS DRY RUN FULL STATUS
     AGGREGATOR ENABLE DISABLE OUT_OF_ORDER OPTIMIZATION METADATA GC DEFINED TRAILING NULLCOLS
     DATABASE USE EXTENDED DETACH LINK LINKS DESCRIPTION LOCAL INFILE TRANSFORM UPDATE SERIES
-    FULLTEXT ASC
+    FULLTEXT ASC DELETE INNER
     """.split()  # noqa: SIM905
 )
 
@@ -130,6 +130,8 @@ _statement: create_pipeline
           | create_index
           | drop_index
           | insert
+          | delete
+          | update
           | query
           | create_procedure
           | create_user
@@ -360,6 +362,12 @@ _insert_verb: INSERT IGNORE? | REPLACE
 insert_columns: "(" name ("," name)* ")"
 insert_row: "(" (expr_text ("," expr_text)*)? ")"
 insert_query: LPAR? (SELECT | WITH) REST?
+delete: DELETE FROM qname (AS? name)? where_clause?
+      | DELETE name FROM delete_table _join delete_table delete_on? where_clause? -> delete_join
+delete_table: qname (AS? name)?
+_join: INNER? JOIN | ","
+delete_on: ON expr_text
+update: UPDATE qname (AS? name)? set_clause where_clause?
 
 query: (SELECT | WITH | EXPLAIN | LPAR) REST?
 

@@ -10,11 +10,12 @@ What a body may hold (SingleStore's MPSQL, the part that loads a batch):
   ``INSERT INTO t [(cols)] VALUES (…), …``;
 - ``SET name = expr`` / ``name = expr`` of a declared variable (a scalar subquery over the
   batch too: ``(SELECT count(*) FROM batch)``); later statements read its value;
+- ``DELETE FROM t [WHERE …]`` and ``UPDATE t SET col = expr, … [WHERE …]``: each statement
+  sees what the earlier ones left (``engine.changes``), all committed with the batch;
 - ``IF c THEN … [ELSEIF c THEN …] [ELSE …] END IF`` around any of these;
 - ``ECHO SELECT …``: it answers a caller, and a pipeline's batch has none — no effect.
 
-Anything else (loops, ``DELETE``, ``UPDATE``, ``CALL``, an ``EXCEPTION`` handler) is an
-error that names it.
+Anything else (loops, ``CALL``, an ``EXCEPTION`` handler) is an error that names it.
 """
 
 from __future__ import annotations
@@ -189,10 +190,22 @@ class _Body:
             raise
         except Exception as e:  # a syntax error, located in the body statement
             raise ConfigError(f"{at}: {getattr(e, 'message', e)}") from None
+        if isinstance(stmt, (A.Delete, A.Update)):
+            assign = stmt.assignments if isinstance(stmt, A.Update) else ()
+            where = stmt.where.text if stmt.where is not None else "TRUE"
+            return ProcedureStatement(
+                stmt.table,
+                stmt.condition() if isinstance(stmt, A.Delete) else where,
+                line=line,
+                text=written,
+                change="update" if assign else "delete",
+                assign=tuple((a.column, a.expr.text) for a in assign),
+                alias=stmt.alias,
+            )
         if not isinstance(stmt, A.Insert):
             raise ConfigError(
-                f"{at}: the body takes INSERT | REPLACE INTO table … SELECT | VALUES and SET "
-                f"of its variables; '{written[:60]}' is not supported yet"
+                f"{at}: the body takes INSERT | REPLACE INTO table … SELECT | VALUES, DELETE, "
+                f"UPDATE and SET of its variables; '{written[:60]}' is not supported yet"
             )
         if stmt.on_duplicate and stmt.replace:
             raise ConfigError(f"{at}: REPLACE takes no ON DUPLICATE KEY UPDATE")

@@ -24,9 +24,10 @@ START / STOP / TEST PIPELINE               START PIPELINE
 ALTER PIPELINE                             ALTER PIPELINE
 DROP PIPELINE                              DROP PIPELINE
 SHOW CREATE PIPELINE                       SHOW PIPELINE
-CREATE PROCEDURE / DROP PROCEDURE          CREATE ROUTINE / ALTER ROUTINE; and INSERT
-                                           on each table the body writes, SELECT on
-                                           each it reads (``SqlSession``)
+CREATE PROCEDURE / DROP PROCEDURE          CREATE ROUTINE / ALTER ROUTINE; and what
+                                           each body statement needs on its table
+                                           (INSERT, DELETE, UPDATE: as the statement
+                                           of its own), SELECT on each table it reads
 SET GLOBAL                                 SUPER
 users, GRANT, REVOKE                       ``sql.users``
 =========================================  ==========================================
@@ -38,6 +39,8 @@ from collections.abc import Callable
 from typing import Any
 
 from sparkpipes.catalog.grants import PIPELINE, ROUTINE, TABLE, Access
+from sparkpipes.config.procedure import ProcedureSpec
+from sparkpipes.engine.changes import statement_query
 from sparkpipes.errors import SparkpipesError
 from sparkpipes.frontends.singlestore import ast as A
 from sparkpipes.frontends.singlestore.lowering import to_spec
@@ -146,6 +149,31 @@ def _create_procedure(access: Access, s: A.CreateProcedure) -> None:
     access.require("CREATE ROUTINE", s.name, kind="procedure")
     if s.or_replace:
         access.require("ALTER ROUTINE", s.name, kind="procedure")
+
+
+def procedure_reads(access: Access, spec: ProcedureSpec) -> list[str]:
+    """What a procedure's body needs of its author besides the routine privileges: each
+    statement's write privileges are required here, as MySQL's statements of the same
+    kind need them (REPLACE: INSERT and DELETE; ON DUPLICATE KEY UPDATE, UPDATE: UPDATE
+    and SELECT; DELETE: DELETE and SELECT); the queries (the dialect) whose reads need
+    SELECT are returned, to be checked as the batches run them."""
+    reads = [f"SELECT ({v.default})" for v in spec.variables if v.default is not None]
+    for s in spec.statements:
+        if s.variable is not None:  # SET v = expr
+            reads.append(f"SELECT ({s.query})")
+            continue
+        needs = {
+            "delete": ("DELETE", "SELECT"),
+            "update": ("UPDATE", "SELECT"),
+        }.get(s.change or "", ("INSERT",))
+        if s.replace:
+            needs = ("INSERT", "DELETE")
+        elif s.update:
+            needs = ("INSERT", "UPDATE", "SELECT")
+        for privilege in needs:
+            access.require(privilege, s.table)
+        reads.append(statement_query(s))
+    return reads
 
 
 def _load_data(access: Access, s: A.LoadData) -> None:

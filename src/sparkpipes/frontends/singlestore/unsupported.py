@@ -28,7 +28,6 @@ STATEMENTS: dict[tuple[str, ...], str] = {
         " yet; CREATE INFERRED PIPELINE makes the table and the pipeline"
     ),
     ("START", "FAILED", "PIPELINES"): " yet; START ALL PIPELINES starts the stopped ones",
-    ("DELETE",): " yet (a table's rows change through pipelines, INSERT and REPLACE)",
     ("EXCEPTION",): " yet (a procedure body's error handler)",
     ("BEGIN",): " yet (a block inside a procedure body; or a transaction: each statement "
     "commits by itself)",
@@ -36,7 +35,6 @@ STATEMENTS: dict[tuple[str, ...], str] = {
         (word,): " yet (control flow in a procedure body)"
         for word in ("WHILE", "LOOP", "REPEAT", "FOR", "CALL", "RAISE", "RETURN")
     },
-    ("UPDATE",): " yet (a table's rows change through pipelines, INSERT and REPLACE)",
 }
 
 #: clauses, by their words where the parse stopped

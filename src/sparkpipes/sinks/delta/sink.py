@@ -546,7 +546,11 @@ class DeltaSink(Sink):
         df = self._staged_frame(staged)
         if self.refine is not None:
             df = self.refine(df, (SEQ,))
-        if upsert.mode == "insert":
+        schema = self.schema
+        if upsert.mode == "changes":  # the staged rows are the changes (engine.changes)
+            schema = self.staged_schema
+            rows = df.drop(SEQ)
+        elif upsert.mode == "insert":
             no_duplicates(dt, df, upsert.keys, self.schema, self.name)
             rows = df.select(*[f"`{c}`" for c in self.schema.names])
         elif upsert.mode == "update":
@@ -563,12 +567,12 @@ class DeltaSink(Sink):
 
         def batches() -> Iterator[pa.RecordBatch]:
             try:
-                yield from stream_frame(rows, self.schema, self.name)
+                yield from stream_frame(rows, schema, self.name)
             except SinkError as e:
                 failed.append(e)  # delta-rs sees a failed stream; this is the reason
                 raise
 
-        source = pa.RecordBatchReader.from_batches(self.schema, batches())
+        source = pa.RecordBatchReader.from_batches(schema, batches())
         try:
             merger = dt.merge(
                 source,

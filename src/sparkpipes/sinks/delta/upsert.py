@@ -23,6 +23,12 @@ Modes, as the front ends name them:
   other columns keep their values. The stored rows of the batch's keys are read from the
   table version the MERGE applies to (:meth:`Upsert.fold`).
 
+* ``changes`` (a procedure body's ``DELETE`` and ``UPDATE``, ``engine.changes``): the
+  staged rows are the changes themselves, each with its kind (:data:`CHANGE_OP`: insert,
+  update, delete) and the match columns of the stored row it changes (``keys``, staged as
+  :func:`old_column`); nothing is reduced. An update or delete whose stored row another
+  writer changed since the batch read it matches nothing and is not applied.
+
 ``delete`` names a boolean column (Pinot's ``deleteRecordColumn``): a winning row with it
 true deletes the key.
 """
@@ -33,14 +39,29 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import pyarrow as pa
+
 from sparkpipes.errors import ConfigError
 
+#: the kind of a staged change of mode ``changes``
+CHANGE_OP = "__sp_op"
 STRATEGIES = ("OVERWRITE", "IGNORE", "INCREMENT", "MAX", "MIN", "APPEND", "UNION")
 CONFIG_KEYS = ("comparison", "partial", "delete")
 
 
 def _q(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
+
+
+def old_column(i: int) -> str:
+    """The staged column of a change holding the stored row's ``i``-th match column."""
+    return f"__sp_old_{i}"
+
+
+def change_schema(schema: pa.Schema, match: Sequence[str]) -> pa.Schema:
+    """What mode ``changes`` stages: the table's columns, the kind, the match columns."""
+    olds = [pa.field(old_column(i), schema.field(c).type) for i, c in enumerate(match)]
+    return pa.schema([*schema, pa.field(CHANGE_OP, pa.string()), *olds])
 
 
 def _lit(text: str) -> str:
@@ -188,6 +209,12 @@ class Upsert:
 
     # -- the MERGE -----------------------------------------------------------------------
     def predicate(self) -> str:
+        if self.mode == "changes":
+            same = " AND ".join(
+                f"(t.{_q(k)} IS NOT DISTINCT FROM s.{_q(old_column(i))})"
+                for i, k in enumerate(self.keys)
+            )
+            return f"s.{_q(CHANGE_OP)} <> 'insert' AND {same}"
         return " AND ".join(f"t.{_q(k)} = s.{_q(k)}" for k in self.keys)
 
     def clauses(self, merger, columns: Sequence[str]):
@@ -206,6 +233,14 @@ class Upsert:
             )
         if self.mode == "insert":
             return merger.when_not_matched_insert_all()  # none matches: checked before
+        if self.mode == "changes":
+            new = {_q(c): f"s.{_q(c)}" for c in columns}
+            op = f"s.{_q(CHANGE_OP)}"
+            return (
+                merger.when_matched_delete(predicate=f"{op} = 'delete'")
+                .when_matched_update(updates=new, predicate=f"{op} = 'update'")
+                .when_not_matched_insert(updates=new, predicate=f"{op} = 'insert'")
+            )
         if self.mode == "update":
             merger = merger.when_matched_update_all()
         elif self.mode == "replace":

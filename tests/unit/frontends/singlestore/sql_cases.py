@@ -127,6 +127,8 @@ MORE = [
     "SHOW CREATE TABLE t",
     "INSERT INTO t (a, b) VALUES (1, 'x'), (2, NULL)",
     "INSERT INTO t SELECT * FROM u WHERE v > 0",
+    "DELETE FROM t WHERE id IN (SELECT id FROM batch) AND v IS NOT NULL",
+    "UPDATE t AS x SET n = n + 1, v = (SELECT max(v) FROM u WHERE u.id = x.id) WHERE x.id > 0",
     "INSERT INTO t VALUES (f(a, b), -x::%y, a || b, `c`[0], x.y.z, @@v, ?, INTERVAL 1 DAY, "
     "EXISTS (SELECT 1 FROM (SELECT 2) q), (SELECT max(a) FROM t), DATE '2020-01-01', "
     "transform(arr, x -> x + 1), count(*), count(DISTINCT a), EXTRACT(YEAR FROM ts), "

@@ -1,0 +1,276 @@
+"""What a procedure body's ``DELETE`` and ``UPDATE`` statements do to a table, statement by
+statement, as one set of changes committed with the batch.
+
+A table the body changes is followed as a Spark DataFrame of its rows as the statements so
+far leave them (its *state*): the snapshot the batch started from, each row with its
+stored values (``__sp_old``; NULL for a row the body inserted) and whether an UPDATE set
+it (``__sp_changed``). ``INSERT`` adds to the state, ``DELETE`` filters it (a stored row it
+removes is kept aside), ``UPDATE`` sets the columns of the rows its condition holds for,
+``REPLACE``, ``INSERT IGNORE`` and ``ON DUPLICATE KEY UPDATE`` meet the rows of their keys.
+A later statement that reads the table reads the state, as in SingleStore, where each
+statement sees the ones before it. :meth:`ChangedTable.changes` then gives one row per
+change (insert, update or delete, with the stored row's match columns: its primary key,
+or every column of a table without one), which the procedure sink commits in one MERGE
+with the batch's app transaction (``sinks.delta.upsert``, mode ``changes``): exactly once,
+whatever crashes.
+
+Conditions and SET expressions are the user's SQL in the SingleStore dialect, run over the
+state as a view of the table's name, the batch bound as for the body's other statements.
+A condition that is NULL does not hold, as in MySQL. SET expressions all read the row as
+it was before the statement (a ``CREATE`` refuses one that reads a column an earlier
+assignment of the same SET changes, where MySQL would read the new value).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from sparkpipes.catalog import TableRecord
+from sparkpipes.config.procedure import ProcedureStatement
+from sparkpipes.engine.batch.transform import REJECT_COLUMN, Transform, apply
+from sparkpipes.engine.sql.dialect import TokenType, _tokens, translate
+from sparkpipes.errors import ConfigError, DuplicateKeyError
+from sparkpipes.sinks.delta.upsert import CHANGE_OP, Upsert, old_column
+
+OLD = "__sp_old"
+CHANGED = "__sp_changed"
+HIT = "__sp_hit"
+ARRIVAL = "__sp_arrival"
+
+#: runs a body query (SingleStore dialect) over the batch with the given table views:
+#: (query, statement, views) → DataFrame
+Run = Callable[[str, ProcedureStatement, Mapping[str, Any]], Any]
+
+
+def _q(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def set_column(i: int) -> str:
+    return f"__sp_set{i}"
+
+
+def hit_query(statement: ProcedureStatement) -> str:
+    """A DELETE's or UPDATE's query (the dialect) over its table: every column, whether
+    the condition holds (:data:`HIT`) and each SET value (:func:`set_column`)."""
+    sets = "".join(f", (\n{e}\n) AS {set_column(i)}" for i, (_, e) in enumerate(statement.assign))
+    alias = _q(statement.alias or statement.table)
+    return (
+        f"SELECT *, coalesce((\n{statement.query}\n), FALSE) AS {HIT}{sets} "
+        f"FROM {_q(statement.table)} AS {alias}"
+    )
+
+
+def statement_query(statement: ProcedureStatement) -> str:
+    """The query a body statement that writes a table runs (the dialect)."""
+    return hit_query(statement) if statement.change else statement.query
+
+
+def match_columns(rec: TableRecord) -> tuple[str, ...]:
+    """How the commit finds a changed stored row: its primary key, else all its columns."""
+    for key in rec.options.get("keys", []):
+        if key.get("kind") == "PRIMARY":
+            return tuple(key["columns"])
+    return tuple(rec.schema.names)
+
+
+class ChangedTable:
+    """One table's rows through the body's statements (see the module docstring)."""
+
+    def __init__(self, rec: TableRecord, snapshot: Any, fails: Callable[[str], Exception]):
+        from pyspark.sql import functions as F
+
+        self.rec = rec
+        self.columns = list(rec.schema.names)
+        self.match = match_columns(rec)
+        self.keyed = self.match != tuple(self.columns)
+        self.fails = fails
+        old = F.struct(*[F.col(_q(c)) for c in self.columns])
+        self.state = snapshot.select(
+            *[F.col(_q(c)) for c in self.columns], old.alias(OLD), F.lit(False).alias(CHANGED)
+        )
+        self.deleted: list[Any] = []
+        self.inserted = False
+
+    def _become(self, state: Any) -> None:
+        """The state after a statement, computed once when first needed and kept for the
+        batch (Spark's local checkpoint): later statements, the changes and their checks
+        read it without running the statements again, and Spark plans each statement on
+        its own (a plan that joins and unions one table's lineage many times trips its
+        optimizer)."""
+        self.state = state.localCheckpoint(eager=False)
+
+    def view(self) -> Any:
+        """The table as a later statement of the body reads it."""
+        return self.state.select(*[_q(c) for c in self.columns])
+
+    def insert(self, rows: Any) -> None:
+        """``rows`` (the table's columns, checked and filled) added to the table."""
+        from pyspark.sql import functions as F
+
+        none = F.lit(None).cast(self.state.schema[OLD].dataType)
+        added = rows.select(*[_q(c) for c in self.columns], none.alias(OLD), F.lit(False))
+        self._become(self.state.unionByName(added.toDF(*self.columns, OLD, CHANGED)))
+        self.inserted = True
+
+    def upsert(self, rows: Any, how: Upsert) -> None:
+        """``rows`` added as REPLACE, INSERT IGNORE or ON DUPLICATE KEY UPDATE add them
+        (``how``: ``sinks.delta.upsert``'s modes over the table as the body left it); into
+        a table without a primary key, they are inserted."""
+        from pyspark.sql import functions as F
+
+        if not self.keyed:
+            self.insert(rows)
+            return
+        keys = list(self.match)
+        cols = [_q(c) for c in self.columns]
+        ordered = rows.select(*cols).withColumn(ARRIVAL, F.monotonically_increasing_id())
+        stored = self.state.join(rows.select(*cols).select(*keys).distinct(), keys, "left_semi")
+        if how.mode == "ignore":
+            first = how.reduce(ordered, ARRIVAL, self.columns)
+            self.insert(first.join(stored.select(*keys), keys, "left_anti"))
+            return
+        if how.mode == "update":
+            types = {f.name: f.dataType.simpleString() for f in self.state.schema.fields}
+            new = how.fold(ordered, stored.select(*cols), ARRIVAL, self.columns, types)
+        else:
+            new = how.reduce(ordered, ARRIVAL, self.columns)
+        olds = stored.select(*keys, OLD)
+        merged = new.join(olds, keys, "left").select(*cols, OLD, F.lit(True).alias(CHANGED))
+        rest = self.state.join(new.select(*keys), keys, "left_anti")
+        self._become(rest.unionByName(merged))
+        self.inserted = True
+
+    def _hits(self, statement: ProcedureStatement, run: Run, views: Mapping[str, Any]):
+        return run(hit_query(statement), statement, {**views, statement.table: self.state})
+
+    def delete(self, statement: ProcedureStatement, run: Run, views: Mapping[str, Any]) -> None:
+        from pyspark.sql import functions as F
+
+        hits = self._hits(statement, run, views)
+        self.deleted.append(hits.where(F.col(HIT) & F.col(OLD).isNotNull()).select(OLD))
+        self._become(hits.where(~F.col(HIT)).drop(HIT))
+
+    def update(self, statement: ProcedureStatement, run: Run, views: Mapping[str, Any]) -> None:
+        from pyspark.sql import functions as F
+
+        rec = self.rec
+        sets = {c: set_column(i) for i, (c, _) in enumerate(statement.assign)}
+        hits = self._hits(statement, run, views)
+        hit = F.col(HIT)
+        moved = None
+        for c, s in sets.items():
+            differs = ~F.col(s).eqNullSafe(F.col(_q(c)))
+            moved = differs if moved is None else moved | differs
+        values = []
+        for c in self.columns:
+            if c in rec.computed:
+                continue  # computed again from the row (apply)
+            if c in sets:
+                value = F.when(hit, F.col(sets[c])).otherwise(F.col(_q(c)))
+            elif c in rec.on_update and moved is not None:  # MySQL: when a value changes
+                value = F.when(hit & moved, F.current_timestamp()).otherwise(F.col(_q(c)))
+            else:
+                value = F.col(_q(c))
+            values.append(value.alias(c))
+        rows = hits.select(*values, OLD, (F.col(CHANGED) | hit).alias(CHANGED), HIT)
+        fill = Transform(computed=tuple(rec.computed.items()), rules=rec.rules)
+        checked = apply(rows, fill, rec.schema, (OLD, CHANGED, HIT), check=True)
+        bad = F.col(REJECT_COLUMN).isNotNull()
+        for c in rec.not_null:
+            bad = bad | F.col(_q(c)).isNull()
+        found = checked.where(hit & bad).limit(1).collect()
+        if found:
+            reason = found[0][REJECT_COLUMN] or (
+                f"column '{next(c for c in rec.not_null if found[0][c] is None)}' is NOT NULL"
+            )
+            raise self.fails(
+                f"line {statement.line}: a row UPDATE sets does not fit table '{rec.name}': "
+                f"{reason}"
+            )
+        self._become(checked.drop(REJECT_COLUMN, HIT))
+
+    def changes(self) -> Any:
+        """One row per change: the table's columns (the new row; a deleted row's stored
+        one), its kind (:data:`CHANGE_OP`) and the stored row's match columns
+        (``old_column(i)``). A key that an inserted row shares with a row of the table
+        as the body leaves it fails the batch, as SingleStore's INSERT does."""
+        from pyspark.sql import functions as F
+
+        if self.keyed and self.inserted:
+            self._no_duplicates()
+        old = F.col(OLD)
+        olds = [old.getField(c).alias(old_column(i)) for i, c in enumerate(self.match)]
+        cols = [F.col(_q(c)) for c in self.columns]
+        fresh = old.isNull()
+        live = self.state.where(fresh | F.col(CHANGED))
+        inserts = live.where(fresh).select(*cols, F.lit("insert").alias(CHANGE_OP), *olds)
+        others = live.where(~fresh).select(*cols, F.lit("update").alias(CHANGE_OP), *olds)
+        for gone in self.deleted:
+            stored = [old.getField(c).alias(c) for c in self.columns]
+            others = others.unionByName(
+                gone.select(*stored, F.lit("delete").alias(CHANGE_OP), *olds)
+            )
+        if not self.keyed:  # equal rows change alike: one source row for all of them
+            others = others.distinct()
+        return inserts.unionByName(others)
+
+    def _no_duplicates(self) -> None:
+        from pyspark.sql import functions as F
+
+        fresh = F.max(F.col(OLD).isNull().cast("int")).alias("fresh")
+        twice = (
+            self.state.groupBy(*[_q(k) for k in self.match])
+            .agg(F.count(F.lit(1)).alias("n"), fresh)
+            .where("n > 1 AND fresh = 1")
+            .limit(1)
+            .collect()
+        )
+        if twice:
+            key = "-".join(str(twice[0][k]) for k in self.match)
+            raise DuplicateKeyError(
+                f"Duplicate entry '{key}' for key 'PRIMARY' of table '{self.rec.name}': "
+                "INSERT IGNORE, REPLACE or ON DUPLICATE KEY UPDATE say what a duplicate does"
+            )
+
+
+def changed_tables(statements: Sequence[ProcedureStatement]) -> tuple[str, ...]:
+    """The tables a body's DELETE or UPDATE statements change, in order."""
+    return tuple(dict.fromkeys(s.table for s in statements if s.change))
+
+
+def check_change(statement: ProcedureStatement, rec: TableRecord, where: str) -> None:
+    """ConfigError for what a DELETE or UPDATE cannot do to ``rec`` here."""
+    keys = match_columns(rec)
+    if keys == tuple(rec.schema.names):
+        maps = [f.name for f in rec.schema if pa.types.is_map(f.type)]
+        if maps:
+            raise ConfigError(
+                f"{where}: {statement.change.upper()} of table '{rec.name}', which has no "
+                f"PRIMARY KEY and a MAP column ('{maps[0]}'), is not supported: its rows are "
+                "found by their values, and a MAP has no equality"
+            )
+    earlier: set[str] = set()
+    for column, expr in statement.assign:
+        what = f"{where}: UPDATE … SET {column}"
+        if column not in rec.schema.names:
+            raise ConfigError(f"{what}: table '{rec.name}' has no column '{column}'")
+        if column in rec.computed:
+            raise ConfigError(f"{what}: a computed column takes no value")
+        if column in keys and keys != tuple(rec.schema.names):
+            raise ConfigError(f"{what}: a row's PRIMARY KEY does not change here")
+        read = {
+            t.text.lower()
+            for t in _tokens(translate(expr))
+            if t.token_type in (TokenType.VAR, TokenType.IDENTIFIER)
+        }
+        if read & earlier:
+            raise ConfigError(
+                f"{what}: the expression reads '{sorted(read & earlier)[0]}', which an "
+                "earlier assignment of this SET changes; MySQL would read the new value, "
+                "here every assignment reads the row as it was (split the SET in two)"
+            )
+        earlier.add(column.lower())

@@ -1,0 +1,213 @@
+"""DELETE and UPDATE in a pipeline procedure's body, as SingleStore runs them: each statement
+sees what the earlier ones left, a NULL condition does not hold, a row UPDATE sets must fit
+its table, and all of a batch's changes are committed with the batch (the crash test in
+``test_procedures.py`` counts an UPDATEd total exactly once across kills)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from sparkpipes.errors import SparkpipesError
+from sparkpipes.frontends.singlestore.executor import SqlSession
+
+TABLES = """
+CREATE TABLE latest (id BIGINT NOT NULL, v TEXT, seen INT DEFAULT 0, PRIMARY KEY (id));
+CREATE TABLE totals (name TEXT NOT NULL, n BIGINT, changed DATETIME(6) ON UPDATE CURRENT_TIMESTAMP,
+  PRIMARY KEY (name));
+CREATE TABLE loose (id BIGINT, tag TEXT);
+CREATE TABLE audit (batch_rows BIGINT, latest_rows BIGINT, loose_rows BIGINT);
+INSERT INTO totals (name, n) VALUES ('rows', 0), ('deleted', 0), ('untouched', 7);
+INSERT INTO loose VALUES (1, 'a'), (1, 'a'), (2, 'b'), (3, NULL);
+"""
+
+# The batch holds (id, v, gone): a row with gone = 1 deletes its id; the others replace
+# their id's row, counting how often each id was seen; ``loose`` (no key) loses rows by
+# value, and ``audit`` reads the tables as the earlier statements left them.
+BODY = """
+CREATE PROCEDURE apply_batch(batch QUERY(id BIGINT, v TEXT, gone INT)) AS
+DECLARE
+  before_count BIGINT = (SELECT count(*) FROM latest);
+BEGIN
+  UPDATE totals SET n = n + (SELECT count(*) FROM latest l WHERE l.id IN
+    (SELECT id FROM batch WHERE gone = 1)) WHERE name = 'deleted';
+  DELETE FROM latest WHERE id IN (SELECT id FROM batch WHERE gone = 1);
+  UPDATE latest AS l SET seen = seen + 1, v = (SELECT max(b.v) FROM batch b WHERE b.id = l.id)
+    WHERE EXISTS (SELECT 1 FROM batch b WHERE b.id = l.id AND b.gone = 0);
+  INSERT INTO latest (id, v, seen)
+    SELECT id, max(v), 1 FROM batch
+    WHERE gone = 0 AND id NOT IN (SELECT id FROM latest) GROUP BY id;
+  UPDATE totals SET n = n + (SELECT count(*) FROM batch) WHERE name = 'rows';
+  DELETE FROM loose WHERE tag = (SELECT min(v) FROM batch);
+  UPDATE loose SET tag = 'seen' WHERE id = 3;
+  INSERT INTO audit SELECT (SELECT count(*) FROM batch), (SELECT count(*) FROM latest),
+    (SELECT count(*) FROM loose);
+END
+"""
+
+
+def _feed(path, name: str, rows) -> None:
+    lines = [json.dumps({"id": i, "v": v, "gone": g}) for i, v, g in rows]
+    (path / name).write_text("\n".join(lines) + "\n")
+
+
+def _table(sql: SqlSession, query: str):
+    return sorted(sql.execute(query)[0].rows, key=repr)
+
+
+def test_delete_and_update_in_a_body_change_tables_as_singlestore_does(engine, tmp_path):
+    sql = SqlSession(engine)
+    sql.execute(TABLES + BODY)
+    data = tmp_path / "data"
+    data.mkdir()
+    _feed(data, "a.json", [(1, "a", 0), (2, "b", 0), (3, "c", 0), (2, "z", 0)])
+    sql.execute(
+        f"CREATE PIPELINE p AS LOAD DATA FS '{data}/*.json' INTO PROCEDURE apply_batch FORMAT JSON"
+    )
+    engine.run_batches("p", 5, until_idle=True)
+    assert _table(sql, "SELECT id, v, seen FROM latest") == [(1, "a", 1), (2, "z", 1), (3, "c", 1)]
+    # ``loose`` has no key: both equal rows (1, 'a') go; the NULL tag is set
+    assert _table(sql, "SELECT id, tag FROM loose") == [(2, "b"), (3, "seen")]
+    # the audit row reads latest and loose as the statements before it left them
+    assert _table(sql, "SELECT * FROM audit") == [(4, 3, 2)]
+
+    _feed(data, "b.json", [(2, "x", 0), (3, None, 1), (4, "d", 0)])
+    engine.run_batches("p", 5, until_idle=True)
+    assert _table(sql, "SELECT id, v, seen FROM latest") == [(1, "a", 1), (2, "x", 2), (4, "d", 1)]
+    totals = {r[0]: r[1:] for r in sql.execute("SELECT name, n, changed FROM totals")[0].rows}
+    assert totals["rows"][0] == 7 and totals["deleted"][0] == 1
+    # ON UPDATE CURRENT_TIMESTAMP: set when a value changed, never on an untouched row
+    assert totals["rows"][1] is not None and totals["untouched"] == (7, None)
+    # ``tag = min(v)`` is ``tag = 'd'`` this time: no row of ``loose`` goes
+    assert _table(sql, "SELECT id, tag FROM loose") == [(2, "b"), (3, "seen")]
+    assert _table(sql, "SELECT * FROM audit") == [(3, 3, 2), (4, 3, 2)]
+
+
+def test_a_null_condition_deletes_nothing(engine, tmp_path):
+    sql = SqlSession(engine)
+    sql.execute(
+        "CREATE TABLE t (id BIGINT, tag TEXT);"
+        "INSERT INTO t VALUES (1, NULL), (2, 'b');"
+        "CREATE TABLE seen (n BIGINT);"
+        "CREATE PROCEDURE p(batch QUERY(id BIGINT)) AS BEGIN "
+        "DELETE FROM t WHERE tag <> 'b'; INSERT INTO seen SELECT count(*) FROM batch; END"
+    )
+    (tmp_path / "a.json").write_text('{"id": 1}\n')
+    sql.execute(
+        f"CREATE PIPELINE q AS LOAD DATA FS '{tmp_path}/*.json' INTO PROCEDURE p FORMAT JSON"
+    )
+    engine.run_batches("q", 2, until_idle=True)
+    assert _table(sql, "SELECT * FROM t") == [(1, None), (2, "b")]
+
+
+def test_an_update_that_breaks_a_constraint_fails_the_batch_naming_its_line(engine, tmp_path):
+    sql = SqlSession(engine)
+    sql.execute(
+        "CREATE TABLE t (id BIGINT, tag TEXT NOT NULL, PRIMARY KEY (id));"
+        "INSERT INTO t VALUES (1, 'a');"
+        "CREATE PROCEDURE p(batch QUERY(id BIGINT)) AS\nBEGIN\n"
+        "UPDATE t SET tag = NULL WHERE id IN (SELECT id FROM batch);\nEND"
+    )
+    (tmp_path / "a.json").write_text('{"id": 1}\n')
+    sql.execute(
+        f"CREATE PIPELINE q AS LOAD DATA FS '{tmp_path}/*.json' MAX_RETRIES_PER_BATCH_PARTITION 0 "
+        "INTO PROCEDURE p FORMAT JSON"
+    )
+    with pytest.raises(SparkpipesError) as e:
+        engine.run_batch("q")
+    assert "procedure 'p', line 3" in str(e.value) and "'tag' is NOT NULL" in str(e.value)
+    assert _table(sql, "SELECT * FROM t") == [(1, "a")]
+
+
+def test_a_plain_insert_of_a_key_the_table_holds_fails_the_batch(engine, tmp_path):
+    """SingleStore's INSERT into a table with a PRIMARY KEY: ``Duplicate entry``; a body
+    that DELETEs the key first inserts it again."""
+    sql = SqlSession(engine)
+    sql.execute(
+        "CREATE TABLE t (id BIGINT, v TEXT, PRIMARY KEY (id)); INSERT INTO t VALUES (1, 'old');"
+        "CREATE TABLE u (id BIGINT, v TEXT, PRIMARY KEY (id)); INSERT INTO u VALUES (1, 'old');"
+        "CREATE PROCEDURE plain(batch QUERY(id BIGINT, v TEXT)) AS BEGIN "
+        "INSERT INTO t SELECT id, v FROM batch; END;"
+        "CREATE PROCEDURE again(batch QUERY(id BIGINT, v TEXT)) AS BEGIN "
+        "DELETE FROM u WHERE id IN (SELECT id FROM batch); INSERT INTO u SELECT id, v FROM batch;"
+        " END"
+    )
+    (tmp_path / "a.json").write_text('{"id": 1, "v": "new"}\n')
+    for name, proc in (("q1", "plain"), ("q2", "again")):
+        sql.execute(
+            f"CREATE PIPELINE {name} AS LOAD DATA FS '{tmp_path}/*.json' "
+            f"MAX_RETRIES_PER_BATCH_PARTITION 0 INTO PROCEDURE {proc} FORMAT JSON"
+        )
+    with pytest.raises(SparkpipesError, match="Duplicate entry '1' for key 'PRIMARY'"):
+        engine.run_batch("q1")
+    assert _table(sql, "SELECT * FROM t") == [(1, "old")]
+    engine.run_batches("q2", 2, until_idle=True)
+    assert _table(sql, "SELECT * FROM u") == [(1, "new")]
+
+
+@pytest.mark.parametrize(
+    ("statement", "error"),
+    [
+        ("UPDATE t SET id = 2", "a row's PRIMARY KEY does not change here"),
+        ("UPDATE t SET nope = 2", "table 't' has no column 'nope'"),
+        ("UPDATE t SET v = 'x', w = v", "reads 'v', which an earlier assignment of this SET"),
+        ("DELETE FROM missing", "table 'missing' does not exist"),
+        (
+            "REPLACE INTO t SELECT id, 'a', 'b' FROM batch; INSERT IGNORE INTO t SELECT id, "
+            "'a', 'b' FROM batch",
+            "one way",
+        ),
+        ("DELETE u FROM t JOIN u", "deleting from the joined one is not supported yet"),
+    ],
+)
+def test_changes_a_body_cannot_make_are_refused_when_it_is_created(engine, statement, error):
+    sql = SqlSession(engine)
+    sql.execute("CREATE TABLE t (id BIGINT, v TEXT, w TEXT, PRIMARY KEY (id))")
+    with pytest.raises(SparkpipesError, match=error):
+        sql.execute(f"CREATE PROCEDURE p(batch QUERY(id BIGINT)) AS BEGIN {statement}; END")
+
+
+def test_every_kind_of_write_to_one_table_in_statement_order(engine, tmp_path):
+    """A table the body DELETEs from takes ON DUPLICATE KEY UPDATE, REPLACE and INSERT
+    IGNORE too, each meeting the table as the statements before it left it: a key deleted
+    by one statement is new to the next."""
+    sql = SqlSession(engine)
+    sql.execute(
+        "CREATE TABLE state (id BIGINT, seq INT, v TEXT, n INT, PRIMARY KEY (id));"
+        "CREATE PROCEDURE keep(batch QUERY(id BIGINT, seq INT, v TEXT)) AS BEGIN "
+        "INSERT INTO state SELECT id, seq, v, 1 FROM batch WHERE v <> 'gone' "
+        "ON DUPLICATE KEY UPDATE v = IF(VALUES(seq) > seq, VALUES(v), v), "
+        "seq = GREATEST(seq, VALUES(seq)), n = n + 1;"
+        "DELETE state FROM state JOIN batch WHERE state.id = batch.id AND batch.v = 'gone';"
+        "REPLACE INTO state SELECT id + 100, seq, v, 0 FROM batch WHERE v = 'copy';"
+        "INSERT IGNORE INTO state SELECT id, 0, 'ignored', 0 FROM batch; END"
+    )
+    data = tmp_path / "data"
+    data.mkdir()
+    rows = [(1, 1, "a"), (2, 1, "b"), (1, 2, "c"), (3, 1, "copy")]
+    (data / "a.json").write_text(
+        "".join(json.dumps({"id": i, "seq": q, "v": v}) + "\n" for i, q, v in rows)
+    )
+    sql.execute(
+        f"CREATE PIPELINE p AS LOAD DATA FS '{data}/*.json' INTO PROCEDURE keep FORMAT JSON"
+    )
+    engine.run_batches("p", 5, until_idle=True)
+    assert _table(sql, "SELECT * FROM state") == [
+        (1, 2, "c", 2),
+        (103, 1, "copy", 0),
+        (2, 1, "b", 1),
+        (3, 1, "copy", 1),
+    ]
+    rows = [(2, 0, "gone"), (1, 1, "old"), (4, 1, "d")]
+    (data / "b.json").write_text(
+        "".join(json.dumps({"id": i, "seq": q, "v": v}) + "\n" for i, q, v in rows)
+    )
+    engine.run_batches("p", 5, until_idle=True)
+    assert _table(sql, "SELECT * FROM state") == [
+        (1, 2, "c", 3),
+        (103, 1, "copy", 0),
+        (2, 0, "ignored", 0),
+        (3, 1, "copy", 1),
+        (4, 1, "d", 1),
+    ]
