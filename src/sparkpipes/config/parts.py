@@ -291,14 +291,28 @@ class FormatSpec:
 
 
 @dataclass(frozen=True)
+class FunctionCall:
+    """A column computed before ``SET`` and ``WHERE``: the vectorized function ``function``
+    (a name in the engine's registry of Arrow functions, never code) of the Spark SQL
+    ``args``. It is how a front end computes what Spark SQL cannot (Pinot's geometry
+    bytes); ``SET`` / ``WHERE`` read the result as the column ``column``."""
+
+    column: str
+    function: str
+    args: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class TransformSpec:
-    """Ingest-time SQL of the pipeline: ``SET col = expr`` and ``WHERE cond``."""
+    """Ingest-time SQL of the pipeline: ``SET col = expr`` and ``WHERE cond``, over the
+    record's variables and the ``functions`` computed first, in order."""
 
     assignments: tuple[tuple[str, str], ...] = ()
     where: str | None = None
+    functions: tuple[FunctionCall, ...] = ()
 
     def __bool__(self) -> bool:
-        return bool(self.assignments or self.where)
+        return bool(self.assignments or self.where or self.functions)
 
 
 @dataclass(frozen=True)

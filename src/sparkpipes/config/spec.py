@@ -48,6 +48,7 @@ from sparkpipes.config.parts import (
     CsvOptions,
     FieldMapping,
     FormatSpec,
+    FunctionCall,
     RecordProgram,
     SinkSpec,
     SourceSpec,
@@ -103,6 +104,13 @@ class PipelineSpec:
         else:
             del d["format"]["options"]  # as stored before it existed
         d["transform"]["assignments"] = [list(a) for a in self.transform.assignments]
+        if self.transform.functions:
+            d["transform"]["functions"] = [
+                {"column": f.column, "function": f.function, "args": list(f.args)}
+                for f in self.transform.functions
+            ]
+        else:
+            del d["transform"]["functions"]  # as stored before they existed
         if self.source.hints:
             d["source"]["hints"] = list(self.source.hints)
         else:
@@ -170,6 +178,10 @@ class PipelineSpec:
             fmt["program"] = RecordProgram(**fmt["program"])
         tr = parts["transform"]
         tr["assignments"] = tuple((str(c), str(e)) for c, e in tr.get("assignments", ()))
+        tr["functions"] = tuple(
+            FunctionCall(str(f["column"]), str(f["function"]), tuple(str(a) for a in f["args"]))
+            for f in tr.get("functions", ())
+        )
         sink = parts["sink"]
         sink["update"] = tuple((str(c), str(e)) for c, e in sink.get("update", ()))
         return cls(name=name, **{k: _COMPONENTS[k](**v) for k, v in parts.items()})

@@ -324,7 +324,9 @@ class AlterTable:
             for i, c in enumerate(PROVENANCE)
             if c not in load.names
         ]
-        t = Transform(spec.transform.assignments, spec.transform.where)
+        t = Transform(
+            spec.transform.assignments, spec.transform.where, functions=spec.transform.functions
+        )
         why = self._unresolved(rec.schema, t, pa.schema([*load, *extra]))
         return None if why is None else f"would fail in its SET / WHERE: {why}"
 

@@ -99,6 +99,7 @@ NEEDS: dict[tuple[str, str], Need] = {
     ("POST", "/tables/validate"): _db("SHOW PIPELINE"),
     ("GET", "/tables"): _db("SHOW PIPELINE"),
     ("GET", "/tables/{name}"): _db("SHOW PIPELINE"),
+    ("GET", "/tables/{name}/schema"): _db("SHOW PIPELINE"),
     ("DELETE", "/tables/{name}"): _db("DROP", "DROP PIPELINE"),
     # the console
     ("GET", "/"): ANY,

@@ -1,5 +1,5 @@
-"""The HTTP API of ``sparkpipes serve`` (``/api/…``) and Pinot's query endpoint
-(``POST /query/sql``): pipelines (list, detail, create from SQL, start, stop, offsets),
+"""The HTTP API of ``sparkpipes serve`` (``/api/…``; Pinot's ``POST /query/sql`` is
+``server.pinot_query``): pipelines (list, detail, create from SQL, start, stop, offsets),
 batches, errors, files, tables with their schema and row counts, variables, and SQL.
 
 Reads come from the catalog and the tables' snapshots and never wait for a running batch.
@@ -51,10 +51,6 @@ class Sql(BaseModel):
 
 class Script(BaseModel):
     sql: str = Field(min_length=1, description="statements in the SingleStore dialect")
-
-
-class PinotQuery(BaseModel):
-    sql: str = Field(min_length=1)
 
 
 class Offsets(BaseModel):
@@ -363,31 +359,3 @@ def table_detail(engine: Engine, name: str) -> dict[str, Any]:
     for key in ("last_compaction", "last_vacuum"):
         out[key] = _json(status[key])
     return out
-
-
-def pinot_router(engine: Engine) -> APIRouter:
-    """``POST /query/sql``: Pinot's broker query endpoint and answer shape."""
-    r = APIRouter(responses={400: ERRORS[400]})
-
-    @r.post("/query/sql")
-    def pinot_query(request: Request, body: PinotQuery) -> dict[str, Any]:
-        started = time.perf_counter()
-        try:
-            out = run_sql(engine, body.sql, MAX_ROWS, user_of(request))
-        except Exception as e:  # answered as Pinot's broker does: in its exceptions list
-            return {
-                "exceptions": [{"errorCode": 150, "message": str(unexpected(e))}],
-                "resultTable": None,
-                "timeUsedMs": round((time.perf_counter() - started) * 1000),
-            }
-        return {
-            "resultTable": {
-                "dataSchema": {"columnNames": out["columns"], "columnDataTypes": out["types"]},
-                "rows": out["rows"],
-            },
-            "exceptions": [],
-            "numRowsResultSet": len(out["rows"]),
-            "timeUsedMs": round(out["time_ms"]),
-        }
-
-    return r

@@ -1,7 +1,8 @@
 """The FastAPI app of ``sparkpipes serve``; :func:`create_app` mounts every part on one
 engine. Errors are JSON with the sparkpipes message and never a stack trace, shaped as
 each API's own clients expect: Kafka Connect's ``{"error_code", "message"}``, Pinot's
-``{"code", "error"}`` under ``/schemas`` and ``/tables``. Over-deep input — a JSON body or
+``{"code", "error"}`` under ``/schemas`` and ``/tables``, Pinot's broker answer (its
+``exceptions``) under ``/query``. Over-deep input — a JSON body or
 SQL nested deeper than Python or Spark's JVM can follow — is a 400 that says so."""
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from starlette.requests import ClientDisconnect
 from sparkpipes.errors import (
     SparkpipesError,
 )
-from sparkpipes.server import api, auth, connect, console, pinot
+from sparkpipes.server import api, auth, connect, console, pinot, pinot_query
 from sparkpipes.server.access import guard
 from sparkpipes.server.errors import error_body, status_of, unexpected
 from sparkpipes.server.pinot import PATHS
@@ -105,7 +106,7 @@ def create_app(
     app.include_router(connect.router(engine, run=run))
     app.include_router(pinot.router(engine, run=run))
     app.include_router(api.router(engine, run=run))
-    app.include_router(api.pinot_router(engine))
+    app.include_router(pinot_query.router(engine))
     app.include_router(console.router(engine, run=run))
     # added last, so it runs first: nothing else happens for a foreign Host or Origin
     app.add_middleware(Guard, hosts=hosts or Hosts.of("127.0.0.1"), error=_error)
@@ -128,4 +129,6 @@ def _error(
         return JSONResponse({"error": body}, status_code=code)
     if path.startswith(PATHS):
         return JSONResponse({"code": code, "error": message}, status_code=code)
+    if path.startswith(pinot_query.PATHS):
+        return JSONResponse(pinot_query.failure(code, message), status_code=code)
     return JSONResponse({"error_code": code, "message": message}, status_code=code)

@@ -27,6 +27,12 @@ SOURCES.register("hdfs", "sparkpipes.sources.stores:HdfsSource")
 SOURCES.plan("gcs", "object stores supported: FS, S3, AZURE and HDFS; GCS is not yet")
 SOURCES.register("stream", "sparkpipes.sources.plugin:PluginSource")
 SOURCES.register("kafkaconnect", "sparkpipes.sources.connect.source:KafkaConnectSource")
+#: Kinesis records as payloads (Pinot's ``streamType: kinesis``); not named ``kinesis``,
+#: which SQL's ``LOAD DATA KINESIS`` would reach: SingleStore reads Kinesis through a
+#: Kafka Connect connector, and its users are pointed there
+SOURCES.register(
+    "kinesis.records", "sparkpipes.sources.kinesis:KinesisSource", install_hint="pip install boto3"
+)
 SOURCES.plan(
     "kinesis",
     "read Kinesis with LOAD DATA KAFKACONNECT and connector.class "

@@ -100,6 +100,9 @@ ISOLATION_LEVELS = {"read_committed", "read_uncommitted"}
 #: the source's own option (no client key): hand over each record's key, headers and
 #: timestamp with its payload (Pinot's ``metadata.populate``)
 RECORD_METADATA = "record.metadata"
+#: the source's own option (no client key): read only these partitions of the topic, a
+#: list of partition ids (or their text, ``"0,2,5"``); Pinot's ``stream.kafka.partition.ids``
+PARTITIONS = "partitions"
 
 #: why a password in the broker list is refused, and what to write instead
 NO_USERINFO = (
@@ -130,6 +133,28 @@ def _str_config(config: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
+def _partition_ids(value: Any) -> tuple[int, ...] | None:
+    """The ``partitions`` option: a list of partition ids, or their comma-separated text;
+    None (every partition) when not given."""
+    if value is None:
+        return None
+    items = value.split(",") if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple)):
+        raise ConfigError(f"Kafka option '{PARTITIONS}' must be a list of partition ids")
+    ids = set()
+    for item in items:
+        text = str(item).strip() if not isinstance(item, bool) else ""
+        if not text.isdigit():
+            raise ConfigError(
+                f"Kafka option '{PARTITIONS}' must be a list of partition ids (whole numbers "
+                f"of at least 0), got {item!r}"
+            )
+        ids.add(int(text))
+    if not ids:
+        raise ConfigError(f"Kafka option '{PARTITIONS}' names no partition")
+    return tuple(sorted(ids))
+
+
 class KafkaSource(Source):
     name = "kafka"
     position_type = pa.int64()
@@ -150,6 +175,8 @@ class KafkaSource(Source):
             raise ConfigError(f"Kafka option '{RECORD_METADATA}' must be true or false")
         #: keys, headers and timestamps are fetched with the payloads
         self.record_metadata = metadata
+        #: the partitions read (sorted), or None: every partition of the topic
+        self.only: tuple[int, ...] | None = _partition_ids(config.pop(PARTITIONS, None))
         for key in config:
             if key in FORBIDDEN:
                 raise ConfigError(f"Kafka option '{key}' is not allowed: {FORBIDDEN[key]}")
@@ -231,7 +258,10 @@ class KafkaSource(Source):
         return meta.end(partition)
 
     def describe(self) -> Mapping[str, Any]:
-        return {"source": "kafka", "servers": self.servers, "topic": self.topic}
+        out: dict[str, Any] = {"source": "kafka", "servers": self.servers, "topic": self.topic}
+        if self.only is not None:
+            out[PARTITIONS] = list(self.only)
+        return out
 
     def label(self) -> str:
         return f"topic '{self.topic}'"

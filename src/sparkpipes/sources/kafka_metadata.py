@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from sparkpipes.errors import SourceError
+from sparkpipes.errors import ConfigError, SourceError
 from sparkpipes.sources.base import MetadataProvider
 from sparkpipes.sources.kafka_client import ERR_PARTITION_EOF, T, Watch, new_consumer, wait_for
 
@@ -44,7 +44,17 @@ class KafkaMetadata(MetadataProvider):
             )
         if topic.error is not None:
             raise SourceError(f"Kafka topic '{self.source.topic}': {topic.error.str()}")
-        return [str(p) for p in sorted(topic.partitions)]
+        only = self.source.only
+        if only is None:
+            return [str(p) for p in sorted(topic.partitions)]
+        missing = [p for p in only if p not in topic.partitions]
+        if missing:
+            raise ConfigError(
+                f"Kafka topic '{self.source.topic}' has no partition "
+                f"{', '.join(map(str, missing))} (option 'partitions'); its partitions are "
+                f"{', '.join(map(str, sorted(topic.partitions)))}"
+            )
+        return [str(p) for p in only]
 
     def _watermarks(self, partition: str) -> tuple[int, int]:
         from confluent_kafka import TopicPartition

@@ -275,6 +275,7 @@ def assemble(
         tuple(table.computed.items()),
         tuple(table.defaults.items()),
         table.rules,
+        spec.transform.functions,
     )
     write = write_mode(spec, table)
     upserts = write != "append"

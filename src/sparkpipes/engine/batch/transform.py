@@ -1,4 +1,5 @@
-"""Ingest-time SQL: a pipeline's ``SET`` and ``WHERE`` and a table's computed columns.
+"""Ingest-time SQL: a pipeline's ``SET`` and ``WHERE`` and a table's computed columns
+(and the columns front ends have computed first by named Arrow functions, ``functions``).
 
 They are Spark SQL expressions (in the SingleStore dialect, translated by
 ``sparkpipes.engine.sql.dialect``), so they run in Spark, not in the decoding tasks: when a
@@ -15,6 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from sparkpipes.config.parts import FunctionCall
 from sparkpipes.config.tables import Choices, ColumnDefault, ValueRules
 from sparkpipes.engine.batch.contract import ErrorRecord
 from sparkpipes.engine.batch.generated import Generated
@@ -23,6 +25,7 @@ from sparkpipes.engine.sql.dialect import translate
 from sparkpipes.engine.sql.sandbox import check_expression
 from sparkpipes.errors import ConfigError, DecodeError
 from sparkpipes.formats.geography import normalize
+from sparkpipes.formats.geometry.functions import FUNCTIONS as ARROW_FUNCTIONS
 
 
 @dataclass(frozen=True)
@@ -36,13 +39,16 @@ class Transform:
     defaults: tuple[tuple[str, ColumnDefault], ...] = ()
     #: ENUM / SET members, GEOGRAPHY shapes and VECTOR sizes the table's values follow
     rules: ValueRules = field(default_factory=ValueRules)
+    #: columns computed first by named Arrow functions (:func:`computed_by`)
+    functions: tuple[FunctionCall, ...] = ()
 
     def __bool__(self) -> bool:  # defaults and members alone need no Spark: tasks do them
-        return bool(self.assignments or self.where or self.computed)
+        return bool(self.assignments or self.where or self.computed or self.functions)
 
     def expressions(self) -> list[str]:
         """Every expression, as the user wrote it (the sandbox admits each before use)."""
-        out = [e for _, e in self.assignments] + [e for _, e in self.computed]
+        out = [a for f in self.functions for a in f.args]
+        out += [e for _, e in self.assignments] + [e for _, e in self.computed]
         return out + ([self.where] if self.where else [])
 
 
@@ -117,6 +123,25 @@ def _shapes(kind: str, column: str):
     return shapes
 
 
+def computed_by(call: FunctionCall):
+    """The Spark function of ``call``'s Arrow function (``formats.geometry.functions``),
+    run on Arrow batches; an unknown name is a ConfigError."""
+    from pyspark.sql import functions as F
+
+    fn = ARROW_FUNCTIONS.get(call.function)
+    if fn is None:
+        raise ConfigError(
+            f"column '{call.column}' is computed by '{call.function}', which is not one of "
+            f"the engine's functions ({', '.join(ARROW_FUNCTIONS)})"
+        )
+    run = fn.run
+
+    def computed(*columns: pa.Array) -> pa.Array:
+        return run(*columns)
+
+    return F.arrow_udf(computed, fn.returns)
+
+
 def _unless_refused(got):
     """The stored value of a ``_shapes`` result, or a failed job naming why."""
     from pyspark.sql import functions as F
@@ -179,6 +204,9 @@ def apply(
     for text in transform.expressions():
         check_expression(spark, translate(text))
     try:
+        for call in transform.functions:
+            args = [F.expr(translate(a)) for a in call.args]
+            df = df.withColumn(call.column, computed_by(call)(*args))
         if transform.assignments:
             assigned = {c for c, _ in transform.assignments}
             keep = [_q(c) for c in df.columns if c not in assigned]

@@ -133,6 +133,28 @@ NOT_APPLICABLE: dict[str, str] = {
     "streamConfigs.ssl.enabled.protocols": (
         "the JVM's TLS protocol; the Kafka client negotiates its own"
     ),
+    # Kinesis (Pinot's KinesisConfig keys have no stream.kinesis. prefix)
+    "streamConfigs.shardIteratorType": (
+        "Pinot's Kinesis consumer does not read it: a new table reads every shard from its "
+        "start, as here"
+    ),
+    "streamConfigs.stream.kinesis.consumer.prop.auto.offset.reset": (
+        "Pinot's Kinesis metadata provider does not read it: a new table reads every shard "
+        "from its start, as here"
+    ),
+    "streamConfigs.requests_per_second_limit": (
+        "how often Pinot's consumer calls GetRecords on a shard; the rows read are the same"
+    ),
+    **{
+        f"streamConfigs.{k}": "assuming an IAM role, which iamRoleBasedAccessEnabled turns on"
+        for k in (
+            "roleArn",
+            "roleSessionName",
+            "externalId",
+            "sessionDurationSeconds",
+            "asyncSessionUpdateEnabled",
+        )
+    },
     # schema
     "schema.description": "free-form text",
     "schema.tags": "free-form labels",
@@ -148,10 +170,6 @@ NOT_APPLICABLE: dict[str, str] = {
 
 #: refused: each changes what is loaded, and is not implemented; the message says what
 REFUSED: dict[str, str] = {
-    "schema.timeFieldSpec": (
-        "the legacy timeFieldSpec (incoming/outgoing time granularity) is not supported: "
-        "declare the time column in dateTimeFieldSpecs"
-    ),
     "schema.complexFieldSpecs": "complexFieldSpecs (MAP columns) are not supported",
     "fieldSpec.virtualColumnProvider": (
         "a virtual column (virtualColumnProvider) is not supported: its values are made by "
@@ -181,10 +199,6 @@ REFUSED: dict[str, str] = {
     ),
     "upsertConfig.outOfOrderRecordColumn": (
         "outOfOrderRecordColumn (a column marking out-of-order records) is not supported"
-    ),
-    "streamConfigs.stream.*.partition.ids": (
-        "consuming a subset of the topic's partitions (stream.<type>.partition.ids) is not "
-        "supported"
     ),
     "task.MergeRollupTask": (
         "MergeRollupTask with mergeType rollup (aggregating rows of merged segments) is not "

@@ -5,7 +5,8 @@ How Pinot's parts land:
 
 * each schema field is a column, loaded from the record field of the same name;
   ``transformConfigs`` (and a field's own ``transformFunction``) become ``SET`` expressions
-  over the record fields they read (loaded as variables); ``defaultNullValue`` fills a
+  over the record fields they read (loaded as variables), Pinot's geospatial functions in
+  them ``FunctionCall``s computed first; ``defaultNullValue`` fills a
   field the record leaves empty; ``filterConfig`` becomes a ``WHERE`` keeping the rows the
   filter does not drop;
 * ``primaryKeyColumns`` is the table's PRIMARY KEY; ``upsertConfig`` makes the pipeline
@@ -18,7 +19,7 @@ How Pinot's parts land:
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from sparkpipes.config.core import is_metadata_column
@@ -26,6 +27,7 @@ from sparkpipes.config.parts import (
     BatchSpec,
     FieldMapping,
     FormatSpec,
+    FunctionCall,
     SinkSpec,
     SourceSpec,
     TransformSpec,
@@ -34,15 +36,14 @@ from sparkpipes.config.spec import PipelineSpec
 from sparkpipes.config.tables import ColumnSpec, TableKey, TableSpec
 from sparkpipes.errors import ConfigError
 from sparkpipes.frontends.pinot.expr import filter_sql, translate
+from sparkpipes.frontends.pinot.kinesis import source_spec as kinesis_source
 from sparkpipes.frontends.pinot.model import (
     FieldSpec,
     PinotSchema,
     PinotTableConfig,
 )
-
-#: the Kafka source's own option (not a client key) that makes it hand over keys,
-#: headers and timestamps with the payloads
-RECORD_METADATA = "record.metadata"
+from sparkpipes.frontends.pinot.stream import StreamConfig
+from sparkpipes.sources.kafka import PARTITIONS, RECORD_METADATA
 
 
 def pipeline_name(table: str) -> str:
@@ -77,18 +78,23 @@ def lower(
             transforms[f.name] = f.transform
     reads: list[str] = []
     assignments: list[tuple[str, str]] = []
+    calls: dict[str, FunctionCall] = {}
     for col, text in transforms.items():
         expr = translate(text, where=f"transform of column '{col}'")
         reads += expr.fields
+        calls.update((c.column, c) for c in expr.calls)
         sql = expr.sql
         if schema.field(col).ddl_type == "TIMESTAMP" and expr.type in _NUMBERS:
             sql = f"timestamp_millis(CAST({sql} AS BIGINT))"  # Pinot's times are epoch millis
+        if schema.field(col).ddl_type == "STRING" and expr.type == "BINARY":
+            sql = f"lower(hex({sql}))"  # Pinot's BYTES → STRING is hex
         default = _default(schema.field(col))
         assignments.append((col, f"coalesce(({sql}), {default})" if default else sql))
     where = None
     if cfg.filter:
         expr = filter_sql(cfg.filter, where="ingestionConfig.filterConfig.filterFunction")
         reads += expr.fields
+        calls.update((c.column, c) for c in expr.calls)
         where = expr.sql
     mapping: list[FieldMapping] = []
     for f in schema.fields:
@@ -124,24 +130,7 @@ def lower(
         }
     else:
         kind = "json"
-    if stream.stream_type == "kafka":
-        source = SourceSpec(
-            kind="kafka",
-            location=f"{stream.brokers}/{stream.topic}",
-            config={**stream.client, RECORD_METADATA: True}
-            if stream.metadata_populate
-            else dict(stream.client),
-            credentials=dict(stream.secrets),
-            start=stream.start,
-        )
-    else:  # a stream plugin (seed 003)
-        source = SourceSpec(
-            kind="stream",
-            location=f"{stream.stream_type}/{stream.topic}",
-            config={"streamType": stream.stream_type, **stream.plugin},
-            credentials=dict(stream.plugin_secrets),
-            start=stream.start,
-        )
+    source = SOURCES.get(stream.stream_type, _plugin_source)(stream)
     batch = BatchSpec(
         interval_ms=defaults.get("batch_interval_ms") or BatchSpec.interval_ms,
         fetch_timeout_ms=stream.fetch_timeout_ms or BatchSpec.fetch_timeout_ms,
@@ -157,11 +146,43 @@ def lower(
             options=fmt_opts,
             credentials=fmt_creds,
         ),
-        transform=TransformSpec(tuple(assignments), where),
+        transform=TransformSpec(tuple(assignments), where, tuple(calls.values())),
         sink=_sink(schema, cfg),
         batch=batch,
     )
 
+
+def _kafka_source(stream: StreamConfig) -> SourceSpec:
+    config: dict[str, Any] = dict(stream.client)
+    if stream.metadata_populate:
+        config[RECORD_METADATA] = True
+    if stream.partition_ids is not None:
+        config[PARTITIONS] = list(stream.partition_ids)
+    return SourceSpec(
+        kind="kafka",
+        location=f"{stream.brokers}/{stream.topic}",
+        config=config,
+        credentials=dict(stream.secrets),
+        start=stream.start,
+    )
+
+
+def _plugin_source(stream: StreamConfig) -> SourceSpec:
+    """A stream plugin's source (seed 003)."""
+    return SourceSpec(
+        kind="stream",
+        location=f"{stream.stream_type}/{stream.topic}",
+        config={"streamType": stream.stream_type, **stream.plugin},
+        credentials=dict(stream.plugin_secrets),
+        start=stream.start,
+    )
+
+
+#: streamType → the source it reads (any other: a stream plugin)
+SOURCES: dict[str, Callable[[StreamConfig], SourceSpec]] = {
+    "kafka": _kafka_source,
+    "kinesis": kinesis_source,
+}
 
 _NUMBERS = ("BIGINT", "INT", "DOUBLE", "FLOAT", "SMALLINT", "TINYINT")
 
@@ -194,6 +215,8 @@ def _default(f: FieldSpec) -> str | None:
         return None
     if f.data_type == "TIMESTAMP" and isinstance(value, (int, float)):
         one = f"timestamp_millis({int(value)})"
+    elif f.data_type == "BYTES":
+        one = f"unhex({_literal(value)})"  # Pinot reads a BYTES default as hex
     else:
         one = f"CAST({_literal(value)} AS {f.ddl_type if f.single_value else f.ddl_type[6:-1]})"
     return one if f.single_value else f"array({one})"

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +31,7 @@ from sparkpipes.config.core import REDACTED, parse_json_object
 from sparkpipes.errors import ConfigError
 from sparkpipes.frontends.pinot import keys
 from sparkpipes.frontends.pinot.expr import filter_sql, translate
+from sparkpipes.frontends.pinot.kinesis import STREAM_TYPE, load_kinesis
 from sparkpipes.frontends.pinot.problems import Problems, raise_all
 from sparkpipes.frontends.pinot.schema import (  # noqa: F401  (the model's public names)
     DateTimeFormat,
@@ -289,6 +290,34 @@ def local_files(doc: Any) -> list[str]:
     return found
 
 
+def server_logins(doc: Any) -> list[str]:
+    """The JSON paths of a table config's Kinesis stream configs that give no accessKey and
+    secretKey: they read with the AWS default chain, the server's own login — what that
+    needs ``FILE READ`` for, as ``LOAD DATA S3`` without keys does; [] for a config that
+    does not parse."""
+    try:
+        d = parse_json_object(doc, what="the Pinot table config")
+    except ConfigError:
+        return []
+    index = d.get("tableIndexConfig")
+    ingestion = d.get("ingestionConfig")
+    sic = ingestion.get("streamIngestionConfig") if isinstance(ingestion, Mapping) else None
+    maps = sic.get("streamConfigMaps") if isinstance(sic, Mapping) else None
+    found = {
+        f"ingestionConfig.streamIngestionConfig.streamConfigMaps[{i}]": m
+        for i, m in enumerate(maps if isinstance(maps, list) else [])
+    }
+    if isinstance(index, Mapping):
+        found["tableIndexConfig.streamConfigs"] = index.get("streamConfigs")
+    return [
+        path
+        for path, m in found.items()
+        if isinstance(m, Mapping)
+        and str(m.get("streamType", "")).strip() == STREAM_TYPE
+        and not str(m.get("accessKey") or "").strip()
+    ]
+
+
 def _stream(
     index: Mapping[str, Any], ingestion: Mapping[str, Any], table: str, found: Problems
 ) -> StreamConfig | None:
@@ -318,7 +347,7 @@ def _stream(
                 f"several streams into one table ({len(maps)} streamConfigMaps) is not "
                 "supported: give one stream config",
             )
-        return load_stream(maps[0], where + "[0]", table=table, found=found)
+        return _load(maps[0], where + "[0]", table=table, found=found)
     if not isinstance(legacy, dict):
         found.add(
             "tableIndexConfig.streamConfigs",
@@ -327,7 +356,16 @@ def _stream(
             "streamConfigMaps)",
         )
         return None
-    return load_stream(legacy, "tableIndexConfig.streamConfigs", table=table, found=found)
+    return _load(legacy, "tableIndexConfig.streamConfigs", table=table, found=found)
+
+
+#: stream types whose streamConfigs their own module reads (any other: ``load_stream``)
+LOADERS: dict[str, Callable[..., StreamConfig]] = {STREAM_TYPE: load_kinesis}
+
+
+def _load(d: Mapping[str, Any], where: str, *, table: str, found: Problems) -> StreamConfig:
+    loader = LOADERS.get(str(d.get("streamType", "")).strip(), load_stream)
+    return loader(d, where, table=table, found=found)
 
 
 def dumps(doc: Mapping[str, Any]) -> str:

@@ -7,6 +7,9 @@ JSON → STRING (declared JSON), BYTES → BINARY; a multi-value field
 (``singleValueField: false``) is an ARRAY of its type. A record without a value for a
 field stores NULL, or the field's ``defaultNullValue`` when the schema gives one.
 
+The legacy ``timeFieldSpec`` is the dateTime field Pinot makes of it, filled from the
+incoming field when the outgoing one differs (:mod:`~sparkpipes.frontends.pinot.timespec`).
+
 Keys sparkpipes does not read are accepted and reported (``unrecognizedProperties``, see
 :mod:`~sparkpipes.frontends.pinot.keys`); the ones that would change what is loaded are
 refused by name. Every problem of the document is reported at once, at its JSON path.
@@ -22,6 +25,7 @@ from typing import Any
 from sparkpipes.config.core import parse_json_object
 from sparkpipes.errors import ConfigError
 from sparkpipes.frontends.pinot.problems import Problems, raise_all
+from sparkpipes.frontends.pinot.timespec import time_field
 from sparkpipes.frontends.pinot.units import TIME_UNITS_MS
 
 #: Pinot data type → Spark DDL type of the table column
@@ -47,6 +51,7 @@ DATETIME_TYPES = ("INT", "LONG", "STRING", "TIMESTAMP")
 SCHEMA_KEYS = (
     "schemaName",
     *ROLES,
+    "timeFieldSpec",
     "primaryKeyColumns",
     "enableColumnBasedNullHandling",
 )
@@ -173,11 +178,17 @@ def load_schema(doc: str | Mapping[str, Any], problems: Problems | None = None) 
         found.add("schemaName", "the Pinot schema needs a schemaName")
         name = "?"
     fields: list[FieldSpec] = []
+    expected = 0  # field specs given
     for key, role in ROLES.items():
+        if key == "dateTimeFieldSpecs" and "timeFieldSpec" in d:  # Pinot's time column first
+            expected += 1
+            with found.at("timeFieldSpec"):
+                fields.append(_time_field(d["timeFieldSpec"], found))
         specs = d.get(key) or []
         if not isinstance(specs, list):
             found.add(key, f"schema '{name}': {key} must be a list of field specs")
             continue
+        expected += len(specs)
         for i, spec in enumerate(specs):
             with found.at(f"{key}[{i}]"):
                 fields.append(_field(spec, role, f"{key}[{i}]", found))
@@ -196,7 +207,7 @@ def load_schema(doc: str | Mapping[str, Any], problems: Problems | None = None) 
         )
         pk = []
     for c in pk:
-        if c not in seen and len(fields) == sum(len(d.get(k) or []) for k in ROLES):
+        if c not in seen and len(fields) == expected:
             found.add(
                 "primaryKeyColumns",
                 f"schema '{name}': primary key column '{c}' is not a field of the schema",
@@ -204,6 +215,22 @@ def load_schema(doc: str | Mapping[str, Any], problems: Problems | None = None) 
     if problems is None:
         raise_all(found, what=f"the Pinot schema '{name}'")
     return PinotSchema(name, tuple(fields), tuple(pk), d, tuple(found.unrecognized))
+
+
+def _time_field(spec: Any, found: Problems) -> FieldSpec:
+    """The legacy ``timeFieldSpec`` as the dateTime field Pinot makes of it
+    (:mod:`~sparkpipes.frontends.pinot.timespec`)."""
+    t = time_field(spec, found)
+    return FieldSpec(
+        name=t.name,
+        data_type=t.data_type,
+        role="dateTime",
+        default_null=t.default_null,
+        not_null=t.not_null,
+        format=DateTimeFormat.parse(t.format, "timeFieldSpec"),
+        granularity=f"{t.size}:{t.unit}",
+        transform=t.transform,
+    )
 
 
 def _field(spec: Any, role: str, where: str, found: Problems) -> FieldSpec:

@@ -66,6 +66,7 @@ STREAM_KEYS = tuple(
         "connection.timeout.millis",
         "fetch.timeout.millis",
         "metadata.populate",
+        "partition.ids",
     ]
 )
 TOP_KEYS = (
@@ -146,6 +147,8 @@ class StreamConfig:
     #: a decoder of the plugin SPI (``decoder == "stream"``): its Python path and props
     decoder_class: str | None = None
     decoder_props: Mapping[str, str] = field(default_factory=dict)
+    #: the partitions read (``stream.kafka.partition.ids``), sorted; None: all of them
+    partition_ids: tuple[int, ...] | None = None
 
 
 def load_stream(
@@ -285,6 +288,7 @@ def _load_stream(d: Mapping[str, Any], where: str, found: Problems) -> StreamCon
         notes=tuple(notes),
         decoder_class=given.get(p + "decoder.class.name") if decoder == "stream" else None,
         decoder_props=decoder_props,
+        partition_ids=attempt(partition_ids, None, given.get(p + "partition.ids"), p, where),
     )
 
 
@@ -347,6 +351,39 @@ def _plugin_stream(
     )
 
 
+#: the most partitions ``partition.ids`` may name (Pinot's guard against a typo's range)
+MAX_PARTITION_IDS = 10_000
+
+
+def partition_ids(value: str | None, p: str, where: str) -> tuple[int, ...] | None:
+    """``stream.kafka.partition.ids`` as Pinot's ``KafkaPartitionSubsetUtils`` reads it:
+    ids and inclusive ranges, comma-separated (``"0-99,200,300-399"``), deduplicated and
+    sorted, at most 10,000; blank (or only commas) is every partition."""
+    if value is None or not value.strip():
+        return None
+    key = f"{p}partition.ids"
+    ids: set[int] = set()
+    for part in (x.strip() for x in value.split(",")):
+        if not part:
+            continue
+        m = re.fullmatch(r"(\d+)\s*-\s*(\d+)|(\d+)", part)
+        if m is None:
+            raise ConfigError(
+                f"{where}: {key} must be partition ids and ranges (e.g. 0-99,200), got "
+                f"'{value}' ('{part}' is neither)"
+            )
+        low, high = (int(m[1]), int(m[2])) if m[3] is None else (int(m[3]), int(m[3]))
+        if low > high:
+            raise ConfigError(f"{where}: {key}: range start must be <= end in '{part}'")
+        if len(ids) + high - low + 1 > MAX_PARTITION_IDS:
+            raise ConfigError(
+                f"{where}: {key} names more than {MAX_PARTITION_IDS} partitions (as Pinot, "
+                "a guard against a mistyped range)"
+            )
+        ids.update(range(low, high + 1))
+    return tuple(sorted(ids)) if ids else None
+
+
 def _topic(given: Mapping[str, str], p: str, where: str) -> str:
     ctype = given.get(p + "consumer.type", "lowlevel")
     if ctype.lower() in ("highlevel", "high_level"):
@@ -406,7 +443,11 @@ def _decoder_props(given: Mapping[str, str], p: str, decoder: str) -> dict[str, 
 def is_secret_key(key: str) -> bool:
     """Whether a config key's value is (or holds) a secret."""
     k = key.lower()
-    return k.endswith("password") or k.endswith("user.info") or k == "sasl.jaas.config"
+    return (
+        k.endswith("password")
+        or k.endswith("user.info")
+        or k in ("sasl.jaas.config", "accesskey", "secretkey")  # Pinot's Kinesis keys
+    )
 
 
 def _text(v: Any, where: str) -> str:

@@ -277,6 +277,19 @@ class KinesisReader(PartitionReader):
         return err
 
     def poll(self, max_records: int, timeout_s: float) -> Polled:
+        raw, at_end = self.read(max_records, timeout_s)
+        if raw:
+            return Polled([], dict(self._offset), at_end, self._columns(raw))
+        return Polled([], dict(self._offset), at_end=at_end)
+
+    def offset(self) -> dict[str, Any]:
+        """The shard's offset after the records read so far."""
+        return dict(self._offset)
+
+    def read(self, max_records: int, timeout_s: float) -> tuple[list[Mapping[str, Any]], bool]:
+        """GetRecords' records as boto gives them (up to ``max_records``) and whether the
+        shard had nothing after them; :meth:`offset` is then after the last one. Waits up
+        to ``timeout_s`` for the first record."""
         deadline = time.monotonic() + timeout_s
         attempt = 0
         while self._iterator is not None:
@@ -304,14 +317,13 @@ class KinesisReader(PartitionReader):
                 self._offset["ended"] = True
                 self._iterator = None
             if raw:
-                cols = self._columns(raw)
-                return Polled([], dict(self._offset), tip or self._iterator is None, cols)
+                return raw, tip or self._iterator is None
             if self._iterator is None:
                 break
             if behind == 0 or time.monotonic() + EMPTY_PAUSE_S > deadline:
-                return Polled([], dict(self._offset), at_end=behind == 0)
+                return [], behind == 0
             time.sleep(EMPTY_PAUSE_S)
-        return Polled([], dict(self._offset), at_end=True)
+        return [], True
 
     def _shard_closed(self) -> bool:
         """Whether the shard is closed (split or merged): at its tip, it then has nothing

@@ -19,51 +19,21 @@ CORPUS = pathlib.Path(__file__).parents[3] / "corpus" / "pinot"
 ITEMS = {item["id"]: item for item in yaml.safe_load((CORPUS / "index.yaml").read_text())}
 
 NS = "is not supported"
-TIME_FIELD_SPEC = "the legacy timeFieldSpec (incoming/outgoing time granularity) " + NS
-GEO = "Pinot's geospatial functions are not supported"
 COMPLEX = "complexTypeConfig (flattening nested records into columns, unnesting arrays into rows) "
 ROLLUP = "aggregationConfigs (ingestion-time rollup) " + NS
 AGGREGATE_METRICS = "aggregateMetrics (rolling up metrics of rows with equal dimensions"
 HIGH_LEVEL = "consumer.type highlevel " + NS
-PARTITIONS = "consuming a subset of the topic's partitions (stream.<type>.partition.ids) is not"
+METADATA = 'which only "metadata.populate": "true" in the streamConfigs fills'
 #: pair → what its error says, by cause
 GAPS = {
-    # the legacy schema timeFieldSpec
-    "apache-pinot-history/sample-data-airlineStats-realtime-table-config": TIME_FIELD_SPEC,
-    "apache-pinot-history/sample-data-docker-airlineStats-realtime-table-config": TIME_FIELD_SPEC,
-    "apache-pinot-history/sample-data-kafka-2-0-airlineStats-realtime-table-config": TIME_FIELD_SPEC,
-    "apache-pinot/pinot-tools-src-main-resources-conf-sample-realtime-table-config": (
-        TIME_FIELD_SPEC
-    ),
-    # … with Pinot's high-level consumer (removed from Pinot too)
+    # Pinot's high-level consumer (removed from Pinot too)
     "apache-pinot-history/sample-data-kafka-0-9-meetupRsvp-realtime-table-config": HIGH_LEVEL,
     "apache-pinot-history/sample-data-kafka-2-0-meetupRsvp-realtime-table-config": HIGH_LEVEL,
     "apache-pinot-history/sample-data-rsvp-create-table-request": HIGH_LEVEL,
-    # … with aggregateMetrics true (and a LinkedIn-internal consumer factory)
+    # aggregateMetrics true (and a LinkedIn-internal consumer factory)
     "apache-pinot/pinot-controller-memory-estimation-table-config": AGGREGATE_METRICS,
     "apache-pinot/pinot-controller-memory-estimation-table-config-for-upsert": AGGREGATE_METRICS,
     "apache-pinot-history/pinot-tools-memory-estimation-table-config": AGGREGATE_METRICS,
-    # geospatial transform functions
-    "apache-pinot/stream-meetupRsvp-meetupRsvp-realtime-table-config": GEO,
-    "apache-pinot/stream-upsertMeetupRsvp-upsertMeetupRsvp-realtime-table-config": GEO,
-    "apache-pinot/stream-upsertPartialMeetupRsvp-upsertPartialMeetupRsvp-realtime-table-config": (
-        GEO
-    ),
-    "apache-pinot/docker-images-pinot-examples-docker-table-configs-meetupRsvp-realtime-table-config": GEO,
-    "apache-pinot-history/examples-stream-meetupRsvp-kafka-2-0-meetupRsvp-realtime-table-config": (
-        GEO
-    ),
-    "apache-pinot-history/examples-stream-meetupRsvp-kafka-0-9-meetupRsvp-realtime-table-config": (
-        GEO
-    ),
-    "apache-pinot-history/examples-stream-meetupRsvp-upsert-meetupRsvp-realtime-table-config": (
-        GEO
-    ),
-    "apache-pinot-history/examples-stream-meetupRsvp-upsert-partial-meetupRsvp-realtime-table-config": GEO,
-    "pinot-recipes/geospatial-default-config-table": GEO,
-    "pinot-recipes/geospatial-indexing-config-table": GEO,
-    "pinot-recipes/geospatial-config-table-geoindex": GEO,
-    "pinot-recipes/geospatial-config-table": GEO,
     # complexTypeConfig (and the dotted column names it flattens into)
     "apache-pinot/stream-meetupRsvpComplexType-meetupRsvpComplexType-realtime-table-config": (
         COMPLEX + NS
@@ -75,21 +45,23 @@ GAPS = {
     "apache-pinot/stream-dailySales-dailySales-realtime-table-config": ROLLUP,
     "pinpoint/collector-pinot-heatmap-stat-application-realtime-table": ROLLUP,
     "pinpoint/inspector-module-inspector-collector-pinot-inspector-stat-application-realtime-table": ROLLUP,
-    # a subset of the topic's partitions
-    "apache-pinot/stream-fineFoodReviews-part-0-fineFoodReviews-part-0-realtime-table-config": (
-        PARTITIONS
-    ),
-    "apache-pinot/stream-fineFoodReviews-part-1-fineFoodReviews-part-1-realtime-table-config": (
-        PARTITIONS
-    ),
     # stream types without a connector here
-    "apache-pinot/stream-pullRequestMergedEvents-pullRequestMergedEvents-kinesis-realtime-table-config": "streamType 'kinesis' is not supported",
-    "apache-pinot-history/examples-stream-githubEvents-pullRequestMergedEvents-kinesis-realtime-table-config": "streamType 'kinesis' is not supported",
     "pinot-recipes/pulsar-config-table": "streamType 'pulsar' is not supported",
     # decoders
     "pinpoint/exceptiontrace-exceptiontrace-common-pinot-exceptionTrace-realtime-table": (
         "decoder 'org.apache.pinot.plugin.inputformat.clplog.CLPLogMessageDecoder' " + NS
     ),
+    "apache-pinot/pinot-tools-src-main-resources-conf-sample-realtime-table-config": (
+        "decoder 'org.apache.pinot.plugin.stream.kafka.KafkaAvroMessageDecoder' " + NS
+    ),
+    # a schema listing Kafka metadata columns, paired with a config that does not fill them
+    "apache-pinot-history/examples-stream-meetupRsvp-kafka-0-9-meetupRsvp-realtime-table-config": (
+        METADATA
+    ),
+    "apache-pinot-history/examples-stream-meetupRsvp-kafka-2-0-meetupRsvp-realtime-table-config": (
+        METADATA
+    ),
+    "apache-pinot/docker-images-pinot-examples-docker-table-configs-meetupRsvp-realtime-table-config": METADATA,
     # Groovy, refused on purpose (a script runs arbitrary code)
     "pinot-recipes/groovy-transformation-functions-config-table": "Groovy scripts are not supported",
     # not configs as written: Pinot refuses them too

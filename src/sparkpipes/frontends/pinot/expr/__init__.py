@@ -25,12 +25,16 @@ What the SQL reads and returns:
 :data:`FUNCTIONS` lists every function: its name lower-cased without underscores (Pinot
 matches names that way, so ``to_epoch_seconds`` is ``toEpochSeconds``) → its
 :class:`Function` (Pinot's spelling, parameters, argument count, what it returns).
-``Groovy({...}, ...)`` is refused: a Groovy script is arbitrary code.
+``Groovy({...}, ...)`` is refused: a Groovy script is arbitrary code. Pinot's
+geospatial functions are not SQL: they are computed first, as :attr:`PinotExpr.calls`
+(:mod:`.geo`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from sparkpipes.config import FunctionCall
 
 # the function modules register their functions in FUNCTIONS as they are imported, the
 # date and time functions first (FUNCTIONS lists them in that order)
@@ -55,6 +59,9 @@ class PinotExpr:
     fields: tuple[str, ...]
     #: the Spark type of the result where it is known (BIGINT for epoch millis …)
     type: str | None = None
+    #: the columns ``sql`` reads that are computed first (Pinot's geospatial functions,
+    #: :mod:`.geo`), inner calls first
+    calls: tuple[FunctionCall, ...] = ()
 
 
 def translate(expr: str, *, where: str) -> PinotExpr:
@@ -65,8 +72,9 @@ def translate(expr: str, *, where: str) -> PinotExpr:
     number of arguments, an argument a function needs as a literal (a date pattern, a JSON
     type …) given otherwise, and ``Groovy(...)``.
     """
-    node, fields = _Parser(expr, where, "transform").parse()
-    return PinotExpr(node.sql, fields, node.type)
+    parser = _Parser(expr, where, "transform")
+    node, fields = parser.parse()
+    return PinotExpr(node.sql, fields, node.type, tuple(parser.calls.values()))
 
 
 def filter_sql(expr: str, *, where: str) -> PinotExpr:
@@ -76,6 +84,7 @@ def filter_sql(expr: str, *, where: str) -> PinotExpr:
     ``NOT coalesce((<filter>), false)``: a record whose filter is false or NULL is kept.
     Errors as for :func:`translate`.
     """
-    node, fields = _Parser(expr, where, "filter").parse()
+    parser = _Parser(expr, where, "filter")
+    node, fields = parser.parse()
     cond = _as(node, "BOOLEAN").sql
-    return PinotExpr(f"(NOT coalesce(({cond}), false))", fields)
+    return PinotExpr(f"(NOT coalesce(({cond}), false))", fields, None, tuple(parser.calls.values()))

@@ -8,7 +8,9 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
+from sparkpipes.config import FunctionCall
 from sparkpipes.errors import ConfigError
+from sparkpipes.frontends.pinot.expr import geo
 from sparkpipes.frontends.pinot.expr.core import (
     _INTEGRAL,
     _NOT,
@@ -91,6 +93,8 @@ class _Parser:
     def __init__(self, text: str, where: str, kind: str) -> None:
         self.text, self.where, self.kind = text, where, kind
         self.fields: dict[str, None] = {}
+        #: the geospatial calls the expression makes, inner first, each once (``geo``)
+        self.calls: dict[str, FunctionCall] = {}
         if not isinstance(text, str):
             raise self.error(f"the expression must be text, not {type(text).__name__}")
         self.toks = self.tokenize()
@@ -465,11 +469,18 @@ class _Parser:
                 args.append(self.expr())
         self.expect_op(")", f" closing the arguments of {name}")
         fn = FUNCTIONS.get(key)
-        if fn is None and key.startswith("st") and key in _GEOSPATIAL:
+        if fn is None and key in geo.REFUSED:
             raise self.error(
-                f"transform function '{name}' (character {tok.pos + 1}): Pinot's geospatial "
-                "functions are not supported"
+                f"{self.kind} function '{name}' (character {tok.pos + 1}): {name} "
+                f"{geo.REFUSED[key]}"
             )
+        if fn is None and key in geo.GEOSPATIAL:
+            try:
+                node, computed = geo.call(geo.GEOSPATIAL[key], args)
+            except _Fail as e:
+                raise self.error(f"{e} (character {tok.pos + 1})") from None
+            self.calls.setdefault(computed.column, computed)
+            return replace(node, pos=tok.pos)
         if fn is None:
             near = difflib.get_close_matches(key, FUNCTIONS, n=1, cutoff=0.6)
             hint = f"; did you mean '{FUNCTIONS[near[0]].name}'?" if near else ""
@@ -504,27 +515,3 @@ class _Parser:
             "BIG_DECIMAL": "DECIMAL(38,18)",
             "BOOLEAN": "BOOLEAN",
         }.get(kind, "STRING")
-
-
-#: Pinot's geospatial scalar functions (canonical names): refused by name, not "unknown"
-_GEOSPATIAL = frozenset(
-    [
-        "stpoint",
-        "stpolygon",
-        "stgeomfromtext",
-        "stgeogfromtext",
-        "stgeomfromwkb",
-        "stgeogfromwkb",
-        "stastext",
-        "stasbinary",
-        "stgeometrytype",
-        "stdistance",
-        "stcontains",
-        "stequals",
-        "stwithin",
-        "starea",
-        "stgeomfromgeojson",
-        "stgeogfromgeojson",
-        "stasgeojson",
-    ]
-)
