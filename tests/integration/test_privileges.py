@@ -98,6 +98,15 @@ def test_writes_and_ddl_need_their_privileges(served):
     ana.execute("GRANT CREATE, DROP ON * TO bo")
     bo.execute("CREATE TABLE u (a INT); DROP TABLE u")
     assert rows(owner, "SELECT count(*) FROM t") == [(2,)]
+    # DELETE and UPDATE: their own privilege, SELECT to read the rows, and what they read
+    refused(bo, "DELETE FROM t", "DELETE command denied to user 'bo' for table 't'")
+    refused(bo, "UPDATE t SET a = 3", "UPDATE command denied")
+    ana.execute("GRANT DELETE, UPDATE ON t TO bo")
+    refused(bo, "DELETE FROM t WHERE a = 2", "SELECT command denied")
+    ana.execute("GRANT SELECT ON t TO bo")
+    refused(bo, "DELETE FROM t WHERE a IN (SELECT length(s) FROM secret)", "SELECT command")
+    bo.execute("UPDATE t SET a = a + 10 WHERE a = 2")
+    assert sorted(rows(owner, "SELECT a FROM t")) == [(1,), (12,)]
 
 
 def test_pipelines_need_pipeline_privileges_and_lists_show_what_is_held(served, tmp_path):

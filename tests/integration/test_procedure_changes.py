@@ -211,3 +211,35 @@ def test_every_kind_of_write_to_one_table_in_statement_order(engine, tmp_path):
         (3, 1, "copy", 1),
         (4, 1, "d", 1),
     ]
+
+
+def test_delete_and_update_as_statements_of_their_own(engine):
+    """``DELETE`` and ``UPDATE`` run by themselves as in MySQL: ``n rows affected``, a
+    NULL condition does not hold, a row that would break a constraint fails the statement
+    and changes nothing, ``DELETE t FROM t JOIN u`` deletes the rows some row of u joins."""
+    sql = SqlSession(engine)
+    sql.execute(
+        "CREATE TABLE t (id BIGINT, v TEXT NOT NULL, n INT, at DATETIME(6) ON UPDATE "
+        "CURRENT_TIMESTAMP, PRIMARY KEY (id));"
+        "INSERT INTO t (id, v, n) VALUES (1, 'a', 1), (2, 'b', NULL), (3, 'c', 3), (4, 'd', 4);"
+        "CREATE TABLE gone (id BIGINT); INSERT INTO gone VALUES (4), (9);"
+        "CREATE TABLE bag (x INT); INSERT INTO bag VALUES (1), (1), (2)"
+    )
+    (updated,) = sql.execute("UPDATE t SET v = upper(v), n = n * 10 WHERE n > 2")
+    assert updated.message.startswith("Query OK, 2 rows affected")
+    assert _table(sql, "SELECT id, v, n, at IS NULL FROM t") == [
+        (1, "a", 1, True),
+        (2, "b", None, True),
+        (3, "C", 30, False),
+        (4, "D", 40, False),
+    ]
+    with pytest.raises(SparkpipesError, match="'v' is NOT NULL"):
+        sql.execute("UPDATE t SET v = NULL WHERE id = 1")
+    (deleted,) = sql.execute("DELETE FROM t WHERE n < 5")  # NULL < 5 is not true
+    assert deleted.message.startswith("Query OK, 1 row")
+    sql.execute("DELETE t FROM t JOIN gone g ON t.id = g.id")
+    assert _table(sql, "SELECT id FROM t") == [(2,), (3,)]
+    sql.execute("DELETE FROM bag WHERE x = 1")  # no key: equal rows go together
+    assert _table(sql, "SELECT x FROM bag") == [(2,)]
+    with pytest.raises(SparkpipesError, match="PRIMARY KEY does not change"):
+        sql.execute("UPDATE t SET id = 7")

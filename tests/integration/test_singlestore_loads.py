@@ -595,6 +595,31 @@ def test_an_insert_of_a_key_the_table_holds_fails_whole(sql):
         sql("INSERT INTO ik SELECT 1, 'x' ON DUPLICATE KEY UPDATE v = VALUES(v)")
 
 
+def test_a_table_s_one_unique_key_is_its_key(sql, tmp_path):
+    """SingleStore's columnstore tables declare ``UNIQUE KEY pk (…) USING HASH`` and no
+    PRIMARY KEY: a row repeating it is a duplicate key (INSERT fails, a plain pipeline's
+    batch fails, REPLACE replaces by it; NULLs repeat freely, as in MySQL). A UNIQUE KEY
+    beside another key is refused by name, not loaded unenforced."""
+    sql("CREATE TABLE uk (k INT, v TEXT, UNIQUE KEY pk (k) USING HASH, SHARD KEY (k))")
+    sql("INSERT INTO uk VALUES (1, 'a'), (NULL, 'n'), (NULL, 'm')")
+    with pytest.raises(Exception, match="Duplicate entry '1'"):
+        sql("INSERT INTO uk VALUES (1, 'again')")
+    (tmp_path / "a.csv").write_text("1,b\n2,c\n")
+    sql(
+        f"CREATE PIPELINE ukp AS LOAD DATA FS '{tmp_path}/*.csv' REPLACE INTO TABLE uk "
+        "FIELDS TERMINATED BY ','"
+    )
+    sql("START PIPELINE ukp FOREGROUND")
+    assert rows(sql("SELECT k, v FROM uk ORDER BY k, v")) == [
+        (None, "m"),
+        (None, "n"),
+        (1, "b"),
+        (2, "c"),
+    ]
+    with pytest.raises(Exception, match="UNIQUE KEY `u` \\(v\\) beside the PRIMARY KEY"):
+        sql("CREATE TABLE two (k INT PRIMARY KEY, v TEXT, UNIQUE KEY u (v))")
+
+
 def test_on_update_current_timestamp_marks_rows_an_update_changes(sql, tmp_path):
     """``ON UPDATE CURRENT_TIMESTAMP`` (MySQL's rule): an ON DUPLICATE KEY UPDATE that
     changes the stored row sets the column to the time of the update; one that changes

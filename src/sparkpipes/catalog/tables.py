@@ -72,6 +72,18 @@ class TableRecord:
         return int(given.get("AUTO_INCREMENT", 1))
 
     @property
+    def primary_key(self) -> tuple[str, ...]:
+        """The key rows are told apart by: the PRIMARY KEY, else a table's one UNIQUE key
+        (SingleStore's columnstore tables declare ``UNIQUE KEY pk (…)``; there, as in
+        MySQL, a row that repeats it is a duplicate key). Empty: rows are only appended."""
+        keys = self.options.get("keys", [])
+        for kind in ("PRIMARY", "UNIQUE"):
+            found = [k for k in keys if k.get("kind") == kind]
+            if found and (kind == "PRIMARY" or len(found) == 1):
+                return tuple(found[0]["columns"])
+        return ()
+
+    @property
     def on_update(self) -> tuple[str, ...]:
         """``ON UPDATE CURRENT_TIMESTAMP`` columns."""
         return tuple(self.options.get("on_update", ()))

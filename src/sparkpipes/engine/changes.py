@@ -53,14 +53,15 @@ def set_column(i: int) -> str:
     return f"__sp_set{i}"
 
 
-def hit_query(statement: ProcedureStatement) -> str:
-    """A DELETE's or UPDATE's query (the dialect) over its table: every column, whether
-    the condition holds (:data:`HIT`) and each SET value (:func:`set_column`)."""
+def hit_query(statement: ProcedureStatement, source: str | None = None) -> str:
+    """A DELETE's or UPDATE's query (the dialect) over its table's rows (the view named
+    ``source``, by default the table's name): every column, whether the condition holds
+    (:data:`HIT`) and each SET value (:func:`set_column`)."""
     sets = "".join(f", (\n{e}\n) AS {set_column(i)}" for i, (_, e) in enumerate(statement.assign))
     alias = _q(statement.alias or statement.table)
     return (
         f"SELECT *, coalesce((\n{statement.query}\n), FALSE) AS {HIT}{sets} "
-        f"FROM {_q(statement.table)} AS {alias}"
+        f"FROM {_q(source or statement.table)} AS {alias}"
     )
 
 
@@ -71,19 +72,24 @@ def statement_query(statement: ProcedureStatement) -> str:
 
 def match_columns(rec: TableRecord) -> tuple[str, ...]:
     """How the commit finds a changed stored row: its primary key, else all its columns."""
-    for key in rec.options.get("keys", []):
-        if key.get("kind") == "PRIMARY":
-            return tuple(key["columns"])
-    return tuple(rec.schema.names)
+    return rec.primary_key or tuple(rec.schema.names)
 
 
 class ChangedTable:
     """One table's rows through the body's statements (see the module docstring)."""
 
-    def __init__(self, rec: TableRecord, snapshot: Any, fails: Callable[[str], Exception]):
+    def __init__(
+        self,
+        rec: TableRecord,
+        snapshot: Any,
+        fails: Callable[[str], Exception],
+        source: str | None = None,
+    ):
         from pyspark.sql import functions as F
 
         self.rec = rec
+        #: the name a DELETE's or UPDATE's query reads the rows by (:func:`hit_query`)
+        self.source = source
         self.columns = list(rec.schema.names)
         self.match = match_columns(rec)
         self.keyed = self.match != tuple(self.columns)
@@ -145,7 +151,8 @@ class ChangedTable:
         self.inserted = True
 
     def _hits(self, statement: ProcedureStatement, run: Run, views: Mapping[str, Any]):
-        return run(hit_query(statement), statement, {**views, statement.table: self.state})
+        query = hit_query(statement, self.source)
+        return run(query, statement, {**views, statement.table: self.state})
 
     def delete(self, statement: ProcedureStatement, run: Run, views: Mapping[str, Any]) -> None:
         from pyspark.sql import functions as F
@@ -187,10 +194,8 @@ class ChangedTable:
             reason = found[0][REJECT_COLUMN] or (
                 f"column '{next(c for c in rec.not_null if found[0][c] is None)}' is NOT NULL"
             )
-            raise self.fails(
-                f"line {statement.line}: a row UPDATE sets does not fit table '{rec.name}': "
-                f"{reason}"
-            )
+            at = f"line {statement.line}: " if statement.line else ""
+            raise self.fails(f"{at}a row UPDATE sets does not fit table '{rec.name}': {reason}")
         self._become(checked.drop(REJECT_COLUMN, HIT))
 
     def changes(self) -> Any:

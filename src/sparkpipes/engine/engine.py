@@ -260,6 +260,10 @@ class Engine:
     def insert(self, table: str, df, *, ignore: bool = False) -> int:
         return self._tables.insert(table, df, ignore=ignore)
 
+    def change(self, table: str, statement: Any, run: Any, source: str) -> int:
+        """``DELETE`` / ``UPDATE`` of one table (``Tables.change``)."""
+        return self._tables.change(table, statement, run, source)
+
     def tables(self) -> list[str]:
         return self._tables.names()
 

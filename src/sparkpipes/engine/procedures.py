@@ -89,10 +89,11 @@ class Procedures:
                 raise ConfigError(
                     f"{where}: table '{s.table}' has no column(s) {', '.join(unknown)}"
                 )
-            if s.replace and not any(
-                k.get("kind") == "PRIMARY" for k in rec.options.get("keys", [])
-            ):
-                raise ConfigError(f"{where}: REPLACE INTO needs a PRIMARY KEY on table '{s.table}'")
+            if s.replace and not rec.primary_key:
+                raise ConfigError(
+                    f"{where}: REPLACE INTO needs a PRIMARY KEY (or one UNIQUE KEY) on "
+                    f"table '{s.table}'"
+                )
             if s.change:
                 check_change(s, rec, where)
             # a table the body DELETEs from or UPDATEs takes every kind of statement
@@ -226,10 +227,7 @@ class ProcedureBody:
         return out
 
     def primary_key(self, table: str) -> tuple[str, ...]:
-        for key in self.tables[table].options.get("keys", []):
-            if key.get("kind") == "PRIMARY":
-                return tuple(key["columns"])
-        return ()
+        return self.tables[table].primary_key
 
     def variables(self, spark: Any, view: str) -> dict[str, Any]:
         """The body's scalar variables at the start of a batch: each its DECLAREd value."""

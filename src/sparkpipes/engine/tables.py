@@ -12,15 +12,18 @@ import logging
 import os
 import shutil
 import time
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
 from sparkpipes.catalog import TableRecord
 from sparkpipes.config import check_name
+from sparkpipes.config.procedure import ProcedureStatement
 from sparkpipes.config.tables import TableSpec
 from sparkpipes.engine.alter import AlterTable, _key_text
 from sparkpipes.engine.batch.generated import Generated
 from sparkpipes.engine.batch.transform import REJECT_COLUMN, Transform, apply
+from sparkpipes.engine.changes import ChangedTable, Run
 from sparkpipes.engine.runtime import Runtime
 from sparkpipes.engine.schema import to_arrow, to_spark
 from sparkpipes.engine.variables import resolve
@@ -34,7 +37,9 @@ from sparkpipes.errors import (
 from sparkpipes.sinks import DeltaSink
 from sparkpipes.sinks.delta.commits import retrying
 from sparkpipes.sinks.delta.keys import no_duplicates
+from sparkpipes.sinks.delta.upsert import Upsert, change_schema
 from sparkpipes.sinks.frames import write_frame
+from sparkpipes.sinks.parquet import ParquetWriter
 from sparkpipes.util.sparkfiles import read_parquet
 
 log = logging.getLogger("sparkpipes.tables")
@@ -224,9 +229,7 @@ class Tables(AlterTable):
         ids = Generated.of(rec, self.rt.catalog.tables.reserve_ids)
         if ids is not None:
             out = ids.fill(out, ())
-        keys = [
-            c for k in rec.options.get("keys", []) if k["kind"] == "PRIMARY" for c in k["columns"]
-        ]
+        keys = list(rec.primary_key)
         if ignore and keys:
             out = _new_keys(out, self.frame(table), keys)
         files = write_frame(out, sink.table_writer(), "part-insert", rec.name)
@@ -241,6 +244,33 @@ class Tables(AlterTable):
             except DuplicateKeyError:
                 sink.table_writer().remove(files)
                 raise
+        return sum(f.num_records for f in files)
+
+    def change(self, table: str, statement: ProcedureStatement, run: Run, source: str) -> int:
+        """``DELETE`` or ``UPDATE`` (``statement``; ``run`` runs its query, the table's rows
+        registered as ``source``) computed on Spark over the current snapshot and applied
+        in one MERGE (``engine.changes``). Returns the number of rows changed."""
+        rec = self.rt.catalog.tables.get(table)
+        changed = ChangedTable(rec, self.frame(table), ConfigError, source)
+        (changed.delete if statement.change == "delete" else changed.update)(statement, run, {})
+        staged = change_schema(rec.schema, changed.match)
+        scratch = os.path.join(self.rt.warehouse, "_scratch", f"change-{uuid.uuid4().hex}")
+        sink = DeltaSink(
+            rec.location,
+            rec.schema,
+            table,
+            strategy=Upsert(changed.match, "changes"),
+            staged_schema=staged,
+            scratch=scratch,
+            spark=lambda: self.rt.spark,
+        )
+        try:
+            writer = ParquetWriter(scratch, staged, table)
+            files = write_frame(changed.changes(), writer, "part-change", table)
+            if files:
+                sink.apply(files)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
         return sum(f.num_records for f in files)
 
     def frame(self, name: str):

@@ -213,18 +213,16 @@ def write_mode(spec: PipelineSpec, table: TableRecord) -> str:
     cannot happen, so every row is inserted, as SingleStore does)."""
     if spec.sink.write not in ("skip_duplicates", "update", "insert"):
         return spec.sink.write
-    keyed = any(k.get("kind") == "PRIMARY" for k in table.options.get("keys", []))
-    if not keyed:
+    if not table.primary_key:
         return "append"
     return "ignore" if spec.sink.write == "skip_duplicates" else spec.sink.write
 
 
 def primary_key(spec: PipelineSpec, table: TableRecord) -> list[str]:
-    for key in table.options.get("keys", []):
-        if key.get("kind") == "PRIMARY":
-            return list(key["columns"])
+    if table.primary_key:
+        return list(table.primary_key)
     raise ConfigError(
-        f"{spec.sink.write.upper()} INTO TABLE needs a PRIMARY KEY on table "
+        f"{spec.sink.write.upper()} INTO TABLE needs a PRIMARY KEY (or one UNIQUE KEY) on table "
         f"'{table.name}' to know which rows are duplicates",
         pipeline=spec.name,
     )

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from sparkpipes.catalog import BatchState, PipelineState
@@ -35,6 +35,7 @@ from sparkpipes.errors import (
 )
 from sparkpipes.frontends.singlestore import ast as A
 from sparkpipes.frontends.singlestore import quick
+from sparkpipes.frontends.singlestore.dml import DmlStatements
 from sparkpipes.frontends.singlestore.links import LinkStatements
 from sparkpipes.frontends.singlestore.loads import LoadStatements
 from sparkpipes.frontends.singlestore.lower_procedures import to_procedure
@@ -61,7 +62,7 @@ _FILE_URI = re.compile(r"file:[^\s,\]\)]+")
 QUICK_STREAM_ROWS = 10_000
 
 
-class SqlSession(TableStatements, UserStatements, LinkStatements, LoadStatements):
+class SqlSession(TableStatements, UserStatements, LinkStatements, LoadStatements, DmlStatements):
     def __init__(
         self,
         engine: Engine,
@@ -346,42 +347,6 @@ class SqlSession(TableStatements, UserStatements, LinkStatements, LoadStatements
         ]
         return Result(["Variable_name", "Value"], rows)
 
-    def _Insert(self, s: A.Insert) -> Result:
-        if s.replace:
-            raise ConfigError(
-                "REPLACE INTO is supported in the body of a pipeline procedure; a statement "
-                "of its own takes INSERT INTO"
-            )
-        if s.on_duplicate:
-            raise ConfigError(
-                "INSERT … ON DUPLICATE KEY UPDATE is supported in pipelines and in the body "
-                "of a pipeline procedure; a statement of its own is not supported yet"
-            )
-        rec = self.engine.catalog.tables.get(s.table)
-        cols = list(s.columns) or [f.name for f in rec.schema if f.name not in rec.computed]
-        unknown = [c for c in cols if c not in rec.schema.names]
-        if unknown:
-            raise ConfigError(f"table '{s.table}' has no column(s) {', '.join(unknown)}")
-        if s.query is not None:
-            df = self._spark_sql(s.query.text)
-        else:
-            for row in s.rows:
-                if len(row) != len(cols):
-                    raise ConfigError(
-                        f"INSERT gives {len(row)} values for {len(cols)} columns "
-                        f"({', '.join(cols)})"
-                    )
-            values = ", ".join("(" + ", ".join(e.text for e in row) + ")" for row in s.rows)
-            names = ", ".join(f"`c{i}`" for i in range(len(cols)))
-            df = self._spark_sql(f"SELECT * FROM VALUES {values} AS __v({names})")
-        if len(df.columns) != len(cols):
-            raise ConfigError(
-                f"INSERT gives {len(df.columns)} columns for {len(cols)} ({', '.join(cols)})"
-            )
-        df = df.toDF(*cols)
-        with self.statement.running():
-            return ok(self.engine.insert(s.table, df, ignore=s.ignore))
-
     # -- everything else: Spark SQL ---------------------------------------------------
     def _Query(self, s: A.Query) -> Result:
         if quick.usable(self.engine):  # a cold process: no JVM if we can
@@ -481,12 +446,13 @@ class SqlSession(TableStatements, UserStatements, LinkStatements, LoadStatements
             return view.slice(0, 0)
         return view.filter(pc.is_in(view[column], value_set=pa.array(shown, pa.string())))
 
-    def _spark_sql(self, text: str):
+    def _spark_sql(self, text: str, frames: Mapping[str, Any] | None = None):
         """The DataFrame of query ``text``, checked on Spark's parse of the translated text.
         Its information_schema views are its own: registered under names with a suffix of
         this statement's (no other statement can name them, whatever its text hides from
         sqlglot), with the rows its user may see, and dropped once Spark has analyzed the
-        query (the DataFrame holds their rows)."""
+        query (the DataFrame holds their rows). ``frames``: more such views, by the
+        internal names the text gives them (the rows a DELETE or UPDATE changes)."""
         from pyspark.errors import PySparkException
 
         statement = uuid.uuid4().hex
@@ -500,7 +466,8 @@ class SqlSession(TableStatements, UserStatements, LinkStatements, LoadStatements
         identity.assume(spark, self.access.user)
         self._assumed = True
         admitted = check_query(spark, spark_text)
-        self._may_read(admitted.relations, admitted.ctes, internal=views.values())
+        own = [*views.values(), *(frames or {})]
+        self._may_read(admitted.relations, admitted.ctes, internal=own)
         self._explains = admitted.explains
         tables = self.engine.tables()
         for gone in _VIEWS - set(tables):  # dropped since (by this process or another)
@@ -514,6 +481,9 @@ class SqlSession(TableStatements, UserStatements, LinkStatements, LoadStatements
             for view, name in views.items():
                 arrow = self._visible(self.engine.information_schema(view, cache))
                 spark.createDataFrame(arrow).createOrReplaceTempView(name)
+            for name, frame in (frames or {}).items():
+                frame.createOrReplaceTempView(name)
+                views[name] = name  # dropped with the others
             df = spark.sql(spark_text)
             if self.stream:  # read later, maybe on another thread: planned while it names
                 identity.plan(df)  # the user

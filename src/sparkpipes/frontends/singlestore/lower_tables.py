@@ -88,12 +88,33 @@ def table_spec(s: A.CreateTable) -> TableSpec:
         )
     keys = [TableKey(k.kind, tuple(k.columns), k.name, k.using, k.descending) for k in s.keys]
     keys += [TableKey("PRIMARY", (c.name,)) for c in s.columns if c.primary_key]
+    _one_unique_key(keys)
     start = dict(s.options).get("AUTO_INCREMENT")
     if start is not None and not any(c.auto_increment for c in s.columns):
         raise ConfigError("table option AUTO_INCREMENT needs an AUTO_INCREMENT column")
     if start is not None and (not start.isdigit() or int(start) >= 1 << 63):
         raise ConfigError(f"table option AUTO_INCREMENT takes a whole number, not {start}")
     return TableSpec(s.name, tuple(columns), tuple(keys), s.options)
+
+
+def _one_unique_key(keys: list[TableKey]) -> None:
+    """A table enforces one key (``TableRecord.primary_key``): the PRIMARY KEY, or its one
+    UNIQUE KEY. A UNIQUE KEY the primary key does not imply, or a second one, would be
+    accepted and not enforced, so it is refused (a key holding all the primary key's
+    columns is implied by it)."""
+    primary = next((set(k.columns) for k in keys if k.kind == "PRIMARY"), None)
+    unique = [k for k in keys if k.kind == "UNIQUE"]
+    extra = unique if primary is not None else unique[1:]
+    extra = [k for k in extra if primary is None or not primary <= set(k.columns)]
+    if extra:
+        k = extra[0]
+        name = f" {_bq(k.name)}" if k.name else ""
+        raise ConfigError(
+            f"UNIQUE KEY{name} ({', '.join(k.columns)}) beside the "
+            f"{'PRIMARY KEY' if primary is not None else 'first UNIQUE KEY'} is not supported "
+            "yet: a table enforces one key here (the PRIMARY KEY, or its one UNIQUE KEY), "
+            "and rows repeating this one would load"
+        )
 
 
 def create_table_sql(spec: TableSpec) -> str:

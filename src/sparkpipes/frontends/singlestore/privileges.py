@@ -9,6 +9,9 @@ statement                                  needs (on the object named, or wider)
 =========================================  ==========================================
 SELECT, EXPLAIN, DESCRIBE, SHOW CREATE TBL  SELECT on each table read
 INSERT                                     INSERT on the table, SELECT on what it reads
+DELETE / UPDATE                            DELETE / UPDATE on the table, and SELECT on
+                                           it with a WHERE (UPDATE: always) and on what
+                                           else its expressions read
 CREATE TABLE / DROP TABLE                  CREATE / DROP
 ALTER TABLE, OPTIMIZE, VACUUM              ALTER
 CREATE INDEX, DROP INDEX                   INDEX
@@ -135,6 +138,14 @@ def _loads(access: Access, s: A.CreatePipeline, table: str) -> None:
         access.require("SELECT", table)
 
 
+def _changes(access: Access, s: A.Delete | A.Update) -> None:
+    """``DELETE``: DELETE on the table, ``UPDATE``: UPDATE; SELECT too when a condition
+    or an assignment reads its rows, as MySQL asks (what else they read: as a query)."""
+    access.require("DELETE" if isinstance(s, A.Delete) else "UPDATE", s.table)
+    if isinstance(s, A.Update) or s.where is not None or s.join is not None:
+        access.require("SELECT", s.table)
+
+
 def _procedure(privilege: str) -> Rule:
     def rule(access: Access, s: Any) -> None:
         access.require(privilege, s.name, kind="procedure")
@@ -223,6 +234,8 @@ RULES: dict[str, Rule] = {
     "Vacuum": _table("ALTER"),
     "ShowCreateTable": _any_on_table,
     "Insert": _table("INSERT", "table"),
+    "Delete": _changes,
+    "Update": _changes,
     "CreateProcedure": _create_procedure,
     "DropProcedure": _procedure("ALTER ROUTINE"),
 }

@@ -45,8 +45,11 @@ def stored_rows(dt, df, keys: Sequence[str], schema: pa.Schema):
 
 
 def no_duplicates(dt, df, keys: Sequence[str], schema: pa.Schema, table: str) -> None:
-    """Raise DuplicateKeyError naming a key twice in ``df`` or already in ``dt``."""
+    """Raise DuplicateKeyError naming a key twice in ``df`` or already in ``dt``; a key
+    with a NULL in it repeats freely (a UNIQUE key's, as in MySQL; a PRIMARY KEY's
+    columns are NOT NULL)."""
     cols = [_q(k) for k in keys]
+    df = df.dropna(subset=list(keys))
     twice = df.groupBy(*cols).count().where("count > 1").limit(1).collect()
     there = [] if twice else stored_rows(dt, df, keys, schema).select(*cols).limit(1).collect()
     for rows, where in ((twice, "twice in the batch"), (there, "in the table already")):

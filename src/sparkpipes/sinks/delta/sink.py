@@ -426,6 +426,14 @@ class DeltaSink(Sink):
 
         self._retrying_conflicts(once)
 
+    def apply(self, staged: Sequence[Staged]) -> None:
+        """The staged rows met with the table by this sink's upsert, in one commit of a
+        statement's own (no pipeline's app transaction): a DELETE's or UPDATE's changes."""
+        from deltalake import CommitProperties
+
+        props = CommitProperties(max_commit_retries=DELTA_RS_RETRIES)
+        self._retrying_conflicts(lambda dt: self._merge(dt, staged, self.strategy, props))
+
     def replace_all(
         self, files: Sequence[AddFile], *, operation: str, snapshot: Any = None
     ) -> None:
