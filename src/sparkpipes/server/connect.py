@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from fastapi import APIRouter, Body, Request, Response
 
 from sparkpipes.errors import ConfigError
+from sparkpipes.frontends.connect import validate as validation
 from sparkpipes.frontends.connect.model import CLASS_NAMES, SinkConnectorConfig, load
 from sparkpipes.server.access import access_of, require_file_read
 from sparkpipes.sources.connect import known
@@ -130,11 +131,7 @@ def router(engine: Engine, *, run: bool) -> APIRouter:
 
     @r.put("/connector-plugins/{plugin}/config/validate")
     def validate(plugin: str, body: dict = Body(...)) -> Any:  # noqa: B008 - FastAPI's idiom
-        try:
-            load({**body, "connector.class": plugin, "name": body.get("name", "validate")})
-        except ConfigError as e:
-            return {"name": plugin, "error_count": 1, "configs": [], "message": e.message}
-        return {"name": plugin, "error_count": 0, "configs": []}
+        return validation.validate(plugin, body)
 
     def _run(name: str) -> None:
         if run:

@@ -63,10 +63,11 @@ def test_jdbc_urls_of_the_three_servers(url, kind, port, database):
     ("url", "message"),
     [
         ("jdbc:oracle:thin:@h:1521:x", "not a JDBC URL sparkpipes can read"),
-        ("jdbc:postgresql://h/", "names no database"),
+        ("jdbc:mysql://h/", "names no database"),
         ("jdbc:postgresql://h:x/db?password=s3cret", "'jdbc:postgresql://h:x/db.*invalid port"),
         ("jdbc:mysql://u:s3cret@h/db?password=other", "holds two different passwords"),
-        ("jdbc:mysql://h/db?useSSL=false", "parameter 'useSSL' is not understood"),
+        ("jdbc:mysql://h/db?foo=1", "parameter 'foo' is not understood"),
+        ("jdbc:mysql://h/db?useSSL=true", "asks for TLS to MySQL/MariaDB"),
     ],
 )
 def test_bad_urls_are_named(url, message):
@@ -87,7 +88,10 @@ def test_bad_urls_are_named(url, message):
         ({"batch_max_rows": 0}, r"'batch.max.rows' must be an integer of at least 1"),
         ({"validate_non_null": "maybe"}, r"'validate.non.null' must be true or false"),
         ({"connection_url": None}, r"needs CONFIG key 'connection.url'"),
-        ({"poll_interval_ms": 5}, r"unknown CONFIG key .*'poll.interval.ms'"),
+        (
+            {"poll_interval": 5},
+            r"unknown CONFIG key .*'poll.interval'.*did you mean 'poll.interval.ms'",
+        ),
     ],
 )
 def test_config_mistakes_are_named(cfg, message):

@@ -14,6 +14,7 @@ shown back has them ``<redacted>``. A password in ``bootstrap.servers`` or
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from collections.abc import Mapping
@@ -24,6 +25,8 @@ from urllib.parse import parse_qsl, unquote, unquote_plus, urlsplit
 from sparkpipes.config import urls
 from sparkpipes.config.core import REDACTED, Secret, reject_unknown
 from sparkpipes.errors import ConfigError
+from sparkpipes.sources.connect import framework
+from sparkpipes.sources.connect.framework import SINK
 
 #: the connector classes users write for a sink into tables
 CLASS_NAMES = (
@@ -37,6 +40,8 @@ AVRO_CONVERTERS = ("io.confluent.connect.avro.AvroConverter",)
 KEY_KINDS = ("PRIMARY", "UNIQUE", "SHARD", "COLUMNSTORE", "KEY")
 DEFAULT_METADATA_TABLE = "kafka_connect_transaction_metadata"
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
+#: keys read here (Connect's worker keys that change nothing here, such as key.converter
+#: and errors.log.*, are accepted and reported by ``sources.connect.framework``)
 KEYS = frozenset(
     {
         "name",
@@ -44,12 +49,9 @@ KEYS = frozenset(
         "topics",
         "topics.regex",
         "tasks.max",
-        "key.converter",
-        "key.converter.schemas.enable",
         "value.converter",
         "value.converter.schemas.enable",
         "value.converter.schema.registry.url",
-        "key.converter.schema.registry.url",
         "connection.ddlEndpoint",
         "connection.dmlEndpoints",
         "connection.database",
@@ -64,8 +66,6 @@ KEYS = frozenset(
         "retry.backoff.ms",
         "fields.whitelist",
         "errors.tolerance",
-        "errors.log.enable",
-        "errors.log.include.messages",
         "errors.deadletterqueue.table.name",
         "bootstrap.servers",
         "consumer.override.auto.offset.reset",
@@ -247,8 +247,7 @@ def build(given: Mapping[str, str]) -> SinkConnectorConfig:
     for key, why in NO_PASSWORD.items():
         if urls.secret_key(key) in passwords:
             raise ConfigError(f"{key} '{cfg[key]}' holds a password: {why}")
-    plain = [k for k in cfg if not k.startswith(PREFIXES)]
-    reject_unknown(plain, KEYS, what="connector config key")
+    _check_keys(cfg)
     name = cfg.get("name", "").strip()
     if not name:
         raise ConfigError("a connector config needs 'name'")
@@ -357,6 +356,40 @@ def build(given: Mapping[str, str]) -> SinkConnectorConfig:
         connect_timeout_s=timeout,
         raw={k: v for k, v in cfg.items() if k not in SECRET_KEYS},
     )
+
+
+def not_applicable(cfg: Mapping[str, str]) -> dict[str, str]:
+    """The keys of ``cfg`` accepted as changing nothing here, and why (reported back)."""
+    return {k: why for k in cfg if k not in KEYS and (why := framework.not_applicable(k, SINK))}
+
+
+def _check_keys(cfg: Mapping[str, str]) -> None:
+    """Every key of ``cfg`` is honoured (:data:`KEYS`, :data:`PREFIXES`), one of Connect's
+    accepted as not applicable, or a problem naming it: all of them in one error."""
+    problems: list[tuple[str | None, str]] = []
+    for key in cfg:
+        if key in KEYS or key.startswith(PREFIXES):
+            continue
+        why = framework.refusal(key, SINK)
+        if why is not None:
+            problems.append((key, why))
+        elif framework.not_applicable(key, SINK) is None:
+            near = difflib.get_close_matches(key, sorted(KEYS), n=1)
+            problems.append(
+                (
+                    key,
+                    f"unknown connector config key '{key}'"
+                    + (f"; did you mean '{near[0]}'?" if near else "")
+                    + (
+                        " (a converter option that may change how values are decoded is "
+                        "refused, not ignored)"
+                        if key.startswith("value.converter.")
+                        else ""
+                    ),
+                )
+            )
+    if problems:
+        raise framework.ConnectConfigError(problems, what="sink connector")
 
 
 def moved(stored: Mapping[str, str], given: Mapping[str, str]) -> list[str]:

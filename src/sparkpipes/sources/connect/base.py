@@ -194,6 +194,9 @@ class SourceConnector(abc.ABC):
     secret_keys: ClassVar[frozenset[str]] = frozenset()
     #: what one partition is called in messages ("shard", "table")
     partition_noun: ClassVar[str] = "partition"
+    #: the connector's own keys that change nothing here → why (accepted, kept, reported;
+    #: Connect's worker keys are in ``sources.connect.framework``)
+    not_applicable_keys: ClassVar[Mapping[str, str]] = {}
 
     def __init__(self, config: ConnectorConfig) -> None:
         self.config = config

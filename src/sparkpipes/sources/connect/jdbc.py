@@ -50,6 +50,7 @@ import pyarrow as pa
 
 from sparkpipes.config import REDACTED, Secret, urls
 from sparkpipes.errors import ConfigError, SourceAuthError, SourceError, SourceUnavailableError
+from sparkpipes.sources.connect import jdbc_url
 from sparkpipes.sources.connect.base import (
     PartitionReader,
     Polled,
@@ -67,8 +68,6 @@ DRIVERS = {
     "mysql": ("mysql+pymysql", "pymysql", "jdbc", "MySQL", 3306),
     "mariadb": ("mysql+pymysql", "pymysql", "jdbc", "MariaDB", 3306),
 }
-#: JDBC URL parameters understood (others are an error naming them)
-URL_PARAMS = frozenset({"user", "password", "currentSchema", "sslmode"})
 CONNECT_TIMEOUT_S = 5
 
 
@@ -83,7 +82,8 @@ class Database:
     user: str | None
     password: Secret | None
     schema: str | None
-    sslmode: str | None = None
+    #: driver options from the URL (libpq's TLS settings), as (name, value) pairs
+    options: tuple[tuple[str, str], ...] = ()
 
     @property
     def kind(self) -> str:
@@ -100,7 +100,7 @@ class Database:
             database=self.database,
             user=self.user,
             password=self.password,
-            query={"sslmode": self.sslmode} if self.sslmode else None,
+            query=dict(self.options) or None,
             connect_timeout_s=CONNECT_TIMEOUT_S,
         )
 
@@ -145,13 +145,11 @@ def parse_url(
             "jdbc:postgresql://host:5432/database, jdbc:mysql://host:3306/database or "
             "jdbc:mariadb://host:3306/database"
         )
-    params = dict(parse_qsl(parts.query))
-    for key in params:
-        if key not in URL_PARAMS:
-            raise ConfigError(
-                f"connection.url parameter '{key}' is not understood (accepted: "
-                f"{', '.join(sorted(URL_PARAMS))})"
-            )
+    params = dict(parse_qsl(parts.query, keep_blank_values=True))
+    family = jdbc_url.POSTGRESQL if scheme == "postgresql" else jdbc_url.MYSQL
+    refused = [m for k, v in params.items() if (m := jdbc_url.problem(family, k, v))]
+    if refused:
+        raise ConfigError("; ".join(refused))
     raw = urls.password_of(url_password)
     if raw is not None:
         given = Secret(unquote_plus(raw) if urls.in_query(text) else unquote(raw))
@@ -165,7 +163,9 @@ def parse_url(
             f"connection.url '{text}' shows its password as {REDACTED} and none is stored: "
             "give the password"
         )
-    database = parts.path.lstrip("/")
+    login = user or params.get("user") or (unquote(parts.username) if parts.username else None)
+    # pgjdbc connects to the database named as the user when the URL names none
+    database = parts.path.lstrip("/") or (login if family == jdbc_url.POSTGRESQL else "") or ""
     if not database:
         raise ConfigError(f"connection.url '{text}' names no database (…/database)")
     try:
@@ -177,10 +177,10 @@ def parse_url(
         parts.hostname,
         port,
         database,
-        user or params.get("user") or (unquote(parts.username) if parts.username else None),
+        login,
         password,
         schema or params.get("currentSchema"),
-        params.get("sslmode"),
+        tuple(sorted(jdbc_url.driver_options(family, params).items())),
     )
 
 
@@ -221,6 +221,15 @@ class JdbcConnector(SourceConnector):
     )
     secret_keys = frozenset({"connection.password"})
     partition_noun = "table"
+    not_applicable_keys = {
+        "poll.interval.ms": (
+            "how often Confluent's connector queries; here the pipeline's batch interval "
+            "decides when the tables are read"
+        ),
+        "table.poll.interval.ms": "tables are listed again every batch",
+        "connection.attempts": "a database that cannot be reached is retried with the batch",
+        "connection.backoff.ms": "a database that cannot be reached is retried with the batch",
+    }
 
     def __init__(self, config: Any) -> None:
         super().__init__(config)

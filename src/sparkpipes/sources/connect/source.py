@@ -10,6 +10,7 @@ compact JSON.
 
 from __future__ import annotations
 
+import difflib
 import json
 import time
 from collections.abc import Mapping
@@ -21,7 +22,7 @@ from sparkpipes.config import Secret, urls
 from sparkpipes.config.core import reject_unknown
 from sparkpipes.errors import ConfigError
 from sparkpipes.sources.base import Fetched, Gap, MetadataProvider, PartitionConsumer, Source
-from sparkpipes.sources.connect import resolve
+from sparkpipes.sources.connect import framework, resolve
 from sparkpipes.sources.connect.base import (
     COMMON_KEYS,
     DEFAULT_TASKS_MAX,
@@ -131,22 +132,45 @@ class KafkaConnectSource(Source):
                 "com.singlestore.kafka.connect.kinesis.KinesisSourceConnector"
             )
         cls = resolve(class_name.strip())
-        secret = cls.secret_keys
-        reject_unknown(
-            cfg, COMMON_KEYS | cls.config_keys | secret, what=f"CONFIG key of {class_name}"
-        )
+        accepted, found = framework.sort(cfg, framework.SOURCE)
+        accepted.update({k: why for k, why in cls.not_applicable_keys.items() if k in cfg})
+        problems: list[tuple[str | None, str]] = list(found)
+        secret = cls.secret_keys | {k for k in accepted if framework.is_secret(k)}
+        known = COMMON_KEYS | cls.config_keys | secret | set(accepted)
+        refused = {k for k, _ in found}
+        for key in (k for k in cfg if k not in known and k not in refused):
+            near = difflib.get_close_matches(
+                key, sorted(cls.config_keys | set(cls.not_applicable_keys)), n=1
+            )
+            problems.append(
+                (
+                    key,
+                    f"unknown CONFIG key of {class_name} '{key}'"
+                    + (f"; did you mean '{near[0]}'?" if near else ""),
+                )
+            )
         reject_unknown(
             [k for k in credentials if urls.option_of(k) not in cfg],
             secret,
             what=f"CREDENTIALS key of {class_name}",
         )
+        usable = {k: v for k, v in cfg.items() if k in known}
         secrets = {k: v if isinstance(v, Secret) else Secret(v) for k, v in credentials.items()}
-        secrets.update({k: Secret(v) for k, v in cfg.items() if k in secret})
-        values = {k: v for k, v in cfg.items() if k not in secret and k not in COMMON_KEYS}
+        secrets.update({k: Secret(v) for k, v in usable.items() if k in secret})
+        values = {k: v for k, v in usable.items() if k not in secret and k not in COMMON_KEYS}
         values = urls.lift(values, secrets, what=f"CONFIG key of {class_name}")
-        tasks = _tasks_max(cfg.get("tasks.max", DEFAULT_TASKS_MAX))
-        self._given_secrets = {k for k in cfg if k in secret}
-        self.connector = cls(ConnectorConfig(class_name.strip(), tasks, values, secrets))
+        self._given_secrets = {k for k in usable if k in secret}
+        #: Connect's keys accepted as changing nothing here, and why (reported back)
+        self.not_applicable = accepted
+        try:
+            tasks = _tasks_max(cfg.get("tasks.max", DEFAULT_TASKS_MAX))
+            self.connector = cls(ConnectorConfig(class_name.strip(), tasks, values, secrets))
+        except framework.ConnectConfigError as e:
+            problems.extend(e.problems)
+        except ConfigError as e:
+            problems.append((framework.key_of(e.message, list(cfg)), e.message))
+        if problems:
+            raise framework.ConnectConfigError(problems, what=f"{class_name}")
 
     @classmethod
     def signs_in_as_server(cls, config: Mapping[str, Any], credentials: Mapping[str, Any]) -> bool:
