@@ -243,3 +243,53 @@ def test_delete_and_update_as_statements_of_their_own(engine):
     assert _table(sql, "SELECT x FROM bag") == [(2,)]
     with pytest.raises(SparkpipesError, match="PRIMARY KEY does not change"):
         sql.execute("UPDATE t SET id = 7")
+
+
+def test_call_runs_another_procedure_on_a_query_of_the_batch(engine, tmp_path):
+    """``CALL p(q)``: the procedure called runs on the batch (or a declared query of it)
+    in the same commit, its writes and the caller's one table's changes seen in order;
+    replacing the called procedure changes what the pipeline runs; it cannot be dropped
+    while called, nor call back."""
+    sql = SqlSession(engine)
+    sql.execute(
+        "CREATE TABLE seen (id BIGINT, PRIMARY KEY (id));"
+        "CREATE TABLE big (id BIGINT); CREATE TABLE totals (n BIGINT);"
+        "INSERT INTO totals VALUES (0);"
+        "CREATE PROCEDURE count_big(rows QUERY(id BIGINT)) AS BEGIN "
+        "INSERT INTO big SELECT id FROM rows; "
+        "UPDATE totals SET n = n + (SELECT count(*) FROM rows); END;"
+        "CREATE PROCEDURE route(batch QUERY(id BIGINT)) AS "
+        "DECLARE large QUERY(id BIGINT) = SELECT id FROM batch WHERE id > 5; "
+        "BEGIN INSERT INTO seen SELECT id FROM batch; CALL count_big(large); "
+        "UPDATE totals SET n = n * 10; END"
+    )
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "a.json").write_text("".join(json.dumps({"id": i}) + "\n" for i in range(9)))
+    sql.execute(
+        f"CREATE PIPELINE p AS LOAD DATA FS '{data}/*.json' INTO PROCEDURE route FORMAT JSON"
+    )
+    engine.run_batches("p", 5, until_idle=True)
+    assert _table(sql, "SELECT id FROM big") == [(6,), (7,), (8,)]
+    assert _table(sql, "SELECT n FROM totals") == [(30,)]  # (0 + 3) * 10: in order
+    with pytest.raises(SparkpipesError, match="is used by pipeline"):
+        sql.execute("DROP PROCEDURE count_big")
+    with pytest.raises(SparkpipesError, match="comes back to 'count_big'"):
+        sql.execute(
+            "CREATE OR REPLACE PROCEDURE count_big(rows QUERY(id BIGINT)) AS BEGIN "
+            "CALL route(rows); END"
+        )
+    sql.execute(
+        "CREATE OR REPLACE PROCEDURE count_big(rows QUERY(id BIGINT)) AS BEGIN "
+        "INSERT INTO big SELECT id * 100 FROM rows; END"
+    )
+    (data / "b.json").write_text(json.dumps({"id": 9}) + "\n")
+    engine.run_batches("p", 5, until_idle=True)
+    assert _table(sql, "SELECT id FROM big") == [(6,), (7,), (8,), (900,)]
+    assert _table(sql, "SELECT n FROM totals") == [(300,)]
+    with pytest.raises(SparkpipesError, match="procedure 'missing' does not exist"):
+        sql.execute("CREATE PROCEDURE r2(batch QUERY(id BIGINT)) AS BEGIN CALL missing(batch); END")
+    with pytest.raises(SparkpipesError, match="its batch is 'batch' or a DECLAREd QUERY"):
+        sql.execute(
+            "CREATE PROCEDURE r3(batch QUERY(id BIGINT)) AS BEGIN CALL count_big(other); END"
+        )

@@ -44,6 +44,9 @@ class ProcedureStatement:
     change: str | None = None
     assign: tuple[tuple[str, str], ...] = ()
     alias: str | None = None
+    #: ``CALL call(query)``: the procedure runs with ``query`` (the batch's or a declared
+    #: query's name) as its batch; the statement writes no table itself
+    call: str | None = None
 
     def tables(self) -> tuple[str, ...]:
         return (self.table,)
@@ -80,8 +83,12 @@ class ProcedureSpec:
     def __post_init__(self) -> None:
         check_name(self.name, "procedure name")
 
+    def calls(self) -> tuple[str, ...]:
+        """The procedures the body CALLs, each once."""
+        return tuple(dict.fromkeys(s.call for s in self.statements if s.call))
+
     def targets(self) -> tuple[str, ...]:
-        """The tables the body writes, each once, in the order first written."""
+        """The tables the body writes itself, each once, in the order first written."""
         return tuple(dict.fromkeys(s.table for s in self.statements if s.table))
 
     def to_json(self) -> dict[str, Any]:
@@ -104,6 +111,7 @@ class ProcedureSpec:
                     **({"change": s.change} if s.change else {}),
                     **({"assign": [list(a) for a in s.assign]} if s.assign else {}),
                     **({"alias": s.alias} if s.alias else {}),
+                    **({"call": s.call} if s.call else {}),
                 }
                 for s in self.statements
             ],
@@ -138,6 +146,7 @@ class ProcedureSpec:
                     s.get("change"),
                     tuple((str(c), str(e)) for c, e in s.get("assign", ())),
                     s.get("alias"),
+                    s.get("call"),
                 )
                 for s in d["statements"]
             ),

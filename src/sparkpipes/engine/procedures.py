@@ -48,11 +48,26 @@ class Procedures:
         return self.rt.catalog.procedures.names()
 
     def users(self, name: str) -> list[str]:
+        """The pipelines that run procedure ``name``: into it, or into one that CALLs it."""
+        runs = {name} | {p for p in self.names() if name in self.reach(p)}
         return [
             p.name
             for p in self.rt.catalog.pipelines.all()
-            if p.definition.get("sink", {}).get("kind") == "procedure" and p.table == name
+            if p.definition.get("sink", {}).get("kind") == "procedure" and p.table in runs
         ]
+
+    def reach(self, name: str) -> set[str]:
+        """The procedures ``name`` CALLs, directly or through others."""
+        found: set[str] = set()
+        todo = [name]
+        while todo:
+            try:
+                calls = self.get(todo.pop()).calls()
+            except NotFoundError:
+                continue
+            todo += [c for c in calls if c not in found]
+            found.update(calls)
+        return found
 
     def drop(self, name: str, *, if_exists: bool = False) -> None:
         if if_exists and name not in self.names():
@@ -63,7 +78,51 @@ class Procedures:
                 f"procedure '{name}' is used by pipeline(s) {', '.join(users)}; drop or "
                 "replace them first"
             )
+        callers = [p for p in self.names() if p != name and name in self.get(p).calls()]
+        if callers:
+            raise ConfigError(
+                f"procedure '{name}' is called by procedure(s) {', '.join(callers)}; drop or "
+                "replace them first"
+            )
         self.rt.catalog.procedures.drop(name)
+
+    def body(self, spec: ProcedureSpec, seen: tuple[str, ...] = ()) -> ProcedureBody:
+        """What a pipeline into ``spec`` runs: its body, checked, with the bodies of the
+        procedures it CALLs (as they are now) and every table of them all."""
+        if spec.name in seen:
+            raise ConfigError(f"procedure '{spec.name}' CALLs itself (through {seen[-1]})")
+        calls = {n: self.body(self.get(n), (*seen, spec.name)) for n in spec.calls()}
+        tables = self.check(spec)
+        for callee in calls.values():
+            tables = {**callee.tables, **tables}
+        return ProcedureBody(spec, tables, self.rt.catalog.tables.reserve_ids, self.rt.frame, calls)
+
+    def statements(self, spec: ProcedureSpec, seen: tuple[str, ...] = ()) -> list[Any]:
+        """The statements that write tables in ``spec``'s body and the bodies it CALLs."""
+        out: list[ProcedureStatement] = []
+        for s in spec.statements:
+            if s.call and s.call not in seen and s.call != spec.name:
+                try:
+                    out += self.statements(self.get(s.call), (*seen, spec.name))
+                except NotFoundError:
+                    continue  # check() names it
+            elif s.table:
+                out.append(s)
+        return out
+
+    def _check_call(self, spec: ProcedureSpec, s: ProcedureStatement, where: str) -> None:
+        try:
+            self.get(s.call or "")
+        except NotFoundError:
+            raise ConfigError(f"{where}: procedure '{s.call}' does not exist") from None
+        if s.call == spec.name or spec.name in self.reach(s.call or ""):
+            raise ConfigError(f"{where}: CALL {s.call} comes back to '{spec.name}'")
+        queries = {spec.param.lower(), *(n.lower() for n, _ in spec.queries)}
+        if s.query.lower() not in queries:
+            raise ConfigError(
+                f"{where}: CALL {s.call}({s.query}): its batch is '{spec.param}' or a "
+                "DECLAREd QUERY variable"
+            )
 
     def check(self, spec: ProcedureSpec) -> dict[str, TableRecord]:
         """The tables the body writes; ConfigError naming the statement's line and what
@@ -72,10 +131,14 @@ class Procedures:
         for v in spec.variables:  # DECLARE v = expr: as its batches run it
             if v.default is not None:
                 self._check_query(spec, f"SELECT ({v.default})", f"procedure '{spec.name}'")
+        every = self.statements(spec)  # what the body and the procedures it CALLs write
         for s in spec.statements:
             where = f"procedure '{spec.name}', line {s.line}"
             if s.variable is not None:  # SET v = expr: the expression as its batches run it
                 self._check_query(spec, f"SELECT ({s.query})", where)
+                continue
+            if s.call is not None:
+                self._check_call(spec, s, where)
                 continue
             try:
                 rec = tables.get(s.table) or self.rt.catalog.tables.get(s.table)
@@ -97,14 +160,14 @@ class Procedures:
             if s.change:
                 check_change(s, rec, where)
             # a table the body DELETEs from or UPDATEs takes every kind of statement
-            changing = any(o.change and o.table == s.table for o in spec.statements)
-            others = sum(1 for o in spec.statements if o.table == s.table) > 1
+            changing = any(o.change and o.table == s.table for o in every)
+            others = sum(1 for o in every if o.table == s.table) > 1
             if s.update and others and not changing:
                 raise ConfigError(
                     f"{where}: table '{s.table}' is written by an ON DUPLICATE KEY UPDATE "
                     "statement and another one; one procedure writes such a table once"
                 )
-            modes = {_mode(o) for o in spec.statements if o.table == s.table}
+            modes = {_mode(o) for o in every if o.table == s.table}
             if len(modes) > 1 and not changing:
                 raise ConfigError(
                     f"{where}: table '{s.table}' is written by {' and '.join(sorted(modes))} "
@@ -200,11 +263,25 @@ class ProcedureBody:
         tables: dict[str, TableRecord],
         reserve_ids: Callable[[str, int, int], int] | None = None,
         frame: Callable[[str], Any] | None = None,
+        calls: Mapping[str, ProcedureBody] | None = None,
     ) -> None:
         self.spec = spec
         self.tables = tables
         self.reserve_ids = reserve_ids
         self.frame = frame
+        #: the bodies of the procedures it CALLs, by name
+        self.calls = dict(calls or {})
+
+    def everything(self) -> list[tuple[ProcedureBody, ProcedureStatement]]:
+        """Each statement that writes a table, with the body it is in: this one's and
+        those of the procedures it CALLs, in the order they run."""
+        out: list[tuple[ProcedureBody, ProcedureStatement]] = []
+        for s in self.spec.statements:
+            if s.call:
+                out += self.calls[s.call].everything()
+            elif s.table:
+                out.append((self, s))
+        return out
 
     def updates(
         self, table: str, spark: Any, statement: ProcedureStatement | None = None

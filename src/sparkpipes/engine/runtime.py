@@ -25,7 +25,7 @@ from sparkpipes.catalog import Catalog
 from sparkpipes.config import PipelineSpec
 from sparkpipes.engine.batch.assembly import assemble
 from sparkpipes.engine.batch.protocol import BatchRunner
-from sparkpipes.engine.procedures import ProcedureBody, Procedures
+from sparkpipes.engine.procedures import Procedures
 from sparkpipes.engine.spark.session import build_session
 
 
@@ -111,10 +111,7 @@ class Runtime:
         table = procs.target(spec)
         procedure = None
         if spec.sink.kind == "procedure":
-            proc = procs.get(spec.table)
-            procedure = ProcedureBody(
-                proc, procs.check(proc), self.catalog.tables.reserve_ids, self.frame
-            )
+            procedure = procs.body(procs.get(spec.table))
         pipeline = assemble(
             spec,
             rec.id,

@@ -29,7 +29,7 @@ import os
 import shutil
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
@@ -80,23 +80,20 @@ class ProcedureSink(Sink):
         self.batch_schema = ctx.schema
         self.scratch = ctx.scratch
         self.location = ctx.location
-        self.replacing = {s.table for s in self.spec.statements if s.replace}
+        every = [st for _, st in body.everything()]  # its CALLs' statements too
+        self.replacing = {s.table for s in every if s.replace}
         #: tables of ON DUPLICATE KEY UPDATE statements that have a primary key (into one
         #: without, every row is inserted)
-        self.updating = {
-            s.table for s in self.spec.statements if s.update and body.primary_key(s.table)
-        }
+        self.updating = {s.table for s in every if s.update and body.primary_key(s.table)}
         #: tables of INSERT IGNORE statements that have a primary key
-        self.ignoring = {
-            s.table for s in self.spec.statements if s.ignore and body.primary_key(s.table)
-        }
+        self.ignoring = {s.table for s in every if s.ignore and body.primary_key(s.table)}
         #: tables of DELETE or UPDATE statements (their INSERTs too): the body's changes
-        self.changing = {s.table for s in self.spec.statements if s.change}
+        self.changing = {s.table for s in every if s.change}
         #: tables with a primary key of plain INSERT statements: a duplicate key fails
         self.inserting = {
             s.table
-            for s in self.spec.statements
-            if s.table and _plain(s) and s.table not in self.changing and body.primary_key(s.table)
+            for s in every
+            if _plain(s) and s.table not in self.changing and body.primary_key(s.table)
         }
         self.replacing -= self.changing
         self.updating -= self.changing
@@ -132,55 +129,67 @@ class ProcedureSink(Sink):
         frame = read_parquet(spark, to_spark_schema(self.batch_schema), paths)
         view = f"__sp_batch_{uuid.uuid4().hex}"
         frame.createOrReplaceTempView(view)
-        written: dict[str, list[AddFile]] = {t: [] for t in self.spec.targets()}
-        stages: dict[str, str] = {}
-        kinds = {v.name: v.type for v in self.spec.variables}
-        changed: dict[str, Any] = {}  # engine.changes.ChangedTable, by table
-        views: dict[str, Any] = {}  # what a statement reads of a changed table
+        run = _Run(spark, batch_id, {t: [] for t in self.tables})
         try:
-            values = self.body.variables(spark, view)
-
-            def run(query: str, statement: Any, tables: dict[str, Any]) -> Any:
-                return self.body.run(spark, query, statement, view, values, tables)
-
-            for statement in self.spec.statements:
-                if statement.when is not None and values.get(statement.when) is not True:
-                    continue  # in a branch of an IF not taken
-                if statement.variable is not None:
-                    values[statement.variable] = self.body.value(
-                        spark,
-                        statement.query,
-                        kinds[statement.variable],
-                        view,
-                        values,
-                        statement.line,
-                        views,
-                    )
-                    continue
-                t = statement.table
-                if t in self.changing:
-                    table = changed.get(t) or changed.setdefault(t, self.body.changed(t))
-                    if statement.change == "delete":
-                        table.delete(statement, run, views)
-                    elif statement.change == "update":
-                        table.update(statement, run, views)
-                    elif statement.replace or statement.ignore or statement.update:
-                        rows = self.body.rows(spark, statement, view, values, views)
-                        table.upsert(rows, self._upsert(statement))
-                    else:
-                        table.insert(self.body.rows(spark, statement, view, values, views))
-                    views[t] = table.view()
-                    continue
-                rows = self.body.rows(spark, statement, view, values, views)
-                written[t] += self._write(rows, t, batch_id, stages)
-            for t, table in changed.items():
-                written[t] += self._write(table.changes(), t, batch_id, stages)
+            self._body(self.body, view, run)
+            for t, table in run.changed.items():
+                run.written[t] += self._write(table.changes(), t, batch_id, run.stages)
         except BaseException:
-            self.abort([TableFiles(t, tuple(f), stages.get(t)) for t, f in written.items()])
+            self.abort([TableFiles(t, tuple(f), run.stages.get(t)) for t, f in run.written.items()])
             raise
         finally:
             spark.catalog.dropTempView(view)
-        return [TableFiles(t, tuple(f), stages.get(t)) for t, f in written.items()]
+        return [TableFiles(t, tuple(f), run.stages.get(t)) for t, f in run.written.items()]
+
+    def _body(self, body: Any, view: str, run: _Run) -> None:
+        """Run ``body`` (the pipeline's procedure, or one it CALLs) on the batch bound to
+        ``view``, into ``run``."""
+        spark = run.spark
+        kinds = {v.name: v.type for v in body.spec.variables}
+        values = body.variables(spark, view)
+
+        def query(text: str, statement: Any, tables: dict[str, Any]) -> Any:
+            return body.run(spark, text, statement, view, values, tables)
+
+        for statement in body.spec.statements:
+            if statement.when is not None and values.get(statement.when) is not True:
+                continue  # in a branch of an IF not taken
+            if statement.variable is not None:
+                values[statement.variable] = body.value(
+                    spark,
+                    statement.query,
+                    kinds[statement.variable],
+                    view,
+                    values,
+                    statement.line,
+                    run.views,
+                )
+                continue
+            if statement.call is not None:  # its batch: the query named, as it is now
+                given = query(f"SELECT * FROM `{statement.query}`", statement, run.views)
+                inner = f"__sp_batch_{uuid.uuid4().hex}"
+                given.createOrReplaceTempView(inner)
+                try:
+                    self._body(body.calls[statement.call], inner, run)
+                finally:
+                    spark.catalog.dropTempView(inner)
+                continue
+            t = statement.table
+            if t in self.changing:
+                table = run.changed.get(t) or run.changed.setdefault(t, body.changed(t))
+                if statement.change == "delete":
+                    table.delete(statement, query, run.views)
+                elif statement.change == "update":
+                    table.update(statement, query, run.views)
+                elif statement.replace or statement.ignore or statement.update:
+                    rows = body.rows(spark, statement, view, values, run.views)
+                    table.upsert(rows, self._upsert(body, statement))
+                else:
+                    table.insert(body.rows(spark, statement, view, values, run.views))
+                run.views[t] = table.view()
+                continue
+            rows = body.rows(spark, statement, view, values, run.views)
+            run.written[t] += self._write(rows, t, run.batch_id, run.stages)
 
     def _write(self, rows: Any, t: str, batch_id: int, stages: dict[str, str]) -> list[AddFile]:
         """``rows`` as data files of table ``t``, or staged for its MERGE."""
@@ -200,7 +209,7 @@ class ProcedureSink(Sink):
     def commit(self, staged: Sequence[Staged], batch: BatchCommit) -> bool:
         parts = {s.table: s for s in staged if isinstance(s, TableFiles)}
         if not parts:  # offsets moved by hand: every table records the move
-            parts = {t: TableFiles(t, ()) for t in self.spec.targets()}
+            parts = {t: TableFiles(t, ()) for t in self.tables}
         parts = self._durable(parts, batch)
         self._write_manifest(batch, parts)
         return self._commit_tables(batch, parts)
@@ -265,16 +274,17 @@ class ProcedureSink(Sink):
             return Upsert(self._match(table), "changes")
         if table in self.inserting:
             return Upsert(keys, "insert")
-        if table in self.updating:
-            return Upsert(keys, "update", update=self.body.updates(table, self.spark()))
+        if table in self.updating:  # the one statement that writes it (check())
+            body, s = next((b, s) for b, s in self.body.everything() if s.table == table)
+            return Upsert(keys, "update", update=body.updates(table, self.spark(), s))
         return Upsert(keys, "ignore" if table in self.ignoring else "replace")
 
-    def _upsert(self, statement: Any) -> Upsert:
-        """How a REPLACE, INSERT IGNORE or ON DUPLICATE KEY UPDATE statement meets the rows
-        of a table the body changes."""
-        keys = self.body.primary_key(statement.table)
+    def _upsert(self, body: Any, statement: Any) -> Upsert:
+        """How a REPLACE, INSERT IGNORE or ON DUPLICATE KEY UPDATE statement (of ``body``)
+        meets the rows of a table the body changes."""
+        keys = body.primary_key(statement.table)
         if statement.update:
-            updates = self.body.updates(statement.table, self.spark(), statement)
+            updates = body.updates(statement.table, self.spark(), statement)
             return Upsert(keys, "update", update=updates)
         return Upsert(keys, "replace" if statement.replace else "ignore")
 
@@ -324,6 +334,20 @@ class ProcedureSink(Sink):
                 sink.table_writer().remove(part.files)
             else:
                 shutil.rmtree(part.stage, ignore_errors=True)
+
+
+@dataclass
+class _Run:
+    """One batch's run of the body: what it has written (files, or files staged for a
+    MERGE, by table), the tables its DELETE / UPDATE statements follow
+    (``engine.changes.ChangedTable``) and how later statements read them."""
+
+    spark: Any
+    batch_id: int
+    written: dict[str, list[AddFile]]
+    stages: dict[str, str] = field(default_factory=dict)
+    changed: dict[str, Any] = field(default_factory=dict)
+    views: dict[str, Any] = field(default_factory=dict)
 
 
 def _plain(statement: Any) -> bool:

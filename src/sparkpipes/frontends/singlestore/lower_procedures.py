@@ -13,9 +13,11 @@ What a body may hold (SingleStore's MPSQL, the part that loads a batch):
 - ``DELETE FROM t [WHERE …]`` and ``UPDATE t SET col = expr, … [WHERE …]``: each statement
   sees what the earlier ones left (``engine.changes``), all committed with the batch;
 - ``IF c THEN … [ELSEIF c THEN …] [ELSE …] END IF`` around any of these;
+- ``CALL p(q)`` of another pipeline procedure, ``q`` (the batch, or a ``DECLARE``d query)
+  its batch: its statements run there, with the caller's, in the same commit;
 - ``ECHO SELECT …``: it answers a caller, and a pipeline's batch has none — no effect.
 
-Anything else (loops, ``CALL``, an ``EXCEPTION`` handler) is an error that names it.
+Anything else (loops, an ``EXCEPTION`` handler) is an error that names it.
 """
 
 from __future__ import annotations
@@ -69,7 +71,7 @@ def to_procedure(stmt: A.CreateProcedure, text: str) -> ProcedureSpec:
     queries, variables = ((), ()) if declared is None else _declarations(where, declared.group(1))
     names = {v.name.lower() for v in variables}
     statements, guards = _statements(where, text, m.group(1), m.start(1), names)
-    if not any(s.table for s in statements):
+    if not any(s.table or s.call for s in statements):
         raise ConfigError(f"{where}: the body writes no table")
     not_null = tuple(f.name for f in param.type.fields if f.not_null)
     return ProcedureSpec(
@@ -112,6 +114,10 @@ def _declarations(
     return tuple(queries), tuple(variables)
 
 
+#: ``CALL [db.]p(q)``: groups database, procedure, argument
+_CALL = re.compile(
+    rf"^CALL\s+(?:{_NAME}\.)?{_NAME}\s*\(\s*{_NAME}\s*\)$", re.IGNORECASE | re.DOTALL
+)
 _IF = re.compile(r"^IF\s+(.*?)\s+THEN\b\s*(.*)$", re.IGNORECASE | re.DOTALL)
 _ELSEIF = re.compile(r"^ELSEIF\s+(.*?)\s+THEN\b\s*(.*)$", re.IGNORECASE | re.DOTALL)
 _ELSE = re.compile(r"^ELSE\b\s*(.*)$", re.IGNORECASE | re.DOTALL)
@@ -178,6 +184,16 @@ class _Body:
 
     def _statement(self, written: str, line: int) -> ProcedureStatement:
         at = f"{self.where}, line {line}"
+        if re.match(r"CALL\b", written, re.IGNORECASE):
+            call = _CALL.match(written)
+            if call is None:
+                raise ConfigError(
+                    f"{at}: CALL takes a procedure and the query it gets as its batch, "
+                    f"CALL p(batch) or CALL p(a_declared_query); '{written[:60]}' is not "
+                    "supported yet"
+                )
+            name, arg = _unquote(call.group(2)), _unquote(call.group(3))
+            return ProcedureStatement("", arg, line=line, text=written, call=name)
         assign = _ASSIGN.match(written)
         if assign is not None and _unquote(assign.group(1)).lower() in self.variables:
             name = _unquote(assign.group(1))

@@ -166,12 +166,16 @@ def procedure_reads(access: Access, spec: ProcedureSpec) -> list[str]:
     """What a procedure's body needs of its author besides the routine privileges: each
     statement's write privileges are required here, as MySQL's statements of the same
     kind need them (REPLACE: INSERT and DELETE; ON DUPLICATE KEY UPDATE, UPDATE: UPDATE
-    and SELECT; DELETE: DELETE and SELECT); the queries (the dialect) whose reads need
-    SELECT are returned, to be checked as the batches run them."""
+    and SELECT; DELETE: DELETE and SELECT; CALL: EXECUTE on the procedure); the queries
+    (the dialect) whose reads need SELECT are returned, to be checked as the batches run
+    them."""
     reads = [f"SELECT ({v.default})" for v in spec.variables if v.default is not None]
     for s in spec.statements:
         if s.variable is not None:  # SET v = expr
             reads.append(f"SELECT ({s.query})")
+            continue
+        if s.call is not None:  # what the procedure called does, its author could
+            access.require("EXECUTE", s.call, kind="procedure")
             continue
         needs = {
             "delete": ("DELETE", "SELECT"),

@@ -29,11 +29,13 @@ STATEMENTS: dict[tuple[str, ...], str] = {
     ),
     ("START", "FAILED", "PIPELINES"): " yet; START ALL PIPELINES starts the stopped ones",
     ("EXCEPTION",): " yet (a procedure body's error handler)",
+    ("CALL",): " yet as a statement of its own (in a pipeline procedure's body, CALL p(batch) "
+    "runs procedure p on the batch)",
     ("BEGIN",): " yet (a block inside a procedure body; or a transaction: each statement "
     "commits by itself)",
     **{
         (word,): " yet (control flow in a procedure body)"
-        for word in ("WHILE", "LOOP", "REPEAT", "FOR", "CALL", "RAISE", "RETURN")
+        for word in ("WHILE", "LOOP", "REPEAT", "FOR", "RAISE", "RETURN")
     },
 }
 
