@@ -131,6 +131,7 @@ def test_partial_upsert_merges_column_by_column(engine, broker, topic):
             "defaultPartialUpsertStrategy": "OVERWRITE",
         },
     )
+    t["tableIndexConfig"]["nullHandlingEnabled"] = True  # Pinot requires it for PARTIAL
     produce(
         broker,
         topic,
@@ -237,7 +238,8 @@ def test_metadata_populate_fills_key_headers_offset_partition_timestamp(engine, 
     load(engine, t, schema(dims))
     got = rows(engine)
     assert [got[i]["__key"] for i in range(3)] == ["k0", "k1", "k2"]
-    assert [got[i]["__header$source"] for i in range(3)] == [None, "app1", "app2"]
+    # no such header: the STRING default null value, as Pinot's NullValueTransformer stores
+    assert [got[i]["__header$source"] for i in range(3)] == ["null", "app1", "app2"]
     assert [got[i]["__metadata$offset"] for i in range(3)] == ["0", "1", "2"]
     assert {got[i]["__metadata$partition"] for i in range(3)} == {"2"}
     assert all(int(got[i]["__metadata$recordTimestamp"]) > 1_700_000_000_000 for i in range(3))
@@ -454,7 +456,9 @@ def test_transforms_filters_and_default_null_values(engine, broker, topic):
         "ANN",
     )
     assert one["seen"].isoformat() == "2026-09-21T14:13:20+00:00"
-    assert (got[3]["city"], got[3]["day"], got[3]["seen"]) == ("unknown", "1970-01-02", None)
+    assert (got[3]["city"], got[3]["day"]) == ("unknown", "1970-01-02")
+    # no seenAt: a TIMESTAMP dimension's default null value, 0 (null handling is off)
+    assert got[3]["seen"].isoformat() == "1970-01-01T00:00:00+00:00"
 
 
 def test_an_unsupported_transform_function_is_named(engine, broker, topic):

@@ -102,19 +102,72 @@ class Choices:
 
 
 @dataclass(frozen=True)
+class NullFill:
+    """What a NULL in a column is stored as (Pinot's ``defaultNullValue``): ``value``, the
+    text of a value of the column's type (hex for binary; for a list column, its one
+    element; None: NULL, which makes a list column's empty lists NULL), or with ``now`` the
+    time the rows are loaded — a TIMESTAMP, whole
+    ``unit_ms`` since the epoch in a number, or text by the C ``strftime`` pattern."""
+
+    value: str | None = None
+    now: bool = False
+    unit_ms: int = 1
+    strftime: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        if not self.now:
+            return {"value": self.value}
+        return {"now": True, "unit_ms": self.unit_ms, "strftime": self.strftime}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> NullFill:
+        return cls(d.get("value"), bool(d.get("now")), int(d.get("unit_ms", 1)), d.get("strftime"))
+
+
+#: what :class:`MaxLength` does with a longer value (Pinot's ``MaxLengthExceedStrategy``)
+EXCEED = ("TRIM_LENGTH", "SUBSTITUTE_DEFAULT_VALUE", "ERROR", "NO_ACTION")
+
+
+@dataclass(frozen=True)
+class MaxLength:
+    """The most a text or binary column's values hold (Pinot's ``maxLength``): text counted
+    in UTF-16 units as Java counts it, binary in bytes. A longer value — and text with a NUL
+    character, which ends it — is, by ``exceed``: cut (``TRIM_LENGTH``), the column's
+    :class:`NullFill` (``SUBSTITUTE_DEFAULT_VALUE``), a constraint error (``ERROR``), or
+    kept but cut at its NUL (``NO_ACTION``; binary kept whole) — Pinot's
+    ``SanitizationTransformer``. ``default``: the value substituted, as
+    :attr:`NullFill.value` is written."""
+
+    limit: int
+    exceed: str = "TRIM_LENGTH"
+    default: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"limit": self.limit, "exceed": self.exceed, "default": self.default}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> MaxLength:
+        return cls(int(d["limit"]), str(d.get("exceed", "TRIM_LENGTH")), d.get("default"))
+
+
+@dataclass(frozen=True)
 class ValueRules:
     """What a table's values must be beyond their Arrow type, by column: the members of
     ``ENUM`` / ``SET`` columns (a value is stored as its member), the shapes of
     ``GEOGRAPHY`` / ``GEOGRAPHYPOINT`` columns and the dimensions of ``VECTOR`` columns (a
-    value that does not fit is a constraint error). Applied wherever rows are made: in the
-    tasks (``formats.rules``) and after ingest-time SQL (``engine.batch.transform``)."""
+    value that does not fit is a constraint error), what a NULL is stored as (``fills``)
+    and how long a value may be (``lengths``; after the fills, as Pinot sanitizes after
+    filling nulls). Applied wherever rows are made: in the tasks (``formats.rules``) and
+    after ingest-time SQL (``engine.batch.transform``)."""
 
     choices: tuple[tuple[str, Choices], ...] = ()
     geography: tuple[tuple[str, str], ...] = ()
     vectors: tuple[tuple[str, int], ...] = ()
+    fills: tuple[tuple[str, NullFill], ...] = ()
+    lengths: tuple[tuple[str, MaxLength], ...] = ()
 
     def __bool__(self) -> bool:
-        return bool(self.choices or self.geography or self.vectors)
+        return bool(self.choices or self.geography or self.vectors or self.fills or self.lengths)
 
     def of(self, names: Collection[str]) -> ValueRules:
         """The rules of the columns ``names``."""
@@ -122,6 +175,8 @@ class ValueRules:
             tuple(r for r in self.choices if r[0] in names),
             tuple(r for r in self.geography if r[0] in names),
             tuple(r for r in self.vectors if r[0] in names),
+            tuple(r for r in self.fills if r[0] in names),
+            tuple(r for r in self.lengths if r[0] in names),
         )
 
     def to_options(self) -> dict[str, Any]:
@@ -132,6 +187,10 @@ class ValueRules:
             out["geography"] = dict(self.geography)
         if self.vectors:
             out["vectors"] = dict(self.vectors)
+        if self.fills:
+            out["fills"] = {c: f.to_json() for c, f in self.fills}
+        if self.lengths:
+            out["lengths"] = {c: n.to_json() for c, n in self.lengths}
         return out
 
     @classmethod
@@ -140,6 +199,8 @@ class ValueRules:
             tuple((c, Choices.from_json(d)) for c, d in options.get("choices", {}).items()),
             tuple((c, str(k)) for c, k in options.get("geography", {}).items()),
             tuple((c, int(n)) for c, n in options.get("vectors", {}).items()),
+            tuple((c, NullFill.from_json(d)) for c, d in options.get("fills", {}).items()),
+            tuple((c, MaxLength.from_json(d)) for c, d in options.get("lengths", {}).items()),
         )
 
 
@@ -167,6 +228,10 @@ class ColumnSpec:
     series_timestamp: bool = False
     #: ``VECTOR(n)``: the number of elements each value has
     dimensions: int | None = None
+    #: what a NULL is stored as (a Pinot field's ``defaultNullValue``), or None: NULL
+    fill: NullFill | None = None
+    #: the most a text / binary value holds (a Pinot field's ``maxLength``)
+    max_length: MaxLength | None = None
 
 
 @dataclass(frozen=True)
@@ -230,6 +295,8 @@ class TableSpec:
             tuple((c.name, c.choices) for c in cols if c.choices is not None),
             tuple((c.name, c.geography) for c in cols if c.geography is not None),
             tuple((c.name, c.dimensions) for c in cols if c.dimensions is not None),
+            tuple((c.name, c.fill) for c in cols if c.fill is not None),
+            tuple((c.name, c.max_length) for c in cols if c.max_length is not None),
         )
 
     def options(self) -> dict[str, Any]:
@@ -266,6 +333,7 @@ class TableSpec:
         defaults = stored_defaults(options)
         rules = ValueRules.from_options(options)
         choices, shapes, vectors = dict(rules.choices), dict(rules.geography), dict(rules.vectors)
+        fills, lengths = dict(rules.fills), dict(rules.lengths)
         columns = tuple(
             ColumnSpec(
                 f.name,
@@ -280,6 +348,8 @@ class TableSpec:
                 f.name in options.get("on_update", ()),
                 f.name in options.get("series_timestamp", ()),
                 vectors.get(f.name),
+                fills.get(f.name),
+                lengths.get(f.name),
             )
             for f in schema
         )

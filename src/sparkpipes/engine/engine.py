@@ -396,6 +396,10 @@ class Engine:
         """Move a pipeline's offsets: ``"earliest"``, ``"latest"`` or {partition: offset}."""
         return self._offsets.move(name, offsets)
 
+    def reset_offsets(self, name: str, partitions: list[str] | None = None) -> dict[str, Any]:
+        """Put partitions (None: all) back at the pipeline's start, as if never read."""
+        return self._offsets.reset(name, partitions)
+
     def drop_file(self, name: str, file: str) -> None:
         """Forget a file the pipeline loaded (or skipped): the next batch loads it again."""
         self._offsets.forget(name, file)

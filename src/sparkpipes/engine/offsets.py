@@ -63,6 +63,32 @@ class Offsets:
             self._commit(runner, name, committed, new)
             return new
 
+    def reset(self, name: str, partitions: list[str] | None = None) -> dict[str, Any]:
+        """Put partitions (all of them when None) back where the pipeline starts (its
+        ``start`` policy: earliest, latest, or a time), as if it had never read them:
+        Kafka Connect's offset reset. An empty batch under the pipeline's lock, like
+        :meth:`move`; the offsets after it."""
+        with self.rt.lock(name):
+            runner = self.rt.runner(name)
+            committed = runner.committed()
+            current = dict(committed.offsets) if committed else {}
+            parts = runner.meta.partitions()
+            wanted = parts if partitions is None else [str(p) for p in partitions]
+            unknown = [p for p in wanted if p not in parts]
+            if unknown:
+                raise ConfigError(
+                    f"partition(s) {', '.join(unknown)} do not exist in the source "
+                    f"(partitions: {', '.join(parts)})",
+                    pipeline=name,
+                )
+            policy = runner.spec.source.start
+            new = {
+                **current,
+                **{p: start_at(runner.source, runner.meta, p, policy) for p in wanted},
+            }
+            self._commit(runner, name, committed, new)
+            return new
+
     def forget(self, name: str, partition: str) -> None:
         """``ALTER PIPELINE … DROP FILE``: forget an object, so that the next batch loads
         it again from its start (an empty batch that commits the offsets without it)."""

@@ -2,7 +2,8 @@
 the tasks: ENUM / SET values stored as their members, GEOGRAPHY values read as WKT,
 VECTOR values of the declared number of elements. A row whose value its column cannot
 hold is named as a :class:`~sparkpipes.formats.base.RecordError` by its ``kept`` index
-(the caller decides whether that fails the batch), in row order.
+(the caller decides whether that fails the batch), in row order. NULLs are then stored as
+their column's fill and values fitted to its maximum length (``formats.sanitize``).
 
 On Arrow: ENUM / SET values are looked up once per distinct value, WKT is read by shapely
 over the whole column, vector lengths by ``list_value_length``.
@@ -16,11 +17,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sparkpipes.config.tables import Choices, ValueRules
+from sparkpipes.config.tables import Choices, MaxLength, NullFill, ValueRules
 from sparkpipes.formats.base import Decoded, RecordError
 from sparkpipes.formats.geography import normalize
+from sparkpipes.formats.sanitize import fill_nulls, fill_scalar, fit_length
 
-__all__ = ["apply_rules", "choose", "vector_problems"]
+__all__ = ["apply_rules", "choose", "substitute", "vector_problems"]
 
 
 def choose(table: pa.Table, choices: Mapping[str, Choices]) -> pa.Table:
@@ -58,6 +60,16 @@ def vector_problems(values: pa.Array | pa.ChunkedArray, n: int, column: str) -> 
     return pa.array(reasons, pa.string())
 
 
+def substitute(rule: MaxLength, field: pa.Field) -> pa.Scalar | None:
+    """The value ``SUBSTITUTE_DEFAULT_VALUE`` puts in place of a value too long (one
+    element of a list column)."""
+    if rule.default is None:
+        return None
+    t = field.type
+    elem = t.value_type if pa.types.is_list(t) or pa.types.is_large_list(t) else t
+    return fill_scalar(NullFill(rule.default), elem)
+
+
 def apply_rules(table: pa.Table, kept: pa.Array, rules: ValueRules) -> Decoded:
     """The rows of ``table`` whose values fit ``rules`` (ENUM / SET and GEOGRAPHYPOINT
     values as stored), their ``kept`` indices, and an error for each other row."""
@@ -82,6 +94,20 @@ def apply_rules(table: pa.Table, kept: pa.Array, rules: ValueRules) -> Decoded:
     for name, n in rules.vectors:
         if name in table.column_names:
             refuse(vector_problems(table.column(name), n, name))
+    for name, fill in rules.fills:
+        if name in table.column_names:
+            i = table.column_names.index(name)
+            filled = fill_nulls(table.column(i), fill_scalar(fill, table.field(i).type))
+            table = table.set_column(i, table.field(i), filled)
+    for name, rule in rules.lengths:
+        if name in table.column_names:
+            i = table.column_names.index(name)
+            fitted, reasons = fit_length(
+                table.column(i), rule, name, substitute(rule, table.field(i))
+            )
+            table = table.set_column(i, table.field(i), fitted)
+            if reasons is not None:
+                refuse(reasons)
     if good.all():
         return Decoded(table, kept, ())
     rejected = tuple(RecordError(kept[r].as_py(), why[r]) for r in sorted(why))

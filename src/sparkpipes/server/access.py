@@ -74,7 +74,8 @@ NEEDS: dict[tuple[str, str], Need] = {
     ("POST", "/api/sql"): ANY,
     ("POST", "/api/login"): ANY,
     ("POST", "/query/sql"): ANY,
-    # Kafka Connect's REST API
+    # Kafka Connect's REST API (``/``: its version document, or the console for a browser)
+    ("GET", "/"): ANY,
     ("GET", "/connectors"): _db("SHOW PIPELINE"),
     ("POST", "/connectors"): _db("CREATE PIPELINE", "CREATE", "INSERT"),
     ("GET", "/connectors/{name}"): _db("SHOW PIPELINE"),
@@ -87,6 +88,12 @@ NEEDS: dict[tuple[str, str], Need] = {
     ("PUT", "/connectors/{name}/pause"): _db("START PIPELINE"),
     ("PUT", "/connectors/{name}/resume"): _db("START PIPELINE"),
     ("POST", "/connectors/{name}/restart"): _db("START PIPELINE"),
+    ("PUT", "/connectors/{name}/stop"): _db("START PIPELINE"),
+    ("GET", "/connectors/{name}/offsets"): _db("SHOW PIPELINE"),
+    ("PATCH", "/connectors/{name}/offsets"): _db("ALTER PIPELINE"),
+    ("DELETE", "/connectors/{name}/offsets"): _db("ALTER PIPELINE"),
+    ("GET", "/connectors/{name}/topics"): _db("SHOW PIPELINE"),
+    ("PUT", "/connectors/{name}/topics/reset"): _db("ALTER PIPELINE"),
     ("DELETE", "/connectors/{name}"): _db("DROP PIPELINE"),
     ("GET", "/connector-plugins"): ANY,
     ("PUT", "/connector-plugins/{plugin}/config/validate"): ANY,
@@ -102,7 +109,6 @@ NEEDS: dict[tuple[str, str], Need] = {
     ("GET", "/tables/{name}/schema"): _db("SHOW PIPELINE"),
     ("DELETE", "/tables/{name}"): _db("DROP", "DROP PIPELINE"),
     # the console
-    ("GET", "/"): ANY,
     ("GET", "/console"): ANY,
     ("GET", "/console/pipelines/{name}"): _pipeline("SHOW PIPELINE"),
     ("GET", "/console/tables"): ANY,

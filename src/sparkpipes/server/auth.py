@@ -38,6 +38,7 @@ import hmac
 import secrets
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, quote
@@ -337,6 +338,13 @@ def address_of(request: Request) -> str:
     return request.client.host if request.client else ""
 
 
+def wants_html(headers: Mapping[str, str]) -> bool:
+    """Whether a request is a browser's asking for a page (``Accept`` names
+    ``text/html``): ``/`` then means the console, not Kafka Connect's version JSON, and a
+    missing sign-in is the login page rather than a 401."""
+    return "text/html" in headers.get("accept", "").lower()
+
+
 def install(app: Any, auth: Auth, error: Any) -> None:
     """Ask every request to sign in; mount the login routes. ``error(request, status,
     message)`` answers in the shape the path's clients expect."""
@@ -353,7 +361,7 @@ def install(app: Any, auth: Auth, error: Any) -> None:
         )
         if isinstance(found, Refused):
             browsing = request.method in ("GET", "HEAD") and (
-                path == "/" or path.startswith("/console")
+                (path == "/" and wants_html(request.headers)) or path.startswith("/console")
             )
             if found.status == 401 and browsing:
                 return RedirectResponse(f"/login?next={quote(path)}", status_code=303)

@@ -1,23 +1,36 @@
 """Kafka Connect's REST API for sink connectors, over :class:`sparkpipes.frontends.connect.service
-.Connectors`: the paths, verbs, status codes and JSON of Kafka Connect, so its clients
-and habits work unchanged."""
+.Connectors`: the paths, verbs, status codes and JSON of Kafka Connect (3.6: stop and
+offsets of KIP-875, ``expand``, restart with tasks, active topics), so its clients and
+habits work unchanged.
+
+``GET /`` is Kafka Connect's version document for its clients (curl, kafka-connect-py);
+a browser asking for HTML there is sent to the console at ``/console``."""
 
 from __future__ import annotations
 
+import base64
 import json
+import uuid
 from typing import TYPE_CHECKING, Any
 
-from fastapi import APIRouter, Body, Request, Response
+from fastapi import APIRouter, Body, Query, Request, Response
+from fastapi.responses import JSONResponse, RedirectResponse
 
+from sparkpipes import __version__
 from sparkpipes.errors import ConfigError
 from sparkpipes.frontends.connect import validate as validation
 from sparkpipes.frontends.connect.model import CLASS_NAMES, SinkConnectorConfig, load
 from sparkpipes.server.access import access_of, require_file_read
+from sparkpipes.server.auth import wants_html
 from sparkpipes.sources.connect import known
 from sparkpipes.util.localfiles import local_file_keys
 
 if TYPE_CHECKING:
     from sparkpipes.engine.engine import Engine
+
+#: the Kafka Connect release whose REST API this one answers as (clients decide by it
+#: whether ``PUT …/stop`` and the offsets endpoints exist: 3.5 and 3.6)
+CONNECT_VERSION = "3.6.0"
 
 
 def json_body(raw: bytes) -> Any:
@@ -43,18 +56,43 @@ def require_delete_to_upsert(engine: Engine, request: Request, cfg: SinkConnecto
         access_of(engine, request).require("DELETE")
 
 
+def cluster_id(engine: Engine) -> str:
+    """A Kafka-style cluster id (22 characters of base64url) stable for a warehouse: a
+    name for this deployment, as Kafka Connect names the Kafka cluster it runs on (its
+    connectors here may each read a different one). Derived, never revealing the path."""
+    digest = uuid.uuid5(uuid.NAMESPACE_URL, str(getattr(engine, "warehouse", ""))).bytes
+    return base64.urlsafe_b64encode(digest).decode().rstrip("=")
+
+
+def _flag(value: str) -> bool:
+    """A boolean query parameter as Kafka Connect reads it: ``true`` in any case."""
+    return value.strip().lower() == "true"
+
+
 def router(engine: Engine, *, run: bool) -> APIRouter:
+    """Kafka Connect's routes over ``engine.connectors``; with ``run``, connectors
+    created, resumed or restarted are run by this engine's scheduler."""
     r = APIRouter()
     conns = engine.connectors
 
+    @r.get("/", include_in_schema=False)
+    def root(request: Request) -> Any:
+        if wants_html(request.headers):
+            return RedirectResponse("/console", status_code=302)
+        return {
+            "version": CONNECT_VERSION,
+            "commit": f"sparkpipes-{__version__}",
+            "kafka_cluster_id": cluster_id(engine),
+        }
+
     @r.get("/connectors")
-    def list_connectors(expand: str | None = None) -> Any:
+    def list_connectors(expand: list[str] = Query(default=[])) -> Any:  # noqa: B008
         names = conns.names()
-        if expand == "status":
-            return {n: {"status": conns.status(n)} for n in names}
-        if expand == "info":
-            return {n: {"info": conns.info(n)} for n in names}
-        return names
+        wanted = [e for e in ("status", "info") if e in expand]
+        if not wanted:
+            return names
+        parts = {"status": conns.status, "info": conns.info}
+        return {n: {e: parts[e](n) for e in wanted} for n in names}
 
     @r.post("/connectors", status_code=201)
     async def create(request: Request) -> Any:
@@ -96,11 +134,10 @@ def router(engine: Engine, *, run: bool) -> APIRouter:
 
     @r.get("/connectors/{name}/tasks")
     def tasks(name: str) -> Any:
-        d = conns.get(name)
         cfg = conns.config(name)
         return [
             {"id": {"connector": name, "task": i}, "config": {**cfg, "pipeline": p}}
-            for i, p in enumerate(d["pipelines"])
+            for i, p in enumerate(conns.task_pipelines(name))
         ]
 
     @r.put("/connectors/{name}/pause", status_code=202)
@@ -113,10 +150,39 @@ def router(engine: Engine, *, run: bool) -> APIRouter:
         conns.resume(name, run=run)
         return Response(status_code=202)
 
+    @r.put("/connectors/{name}/stop", status_code=202)
+    def stop(name: str) -> Response:
+        conns.stop(name)
+        return Response(status_code=202)
+
     @r.post("/connectors/{name}/restart", status_code=204)
-    def restart(name: str) -> Response:
-        conns.resume(name, run=run)
-        return Response(status_code=204)
+    def restart(name: str, includeTasks: str = "false", onlyFailed: str = "false") -> Response:
+        tasks, failed = _flag(includeTasks), _flag(onlyFailed)
+        answer = conns.restart(name, include_tasks=tasks, only_failed=failed, run=run)
+        if not tasks and not failed:
+            return Response(status_code=204)
+        return JSONResponse(answer, status_code=202)
+
+    @r.get("/connectors/{name}/offsets")
+    def offsets(name: str) -> Any:
+        return conns.offsets(name)
+
+    @r.patch("/connectors/{name}/offsets")
+    async def alter_offsets(name: str, request: Request) -> Any:
+        return conns.alter_offsets(name, json_body(await request.body()))
+
+    @r.delete("/connectors/{name}/offsets")
+    def reset_offsets(name: str) -> Any:
+        return conns.reset_offsets(name)
+
+    @r.get("/connectors/{name}/topics")
+    def topics(name: str) -> Any:
+        return conns.topics(name)
+
+    @r.put("/connectors/{name}/topics/reset")
+    def reset_topics(name: str) -> Response:
+        conns.reset_topics(name)
+        return Response(status_code=200)
 
     @r.delete("/connectors/{name}", status_code=204)
     def delete(name: str) -> Response:

@@ -48,7 +48,7 @@ from urllib.parse import quote
 import jinja2
 from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.responses import HTMLResponse, Response
 
 from sparkpipes.catalog.states import BatchState
 from sparkpipes.engine import Engine
@@ -386,9 +386,6 @@ class Console:
 
     # -- pages --------------------------------------------------------------------------
 
-    def root(self) -> RedirectResponse:
-        return RedirectResponse("/console", status_code=302)
-
     def pipelines_page(self, request: Request) -> HTMLResponse:
         try:
             rows = self.overview(request)
@@ -516,7 +513,6 @@ def routes(console: Console) -> APIRouter:
             await run_in_threadpool(sampler.stop)
 
     r = APIRouter(include_in_schema=False, lifespan=lifespan)
-    r.get("/")(console.root)
     r.get("/console")(console.pipelines_page)
     r.get("/console/pipelines/{name}")(console.pipeline_page)
     r.get("/console/tables")(console.tables_page)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import json
+import math
 import os
 import re
 import time
@@ -76,7 +77,16 @@ def _stats(table: pa.Table) -> str:
     for name, col in zip(table.column_names, table.columns):
         nulls[name] = col.null_count
         t = col.type
-        if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_date(t):
+        if pa.types.is_floating(t):  # JSON has no NaN or infinity: such a bound is left out
+            finite = col.filter(pc.is_finite(col))
+            mm = pc.min_max(finite)
+            lo, hi = mm["min"].as_py(), mm["max"].as_py()
+            nan = pc.any(pc.is_nan(col)).as_py()
+            if lo is not None and not nan and not pc.any(pc.equal(col, -math.inf)).as_py():
+                mins[name] = lo
+            if hi is not None and not nan and not pc.any(pc.equal(col, math.inf)).as_py():
+                maxs[name] = hi
+        elif pa.types.is_integer(t) or pa.types.is_date(t):
             mm = pc.min_max(col)
             lo, hi = mm["min"].as_py(), mm["max"].as_py()
             if lo is not None:

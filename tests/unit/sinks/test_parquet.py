@@ -56,3 +56,31 @@ def test_a_failed_attempt_removes_what_it_wrote_and_nothing_else(writer):
     os.remove(os.path.join(writer.root, gone.path))
     writer.remove([reported, gone], prefix="part-insert1a2b3c4d")
     assert sorted(os.listdir(writer.root)) == [other.path]
+
+
+def test_file_statistics_leave_out_bounds_json_cannot_hold():
+    """A NaN or an infinity is no JSON number: the side it would bound is left out (a
+    finite bound beside it would not bound the file), so the commit's log stays readable
+    and a reader skips no file it needs."""
+    import json
+    import math
+
+    import pyarrow as pa
+
+    from sparkpipes.sinks.parquet import _stats
+
+    stats = json.loads(
+        _stats(
+            pa.table(
+                {
+                    "low": [1.0, -math.inf, None],
+                    "high": [1.5, math.inf, 2.5],
+                    "nan": [1.0, math.nan, 2.0],
+                    "plain": [1.0, 2.0, 3.0],
+                }
+            )
+        )
+    )
+    assert stats["minValues"] == {"high": 1.5, "plain": 1.0}
+    assert stats["maxValues"] == {"low": 1.0, "plain": 3.0}
+    assert stats["nullCount"]["low"] == 1

@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 
 from sparkpipes.config.parts import FunctionCall
-from sparkpipes.config.tables import Choices, ColumnDefault, ValueRules
+from sparkpipes.config.tables import Choices, ColumnDefault, MaxLength, NullFill, ValueRules
 from sparkpipes.engine.batch.contract import ErrorRecord
 from sparkpipes.engine.batch.generated import Generated
 from sparkpipes.engine.schema import to_spark
@@ -26,6 +26,8 @@ from sparkpipes.engine.sql.sandbox import check_expression
 from sparkpipes.errors import ConfigError, DecodeError
 from sparkpipes.formats.geography import normalize
 from sparkpipes.formats.geometry.functions import FUNCTIONS as ARROW_FUNCTIONS
+from sparkpipes.formats.rules import substitute
+from sparkpipes.formats.sanitize import fill_nulls, fill_scalar, fit_length
 
 
 @dataclass(frozen=True)
@@ -121,6 +123,25 @@ def _shapes(kind: str, column: str):
         return pd.DataFrame({"value": stored.to_pandas(), "reason": reasons.to_pandas()})
 
     return shapes
+
+
+def _sanitized(field: pa.Field, fill: NullFill | None, rule: MaxLength | None, spark_type: str):
+    """A Spark function of a column to (what it stores, why it cannot): its NULLs as
+    ``fill``, its values fitted to ``rule`` (``formats.sanitize``, on Arrow batches), as
+    the tasks do with a table's rules."""
+    from pyspark.sql import functions as F
+
+    def sanitized(values: pa.Array) -> pa.Array:
+        reasons = None
+        if fill is not None:
+            values = fill_nulls(values, fill_scalar(fill, field.type))
+        if rule is not None:
+            values, reasons = fit_length(values, rule, field.name, substitute(rule, field))
+        if reasons is None:
+            reasons = pa.nulls(len(values), pa.string())
+        return pa.StructArray.from_arrays([values, reasons], ["value", "reason"])
+
+    return F.arrow_udf(sanitized, f"struct<value: {spark_type}, reason: string>")
 
 
 def computed_by(call: FunctionCall):
@@ -271,6 +292,19 @@ def apply(
                     {name: F.col(f"__sp_g{j}.value"), f"__sp_g{j}": F.col(f"__sp_g{j}.reason")}
                 )
                 reason_cols.append(f"__sp_g{j}")
+            else:
+                df = df.withColumn(name, _unless_refused(got))
+        fills, lengths = dict(transform.rules.fills), dict(transform.rules.lengths)
+        for j, name in enumerate(dict.fromkeys([*fills, *lengths])):
+            fit = _sanitized(
+                table_schema.field(name), fills.get(name), lengths.get(name), spark_types[name]
+            )
+            got = fit(F.col(_q(name)))
+            if check:
+                df = df.withColumn(f"__sp_s{j}", got).withColumns(
+                    {name: F.col(f"__sp_s{j}.value"), f"__sp_s{j}": F.col(f"__sp_s{j}.reason")}
+                )
+                reason_cols.append(f"__sp_s{j}")
             else:
                 df = df.withColumn(name, _unless_refused(got))
         out = [*[f.name for f in table_schema], *carry]

@@ -4,9 +4,9 @@ topic, from a Kafka topic into a table of the warehouse (Delta) or of a database
 A connector is stored in the catalog (its config without secrets, its topics and
 pipelines); its pipelines are ordinary pipelines, named after the connector (and the
 topic, when it has several), so ``SHOW PIPELINES``, information_schema and ``sparkpipes
-status`` show them. Its state is theirs, as Kafka Connect reports it: ``RUNNING``,
-``PAUSED`` (stopped) or ``FAILED`` (a pipeline in Error, whose message is the task's
-``trace``).
+status`` show them. Its state is theirs, as Kafka Connect reports it (``lifecycle``): ``RUNNING``,
+``PAUSED`` (stopped), ``STOPPED`` (``PUT …/stop``: no task shown, offsets changeable) or
+``FAILED`` (a pipeline in Error, whose message is the task's ``trace``).
 
 A topic's table is the topic's name unless ``singlestore.tableName.<topic>`` says
 otherwise. A missing table is created from the first record's schema (the JSON
@@ -23,7 +23,6 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from sparkpipes.catalog.states import PipelineState
 from sparkpipes.config import REDACTED, FieldMapping, PipelineSpec, Secret, urls
 from sparkpipes.config.parts import BatchSpec, FormatSpec, SinkSpec, SourceSpec
 from sparkpipes.config.tables import ColumnSpec, TableKey, TableSpec
@@ -35,6 +34,7 @@ from sparkpipes.errors import (
     SinkError,
     SourceUnavailableError,
 )
+from sparkpipes.frontends.connect.lifecycle import Lifecycle
 from sparkpipes.frontends.connect.model import (
     REGISTRY_OPTION,
     STRING_CONVERTER,
@@ -69,11 +69,6 @@ _LOGICAL = {
     "org.apache.kafka.connect.data.Timestamp": ("DateTime", "TIMESTAMP"),
     "org.apache.kafka.connect.data.Date": ("Date", "DATE"),
 }
-STATES = {
-    PipelineState.RUNNING: "RUNNING",
-    PipelineState.STOPPED: "PAUSED",
-    PipelineState.ERROR: "FAILED",
-}
 
 
 def pipeline_name(connector: str, topic: str, many: bool) -> str:
@@ -82,8 +77,9 @@ def pipeline_name(connector: str, topic: str, many: bool) -> str:
     return re.sub(r"[^A-Za-z0-9_]", "_", base)
 
 
-class Connectors(Extension):
-    """Create, list, pause, resume, reconfigure and delete sink connectors."""
+class Connectors(Lifecycle, Extension):
+    """Create, list, reconfigure and delete sink connectors; their state, offsets and
+    topics are :class:`~sparkpipes.frontends.connect.lifecycle.Lifecycle`'s."""
 
     # -- create -------------------------------------------------------------------------
     def create(
@@ -353,7 +349,8 @@ class Connectors(Extension):
             for topic in new:
                 spec = self._spec(cfg, topic, pipeline_name(cfg.name, topic, True))
                 self.engine.create_pipeline_spec(spec)
-                self.engine.start(spec.name, run=False)
+                if not d.get("stopped"):  # a stopped connector's tasks start on resume
+                    self.engine.start(spec.name, run=False)
                 d["topics"].append(topic)
                 d["pipelines"].append(spec.name)
                 made.append(spec.name)
@@ -419,37 +416,8 @@ class Connectors(Extension):
 
     def info(self, name: str) -> dict[str, Any]:
         d = self.get(name)
-        tasks = [{"connector": name, "task": i} for i in range(len(d["pipelines"]))]
+        tasks = [{"connector": name, "task": i} for i in range(len(self.task_pipelines(name)))]
         return {"name": name, "config": dict(d["config"]), "tasks": tasks, "type": "sink"}
-
-    def status(self, name: str) -> dict[str, Any]:
-        d = self.get(name)
-        tasks = []
-        for i, p in enumerate(d["pipelines"]):
-            rec = self.engine.pipeline(p)
-            task = {"id": i, "state": STATES.get(rec.state, "UNASSIGNED"), "worker_id": p}
-            if rec.state == PipelineState.ERROR and rec.last_error:
-                task["trace"] = rec.last_error
-            tasks.append(task)
-        states = {t["state"] for t in tasks}
-        state = next((s for s in ("FAILED", "RUNNING", "PAUSED") if s in states), "UNASSIGNED")
-        out: dict[str, Any] = {
-            "name": name,
-            "connector": {"state": state, "worker_id": "sparkpipes"},
-            "tasks": tasks,
-            "type": "sink",
-        }
-        if state == "FAILED":
-            out["connector"]["trace"] = next(t["trace"] for t in tasks if "trace" in t)
-        return out
-
-    def pause(self, name: str) -> None:
-        for p in self.get(name)["pipelines"]:
-            self.engine.stop(p)
-
-    def resume(self, name: str, *, run: bool = False) -> None:
-        for p in self.get(name)["pipelines"]:
-            self.engine.start(p, run=run)
 
     def delete(self, name: str) -> None:
         """Remove the connector and its pipelines; the tables and their rows stay."""

@@ -96,7 +96,6 @@ NOT_APPLICABLE: dict[str, str] = {
         )
     },
     "tableIndexConfig.aggregateMetrics": "false: no ingestion-time rollup (true is refused)",
-    "tableIndexConfig.nullHandlingEnabled": "Pinot's null bitmaps; NULL is stored as NULL here",
     "tableIndexConfig.segmentFormatVersion": _SEGMENT,
     "tableIndexConfig.segmentNameGeneratorType": _SEGMENT,
     "tableIndexConfig.streamConsumptionConfig": _SEGMENT,
@@ -175,7 +174,6 @@ REFUSED: dict[str, str] = {
         "a virtual column (virtualColumnProvider) is not supported: its values are made by "
         "Pinot's servers, not loaded"
     ),
-    "fieldSpec.maxLengthExceedStrategy": "maxLengthExceedStrategy is not supported",
     "tableIndexConfig.aggregateMetrics": (
         "aggregateMetrics (rolling up metrics of rows with equal dimensions while "
         "ingesting) is not supported"

@@ -32,7 +32,7 @@ from sparkpipes.errors import ConfigError
 from sparkpipes.frontends.pinot.flush import KEYS as FLUSH_KEYS
 from sparkpipes.frontends.pinot.flush import FlushThresholds, flush_thresholds
 from sparkpipes.frontends.pinot.keys import near
-from sparkpipes.frontends.pinot.problems import Problems
+from sparkpipes.frontends.pinot.problems import Problems, collecting
 from sparkpipes.frontends.pinot.stream import (
     StreamConfig,
     _decoder,
@@ -83,13 +83,7 @@ def load_kinesis(
     """One Kinesis ``streamConfigs`` map. Its problems are added to ``found`` (each check
     goes on with a stand-in, so all are found at once); without ``found`` the first
     raises."""
-    own = found is None
-    found = found if found is not None else Problems("table config")
-    before = len(found.errors)
-    out = _load(d, where, found)
-    if own and len(found.errors) > before:
-        raise ConfigError(found.errors[before][1])
-    return out
+    return collecting(_load, d, where, found)
 
 
 def _load(d: Mapping[str, Any], where: str, found: Problems) -> StreamConfig:

@@ -6,9 +6,12 @@ How Pinot's parts land:
 * each schema field is a column, loaded from the record field of the same name;
   ``transformConfigs`` (and a field's own ``transformFunction``) become ``SET`` expressions
   over the record fields they read (loaded as variables), Pinot's geospatial functions in
-  them ``FunctionCall``s computed first; ``defaultNullValue`` fills a
-  field the record leaves empty; ``filterConfig`` becomes a ``WHERE`` keeping the rows the
-  filter does not drop;
+  them ``FunctionCall``s computed first; ``filterConfig`` becomes a ``WHERE`` keeping the
+  rows the filter does not drop;
+* what a field the record leaves empty stores (its default null value, unless null
+  handling keeps the null) and how long its text may be are rules of the table's columns
+  (:mod:`~sparkpipes.frontends.pinot.nulls`), applied after the ``SET``, as Pinot's
+  transformers run after its transform functions;
 * ``primaryKeyColumns`` is the table's PRIMARY KEY; ``upsertConfig`` makes the pipeline
   replace rows by key (``comparisonColumns``, by default the time column, decide which
   record wins; PARTIAL merges column by column), ``dedupConfig`` keep the first row;
@@ -18,7 +21,6 @@ How Pinot's parts land:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -37,11 +39,8 @@ from sparkpipes.config.tables import ColumnSpec, TableKey, TableSpec
 from sparkpipes.errors import ConfigError
 from sparkpipes.frontends.pinot.expr import filter_sql, translate
 from sparkpipes.frontends.pinot.kinesis import source_spec as kinesis_source
-from sparkpipes.frontends.pinot.model import (
-    FieldSpec,
-    PinotSchema,
-    PinotTableConfig,
-)
+from sparkpipes.frontends.pinot.model import PinotSchema, PinotTableConfig
+from sparkpipes.frontends.pinot.nulls import max_length, null_fill, nullable
 from sparkpipes.frontends.pinot.stream import StreamConfig
 from sparkpipes.sources.kafka import PARTITIONS, RECORD_METADATA
 
@@ -50,20 +49,26 @@ def pipeline_name(table: str) -> str:
     return f"{table}_REALTIME"
 
 
-def table_spec(schema: PinotSchema, table: str) -> TableSpec:
+def table_spec(schema: PinotSchema, cfg: PinotTableConfig) -> TableSpec:
     """The Delta table a Pinot schema becomes: its fields in order (Spark types; a
-    single-value JSON field declared JSON), the primary key, and NOT NULL fields."""
-    columns = tuple(
-        ColumnSpec(
-            f.name,
-            f.ddl_type,
-            "JSON" if f.data_type == "JSON" and f.single_value else None,
-            f.not_null,
+    single-value JSON field declared JSON), the primary key, NOT NULL fields, and what a
+    null of each field stores and how long its values may be (``nulls``)."""
+    columns = []
+    for f in schema.fields:
+        fill = null_fill(f, schema, cfg.null_handling, cfg.time_column)
+        columns.append(
+            ColumnSpec(
+                f.name,
+                f.ddl_type,
+                "JSON" if f.data_type == "JSON" and f.single_value else None,
+                # Pinot refuses no row for a null: a NOT NULL field is filled
+                f.not_null and not nullable(f, schema, cfg.null_handling),
+                fill=fill,
+                max_length=max_length(f),
+            )
         )
-        for f in schema.fields
-    )
     keys = (TableKey("PRIMARY", tuple(schema.primary_key)),) if schema.primary_key else ()
-    return TableSpec(table, columns, keys)
+    return TableSpec(cfg.name, tuple(columns), keys)
 
 
 def lower(
@@ -88,8 +93,7 @@ def lower(
             sql = f"timestamp_millis(CAST({sql} AS BIGINT))"  # Pinot's times are epoch millis
         if schema.field(col).ddl_type == "STRING" and expr.type == "BINARY":
             sql = f"lower(hex({sql}))"  # Pinot's BYTES → STRING is hex
-        default = _default(schema.field(col))
-        assignments.append((col, f"coalesce(({sql}), {default})" if default else sql))
+        assignments.append((col, sql))
     where = None
     if cfg.filter:
         expr = filter_sql(cfg.filter, where="ingestionConfig.filterConfig.filterFunction")
@@ -101,9 +105,6 @@ def lower(
         if is_metadata_column(f.name) or f.name in transforms:
             continue
         mapping.append(FieldMapping(f.name, (f.name,)))
-        default = _default(f)
-        if default:
-            assignments.append((f.name, f"coalesce(`{f.name}`, {default})"))
     for name in dict.fromkeys(reads):
         mapping.append(FieldMapping("@" + name, (name,)))
     populate = [f.name for f in schema.fields if is_metadata_column(f.name)]
@@ -206,28 +207,3 @@ def _sink(schema: PinotSchema, cfg: PinotTableConfig) -> SinkSpec:
     if u.delete_column:
         config["delete"] = u.delete_column
     return SinkSpec(table=cfg.name, write="replace", config=config)
-
-
-def _default(f: FieldSpec) -> str | None:
-    """The SQL of a field's ``defaultNullValue`` in the column's type, or None."""
-    value = f.default_null
-    if value is None:
-        return None
-    if f.data_type == "TIMESTAMP" and isinstance(value, (int, float)):
-        one = f"timestamp_millis({int(value)})"
-    elif f.data_type == "BYTES":
-        one = f"unhex({_literal(value)})"  # Pinot reads a BYTES default as hex
-    else:
-        one = f"CAST({_literal(value)} AS {f.ddl_type if f.single_value else f.ddl_type[6:-1]})"
-    return one if f.single_value else f"array({one})"
-
-
-def _literal(value: Any) -> str:
-    if isinstance(value, bool):
-        return "TRUE" if value else "FALSE"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    if isinstance(value, (list, dict)):
-        value = json.dumps(value)
-    text = str(value).replace("\\", "\\\\").replace("'", "\\'")
-    return f"'{text}'"

@@ -64,7 +64,7 @@ TABLE_KEYS = (
     "dedupConfig",
 )
 SEGMENTS_KEYS = ("timeColumnName", "schemaName", "retentionTimeUnit", "retentionTimeValue")
-INDEX_KEYS = ("streamConfigs",)
+INDEX_KEYS = ("streamConfigs", "nullHandlingEnabled")
 INGESTION_KEYS = ("streamIngestionConfig", "transformConfigs", "filterConfig", "continueOnError")
 
 
@@ -82,6 +82,8 @@ class PinotTableConfig:
     upsert: UpsertConfig | None = None
     dedup: bool = False
     continue_on_error: bool = False
+    #: ``tableIndexConfig.nullHandlingEnabled``: nulls are kept (``frontends.pinot.nulls``)
+    null_handling: bool = False
     #: the config as given, every secret value replaced by ``<redacted>``
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
     #: JSON path → value (redacted) of each key accepted without effect
@@ -193,6 +195,26 @@ def load_table(
         upsert = upsert_config(d, schema, time_column, base, found)
     with found.at("dedupConfig"):
         dedup = dedup_enabled(d, schema, base, found)
+    null_handling = index.get("nullHandlingEnabled", False)
+    if null_handling not in (True, False, "true", "false"):
+        found.add(
+            "tableIndexConfig.nullHandlingEnabled",
+            f"table '{base}': nullHandlingEnabled must be true or false",
+        )
+    null_handling = null_handling in (True, "true")
+    if (
+        upsert is not None
+        and upsert.mode == "PARTIAL"
+        and not null_handling
+        and not (schema is not None and schema.column_nulls)
+    ):
+        found.add(
+            "upsertConfig.mode",
+            f"table '{base}': a PARTIAL upsert needs null handling (Pinot's own rule: "
+            '"Null handling must be enabled for partial upsert tables"): set '
+            '"nullHandlingEnabled": true in tableIndexConfig or '
+            '"enableColumnBasedNullHandling": true in the schema',
+        )
     raise_all(
         *([schema_problems] if schema_problems else []),
         found,
@@ -211,6 +233,7 @@ def load_table(
         upsert=upsert,
         dedup=dedup,
         continue_on_error=bool(ingestion.get("continueOnError", False)),
+        null_handling=null_handling,
         raw=redacted(d),
         unrecognized=unrecognized_properties(found.unrecognized),
     )

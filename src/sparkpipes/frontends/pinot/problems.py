@@ -8,13 +8,15 @@ caller raises one :class:`PinotConfigError` at the end, its first line a summary
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from sparkpipes.errors import ConfigError
 from sparkpipes.frontends.pinot import keys
+
+T = TypeVar("T")
 
 
 class PinotConfigError(ConfigError):
@@ -111,3 +113,21 @@ def pointer(path: str) -> str:
 
 def _plain(path: str) -> str:
     return "/" + path.replace("[", ".").replace("]", "").replace(".", "/")
+
+
+def collecting(
+    load: Callable[[Mapping[str, Any], str, Problems], T],
+    d: Mapping[str, Any],
+    where: str,
+    found: Problems | None,
+) -> T:
+    """``load(d, where, found)``, which adds its problems to ``found`` and goes on with
+    stand-ins (so a file's problems are all found at once); without ``found``, the first
+    problem raises instead."""
+    own = found is None
+    found = found if found is not None else Problems("table config")
+    before = len(found.errors)
+    out = load(d, where, found)
+    if own and len(found.errors) > before:
+        raise ConfigError(found.errors[before][1])
+    return out

@@ -4,8 +4,8 @@ and dateTime formats, the primary key.
 Types (Pinot → table column): INT → INT, LONG → BIGINT, FLOAT → FLOAT, DOUBLE → DOUBLE,
 BIG_DECIMAL → DECIMAL(38,18), BOOLEAN → BOOLEAN, TIMESTAMP → TIMESTAMP, STRING → STRING,
 JSON → STRING (declared JSON), BYTES → BINARY; a multi-value field
-(``singleValueField: false``) is an ARRAY of its type. A record without a value for a
-field stores NULL, or the field's ``defaultNullValue`` when the schema gives one.
+(``singleValueField: false``) is an ARRAY of its type. What a record without a value for a
+field stores, and how long text may be, is :mod:`~sparkpipes.frontends.pinot.nulls`'s.
 
 The legacy ``timeFieldSpec`` is the dateTime field Pinot makes of it, filled from the
 incoming field when the outgoing one differs (:mod:`~sparkpipes.frontends.pinot.timespec`).
@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sparkpipes.config.core import parse_json_object
+from sparkpipes.config.tables import EXCEED
 from sparkpipes.errors import ConfigError
 from sparkpipes.frontends.pinot.problems import Problems, raise_all
 from sparkpipes.frontends.pinot.timespec import time_field
@@ -64,6 +65,7 @@ FIELD_KEYS = tuple(
         "format",
         "granularity",
         "maxLength",
+        "maxLengthExceedStrategy",
         "notNull",
         "transformFunction",
     ]
@@ -135,6 +137,8 @@ class FieldSpec:
     format: DateTimeFormat | None = None
     granularity: str | None = None
     transform: str | None = None  # a transformFunction in the schema (older Pinot configs)
+    max_length: int | None = None  # maxLength, when given
+    exceed: str | None = None  # maxLengthExceedStrategy, when given
 
     @property
     def ddl_type(self) -> str:
@@ -152,6 +156,8 @@ class PinotSchema:
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False)
     #: JSON paths of the keys accepted without effect (Pinot's ``unrecognizedProperties``)
     unrecognized: tuple[str, ...] = field(default=(), compare=False)
+    #: ``enableColumnBasedNullHandling``: each field but the ``notNull`` ones keeps nulls
+    column_nulls: bool = False
 
     def field(self, name: str) -> FieldSpec:
         for f in self.fields:
@@ -212,9 +218,17 @@ def load_schema(doc: str | Mapping[str, Any], problems: Problems | None = None) 
                 "primaryKeyColumns",
                 f"schema '{name}': primary key column '{c}' is not a field of the schema",
             )
+    column_nulls = d.get("enableColumnBasedNullHandling", False)
+    if not isinstance(column_nulls, bool):
+        found.add(
+            "enableColumnBasedNullHandling",
+            f"schema '{name}': enableColumnBasedNullHandling must be true or false",
+        )
     if problems is None:
         raise_all(found, what=f"the Pinot schema '{name}'")
-    return PinotSchema(name, tuple(fields), tuple(pk), d, tuple(found.unrecognized))
+    return PinotSchema(
+        name, tuple(fields), tuple(pk), d, tuple(found.unrecognized), column_nulls is True
+    )
 
 
 def _time_field(spec: Any, found: Problems) -> FieldSpec:
@@ -270,6 +284,14 @@ def _field(spec: Any, role: str, where: str, found: Problems) -> FieldSpec:
     transform = spec.get("transformFunction")
     if transform is not None and not isinstance(transform, str):
         raise ConfigError(f"{where}: transformFunction must be a string")
+    limit = spec.get("maxLength")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise ConfigError(f"{where}: maxLength must be a positive whole number, got {limit!r}")
+    exceed = spec.get("maxLengthExceedStrategy")
+    if exceed is not None and (not isinstance(exceed, str) or exceed.upper() not in EXCEED):
+        raise ConfigError(
+            f"{where}: maxLengthExceedStrategy {exceed!r} is not one of {', '.join(EXCEED)}"
+        )
     return FieldSpec(
         name=name,
         data_type=dtype,
@@ -280,4 +302,6 @@ def _field(spec: Any, role: str, where: str, found: Problems) -> FieldSpec:
         format=fmt,
         granularity=spec.get("granularity"),
         transform=transform,
+        max_length=limit,
+        exceed=exceed.upper() if exceed else None,
     )

@@ -100,7 +100,7 @@ class PinotTables(Extension):
         return {
             "table": cfg.name,
             "schema": s.name,
-            "columns": table_spec(s, cfg.name).schema,
+            "columns": table_spec(s, cfg).schema,
             "primaryKey": list(s.primary_key),
             "pipeline": spec.name,
             "source": f"kafka {spec.source.location}",
@@ -134,7 +134,7 @@ class PinotTables(Extension):
             )
         if schema is not None:
             self.add_schema(s)
-        self.engine.create_table_spec(table_spec(s, cfg.name))
+        self.engine.create_table_spec(table_spec(s, cfg))
         stored = {
             "config": cfg.shown(),
             "maintenance": _maintenance(s, cfg),

@@ -27,7 +27,7 @@ from sparkpipes.frontends.pinot.flush import (
     parse_size,  # noqa: F401  (public here since seed 002)
 )
 from sparkpipes.frontends.pinot.keys import near
-from sparkpipes.frontends.pinot.problems import Problems
+from sparkpipes.frontends.pinot.problems import Problems, collecting
 from sparkpipes.frontends.pinot.security import (
     CLIENT_KEYS,
     CLIENT_SECRETS,
@@ -157,13 +157,7 @@ def load_stream(
     """One ``streamConfigs`` map (all values strings, as in Pinot). Its problems are added
     to ``found`` (each check goes on with a stand-in value, so all are found at once) and
     its keys without effect recorded there; without ``found``, the first problem raises."""
-    own = found is None
-    found = found if found is not None else Problems("table config")
-    before = len(found.errors)
-    out = _load_stream(d, where, found)
-    if own and len(found.errors) > before:
-        raise ConfigError(found.errors[before][1])
-    return out
+    return collecting(_load_stream, d, where, found)
 
 
 def _load_stream(d: Mapping[str, Any], where: str, found: Problems) -> StreamConfig:

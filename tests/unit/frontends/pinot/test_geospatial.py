@@ -192,12 +192,15 @@ def test_a_lowered_config_keeps_its_calls_through_storage():
 
 
 def test_a_bytes_default_is_read_as_hex_as_pinot_reads_it():
-    from sparkpipes.frontends.pinot.lowering import lower
+    from sparkpipes.formats.sanitize import fill_scalar
+    from sparkpipes.frontends.pinot.lowering import table_spec
     from sparkpipes.frontends.pinot.model import load_schema, load_table
     from tests.unit.frontends.pinot.test_corpus import CORPUS, ITEMS
 
     item = ITEMS["pinot-recipes/geospatial-default-config-table"]
     schema = load_schema((CORPUS / item["schema"]).read_text())
-    spec = lower(schema, load_table((CORPUS / item["table"]).read_text(), schema))
-    point = dict(spec.transform.assignments)["point"]
-    assert "unhex('003fe5f4a42008f90c4054e004d205fbe4')" in point
+    table = table_spec(schema, load_table((CORPUS / item["table"]).read_text(), schema))
+    fill = dict(table.rules.fills)["point"]
+    assert fill_scalar(fill, pa.binary()).as_py() == bytes.fromhex(
+        "003fe5f4a42008f90c4054e004d205fbe4"
+    )

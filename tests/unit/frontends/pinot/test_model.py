@@ -382,7 +382,7 @@ def test_datetime_formats_and_units():
 
 
 def test_upsert_dedup_retention():
-    schema = {**SCHEMA, "primaryKeyColumns": ["uuid"]}
+    schema = {**SCHEMA, "primaryKeyColumns": ["uuid"], "enableColumnBasedNullHandling": True}
     s = load_schema(schema)
     t = load_table(
         {
@@ -406,6 +406,17 @@ def test_upsert_dedup_retention():
         )
     seg = {**TABLE["segmentsConfig"], "retentionTimeUnit": "DAYS", "retentionTimeValue": "3"}
     assert load_table({**TABLE, "segmentsConfig": seg}).retention_ms == 3 * 86_400_000
+
+
+def test_a_partial_upsert_needs_null_handling_as_pinot_says():
+    """TableConfigUtils.validatePartialUpsertStrategies: "Null handling must be enabled for
+    partial upsert tables" — a null there means "keep the stored value"."""
+    s = load_schema({**SCHEMA, "primaryKeyColumns": ["uuid"]})
+    partial = {**TABLE, "upsertConfig": {"mode": "PARTIAL"}}
+    with pytest.raises(ConfigError, match=r"upsertConfig\.mode: .*PARTIAL upsert needs null"):
+        load_table(partial, s)
+    index = {**TABLE["tableIndexConfig"], "nullHandlingEnabled": True}
+    assert load_table({**partial, "tableIndexConfig": index}, s).null_handling
 
 
 def test_offset_criteria_by_period_or_time():
