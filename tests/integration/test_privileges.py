@@ -478,3 +478,34 @@ def test_load_data_infile_needs_file_read_and_the_table_s_privileges(served, tmp
     refused(bo, f"{load} ON DUPLICATE KEY UPDATE a = a", "UPDATE command denied")
     bo.execute(load)
     assert rows(owner, "SELECT a FROM t ORDER BY a") == [(1,), (5,)]
+
+
+def test_a_call_reads_only_what_its_author_may_and_dml_text_stays_one_expression(served, engine):
+    """``CALL p(q)`` hands p the rows of q: a DECLAREd query that only a CALL reads is
+    checked as any statement's read (it used to copy ``secret`` as the server). A DELETE's
+    condition that the two lexers read differently cannot close its parentheses and add
+    rows of its own."""
+    owner, ana, bo = served
+    ana.execute(
+        "GRANT CREATE ROUTINE, EXECUTE ON *.* TO bo; CREATE TABLE mine (a TEXT);"
+        "GRANT INSERT, SELECT, DELETE ON mine TO bo"
+    )
+    bo.execute(
+        "CREATE PROCEDURE keep(batch QUERY(a TEXT)) AS BEGIN "
+        "INSERT INTO mine SELECT a FROM batch; END"
+    )
+    refused(
+        bo,
+        "CREATE PROCEDURE leak(batch QUERY(a TEXT)) AS DECLARE q QUERY(a TEXT) = "
+        "SELECT s FROM secret; BEGIN CALL keep(q); END",
+        "SELECT command denied",
+    )
+    owner.execute("INSERT INTO mine VALUES ('x')")
+    injected = (
+        "DELETE FROM mine WHERE r'\\' IS NULL AND FALSE), FALSE) AS __sp_hit FROM (SELECT "
+        "'evil' AS a, CAST(NULL AS STRUCT<a:STRING>) AS __sp_old, FALSE AS __sp_changed) "
+        "AS mine UNION ALL SELECT *, coalesce((TRUE -- '"
+    )
+    with pytest.raises(SparkpipesError):
+        bo.execute(injected)
+    assert rows(owner, "SELECT a FROM mine") == [("x",)]

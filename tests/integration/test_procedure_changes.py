@@ -121,14 +121,16 @@ def test_an_update_that_breaks_a_constraint_fails_the_batch_naming_its_line(engi
 
 
 def test_a_plain_insert_of_a_key_the_table_holds_fails_the_batch(engine, tmp_path):
-    """SingleStore's INSERT into a table with a PRIMARY KEY: ``Duplicate entry``; a body
-    that DELETEs the key first inserts it again."""
+    """SingleStore's INSERT into a table with a PRIMARY KEY: ``Duplicate entry``, and no
+    table of the body takes the batch; a body that DELETEs the key first inserts it
+    again."""
     sql = SqlSession(engine)
     sql.execute(
         "CREATE TABLE t (id BIGINT, v TEXT, PRIMARY KEY (id)); INSERT INTO t VALUES (1, 'old');"
         "CREATE TABLE u (id BIGINT, v TEXT, PRIMARY KEY (id)); INSERT INTO u VALUES (1, 'old');"
+        "CREATE TABLE log (id BIGINT);"
         "CREATE PROCEDURE plain(batch QUERY(id BIGINT, v TEXT)) AS BEGIN "
-        "INSERT INTO t SELECT id, v FROM batch; END;"
+        "INSERT INTO log SELECT id FROM batch; INSERT INTO t SELECT id, v FROM batch; END;"
         "CREATE PROCEDURE again(batch QUERY(id BIGINT, v TEXT)) AS BEGIN "
         "DELETE FROM u WHERE id IN (SELECT id FROM batch); INSERT INTO u SELECT id, v FROM batch;"
         " END"
@@ -142,6 +144,8 @@ def test_a_plain_insert_of_a_key_the_table_holds_fails_the_batch(engine, tmp_pat
     with pytest.raises(SparkpipesError, match="Duplicate entry '1' for key 'PRIMARY'"):
         engine.run_batch("q1")
     assert _table(sql, "SELECT * FROM t") == [(1, "old")]
+    # found before any table commits: ``log`` (committed first) does not take the batch
+    assert _table(sql, "SELECT * FROM log") == []
     engine.run_batches("q2", 2, until_idle=True)
     assert _table(sql, "SELECT * FROM u") == [(1, "new")]
 
@@ -292,4 +296,19 @@ def test_call_runs_another_procedure_on_a_query_of_the_batch(engine, tmp_path):
     with pytest.raises(SparkpipesError, match="its batch is 'batch' or a DECLAREd QUERY"):
         sql.execute(
             "CREATE PROCEDURE r3(batch QUERY(id BIGINT)) AS BEGIN CALL count_big(other); END"
+        )
+
+
+def test_procedures_a_body_calls_write_each_table_one_way(engine):
+    sql = SqlSession(engine)
+    sql.execute(
+        "CREATE TABLE t (id BIGINT, PRIMARY KEY (id));"
+        "CREATE PROCEDURE first(b QUERY(id BIGINT)) AS BEGIN INSERT IGNORE INTO t "
+        "SELECT id FROM b; END;"
+        "CREATE PROCEDURE last(b QUERY(id BIGINT)) AS BEGIN REPLACE INTO t SELECT id FROM b; END"
+    )
+    with pytest.raises(SparkpipesError, match="one way"):
+        sql.execute(
+            "CREATE PROCEDURE both(batch QUERY(id BIGINT)) AS BEGIN CALL first(batch); "
+            "CALL last(batch); END"
         )

@@ -19,7 +19,7 @@ TABLES = [
         "parsed",
         "CREATE TABLE parsed (partitionKey BIGINT, n INT UNSIGNED, data_base64 VARCHAR(255), "
         "parsed_data AS FROM_BASE64(data_base64) PERSISTED VARCHAR(255), "
-        "PRIMARY KEY (partitionKey), UNIQUE KEY u (n), KEY ix (data_base64) USING HASH)",
+        "PRIMARY KEY (partitionKey), UNIQUE KEY u (partitionKey, n), KEY ix (data_base64) USING HASH)",
         None,
     ),
 ]

@@ -230,7 +230,9 @@ def test_replace_and_ignore_into_table_upsert_by_primary_key(sql, broker, topic)
     assert rows(sql("SELECT k, v FROM latest ORDER BY k")) == [(1, "a2"), (2, "b2"), (3, "c")]
     assert rows(sql("SELECT k, v FROM first ORDER BY k")) == [(1, "a"), (2, "b"), (3, "c")]
     assert "REPLACE INTO TABLE" in sql("SHOW CREATE PIPELINE r").rows[0][1]
-    with pytest.raises(ConfigError, match="needs a PRIMARY KEY on table 'nokey'"):
+    with pytest.raises(
+        ConfigError, match=r"needs a PRIMARY KEY \(or one UNIQUE KEY\) on table 'nokey'"
+    ):
         sql(
             f"CREATE PIPELINE n AS LOAD DATA KAFKA '{broker.bootstrap}/{topic}' REPLACE INTO TABLE nokey FORMAT JSON"
         )

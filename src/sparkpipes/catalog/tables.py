@@ -74,13 +74,16 @@ class TableRecord:
     @property
     def primary_key(self) -> tuple[str, ...]:
         """The key rows are told apart by: the PRIMARY KEY, else a table's one UNIQUE key
-        (SingleStore's columnstore tables declare ``UNIQUE KEY pk (…)``; there, as in
-        MySQL, a row that repeats it is a duplicate key). Empty: rows are only appended."""
+        on NOT NULL columns (SingleStore's columnstore tables declare ``UNIQUE KEY pk
+        (…)``; there, as in MySQL, a row that repeats it is a duplicate key). Empty: rows
+        are only appended."""
         keys = self.options.get("keys", [])
         for kind in ("PRIMARY", "UNIQUE"):
             found = [k for k in keys if k.get("kind") == kind]
             if found and (kind == "PRIMARY" or len(found) == 1):
-                return tuple(found[0]["columns"])
+                columns = tuple(found[0]["columns"])
+                if kind == "PRIMARY" or set(columns) <= set(self.not_null):
+                    return columns
         return ()
 
     @property

@@ -65,6 +65,23 @@ def hit_query(statement: ProcedureStatement, source: str | None = None) -> str:
     )
 
 
+def single_expressions(spark: Any, statement: ProcedureStatement, query: str) -> None:
+    """ConfigError unless the condition and each SET value of ``statement`` is one whole
+    expression as Spark reads it, standing where :func:`hit_query` put it in ``query``
+    (translated): a text the two lexers read differently (``r'\\' …``) cannot close its
+    parentheses and write SQL of its own around them."""
+    whole = translate(query)
+    for text in (statement.query, *(e for _, e in statement.assign)):
+        piece = translate(text)
+        parser = spark._jsparkSession.sessionState().sqlParser()
+        try:  # the whole query is admitted by the sandbox; this is the parse alone
+            parser.parseExpression(piece)
+        except Exception:  # Spark's ParseException, through py4j
+            raise ConfigError(f"cannot read '{text[:80]}' as one expression") from None
+        if f"(\n{piece}\n)" not in whole:
+            raise ConfigError(f"cannot read '{text[:80]}' as one expression")
+
+
 def statement_query(statement: ProcedureStatement) -> str:
     """The query a body statement that writes a table runs (the dialect)."""
     return hit_query(statement) if statement.change else statement.query
@@ -151,8 +168,24 @@ class ChangedTable:
         self.inserted = True
 
     def _hits(self, statement: ProcedureStatement, run: Run, views: Mapping[str, Any]):
+        """The statement's query over the state, evaluated once (a condition such as
+        ``rand() < 0.1`` or ``now()`` picks the same rows for every use of the result)."""
         query = hit_query(statement, self.source)
-        return run(query, statement, {**views, statement.table: self.state})
+        single_expressions(self.state.sparkSession, statement, query)
+        hits = run(query, statement, {**views, statement.table: self.state})
+        return hits.localCheckpoint(eager=False)
+
+    def _collect(self, df: Any, statement: ProcedureStatement) -> list[Any]:
+        """``df.collect()``; Spark's error (a division by zero, a cast, in this statement or
+        an earlier one of the table) as the statement's error."""
+        from pyspark.errors import PySparkException
+
+        try:
+            return df.collect()
+        except PySparkException as e:
+            at = f"line {statement.line}: " if statement.line else ""
+            first = (str(e).strip().splitlines() or [type(e).__name__])[0][:400]
+            raise self.fails(f"{at}{first} ({statement.text[:80]})") from None
 
     def delete(self, statement: ProcedureStatement, run: Run, views: Mapping[str, Any]) -> None:
         from pyspark.sql import functions as F
@@ -183,20 +216,22 @@ class ChangedTable:
             else:
                 value = F.col(_q(c))
             values.append(value.alias(c))
-        rows = hits.select(*values, OLD, (F.col(CHANGED) | hit).alias(CHANGED), HIT)
+        changes = hit & moved if moved is not None else hit  # MySQL counts changed rows
+        rows = hits.select(*values, OLD, (F.col(CHANGED) | changes).alias(CHANGED), HIT)
         fill = Transform(computed=tuple(rec.computed.items()), rules=rec.rules)
         checked = apply(rows, fill, rec.schema, (OLD, CHANGED, HIT), check=True)
         bad = F.col(REJECT_COLUMN).isNotNull()
         for c in rec.not_null:
             bad = bad | F.col(_q(c)).isNull()
-        found = checked.where(hit & bad).limit(1).collect()
+        checked = checked.localCheckpoint(eager=False)  # checked and stored: the same rows
+        found = self._collect(checked.where(hit & bad).limit(1), statement)
         if found:
             reason = found[0][REJECT_COLUMN] or (
                 f"column '{next(c for c in rec.not_null if found[0][c] is None)}' is NOT NULL"
             )
             at = f"line {statement.line}: " if statement.line else ""
             raise self.fails(f"{at}a row UPDATE sets does not fit table '{rec.name}': {reason}")
-        self._become(checked.drop(REJECT_COLUMN, HIT))
+        self.state = checked.drop(REJECT_COLUMN, HIT)
 
     def changes(self) -> Any:
         """One row per change: the table's columns (the new row; a deleted row's stored
@@ -227,13 +262,13 @@ class ChangedTable:
         from pyspark.sql import functions as F
 
         fresh = F.max(F.col(OLD).isNull().cast("int")).alias("fresh")
-        twice = (
+        counted = (
             self.state.groupBy(*[_q(k) for k in self.match])
             .agg(F.count(F.lit(1)).alias("n"), fresh)
             .where("n > 1 AND fresh = 1")
             .limit(1)
-            .collect()
         )
+        twice = self._collect(counted, ProcedureStatement(self.rec.name, "", line=0))
         if twice:
             key = "-".join(str(twice[0][k]) for k in self.match)
             raise DuplicateKeyError(

@@ -19,7 +19,12 @@ from sparkpipes.config import PipelineSpec
 from sparkpipes.config.procedure import ProcedureSpec, ProcedureStatement
 from sparkpipes.engine.batch.generated import Generated
 from sparkpipes.engine.batch.transform import REJECT_COLUMN, Transform, apply
-from sparkpipes.engine.changes import ChangedTable, check_change, statement_query
+from sparkpipes.engine.changes import (
+    ChangedTable,
+    check_change,
+    single_expressions,
+    statement_query,
+)
 from sparkpipes.engine.schema import to_arrow
 from sparkpipes.engine.sql.dialect import INTERNAL, translate
 from sparkpipes.engine.sql.sandbox import Admitted, check_expression, check_query
@@ -29,6 +34,8 @@ from sparkpipes.errors import ConfigError, NotAdmittedError, NotFoundError, Sink
 
 #: the prefix of a batch's view (:func:`batch_view`)
 BATCH_VIEW = "__sp_batch_"
+#: the prefix of the view of a changed table's rows (``ProcedureBody._sql``)
+STATE_VIEW = "__sp_state_"
 
 
 class Procedures:
@@ -139,6 +146,7 @@ class Procedures:
                 continue
             if s.call is not None:
                 self._check_call(spec, s, where)
+                self._check_query(spec, call_query(s), where)
                 continue
             try:
                 rec = tables.get(s.table) or self.rt.catalog.tables.get(s.table)
@@ -159,26 +167,14 @@ class Procedures:
                 )
             if s.change:
                 check_change(s, rec, where)
-            # a table the body DELETEs from or UPDATEs takes every kind of statement
-            changing = any(o.change and o.table == s.table for o in every)
-            others = sum(1 for o in every if o.table == s.table) > 1
-            if s.update and others and not changing:
-                raise ConfigError(
-                    f"{where}: table '{s.table}' is written by an ON DUPLICATE KEY UPDATE "
-                    "statement and another one; one procedure writes such a table once"
-                )
-            modes = {_mode(o) for o in every if o.table == s.table}
-            if len(modes) > 1 and not changing:
-                raise ConfigError(
-                    f"{where}: table '{s.table}' is written by {' and '.join(sorted(modes))} "
-                    "statements of the body; one procedure writes a table one way (or DELETEs "
-                    "from it or UPDATEs it too: then every kind goes)"
-                )
             for column, expr in s.update:
                 if column not in rec.schema.names:
                     raise ConfigError(f"{where}: table '{s.table}' has no column '{column}'")
                 update_expression(expr, rec.schema.names, s.table)
             self._check_query(spec, statement_query(s), where)
+            if s.change and self.rt.spark_started:
+                single_expressions(self.rt.spark, s, statement_query(s))
+        _one_way(spec.name, every)
         return tables
 
     def _check_query(self, spec: ProcedureSpec, query: str, where: str) -> None:
@@ -272,6 +268,11 @@ class ProcedureBody:
         #: the bodies of the procedures it CALLs, by name
         self.calls = dict(calls or {})
 
+    @staticmethod
+    def call_query(statement: ProcedureStatement) -> str:
+        """The query of the rows a ``CALL`` gives its procedure (:func:`call_query`)."""
+        return call_query(statement)
+
     def everything(self) -> list[tuple[ProcedureBody, ProcedureStatement]]:
         """Each statement that writes a table, with the body it is in: this one's and
         those of the procedures it CALLs, in the order they run."""
@@ -330,35 +331,46 @@ class ProcedureBody:
         from pyspark.errors import PySparkException
 
         where = f"procedure '{self.spec.name}'" + (f", line {line}" if line else "")
-        text = statement_sql(self.spec, f"SELECT CAST(({expr}) AS {kind})", view)
+        text, names = self._sql(spark, f"SELECT CAST(({expr}) AS {kind})", view, where, views)
         try:
-            self._admit(spark, text, view, where, views)
             return spark.sql(text, args=self._args(values)).collect()[0][0]
         except PySparkException as e:
             raise ProcedureError(f"{where}: {_spark_message(e)} ({expr[:80]})") from None
+        finally:
+            _drop(spark, names)
 
     def _args(self, values: dict[str, Any]) -> dict[str, Any]:
         return bound(markers(v.name for v in self.spec.variables), values)
 
-    def _admit(
-        self, spark: Any, text: str, view: str, where: str, views: Mapping[str, Any] | None = None
-    ) -> None:
-        """Admit a statement's text, and give each table it reads its current snapshot, or
-        the rows ``views`` has for it: a table the body changes, as its statements so far
-        leave it (the session's view of a table is what the last statement that named it
-        saw)."""
+    def _sql(
+        self, spark: Any, query: str, view: str, where: str, views: Mapping[str, Any] | None
+    ) -> tuple[str, dict[str, str]]:
+        """A body query's text as Spark runs it, admitted, and the internal views it reads
+        registered: each table ``views`` has rows for (a table the body changes, as its
+        statements so far leave it) is a CTE of the table's name over a view of a name no
+        user can know, never a view of the table's own name, which other statements of the
+        session (pipelines, queries) would see. The caller drops those views (``_drop``)
+        once Spark has read the text."""
+        names = {t: f"{STATE_VIEW}{uuid.uuid4().hex}" for t in views or {}}
+        text = statement_sql(self.spec, query, view, names)
+        self._admit(spark, text, view, where, names.values())
+        for t, name in names.items():
+            views[t].createOrReplaceTempView(name)  # type: ignore[index]
+        return text, names
+
+    def _admit(self, spark: Any, text: str, view: str, where: str, own: Any = ()) -> None:
+        """Admit a statement's text, and give each table it reads its current snapshot (the
+        session's view of a table is what the last statement that named it saw); ``own``:
+        the internal views the text may read besides the batch's."""
         try:
             admitted = check_query(spark, text)
         except NotAdmittedError as e:
             raise NotAdmittedError(f"{where}: {e.message}") from None
-        stray = stray_views(admitted, view)
+        stray = stray_views(admitted, view, own)
         if stray:  # a body made before this check: it runs as the server, so never
             raise NotAdmittedError(f"{where}: table '{stray[0]}' does not exist")
-        changed = {k.lower(): v for k, v in (views or {}).items()}
         for name in sorted(admitted.relations):
-            if name.lower() in changed:
-                changed[name.lower()].createOrReplaceTempView(name)
-            elif self.frame is not None and not name.lower().startswith(INTERNAL):
+            if self.frame is not None and not name.lower().startswith(INTERNAL):
                 try:
                     self.frame(name).createOrReplaceTempView(name)
                 except NotFoundError:
@@ -378,12 +390,13 @@ class ProcedureBody:
         from pyspark.errors import PySparkException
 
         where = f"procedure '{self.spec.name}', line {statement.line}"
-        text = statement_sql(self.spec, query, view)
-        self._admit(spark, text, view, where, views)
+        text, names = self._sql(spark, query, view, where, views)
         try:
             return spark.sql(text, args=self._args(values))
         except PySparkException as e:
             raise ProcedureError(f"{where}: {_spark_message(e)} ({statement.text[:80]})") from None
+        finally:
+            _drop(spark, names)  # the DataFrame holds their rows
 
     def changed(self, table: str) -> ChangedTable:
         """``table`` as the batch finds it, for the body's DELETE and UPDATE statements."""
@@ -443,6 +456,34 @@ class ProcedureBody:
         return out
 
 
+def _one_way(name: str, every: Sequence[ProcedureStatement]) -> None:
+    """ConfigError unless each table the body (with the procedures it CALLs) writes is
+    written one way: by statements of one kind, an ON DUPLICATE KEY UPDATE by one
+    statement only; a table it DELETEs from or UPDATEs takes every kind."""
+    for table in dict.fromkeys(o.table for o in every):
+        writes = [o for o in every if o.table == table]
+        if any(o.change for o in writes):
+            continue
+        where = f"procedure '{name}', line {writes[-1].line}"
+        if any(o.update for o in writes) and len(writes) > 1:
+            raise ConfigError(
+                f"{where}: table '{table}' is written by an ON DUPLICATE KEY UPDATE "
+                "statement and another one; one procedure writes such a table once"
+            )
+        modes = {_mode(o) for o in writes}
+        if len(modes) > 1:
+            raise ConfigError(
+                f"{where}: table '{table}' is written by {' and '.join(sorted(modes))} "
+                "statements of the body (or of procedures it CALLs); one procedure writes a "
+                "table one way (or DELETEs from it or UPDATEs it too: then every kind goes)"
+            )
+
+
+def call_query(s: ProcedureStatement) -> str:
+    """The rows ``CALL p(q)`` gives ``p`` as its batch: the query ``q`` names."""
+    return "SELECT * FROM `" + s.query.replace("`", "``") + "`"
+
+
 def _mode(s: ProcedureStatement) -> str:
     if s.change:
         return s.change.upper()
@@ -477,13 +518,16 @@ def batch_view() -> str:
     return f"{BATCH_VIEW}{uuid.uuid4().hex}"
 
 
-def statement_sql(spec: ProcedureSpec, query: str, view: str) -> str:
+def statement_sql(
+    spec: ProcedureSpec, query: str, view: str, tables: Mapping[str, str] | None = None
+) -> str:
     """A body query (``SELECT (expr)`` for a variable's) as its batches run it: its
     variables parameter markers (``engine.sql.values``), so that the text a CREATE
     PROCEDURE checks is the text every batch runs, whatever the values."""
     marks = markers(v.name for v in spec.variables)
     named = tuple((n, with_markers(q, marks)) for n, q in spec.queries)
-    return body_sql(with_markers(query, marks), spec.param, view, named)
+    states = tuple((t, f"SELECT * FROM {_quoted(v)}") for t, v in (tables or {}).items())
+    return body_sql(with_markers(query, marks), spec.param, view, (*states, *named))
 
 
 def body_sql(query: str, param: str, view: str, queries: Sequence[tuple[str, str]] = ()) -> str:
@@ -492,12 +536,18 @@ def body_sql(query: str, param: str, view: str, queries: Sequence[tuple[str, str
     return bind(translate(query), param, view, [(n, translate(q)) for n, q in queries])
 
 
-def stray_views(admitted: Admitted, view: str) -> list[str]:
+def stray_views(admitted: Admitted, view: str, own: Any = ()) -> list[str]:
     """The session's internal names (information_schema's views, other batches) a body
     statement bound to ``view`` names besides it: none may be read at batch time, when the
     body runs as the server."""
     names = admitted.relations | admitted.ctes
-    return sorted(n for n in names if n.lower().startswith(INTERNAL) and n.lower() != view.lower())
+    allowed = {view.lower(), *(o.lower() for o in own)}
+    return sorted(n for n in names if n.lower().startswith(INTERNAL) and n.lower() not in allowed)
+
+
+def _drop(spark: Any, names: Mapping[str, str]) -> None:
+    for name in names.values():
+        spark.catalog.dropTempView(name)
 
 
 def _quoted(name: str) -> str:

@@ -35,6 +35,7 @@ from typing import Any
 import pyarrow as pa
 
 from sparkpipes.sinks.base import BatchCommit, Committed, Sink, SinkContext, Staged
+from sparkpipes.sinks.delta.keys import no_duplicates
 from sparkpipes.sinks.delta.sink import DeltaSink, Upsert
 from sparkpipes.sinks.delta.upsert import change_schema
 from sparkpipes.sinks.frames import write_frame
@@ -134,6 +135,7 @@ class ProcedureSink(Sink):
             self._body(self.body, view, run)
             for t, table in run.changed.items():
                 run.written[t] += self._write(table.changes(), t, batch_id, run.stages)
+            self._no_duplicates(run)
         except BaseException:
             self.abort([TableFiles(t, tuple(f), run.stages.get(t)) for t, f in run.written.items()])
             raise
@@ -166,7 +168,7 @@ class ProcedureSink(Sink):
                 )
                 continue
             if statement.call is not None:  # its batch: the query named, as it is now
-                given = query(f"SELECT * FROM `{statement.query}`", statement, run.views)
+                given = query(body.call_query(statement), statement, run.views)
                 inner = f"__sp_batch_{uuid.uuid4().hex}"
                 given.createOrReplaceTempView(inner)
                 try:
@@ -190,6 +192,21 @@ class ProcedureSink(Sink):
                 continue
             rows = body.rows(spark, statement, view, values, run.views)
             run.written[t] += self._write(rows, t, run.batch_id, run.stages)
+
+    def _no_duplicates(self, run: _Run) -> None:
+        """A key a plain INSERT repeats fails the batch here, before any table commits:
+        found in a table's commit, after another table took the batch, it would fail every
+        recovery of the batch too. (The commit checks again, against a newer version.)"""
+        from deltalake import DeltaTable
+
+        for t in sorted(self.inserting):
+            if not run.written.get(t):
+                continue
+            sink = self.tables[t]
+            paths = [os.path.join(run.stages[t], f.path) for f in run.written[t]]
+            rows = read_parquet(run.spark, to_spark_schema(sink.schema), paths)
+            keys = self.body.primary_key(t)
+            no_duplicates(DeltaTable(sink.uri), rows, keys, sink.schema, t)
 
     def _write(self, rows: Any, t: str, batch_id: int, stages: dict[str, str]) -> list[AddFile]:
         """``rows`` as data files of table ``t``, or staged for its MERGE."""

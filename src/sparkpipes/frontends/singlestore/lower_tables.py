@@ -88,7 +88,7 @@ def table_spec(s: A.CreateTable) -> TableSpec:
         )
     keys = [TableKey(k.kind, tuple(k.columns), k.name, k.using, k.descending) for k in s.keys]
     keys += [TableKey("PRIMARY", (c.name,)) for c in s.columns if c.primary_key]
-    _one_unique_key(keys)
+    _one_unique_key(keys, {c.name for c in s.columns if c.nullable is False or c.primary_key})
     start = dict(s.options).get("AUTO_INCREMENT")
     if start is not None and not any(c.auto_increment for c in s.columns):
         raise ConfigError("table option AUTO_INCREMENT needs an AUTO_INCREMENT column")
@@ -97,13 +97,20 @@ def table_spec(s: A.CreateTable) -> TableSpec:
     return TableSpec(s.name, tuple(columns), tuple(keys), s.options)
 
 
-def _one_unique_key(keys: list[TableKey]) -> None:
+def _one_unique_key(keys: list[TableKey], not_null: set[str]) -> None:
     """A table enforces one key (``TableRecord.primary_key``): the PRIMARY KEY, or its one
     UNIQUE KEY. A UNIQUE KEY the primary key does not imply, or a second one, would be
     accepted and not enforced, so it is refused (a key holding all the primary key's
-    columns is implied by it)."""
+    columns is implied by it); so is a table's key UNIQUE KEY on a column that may be NULL
+    (MySQL lets NULLs repeat in it; here rows are told apart by the key's values)."""
     primary = next((set(k.columns) for k in keys if k.kind == "PRIMARY"), None)
     unique = [k for k in keys if k.kind == "UNIQUE"]
+    nullable = [c for c in (unique[0].columns if unique else ()) if c not in not_null]
+    if primary is None and nullable:
+        raise ConfigError(
+            f"UNIQUE KEY ({', '.join(unique[0].columns)}) on column '{nullable[0]}', which "
+            "may be NULL, is not supported yet: declare the key's columns NOT NULL"
+        )
     extra = unique if primary is not None else unique[1:]
     extra = [k for k in extra if primary is None or not primary <= set(k.columns)]
     if extra:

@@ -44,6 +44,7 @@ from typing import Any
 from sparkpipes.catalog.grants import PIPELINE, ROUTINE, TABLE, Access
 from sparkpipes.config.procedure import ProcedureSpec
 from sparkpipes.engine.changes import statement_query
+from sparkpipes.engine.procedures import call_query
 from sparkpipes.errors import SparkpipesError
 from sparkpipes.frontends.singlestore import ast as A
 from sparkpipes.frontends.singlestore.lowering import to_spec
@@ -174,8 +175,9 @@ def procedure_reads(access: Access, spec: ProcedureSpec) -> list[str]:
         if s.variable is not None:  # SET v = expr
             reads.append(f"SELECT ({s.query})")
             continue
-        if s.call is not None:  # what the procedure called does, its author could
-            access.require("EXECUTE", s.call, kind="procedure")
+        if s.call is not None:  # what the procedure called does, its author could; the
+            access.require("EXECUTE", s.call, kind="procedure")  # rows it gets are read here
+            reads.append(call_query(s))
             continue
         needs = {
             "delete": ("DELETE", "SELECT"),
