@@ -163,6 +163,20 @@ def computed_by(call: FunctionCall):
     return F.arrow_udf(computed, fn.returns)
 
 
+def _checked(df, name: str, got, tmp: str, reasons: list[str] | None):
+    """Column ``name`` set to ``got``'s value (a struct of value and reason): with
+    ``reasons`` the reason is kept as column ``tmp`` (added to ``reasons``) for the row's
+    rejection; without, a reason fails the job (:func:`_unless_refused`)."""
+    from pyspark.sql import functions as F
+
+    if reasons is None:
+        return df.withColumn(name, _unless_refused(got))
+    reasons.append(tmp)
+    return df.withColumn(tmp, got).withColumns(
+        {name: F.col(f"{tmp}.value"), tmp: F.col(f"{tmp}.reason")}
+    )
+
+
 def _unless_refused(got):
     """The stored value of a ``_shapes`` result, or a failed job naming why."""
     from pyspark.sql import functions as F
@@ -287,26 +301,14 @@ def apply(
                 df = df.withColumn(name, refused)
         for j, (name, kind) in enumerate(transform.rules.geography):
             got = _shapes(kind, name)(F.col(_q(name)))
-            if check:
-                df = df.withColumn(f"__sp_g{j}", got).withColumns(
-                    {name: F.col(f"__sp_g{j}.value"), f"__sp_g{j}": F.col(f"__sp_g{j}.reason")}
-                )
-                reason_cols.append(f"__sp_g{j}")
-            else:
-                df = df.withColumn(name, _unless_refused(got))
+            df = _checked(df, name, got, f"__sp_g{j}", reason_cols if check else None)
         fills, lengths = dict(transform.rules.fills), dict(transform.rules.lengths)
         for j, name in enumerate(dict.fromkeys([*fills, *lengths])):
             fit = _sanitized(
                 table_schema.field(name), fills.get(name), lengths.get(name), spark_types[name]
             )
             got = fit(F.col(_q(name)))
-            if check:
-                df = df.withColumn(f"__sp_s{j}", got).withColumns(
-                    {name: F.col(f"__sp_s{j}.value"), f"__sp_s{j}": F.col(f"__sp_s{j}.reason")}
-                )
-                reason_cols.append(f"__sp_s{j}")
-            else:
-                df = df.withColumn(name, _unless_refused(got))
+            df = _checked(df, name, got, f"__sp_s{j}", reason_cols if check else None)
         out = [*[f.name for f in table_schema], *carry]
         if not check:
             return df.select(*out)
