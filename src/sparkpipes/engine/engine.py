@@ -8,7 +8,8 @@
     eng.run_batches("events_p", 3)          # or eng.start("events_p") … eng.stop()
     eng.table("events").count()
 
-``Engine`` is a facade; the work is done by services that share one :class:`Runtime`:
+``Engine`` is a facade; the work is done by services that share one :class:`Runtime`
+(a method that only passes its call on is the service's own, ``util.facade.forward``):
 ``tables`` (DDL, INSERT, snapshots), ``pipelines`` (definitions), ``offsets`` (where
 pipelines are, SET OFFSETS, TEST PIPELINE), ``scheduler`` (batches, retries, the
 background thread) and ``information_schema``. Pipelines are ``Stopped`` when created;
@@ -20,18 +21,15 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
 
-from sparkpipes.catalog import Catalog, PipelineRecord
+from sparkpipes.catalog import Catalog
 from sparkpipes.catalog.secrets import ENV, SecretBox
-from sparkpipes.catalog.views import PartitionOffsets
 from sparkpipes.config import PipelineSpec
-from sparkpipes.config.procedure import ProcedureSpec
 from sparkpipes.config.tables import ColumnSpec, TableKey, TableSpec, ddl_types
-from sparkpipes.engine.alter import RewriteProgress
 from sparkpipes.engine.batch.protocol import BatchResult
 from sparkpipes.engine.extensions import Extension
 from sparkpipes.engine.extensions import load as load_extensions
@@ -46,6 +44,7 @@ from sparkpipes.engine.schema import to_arrow
 from sparkpipes.engine.tables import Tables
 from sparkpipes.engine.variables import coerce, resolve
 from sparkpipes.errors import ConfigError
+from sparkpipes.util.facade import forward
 from sparkpipes.util.sparkfiles import remote
 
 #: how often a running engine looks for new topics of ``topics.regex`` connectors
@@ -199,73 +198,16 @@ class Engine:
         spec = TableSpec(name, columns, tuple(TableKey.from_json(k) for k in keys))
         self.create_table_spec(spec)
 
-    def create_table_spec(self, spec: TableSpec, *, if_not_exists: bool = False) -> None:
-        """Create the table a front end describes (``CREATE TABLE``, a Pinot schema, a
-        sink connector's automatic table)."""
-        self._tables.create(spec, if_not_exists=if_not_exists)
-
-    def drop_table(self, name: str, *, if_exists: bool = False) -> None:
-        self._tables.drop(name, if_exists=if_exists)
-
-    def add_column(
-        self,
-        table: str,
-        column: str,
-        type_ddl: str,
-        computed: str | None = None,
-        *,
-        declared: str | None = None,
-        progress: Callable[[RewriteProgress], None] | None = None,
-    ) -> None:
-        """``ALTER TABLE … ADD COLUMN``; a computed column is computed for the existing
-        rows too, ``progress`` told after each step; see :meth:`Tables.add_column`."""
-        self._tables.add_column(
-            table, column, type_ddl, computed, declared=declared, progress=progress
-        )
-
-    def drop_column(
-        self,
-        table: str,
-        column: str,
-        *,
-        progress: Callable[[RewriteProgress], None] | None = None,
-    ) -> None:
-        """``ALTER TABLE … DROP COLUMN``; see :meth:`Tables.drop_column`."""
-        self._tables.drop_column(table, column, progress=progress)
-
-    def modify_column(
-        self,
-        table: str,
-        column: str,
-        type_ddl: str,
-        *,
-        declared: str | None = None,
-        not_null: bool = False,
-        progress: Callable[[RewriteProgress], None] | None = None,
-    ) -> None:
-        """``ALTER TABLE … MODIFY COLUMN``; see :meth:`Tables.modify_column`."""
-        self._tables.modify_column(
-            table, column, type_ddl, declared=declared, not_null=not_null, progress=progress
-        )
-
-    def add_key(self, table: str, key: Mapping[str, Any]) -> None:
-        """Record a key; an index (``CREATE INDEX``) also clusters the table's files by
-        its columns; see :meth:`Tables.add_key`."""
-        self._tables.add_key(table, key)
-
-    def drop_key(self, table: str, name: str) -> None:
-        """``DROP INDEX name ON table``; see :meth:`Tables.drop_key`."""
-        self._tables.drop_key(table, name)
-
-    def insert(self, table: str, df, *, ignore: bool = False) -> int:
-        return self._tables.insert(table, df, ignore=ignore)
-
-    def change(self, table: str, statement: Any, run: Any, source: str) -> int:
-        """``DELETE`` / ``UPDATE`` of one table (``Tables.change``)."""
-        return self._tables.change(table, statement, run, source)
-
-    def tables(self) -> list[str]:
-        return self._tables.names()
+    create_table_spec = forward("_tables", Tables.create)
+    drop_table = forward("_tables", Tables.drop)
+    add_column = forward("_tables", Tables.add_column)
+    drop_column = forward("_tables", Tables.drop_column)
+    modify_column = forward("_tables", Tables.modify_column)
+    add_key = forward("_tables", Tables.add_key)
+    drop_key = forward("_tables", Tables.drop_key)
+    insert = forward("_tables", Tables.insert)
+    change = forward("_tables", Tables.change)
+    tables = forward("_tables", Tables.names)
 
     # -- table maintenance --------------------------------------------------------------
     def optimize_table(self, name: str, *, full: bool = False) -> dict[str, Any]:
@@ -312,17 +254,9 @@ class Engine:
             "created_at": rec.created_at,
         }
 
-    def table(self, name: str):
-        """The table's current snapshot as a Spark DataFrame."""
-        return self._tables.frame(name)
-
-    def table_arrow(self, name: str) -> pa.Table:
-        """The table's current snapshot as an Arrow table (no Spark needed)."""
-        return self._tables.arrow(name)
-
-    def sql(self, query: str):
-        """Run Spark SQL with every table registered as a view of its current snapshot."""
-        return self._tables.sql(query)
+    table = forward("_tables", Tables.frame)
+    table_arrow = forward("_tables", Tables.arrow)
+    sql = forward("_tables", Tables.sql)
 
     # -- variables --------------------------------------------------------------------
     def variables(self) -> dict[str, Any]:
@@ -334,86 +268,33 @@ class Engine:
         return v
 
     # -- pipelines --------------------------------------------------------------------
-    def pipeline_defaults(self) -> dict[str, Any]:
-        """Options (Python API names) a new pipeline takes from the engine variables."""
-        return self._pipelines.defaults()
+    pipeline_defaults = forward("_pipelines", Pipelines.defaults)
 
     def create_pipeline(self, name: str, *, replace: bool = False, **options: Any) -> PipelineSpec:
         """Define a pipeline (state ``Stopped``) from the Python API's options (README)."""
         return self._pipelines.create(self._pipelines.build(name, options), replace=replace)
 
-    def create_pipeline_spec(self, spec: PipelineSpec, *, replace: bool = False) -> PipelineSpec:
-        """Define a pipeline from a spec any front end lowered (state ``Stopped``)."""
-        return self._pipelines.create(spec, replace=replace)
-
-    def prepare_pipeline(self, spec: PipelineSpec, *, replace: bool = False) -> PipelineSpec:
-        """What ``create_pipeline_spec`` checks first (feature switches, the source's
-        options), with secrets given in CONFIG moved to the credentials and, with
-        ``replace``, secrets given back as ``<redacted>`` kept where their destination is
-        unchanged."""
-        return self._pipelines.prepare(spec, replace=replace)
-
-    def inferred_table(self, spec: PipelineSpec) -> str:
-        """The ``CREATE TABLE`` of the table ``CREATE INFERRED PIPELINE`` makes."""
-        return self._pipelines.inferred_table(spec)
-
-    def create_procedure(self, spec: ProcedureSpec, *, replace: bool = False) -> None:
-        """Store a pipeline procedure, checked against the tables its body writes."""
-        self._procedures.create(spec, replace=replace)
-
-    def drop_procedure(self, name: str, *, if_exists: bool = False) -> None:
-        self._procedures.drop(name, if_exists=if_exists)
-
-    def procedures(self) -> list[str]:
-        return self._procedures.names()
-
-    def check_source(self, spec: PipelineSpec) -> str:
-        """Ask a pipeline's source whether it can be read now; what it answered."""
-        return self._pipelines.check_source(spec)
-
-    def spec(self, name: str) -> PipelineSpec:
-        return self._pipelines.spec(name)
-
-    def pipeline(self, name: str) -> PipelineRecord:
-        return self._pipelines.get(name)
-
-    def pipelines(self) -> list[PipelineRecord]:
-        return self._pipelines.all()
-
-    def drop_pipeline(self, name: str, *, if_exists: bool = False) -> None:
-        self._pipelines.drop(name, if_exists=if_exists)
-
-    def alter_pipeline(self, name: str, **changes: Any) -> PipelineSpec:
-        """Change options of a pipeline (e.g. batch_interval_ms) keeping its offsets."""
-        return self._pipelines.alter(name, **changes)
+    create_pipeline_spec = forward("_pipelines", Pipelines.create)
+    prepare_pipeline = forward("_pipelines", Pipelines.prepare)
+    inferred_table = forward("_pipelines", Pipelines.inferred_table)
+    create_procedure = forward("_procedures", Procedures.create)
+    drop_procedure = forward("_procedures", Procedures.drop)
+    procedures = forward("_procedures", Procedures.names)
+    check_source = forward("_pipelines", Pipelines.check_source)
+    spec = forward("_pipelines", Pipelines.spec)
+    pipeline = forward("_pipelines", Pipelines.get)
+    pipelines = forward("_pipelines", Pipelines.all)
+    drop_pipeline = forward("_pipelines", Pipelines.drop)
+    alter_pipeline = forward("_pipelines", Pipelines.alter)
 
     # -- offsets ----------------------------------------------------------------------
-    def offsets(self, name: str) -> dict[str, Any]:
-        """The committed end offset of every partition, read from the destination table."""
-        return self._offsets.committed(name)
-
-    def set_offsets(self, name: str, offsets: str | Mapping[str, Any]) -> dict[str, Any]:
-        """Move a pipeline's offsets: ``"earliest"``, ``"latest"`` or {partition: offset}."""
-        return self._offsets.move(name, offsets)
-
-    def reset_offsets(self, name: str, partitions: list[str] | None = None) -> dict[str, Any]:
-        """Put partitions (None: all) back at the pipeline's start, as if never read."""
-        return self._offsets.reset(name, partitions)
-
-    def drop_file(self, name: str, file: str) -> None:
-        """Forget a file the pipeline loaded (or skipped): the next batch loads it again."""
-        self._offsets.forget(name, file)
-
-    def test_pipeline(self, name: str, limit: int = 10) -> pa.Table:
-        """Decode up to ``limit`` records from the committed offsets; load nothing."""
-        return self._offsets.dry_run(name, limit)
-
-    def offset_snapshot(self, rec: PipelineRecord) -> list[PartitionOffsets]:
-        return self._offsets.snapshot(rec)
-
-    def information_schema(self, view: str, cache: dict | None = None) -> pa.Table:
-        """An information_schema view (PIPELINES, PIPELINES_BATCHES, …) as an Arrow table."""
-        return self._info.view(view, cache)
+    offsets = forward("_offsets", Offsets.committed)
+    set_offsets = forward("_offsets", Offsets.move)
+    reset_offsets = forward("_offsets", Offsets.reset)
+    drop_file = forward("_offsets", Offsets.forget)
+    test_pipeline = forward("_offsets", Offsets.dry_run)
+    offset_snapshot = forward("_offsets", Offsets.snapshot)
+    information_schema = forward("_info", InformationSchema.view)
 
     def batches(self, name: str, last: int | None = None) -> list[dict[str, Any]]:
         """The pipeline's batch attempts, oldest first (only the newest ``last``)."""
@@ -428,26 +309,9 @@ class Engine:
         """Run one batch with the retry policy; on final failure the pipeline is ``Error``."""
         return self._scheduler.run_batch(name)
 
-    def run_batches(
-        self,
-        name: str,
-        n: int = 1,
-        *,
-        until_idle: bool = False,
-        progress: Callable[[BatchResult], None] | None = None,
-    ) -> list[BatchResult]:
-        """Run up to ``n`` batches now, in this thread; stop early at an idle batch if asked.
-        ``progress`` is called after each batch."""
-        return self._scheduler.run_batches(name, n, until_idle=until_idle, progress=progress)
-
-    def start(self, name: str | None = None, *, run: bool = True) -> None:
-        """Set the pipeline (or all) ``Running``; with ``run``, make sure this engine's
-        scheduler thread runs it (else a ``sparkpipes run`` process will)."""
-        self._scheduler.start(name, run=run)
-
-    def stop(self, name: str | None = None) -> None:
-        """Set the pipeline (or all) ``Stopped``; a batch in flight finishes first."""
-        self._scheduler.stop(name)
+    run_batches = forward("_scheduler", Scheduler.run_batches)
+    start = forward("_scheduler", Scheduler.start)
+    stop = forward("_scheduler", Scheduler.stop)
 
     def run_forever(self, halt: threading.Event | None = None) -> None:
         """Run batches of every ``Running`` pipeline until ``halt`` (or ``close``) is set;

@@ -89,6 +89,7 @@ class Pipelines:
         return ddl
 
     def create(self, spec: PipelineSpec, *, replace: bool = False) -> PipelineSpec:
+        """Define a pipeline from a spec any front end lowered (state ``Stopped``)."""
         spec = self.prepare(spec, replace=replace)
         validate(spec, Procedures(self.rt).target(spec))
         existing = None
@@ -124,13 +125,16 @@ class Pipelines:
             raise e.with_context(pipeline=spec.name) from None
 
     def spec(self, name: str) -> PipelineSpec:
+        """The pipeline's definition, with its credentials."""
         rec = self.rt.catalog.pipelines.get(name)
         return PipelineSpec.from_json(rec.definition, self.rt.catalog.pipelines.credentials(name))
 
     def get(self, name: str) -> PipelineRecord:
+        """The pipeline's catalog record (state, table, last error, …)."""
         return self.rt.catalog.pipelines.get(name)
 
     def all(self) -> list[PipelineRecord]:
+        """Every pipeline's catalog record."""
         return self.rt.catalog.pipelines.all()
 
     def alter(self, name: str, **changes: Any) -> PipelineSpec:
@@ -145,6 +149,7 @@ class Pipelines:
         return new
 
     def drop(self, name: str, *, if_exists: bool = False) -> None:
+        """Delete the pipeline's definition and history; its table stays."""
         try:
             rec = self.rt.catalog.pipelines.get(name)
         except NotFoundError:

@@ -43,6 +43,8 @@ class Procedures:
         self.rt = rt
 
     def create(self, spec: ProcedureSpec, *, replace: bool = False) -> None:
+        """Store a pipeline procedure, checked against the tables its body writes; the
+        pipelines that run it are assembled again."""
         self.check(spec)
         self.rt.catalog.procedures.put(spec.name, spec.to_json(), replace=replace)
         for name in self.users(spec.name):
@@ -52,6 +54,7 @@ class Procedures:
         return ProcedureSpec.from_json(self.rt.catalog.procedures.get(name))
 
     def names(self) -> list[str]:
+        """The names of the stored procedures."""
         return self.rt.catalog.procedures.names()
 
     def users(self, name: str) -> list[str]:
@@ -77,6 +80,7 @@ class Procedures:
         return found
 
     def drop(self, name: str, *, if_exists: bool = False) -> None:
+        """Forget a procedure; refused while a pipeline or procedure uses it."""
         if if_exists and name not in self.names():
             return
         users = self.users(name)

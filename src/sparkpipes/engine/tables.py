@@ -55,6 +55,7 @@ class Tables(AlterTable):
         self.rt = rt
 
     def names(self) -> list[str]:
+        """The names of the warehouse's tables."""
         return [t.name for t in self.rt.catalog.tables.all()]
 
     def sink(self, rec: TableRecord) -> DeltaSink:
@@ -93,6 +94,7 @@ class Tables(AlterTable):
             raise
 
     def drop(self, name: str, *, if_exists: bool = False) -> None:
+        """Drop the table and its files; refused while a pipeline loads it."""
         users = [p.name for p in self.rt.catalog.pipelines.all() if p.table == name]
         if users:
             raise PipelineStateError(

@@ -207,6 +207,8 @@ class Scheduler:
         until_idle: bool = False,
         progress: Callable[[BatchResult], None] | None = None,
     ) -> list[BatchResult]:
+        """Run up to ``n`` batches now, in this thread; stop early at an idle batch if
+        asked. ``progress`` is called after each batch."""
         out = []
         for _ in range(n):
             r = self.run_batch(name)
@@ -218,6 +220,8 @@ class Scheduler:
         return out
 
     def start(self, name: str | None = None, *, run: bool = True) -> None:
+        """Set the pipeline (or all) ``Running``; with ``run``, make sure this engine's
+        scheduler thread runs it (else a ``sparkpipes run`` process will)."""
         names = [name] if name else [p.name for p in self.rt.catalog.pipelines.all()]
         for n in names:
             self.rt.catalog.pipelines.get(n)

@@ -45,6 +45,7 @@ from sparkpipes.frontends.singlestore.quick_plan import _Plan
 from sparkpipes.frontends.singlestore.quick_run import run
 from sparkpipes.frontends.singlestore.quick_values import _arrow_type, _Fallback, _only
 from sparkpipes.frontends.singlestore.results import Result
+from sparkpipes.util.sparkfiles import remote
 
 if TYPE_CHECKING:
     from sparkpipes.engine import Engine
@@ -115,7 +116,6 @@ def _answer(
     from sqlglot import exp
 
     from sparkpipes.engine.sql.dialect import translate
-    from sparkpipes.util.sparkfiles import remote
 
     views: list[str] = []
     names = (DEFAULT_DATABASE, engine.catalog.database.name())
