@@ -312,3 +312,37 @@ def test_procedures_a_body_calls_write_each_table_one_way(engine):
             "CREATE PROCEDURE both(batch QUERY(id BIGINT)) AS BEGIN CALL first(batch); "
             "CALL last(batch); END"
         )
+
+
+def test_changes_are_never_applied_over_what_another_writer_committed_meanwhile(
+    engine, tmp_path
+):
+    """A procedure's UPDATE of a total is computed from the table as the batch read it;
+    when another writer commits to the table before the batch does, applying the computed
+    row would overwrite that write (a lost update). The commit fails instead, nothing of
+    the batch is kept, and the next attempt computes from the table as it is: both the
+    batch's count and the other writer's change are in the total."""
+    sql = SqlSession(engine)
+    sql.execute(
+        "CREATE TABLE totals (name TEXT NOT NULL, n BIGINT, PRIMARY KEY (name));"
+        "INSERT INTO totals VALUES ('rows', 0);"
+        "CREATE PROCEDURE count_rows(batch QUERY(id BIGINT)) AS BEGIN "
+        "  UPDATE totals SET n = n + (SELECT count(*) FROM batch) WHERE name = 'rows'; END"
+    )
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "a.json").write_text("".join(json.dumps({"id": i}) + "\n" for i in range(3)))
+    sql.execute(
+        f"CREATE PIPELINE c AS LOAD DATA FS '{data}/*.json' INTO PROCEDURE count_rows FORMAT JSON"
+    )
+    runner = engine._runner("c")
+    written = runner.extract(runner.plan())  # the changes: n = 0 + 3
+    (other,) = sql.execute("UPDATE totals SET n = n + 100 WHERE name = 'rows'")  # meanwhile
+    assert other.message.startswith("Query OK, 1 row")
+    with pytest.raises(SparkpipesError, match="changed while its changes were computed") as e:
+        runner.commit(written)
+    assert e.value.transient
+    assert _table(sql, "SELECT n FROM totals") == [(100,)]
+    engine.run_batches("c", 3, until_idle=True)
+    assert _table(sql, "SELECT n FROM totals") == [(103,)]
+    assert engine.offsets("c")

@@ -35,7 +35,7 @@ from sparkpipes.errors import (
     PipelineStateError,
 )
 from sparkpipes.sinks import DeltaSink
-from sparkpipes.sinks.delta.commits import retrying
+from sparkpipes.sinks.delta.commits import StaleChanges, retrying
 from sparkpipes.sinks.delta.keys import no_duplicates
 from sparkpipes.sinks.delta.upsert import Upsert, change_schema
 from sparkpipes.sinks.frames import write_frame
@@ -48,6 +48,8 @@ log = logging.getLogger("sparkpipes.tables")
 #: and of their row groups, the unit a Parquet reader skips by statistics
 INDEX_FILE_BYTES: int | None = None
 INDEX_ROW_GROUP_ROWS = 128 * 1024
+#: how many times a DELETE or UPDATE is computed, when other writers keep changing its table
+CHANGE_ATTEMPTS = 5
 
 
 class Tables(AlterTable):
@@ -251,8 +253,20 @@ class Tables(AlterTable):
     def change(self, table: str, statement: ProcedureStatement, run: Run, source: str) -> int:
         """``DELETE`` or ``UPDATE`` (``statement``; ``run`` runs its query, the table's rows
         registered as ``source``) computed on Spark over the current snapshot and applied
-        in one MERGE (``engine.changes``). Returns the number of rows changed."""
+        in one MERGE (``engine.changes``) on that snapshot: computed again when another
+        writer committed meanwhile (:class:`StaleChanges`), at most
+        :data:`CHANGE_ATTEMPTS` times. Returns the number of rows changed."""
+        for attempt in range(1, CHANGE_ATTEMPTS + 1):
+            try:
+                return self._change(table, statement, run, source)
+            except StaleChanges:
+                if attempt == CHANGE_ATTEMPTS:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _change(self, table: str, statement: ProcedureStatement, run: Run, source: str) -> int:
         rec = self.rt.catalog.tables.get(table)
+        version = self.sink(rec).version()  # before the rows are read
         changed = ChangedTable(rec, self.frame(table), ConfigError, source)
         (changed.delete if statement.change == "delete" else changed.update)(statement, run, {})
         staged = change_schema(rec.schema, changed.match)
@@ -265,6 +279,7 @@ class Tables(AlterTable):
             staged_schema=staged,
             scratch=scratch,
             spark=lambda: self.rt.spark,
+            read_version=version,
         )
         try:
             writer = ParquetWriter(scratch, staged, table)

@@ -53,6 +53,9 @@ class TableFiles(Staged):
     table: str
     files: tuple[AddFile, ...]
     stage: str | None = None
+    #: for a table the body DELETEs from or UPDATEs: the version its changes were
+    #: computed from (not kept in the manifest: a recovery finishes on the table as it is)
+    read_version: int | None = None
 
     @property
     def num_records(self) -> int:  # type: ignore[override]
@@ -131,6 +134,7 @@ class ProcedureSink(Sink):
         view = f"__sp_batch_{uuid.uuid4().hex}"
         frame.createOrReplaceTempView(view)
         run = _Run(spark, batch_id, {t: [] for t in self.tables})
+        read = {t: self.tables[t].version() for t in self.changing}  # before any is read
         try:
             self._body(self.body, view, run)
             for t, table in run.changed.items():
@@ -141,7 +145,9 @@ class ProcedureSink(Sink):
             raise
         finally:
             spark.catalog.dropTempView(view)
-        return [TableFiles(t, tuple(f), run.stages.get(t)) for t, f in run.written.items()]
+        return [
+            TableFiles(t, tuple(f), run.stages.get(t), read.get(t)) for t, f in run.written.items()
+        ]
 
     def _body(self, body: Any, view: str, run: _Run) -> None:
         """Run ``body`` (the pipeline's procedure, or one it CALLs) on the batch bound to
@@ -243,7 +249,7 @@ class ProcedureSink(Sink):
             os.makedirs(target, exist_ok=True)
             for f in part.files:
                 shutil.move(os.path.join(part.stage, f.path), os.path.join(target, f.path))
-            out[t] = TableFiles(t, part.files, target)
+            out[t] = TableFiles(t, part.files, target, part.read_version)
         return out
 
     def _write_manifest(self, batch: BatchCommit, parts: dict[str, TableFiles]) -> None:
@@ -265,8 +271,11 @@ class ProcedureSink(Sink):
         os.replace(tmp, path)
 
     def _commit_tables(self, batch: BatchCommit, parts: dict[str, TableFiles]) -> bool:
+        """Each table's commit; those of changes computed from a version go first, so
+        that when another writer changed such a table meanwhile, the batch fails before
+        any of its tables holds it and computes everything again (``StaleChanges``)."""
         fresh = False
-        for i, t in enumerate(sorted(parts)):
+        for i, t in enumerate(sorted(parts, key=lambda t: (parts[t].read_version is None, t))):
             if i:
                 crash_point("between_procedure_tables")
             part = parts[t]
@@ -280,6 +289,7 @@ class ProcedureSink(Sink):
                     staged_schema=self._staged_schema(t),
                     scratch=part.stage,
                     spark=self.spark,
+                    read_version=part.read_version,
                 )
             fresh = sink.commit(list(part.files), batch) or fresh
         self._forget_before(batch.app_id, batch.batch_id)

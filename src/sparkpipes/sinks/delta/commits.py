@@ -35,6 +35,13 @@ class CommitConflict(SinkError):
     """A commit another writer's commit got in the way of (``CommitFailedError``)."""
 
 
+class StaleChanges(SinkError):
+    """Changes computed from one version of the table (a DELETE's or UPDATE's, mode
+    ``changes``) met commits of other writers made since: applied, they would overwrite
+    what those wrote (a lost update). Transient: the batch, or the statement, computes its
+    changes again from the table as it is now."""
+
+
 def is_conflict(e: BaseException) -> bool:
     """Whether ``e`` says another writer committed first (as opposed to a failure)."""
     from deltalake.exceptions import CommitFailedError

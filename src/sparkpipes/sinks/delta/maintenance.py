@@ -32,7 +32,8 @@ import pyarrow as pa
 
 from sparkpipes.errors import ConfigError
 from sparkpipes.sinks.delta.commits import retrying
-from sparkpipes.sinks.delta.sink import MAX_UNCOMMITTED_AGE_S, last_checkpoint, log_dir
+from sparkpipes.sinks.delta.log import last_checkpoint, log_dir
+from sparkpipes.sinks.delta.sink import MAX_UNCOMMITTED_AGE_S
 from sparkpipes.util.sparkfiles import remote
 
 log = logging.getLogger("sparkpipes.maintenance")

@@ -52,9 +52,10 @@ import pyarrow as pa
 
 from sparkpipes.errors import ConfigError, SinkError
 from sparkpipes.sinks.base import BatchCommit, Committed, Sink, SinkContext, Staged
-from sparkpipes.sinks.delta.checkpoints import DEFAULT_INTERVAL, CheckpointPolicy
-from sparkpipes.sinks.delta.commits import CommitConflict, is_conflict, retrying
+from sparkpipes.sinks.delta.checkpoints import CheckpointPolicy
+from sparkpipes.sinks.delta.commits import CommitConflict, StaleChanges, is_conflict, retrying
 from sparkpipes.sinks.delta.keys import no_duplicates, stored_rows
+from sparkpipes.sinks.delta.log import checkpoint_interval, exists, last_checkpoint, log_dir
 from sparkpipes.sinks.delta.upsert import Upsert
 from sparkpipes.sinks.frames import stream_frame, write_frame
 from sparkpipes.sinks.parquet import AddFile, ParquetWriter, local_path, write_error
@@ -88,33 +89,6 @@ class Append:
 WriteStrategy = Append | Upsert
 
 
-def log_dir(uri: str) -> tuple[Any, str]:
-    """The file system of a table's location and the path of its ``_delta_log``."""
-    from pyarrow import fs
-
-    if "://" in uri and not uri.startswith("file://"):
-        filesystem, root = fs.FileSystem.from_uri(uri)
-    else:
-        filesystem, root = fs.LocalFileSystem(), uri.removeprefix("file://")
-    return filesystem, f"{root.rstrip('/')}/_delta_log"
-
-
-def exists(filesystem: Any, path: str) -> bool:
-    from pyarrow import fs
-
-    return filesystem.get_file_info(path).type != fs.FileType.NotFound
-
-
-def last_checkpoint(location: str) -> int | None:
-    """The version of the table's last Delta checkpoint (``_last_checkpoint``), or None."""
-    try:
-        filesystem, logs = log_dir(location)
-        with filesystem.open_input_stream(f"{logs}/_last_checkpoint") as f:
-            return int(json.loads(f.read())["version"])
-    except (OSError, ValueError, KeyError):
-        return None
-
-
 class TableChanged(SinkError):
     """The table's columns are no longer those the writer was made for: its definition
     changed (``ALTER TABLE`` from another process) after the pipeline was assembled.
@@ -124,14 +98,6 @@ class TableChanged(SinkError):
 def _columns(schema) -> list[tuple[str, Any]]:
     """A Delta schema's columns as (name, type) (nullability and metadata left out)."""
     return [(f["name"], f["type"]) for f in json.loads(schema.to_json())["fields"]]
-
-
-def _interval(dt) -> int:
-    """The table's ``delta.checkpointInterval``."""
-    try:
-        return int(dt.metadata().configuration.get("delta.checkpointInterval", DEFAULT_INTERVAL))
-    except (TypeError, ValueError):
-        return DEFAULT_INTERVAL
 
 
 class DeltaSink(Sink):
@@ -156,8 +122,12 @@ class DeltaSink(Sink):
         refine: Refine | None = None,
         scratch: str | None = None,
         spark: Callable[[], Any] | None = None,
+        read_version: int | None = None,
     ) -> None:
         self.uri = uri
+        #: the version the staged changes were computed from (mode ``changes``), or one
+        #: before it: the commit is made on it or not at all (:class:`StaleChanges`)
+        self.read_version = read_version
         self.schema = schema
         self.name = name or os.path.basename(uri.rstrip("/"))
         self.strategy = strategy
@@ -290,6 +260,10 @@ class DeltaSink(Sink):
                 self._add(dt, staged, props, "commit to")
             return True
 
+        if self.read_version is not None:
+            if (self._table().transaction_version(batch.app_id) or 0) >= batch.batch_id:
+                return False
+            return self._on_read_version(once)
         return self._retrying_conflicts(once)
 
     def committed(self, app_id: str, hint: Committed | None = None) -> Committed | None:
@@ -356,7 +330,7 @@ class DeltaSink(Sink):
         if newest is not None and newest > policy.checkpoint and newest < version:
             policy.seen(newest)
             return
-        policy.interval = _interval(dt)
+        policy.interval = checkpoint_interval(dt)
         started = time.perf_counter()
         try:
             dt.create_checkpoint()
@@ -432,7 +406,11 @@ class DeltaSink(Sink):
         from deltalake import CommitProperties
 
         props = CommitProperties(max_commit_retries=DELTA_RS_RETRIES)
-        self._retrying_conflicts(lambda dt: self._merge(dt, staged, self.strategy, props))
+        merge = lambda dt: self._merge(dt, staged, self.strategy, props)  # noqa: E731
+        if self.read_version is not None:
+            self._on_read_version(merge)
+        else:
+            self._retrying_conflicts(merge)
 
     def replace_all(
         self, files: Sequence[AddFile], *, operation: str, snapshot: Any = None
@@ -507,6 +485,23 @@ class DeltaSink(Sink):
             ),
             wrap_failures=False,
         )
+
+    def _on_read_version(self, commit: Callable[[Any], Any]) -> Any:
+        """``commit`` on the table as of :attr:`read_version`. delta-rs's conflict check
+        then refuses it if another writer committed data since (it does so for a MERGE
+        after any concurrent add), and the conflict is not tried again on a fresher
+        snapshot, as other commits are: it is a :class:`StaleChanges`."""
+        from deltalake import DeltaTable
+
+        try:
+            return commit(DeltaTable(self.uri, version=self.read_version))
+        except Exception as e:
+            if not is_conflict(e):
+                raise
+            raise StaleChanges(
+                f"Delta table '{self.name}' changed while its changes were computed (from "
+                f"version {self.read_version}): they are computed again"
+            ) from None
 
     def _add(self, dt, files: Sequence[Staged], props, what: str) -> None:
         """Append ``files`` in one commit on ``dt``; its checkpoint is this sink's choice
