@@ -314,9 +314,7 @@ def test_procedures_a_body_calls_write_each_table_one_way(engine):
         )
 
 
-def test_changes_are_never_applied_over_what_another_writer_committed_meanwhile(
-    engine, tmp_path
-):
+def test_changes_are_never_applied_over_what_another_writer_committed_meanwhile(engine, tmp_path):
     """A procedure's UPDATE of a total is computed from the table as the batch read it;
     when another writer commits to the table before the batch does, applying the computed
     row would overwrite that write (a lost update). The commit fails instead, nothing of

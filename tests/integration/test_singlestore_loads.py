@@ -278,6 +278,19 @@ def test_lines_terminated_by_text_before_the_newline(sql, tmp_path):
     )
     sql("START PIPELINE wp FOREGROUND")
     assert rows(sql("SELECT id, name FROM w ORDER BY id")) == [(1, "ann"), (2, "bo")]
+    # the default, '\n': as in SingleStore (and MySQL), the carriage return is the last
+    # field's text, and a number before it is read as the number
+    (tmp_path / "v").mkdir()
+    (tmp_path / "v" / "v.csv").write_bytes(b"ann,1\r\nbo,2\r\n")
+    sql("CREATE TABLE wn (id INT, name TEXT); CREATE TABLE nw (name TEXT, id INT)")
+    for table, files in (("wn", "w"), ("nw", "v")):
+        sql(
+            f"CREATE PIPELINE {table}p AS LOAD DATA FS '{tmp_path}/{files}/*.csv' "
+            f"INTO TABLE {table} FIELDS TERMINATED BY ','"
+        )
+        sql(f"START PIPELINE {table}p FOREGROUND")
+    assert rows(sql("SELECT id, name FROM wn ORDER BY id")) == [(1, "ann\r"), (2, "bo\r")]
+    assert rows(sql("SELECT id, name FROM nw ORDER BY id")) == [(1, "ann"), (2, "bo")]
     with pytest.raises(Exception, match="LINES TERMINATED BY ';' is not supported yet"):
         sql("CREATE PIPELINE x AS LOAD DATA FS '/in' INTO TABLE w LINES TERMINATED BY ';'")
 

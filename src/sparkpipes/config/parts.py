@@ -76,7 +76,11 @@ class CsvOptions:
       columns has NULL in the rest (else it is an error);
     * ``line_end``: ``LINES TERMINATED BY``, what ends a record: a newline (``\r\n``
       too), or text before it (``'|\n'``, TPC-H's files), which each record must end
-      with (one that does not is an error, never joined to the next line).
+      with (one that does not is an error, never joined to the next line);
+    * ``carriage_return``: a carriage return before the newline belongs to the record
+      (the last field's text), as in MySQL's and SingleStore's ``LOAD DATA``, where a file
+      written on Windows needs ``LINES TERMINATED BY '\r\n'``; a number, date or other
+      non-text value is read without it, as they convert it. Off, it is dropped.
 
     The defaults are the Python API's (``,``, ``"``, no escape); the SingleStore dialect
     gives its own (tab, not enclosed, ``\``) explicitly."""
@@ -90,6 +94,7 @@ class CsvOptions:
     null_enclosed: bool = False
     trailing_nullcols: bool = False
     line_end: str = "\n"
+    carriage_return: bool = False
 
     def __post_init__(self) -> None:
         if not self.delimiter:

@@ -81,9 +81,10 @@ class CsvDecoder(Decoder):
     def framing(self, skip_lines: int = 0) -> Framing:
         """Quoted fields may hold newlines: with a quote character, records are cut
         outside quotes (:class:`CsvFraming`), else at every newline."""
+        keep_cr = self.csv.carriage_return
         if not self.csv.quote:
-            return LineFraming(skip_lines)
-        return CsvFraming(self.csv.quote, self.csv.escape, skip_lines)
+            return LineFraming(skip_lines, keep_cr=keep_cr)
+        return CsvFraming(self.csv.quote, self.csv.escape, skip_lines, keep_cr=keep_cr)
 
     def decode(self, values: pa.Array) -> Decoded:
         """``LINES TERMINATED BY 'x\\n'``: each record ends with ``x`` (its newline is the
@@ -100,11 +101,14 @@ class CsvDecoder(Decoder):
     def _fast_ok(self, values: pa.Array) -> bool:
         """Whether ``pyarrow.csv`` reads this chunk as LOAD DATA would: a one-character
         delimiter, no escape character, and every quote character at a field's edge or
-        doubled (``"a"b"``: LOAD DATA keeps the middle quote, pyarrow drops it)."""
+        doubled (``"a"b"``: LOAD DATA keeps the middle quote, pyarrow drops it), and no
+        carriage return kept in a record (pyarrow ends a line there)."""
         opts = self.csv
         if len(opts.delimiter) != 1:
             return False
         flat = values.cast(pa.binary())
+        if opts.carriage_return and pc.any(pc.match_substring(flat, "\r")).as_py():
+            return False
         if opts.escape is not None and pc.any(pc.match_substring(flat, opts.escape)).as_py():
             return False
         if opts.quote is None:
@@ -158,6 +162,10 @@ class CsvDecoder(Decoder):
             fields += [None] * (len(self.schema) - len(fields))
         if len(fields) != len(self.schema):
             raise ValueError(f"expected {len(self.schema)} fields, found {len(fields)}")
+        if self.csv.carriage_return and fields and fields[-1] is not None:
+            last = self.schema.field(len(fields) - 1)
+            if not pa.types.is_string(last.type) and not pa.types.is_large_string(last.type):
+                fields[-1] = fields[-1].removesuffix("\r")  # '5\r' is 5, as MySQL converts
         return {
             f.name: (None if v == "" and not pa.types.is_string(f.type) else v)
             for f, v in zip(self.schema, fields)

@@ -27,16 +27,18 @@ class LineFraming(Framing):
     """One record per line (``\\n`` or ``\\r\\n``; empty lines are not records). A range
     owns the lines that begin inside it, so split ranges read every line exactly once;
     positions are the byte offsets where lines begin. ``skip_lines`` (``IGNORE n
-    LINES``) are dropped at the start of an object."""
+    LINES``) are dropped at the start of an object. With ``keep_cr`` a carriage return
+    before the newline stays in the line (``LOAD DATA``'s ``LINES TERMINATED BY '\n'``)."""
 
     position_name = "byte"
     splittable = True
     resumable = True
     streams = True
 
-    def __init__(self, skip_lines: int = 0, block: int = BLOCK) -> None:
+    def __init__(self, skip_lines: int = 0, block: int = BLOCK, *, keep_cr: bool = False) -> None:
         self.skip_lines = skip_lines
         self.block = block
+        self.keep_cr = keep_cr
 
     def frames(
         self, f: Any, start: int, stop: int | None, *, final: bool, align: bool
@@ -114,6 +116,7 @@ class LineFraming(Framing):
         lengths = ends - starts
         crlf = lengths > 0
         crlf[crlf] = data[ends[crlf] - 1] == 13
+        crlf &= not self.keep_cr
         lengths = lengths - crlf
         keep &= lengths > 0
         n_in = int(np.count_nonzero((starts + base) < limit))
@@ -145,9 +148,15 @@ class CsvFraming(LineFraming):
     splittable = False
 
     def __init__(
-        self, quote: str, escape: str | None = None, skip_lines: int = 0, block: int = BLOCK
+        self,
+        quote: str,
+        escape: str | None = None,
+        skip_lines: int = 0,
+        block: int = BLOCK,
+        *,
+        keep_cr: bool = False,
     ) -> None:
-        super().__init__(skip_lines, block)
+        super().__init__(skip_lines, block, keep_cr=keep_cr)
         self.quote = ord(quote)
         self.escape = ord(escape) if escape else None
 

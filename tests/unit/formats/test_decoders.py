@@ -288,3 +288,18 @@ def test_text_values_agree_on_both_paths():
     slow = d.decode(values(*rows, '{"a": true, "b": "z", "c": false}')).table.to_pylist()
     assert slow[:2] == fast
     assert slow[2] == {"a": 1, "b": "z", "c": 0.0}
+
+
+def test_a_kept_carriage_return_is_text_of_the_last_field_and_not_of_a_number():
+    """``LINES TERMINATED BY '\\n'`` on a file written on Windows: SingleStore, as MySQL,
+    keeps the carriage return in a text column and converts ``'5\\r'`` to 5."""
+    opts = CsvOptions(delimiter=",", quote=None, carriage_return=True)
+    text_last = pa.schema([("n", pa.int64()), ("s", pa.string())])
+    out = build_decoder("csv", text_last, csv=opts).decode(values("1,ab\r", "2,cd"))
+    assert out.errors == ()
+    assert out.table.to_pylist() == [{"n": 1, "s": "ab\r"}, {"n": 2, "s": "cd"}]
+    number_last = pa.schema([("s", pa.string()), ("n", pa.int64())])
+    out = build_decoder("csv", number_last, csv=opts).decode(values("ab,5\r", "cd,6"))
+    assert out.table.to_pylist() == [{"s": "ab", "n": 5}, {"s": "cd", "n": 6}]
+    dropped = CsvOptions(delimiter=",", quote=None)  # the Python API's default
+    assert build_decoder("csv", text_last, csv=dropped).framing().keep_cr is False

@@ -65,3 +65,18 @@ def test_the_csv_decoder_reads_the_multi_line_records():
         {"id": 4, "text": "a,b"},
     ]
     assert not decoded.errors
+
+
+@pytest.mark.parametrize("framing", [LineFraming(), CsvFraming('"')])
+def test_a_carriage_return_before_the_newline_is_dropped_by_default(framing):
+    assert [v for _, v in _records(framing, b"1,a\r\n2,b\n")] == [b"1,a", b"2,b"]
+
+
+@pytest.mark.parametrize(
+    "framing",
+    [LineFraming(keep_cr=True), CsvFraming('"', keep_cr=True), LineFraming(block=2, keep_cr=True)],
+)
+def test_with_keep_cr_it_stays_in_the_line_as_load_data_reads_it(framing):
+    """``LINES TERMINATED BY '\\n'`` (MySQL's and SingleStore's default) ends a line at
+    the newline only: a file written on Windows has a carriage return in each last field."""
+    assert [v for _, v in _records(framing, b"1,a\r\n2,b\n\r\n")] == [b"1,a\r", b"2,b", b"\r"]

@@ -111,12 +111,14 @@ def to_spec(stmt: A.CreatePipeline, defaults: Mapping[str, Any]) -> PipelineSpec
     if s.lines and s.lines.starting_by:  # '' is the default: no prefix
         raise ConfigError("LINES STARTING BY is not supported yet")
     if kw["format"] == "csv":
+        line_end = (s.lines and s.lines.terminated_by) or "\n"
         kw["csv"] = {
             **csv_options(s.fields or A.FieldsFormat()),
             "null_text": s.null_defined_by,
             "null_enclosed": s.null_enclosed,
             "trailing_nullcols": s.trailing_nullcols,
-            "line_end": (s.lines and s.lines.terminated_by) or "\n",
+            "line_end": line_end,
+            "carriage_return": not line_end.endswith("\r\n"),
         }
     elif s.fields or s.lines:
         clause = "FIELDS" if s.fields else "LINES"

@@ -152,9 +152,9 @@ def test_the_lowering_matches_the_python_options():
     assert (s.transform.where, s.sink.write) == ("a > 1 AND b IS NOT NULL", "ignore")
     c = lower(STATEMENTS["csv_fields_columns"])
     assert (c.source.kind, c.format.kind, c.format.skip_lines) == ("fs", "csv", 1)
-    assert c.format.csv == CsvOptions(delimiter="|", quote="'", escape="\\")
+    assert c.format.csv == CsvOptions(delimiter="|", quote="'", escape="\\", carriage_return=True)
     assert lower(STATEMENTS["csv_optionally"]).format.csv == CsvOptions(
-        delimiter=",", quote='"', escape="\\", optionally=True
+        delimiter=",", quote='"', escape="\\", optionally=True, carriage_return=True
     )
     assert [(m.column, m.path) for m in c.mapping] == [
         ("id", ("id",)),
@@ -189,15 +189,18 @@ def test_options_without_effect_here_are_kept_and_shown_back():
 def test_csv_takes_singlestores_defaults():
     """LOAD DATA's defaults (fields terminated by a tab, not enclosed, escaped by a
     backslash), whether FORMAT CSV is written or no FORMAT at all; an empty ENCLOSED BY or
-    ESCAPED BY is none."""
-    tab = CsvOptions(delimiter="\t", quote=None, escape="\\")
+    ESCAPED BY is none; a carriage return before the newline is the record's, unless
+    LINES TERMINATED BY ends with it."""
+    tab = CsvOptions(delimiter="\t", quote=None, escape="\\", carriage_return=True)
     assert lower(STATEMENTS["csv_format_only"]).format.csv == tab
     minimal = lower(STATEMENTS["kafka_minimal"]).format
     assert (minimal.kind, minimal.csv) == ("csv", tab)
     comma = lower(f"{FS} INTO TABLE f FIELDS TERMINATED BY ','").format.csv
-    assert comma == CsvOptions(delimiter=",", quote=None, escape="\\")
+    assert comma == CsvOptions(delimiter=",", quote=None, escape="\\", carriage_return=True)
     bare = lower(f"{FS} INTO TABLE f FIELDS ENCLOSED BY '' ESCAPED BY ''").format.csv
-    assert bare == CsvOptions(delimiter="\t", quote=None, escape=None)
+    assert bare == CsvOptions(delimiter="\t", quote=None, escape=None, carriage_return=True)
+    crlf = lower(STATEMENTS["csv_lines_crlf"]).format.csv
+    assert (crlf.line_end, crlf.carriage_return) == ("\r\n", False)
 
 
 def test_absent_clauses_take_the_engines_defaults_and_given_ones_win():
@@ -328,6 +331,7 @@ def expressible_specs(draw):
             "quote": quote,
             "escape": draw(st.none() | char.filter(lambda c: c != quote)),
             "optionally": draw(st.booleans()),
+            "carriage_return": True,  # LINES TERMINATED BY '\n' keeps it
         }
         options["skip_lines"] = draw(st.integers(0, 10**6))
     elif kind != "raw":
