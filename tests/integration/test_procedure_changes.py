@@ -299,6 +299,33 @@ def test_call_runs_another_procedure_on_a_query_of_the_batch(engine, tmp_path):
         )
 
 
+def test_a_called_procedure_takes_the_query_as_its_query_parameter_declares_it(engine, tmp_path):
+    """SingleStore assigns the query of ``CALL p(q)`` to p's ``QUERY(…)`` parameter: its
+    columns by position under the declared names and types (``q``'s own names do not
+    matter), and a NULL where the parameter says NOT NULL fails the batch at the CALL."""
+    sql = SqlSession(engine)
+    sql.execute(
+        "CREATE TABLE labels (n BIGINT, label TEXT);"
+        "CREATE PROCEDURE keep(rows QUERY(n BIGINT NOT NULL, label TEXT)) AS BEGIN "
+        "INSERT INTO labels SELECT n, label FROM rows; END;"
+        "CREATE PROCEDURE relay(batch QUERY(id TEXT, v TEXT)) AS "
+        "DECLARE pairs QUERY(a TEXT, b TEXT) = SELECT id, upper(v) FROM batch; "
+        "BEGIN CALL keep(pairs); END"
+    )
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "a.json").write_text('{"id": "7", "v": "x"}\n{"id": "8", "v": "y"}\n')
+    sql.execute(
+        f"CREATE PIPELINE r AS LOAD DATA FS '{data}/*.json' INTO PROCEDURE relay FORMAT JSON"
+    )
+    engine.run_batches("r", 3, until_idle=True)
+    assert _table(sql, "SELECT n, label FROM labels") == [(7, "X"), (8, "Y")]
+    (data / "b.json").write_text('{"v": "no id"}\n')
+    with pytest.raises(SparkpipesError, match="line 1, CALL keep: column 'n' of the QUERY"):
+        engine.run_batch("r")
+    assert _table(sql, "SELECT n, label FROM labels") == [(7, "X"), (8, "Y")]
+
+
 def test_procedures_a_body_calls_write_each_table_one_way(engine):
     sql = SqlSession(engine)
     sql.execute(

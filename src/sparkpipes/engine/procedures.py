@@ -402,6 +402,39 @@ class ProcedureBody:
         finally:
             _drop(spark, names)  # the DataFrame holds their rows
 
+    def batch_of(self, rows: Any, caller: str, statement: ProcedureStatement) -> Any:
+        """``rows`` (the query a ``CALL`` of this procedure gives, in ``caller``) as this
+        procedure's batch, as SingleStore assigns a query to a ``QUERY(…)`` parameter:
+        its columns by position, named and cast as declared; a NULL in a column declared
+        NOT NULL fails the batch, naming the CALL's line."""
+        from pyspark.errors import PySparkException
+        from pyspark.sql import functions as F
+
+        where = f"procedure '{caller}', line {statement.line}, CALL {self.spec.name}"
+        declared = self.spec.columns
+        if len(rows.columns) != len(declared):
+            raise ProcedureError(
+                f"{where}: the query gives {len(rows.columns)} column(s), the "
+                f"QUERY({', '.join(n for n, _, _ in declared)}) parameter takes {len(declared)}"
+            )
+        given = rows.toDF(*[f"__sp_arg{i}" for i in range(len(declared))])
+        batch = given.select(
+            *[F.col(f"__sp_arg{i}").cast(t).alias(n) for i, (n, t, _) in enumerate(declared)]
+        )
+        if self.spec.not_null:
+            nulls = " OR ".join(f"{_quoted(n)} IS NULL" for n in self.spec.not_null)
+            try:
+                bad = batch.where(nulls).limit(1).collect()
+            except PySparkException as e:
+                raise ProcedureError(f"{where}: {_spark_message(e)}") from None
+            if bad:
+                null = next(n for n in self.spec.not_null if bad[0][n] is None)
+                raise ProcedureError(
+                    f"{where}: column '{null}' of the QUERY parameter is NOT NULL; a row "
+                    "of the query has no value"
+                )
+        return batch
+
     def changed(self, table: str) -> ChangedTable:
         """``table`` as the batch finds it, for the body's DELETE and UPDATE statements."""
         if self.frame is None:

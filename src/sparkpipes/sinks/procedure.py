@@ -174,11 +174,13 @@ class ProcedureSink(Sink):
                 )
                 continue
             if statement.call is not None:  # its batch: the query named, as it is now
+                callee = body.calls[statement.call]
                 given = query(body.call_query(statement), statement, run.views)
+                given = callee.batch_of(given, body.spec.name, statement)
                 inner = f"__sp_batch_{uuid.uuid4().hex}"
                 given.createOrReplaceTempView(inner)
                 try:
-                    self._body(body.calls[statement.call], inner, run)
+                    self._body(callee, inner, run)
                 finally:
                     spark.catalog.dropTempView(inner)
                 continue
