@@ -1,6 +1,6 @@
 """Crash test of a sink connector into each database destination (PostgreSQL and MariaDB on
 127.0.0.1): one child engine loading a 4-partition topic into both is SIGKILLed inside each
-database's open transaction and 20 times at random moments of its batches, each database
+database's open transaction and 12 times at random moments of its batches, each database
 server is restarted once under it, and records keep arriving throughout. After every kill
 no record is in the table twice; at the end every record is there exactly once and the
 metadata table's offset ranges are contiguous per partition and add up to the rows.
@@ -26,7 +26,7 @@ from tests.integration.databases import ScratchDb, restart_server
 
 pytestmark = [pytest.mark.timeout(1500), pytest.mark.slow]
 
-KILLS = 20
+KILLS = 12
 PER_ROUND = 150
 SCHEMA = {
     "type": "struct",
