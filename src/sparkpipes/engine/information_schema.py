@@ -22,12 +22,12 @@ class InformationSchema:
         self.rt = rt
         self.offsets = offsets
 
-    def view(self, name: str, cache: dict | None = None) -> pa.Table:
+    def view(self, view: str, cache: dict | None = None) -> pa.Table:
         """One view by name (PIPELINES, PIPELINES_BATCHES, …). ``cache`` shares source
         snapshots between the views of one query."""
-        if name.upper() not in views.VIEWS:
+        if view.upper() not in views.VIEWS:
             raise NotFoundError(
-                f"information_schema.{name} does not exist (views: {', '.join(views.VIEWS)})"
+                f"information_schema.{view} does not exist (views: {', '.join(views.VIEWS)})"
             )
         cache = {} if cache is None else cache
 
@@ -39,4 +39,4 @@ class InformationSchema:
         def lists_files(rec: PipelineRecord) -> bool:
             return self.rt.runner(rec.name).source.lists_files
 
-        return views.build(self.rt.catalog, name, snapshot, lists_files)
+        return views.build(self.rt.catalog, view, snapshot, lists_files)

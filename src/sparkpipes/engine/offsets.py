@@ -89,7 +89,7 @@ class Offsets:
             self._commit(runner, name, committed, new)
             return new
 
-    def forget(self, name: str, partition: str) -> None:
+    def forget(self, name: str, file: str) -> None:
         """``ALTER PIPELINE … DROP FILE``: forget an object, so that the next batch loads
         it again from its start (an empty batch that commits the offsets without it)."""
         with self.rt.lock(name):
@@ -102,15 +102,15 @@ class Offsets:
                 )
             committed = runner.committed()
             current = dict(committed.offsets) if committed else {}
-            if partition not in current:
-                if partition in runner.meta.partitions():
+            if file not in current:
+                if file in runner.meta.partitions():
                     return  # not loaded yet: nothing to forget
                 raise NotFoundError(
-                    f"pipeline '{name}' has no file '{partition}' "
+                    f"pipeline '{name}' has no file '{file}' "
                     "(information_schema.PIPELINES_FILES lists its files)",
                     pipeline=name,
                 )
-            del current[partition]
+            del current[file]
             self._commit(runner, name, committed, current)
 
     def _commit(self, runner: Any, name: str, committed: Any, new: dict[str, Any]) -> None:

@@ -38,3 +38,12 @@ def test_the_engines_forwarded_methods_are_its_services():
     assert {"create_table_spec", "tables", "spec", "set_offsets", "start"} <= set(forwarded)
     for name in forwarded:
         assert inspect.getdoc(getattr(Engine, name)), f"Engine.{name} has no docstring"
+
+
+def test_the_python_apis_keyword_names_stay():
+    """Callers pass these by keyword (README's Python API): a service's own names must
+    not leak through the facade."""
+    assert list(inspect.signature(Engine.drop_file).parameters) == ["self", "name", "file"]
+    params = list(inspect.signature(Engine.information_schema).parameters)
+    assert params == ["self", "view", "cache"]
+    assert list(inspect.signature(Engine.set_offsets).parameters) == ["self", "name", "offsets"]
