@@ -274,8 +274,12 @@ class ProcedureSink(Sink):
 
     def _commit_tables(self, batch: BatchCommit, parts: dict[str, TableFiles]) -> bool:
         """Each table's commit; those of changes computed from a version go first, so
-        that when another writer changed such a table meanwhile, the batch fails before
-        any of its tables holds it and computes everything again (``StaleChanges``)."""
+        that when another writer changed the first such table meanwhile, the batch fails
+        before any of its tables holds it and computes everything again
+        (``StaleChanges``). A conflict on a later one, after a table took the batch, is
+        finished by the recovery (:meth:`committed`) on that table as it is then: a body
+        that DELETEs from or UPDATEs several tables another writer changes too is safe
+        only for the first."""
         fresh = False
         for i, t in enumerate(sorted(parts, key=lambda t: (parts[t].read_version is None, t))):
             if i:
