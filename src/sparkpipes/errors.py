@@ -193,8 +193,9 @@ class CorruptObjectError(DecodeError):
 
 class TransformError(DecodeError):
     """A record program (``WITH TRANSFORM``) did not finish a chunk of records: it ran out
-    of its CPU time or memory, or died. The batch fails; the same records would fail
-    again, so it is not retried."""
+    of its CPU time or memory, or died; or a connector's Single Message Transform could
+    not process a record. The batch fails; the same records would fail again, so it is
+    not retried."""
 
     code = "SP302"
 

@@ -77,6 +77,23 @@ def test_kafka_connect_py_drives_a_sink_connector_through_its_life(broker, topic
         assert client.list_connectors() == ["kc-sink"]
         status = client.get_connector_status("kc-sink")
         assert status["connector"]["state"] == "RUNNING" and len(status["tasks"]) == 1
+        # one task's status and restart, as the client calls them
+        assert client.get_connector_task_status("kc-sink", 0) == status["tasks"][0]
+        none = call("GET", "/connectors/kc-sink/tasks/7/status")
+        assert none.status_code == 404 and "kc-sink-7" in none.json()["message"]
+        assert client.restart_connector_task("kc-sink", 0) is None
+        assert call("POST", "/connectors/kc-sink/tasks/7/restart").status_code == 404
+        assert client.get_connector_task_status("kc-sink", 0)["state"] == "RUNNING"
+        configs = call("GET", "/connectors/kc-sink/tasks-config").json()
+        assert list(configs) == ["kc-sink-0"] and configs["kc-sink-0"]["topics"] == topic
+        plugins = client.list_connector_plugins()
+        assert {p["type"] for p in plugins} == {"sink", "source"}
+        every = call("GET", "/connector-plugins", params={"connectorsOnly": "false"}).json()
+        assert {"transformation", "predicate", "converter"} <= {p["type"] for p in every}
+        keys = call("GET", f"/connector-plugins/{config['connector.class']}/config").json()
+        assert {"topics", "connection.password"} <= {k["name"] for k in keys}
+        assert call("GET", "/connector-plugins/no.Such/config").status_code == 404
+        assert call("GET", "/health").json()["status"] == "healthy"
 
         assert client.list_connector_topics("kc-sink") == {"kc-sink": {"topics": [topic]}}
         client.reset_connector_topics("kc-sink")

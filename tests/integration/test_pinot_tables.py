@@ -245,15 +245,6 @@ def test_metadata_populate_fills_key_headers_offset_partition_timestamp(engine, 
     assert all(int(got[i]["__metadata$recordTimestamp"]) > 1_700_000_000_000 for i in range(3))
 
 
-def test_metadata_columns_need_metadata_populate(engine, broker, topic):
-    from sparkpipes.errors import ConfigError
-
-    dims = [{"name": "id", "dataType": "INT"}, {"name": "__key", "dataType": "STRING"}]
-    with pytest.raises(ConfigError, match=r"metadata.populate"):
-        engine.pinot.add(table_config(broker, topic), schema(dims))
-    assert "t" not in engine.tables()
-
-
 def test_a_table_never_takes_over_or_drops_a_pipeline_of_its_name(engine, broker, topic):
     """A pipeline named like a Pinot table's (``t_REALTIME``) is someone else's: adding the
     table is refused before anything is made, and the pipeline stays as it was (held-out

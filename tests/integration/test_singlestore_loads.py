@@ -291,8 +291,23 @@ def test_lines_terminated_by_text_before_the_newline(sql, tmp_path):
         sql(f"START PIPELINE {table}p FOREGROUND")
     assert rows(sql("SELECT id, name FROM wn ORDER BY id")) == [(1, "ann\r"), (2, "bo\r")]
     assert rows(sql("SELECT id, name FROM nw ORDER BY id")) == [(1, "ann"), (2, "bo")]
-    with pytest.raises(Exception, match="LINES TERMINATED BY ';' is not supported yet"):
-        sql("CREATE PIPELINE x AS LOAD DATA FS '/in' INTO TABLE w LINES TERMINATED BY ';'")
+    # any terminator, newlines being data; LINES STARTING BY skips up to its text, and a
+    # line without it is no record (LOAD DATA's documented reading)
+    (tmp_path / "s").mkdir()
+    (tmp_path / "s" / "s.csv").write_bytes(b"x>1,a;skip me;junk>2,b\nc;>3,d;")
+    sql("CREATE TABLE s (id INT, name TEXT)")
+    sql(
+        f"CREATE PIPELINE sp AS LOAD DATA FS '{tmp_path}/s/*.csv' INTO TABLE s "
+        "FIELDS TERMINATED BY ',' LINES STARTING BY '>' TERMINATED BY ';'"
+    )
+    sql("START PIPELINE sp FOREGROUND")
+    assert rows(sql("SELECT id, name FROM s ORDER BY id")) == [(1, "a"), (2, "b\nc"), (3, "d")]
+    assert "LINES STARTING BY '>' TERMINATED BY ';'" in sql("SHOW CREATE PIPELINE sp").rows[0][1]
+    with pytest.raises(Exception, match="LINES STARTING BY cuts objects into records"):
+        sql(
+            "CREATE PIPELINE x AS LOAD DATA KAFKA '127.0.0.1:9/t' INTO TABLE w "
+            "LINES STARTING BY '>'"
+        )
 
 
 def test_skip_constraint_errors_skips_rows_the_table_refuses_and_parser_errors_do_not(

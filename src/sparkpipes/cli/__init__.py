@@ -222,8 +222,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "connect":
             from sparkpipes.cli import connect
 
-            with _engine(args) as engine:
-                return connect.run(engine, args)
+            return connect.main(_engine, args)
         if args.command == "cluster":
             from sparkpipes.cli import cluster
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import urllib.error
 import urllib.request
@@ -82,6 +83,8 @@ def add_table(engine_of: Any, args: argparse.Namespace) -> int:
             out = eng.pinot.add(table, schema)
     _warn(out.get("unrecognizedProperties"))
     _warn(out.get("schemaUnrecognizedProperties"), "schema")
+    for note in out.get("notes") or ():  # e.g. schema columns the stream does not fill
+        print(f"warning: {note}", file=sys.stderr)
     print(json.dumps(out, indent=2, default=str))
     return 0
 
@@ -104,14 +107,16 @@ def _warn(paths: Any, doc: str = "table config") -> None:
 
 def _section(path: str, doc: str) -> str:
     """A reported path as the registry (:mod:`sparkpipes.frontends.pinot.keys`) names it:
-    ``…streamConfigMaps[0].k`` → ``streamConfigs.k``, a schema's
+    ``…streamConfigMaps[i].k`` (any stream's) → ``streamConfigs.k``, a schema's
     ``dimensionFieldSpecs[2].k`` → ``fieldSpec.k``, its ``k`` → ``schema.k``."""
     if doc == "schema":
         return "fieldSpec." + path.rsplit(".", 1)[-1] if "[" in path else "schema." + path
-    for marker in ("streamConfigs.", "streamConfigMaps[0]."):
-        if marker in path:
-            return "streamConfigs." + path.split(marker, 1)[1]
-    return path
+    stream = _STREAM_KEY.search(path)
+    return "streamConfigs." + stream.group(1) if stream else path
+
+
+#: a key of a stream config, in ``tableIndexConfig`` or any of ``streamConfigMaps``
+_STREAM_KEY = re.compile(r"(?:streamConfigs|streamConfigMaps\[\d+\])\.(.+)$")
 
 
 def _remote(args: argparse.Namespace, schema: str, table: str) -> int:
@@ -156,7 +161,8 @@ def run(engine: Engine, args: argparse.Namespace) -> int:
     elif not target:
         raise SystemExit(f"error: pinot {action} needs a {'file' if 'add' in action else 'name'}")
     elif action == "table":
-        out = {"REALTIME": pinot.config(target)}
+        # the config as Pinot's controller shows it, then each stream's pipeline and offsets
+        out = {"REALTIME": pinot.config(target), "streams": pinot.status(target)["streams"]}
         unrecognized = pinot.unrecognized(target)
         if unrecognized:
             out["unrecognizedProperties"] = list(unrecognized)

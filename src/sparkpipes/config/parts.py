@@ -18,6 +18,7 @@ from sparkpipes.config.core import (
     check_name,
     reject_unknown,
 )
+from sparkpipes.config.transforms import ConnectRecords
 from sparkpipes.errors import ConfigError
 
 #: the version of :meth:`PipelineSpec.to_json`; the catalog migrates older definitions
@@ -31,14 +32,18 @@ OUT_OF_RANGE_POLICIES = ("fail", "earliest")
 #: with a primary key (a row whose key is there is skipped), ``append`` on one without;
 #: ``update`` (``ON DUPLICATE KEY UPDATE``): a row whose key is there updates the stored row;
 #: ``insert`` (SingleStore's plain ``INTO TABLE``): such a row fails the batch (``append``
-#: on a table without a primary key)
-WRITE_MODES = ("append", "replace", "ignore", "skip_duplicates", "update", "insert")
+#: on a table without a primary key); ``aggregate`` (Pinot's ingestion aggregation): rows
+#: equal in every column the sink option ``aggregate`` does not aggregate become one row,
+#: combined with the stored one (``sinks.delta.aggregates``)
+WRITE_MODES = ("append", "replace", "ignore", "skip_duplicates", "update", "insert", "aggregate")
 FORMAT_OPTIONS = (
     "schema.registry.url",
     "schema",
     "schema.registry.ssl.ca.location",
     "schema.registry.ssl.certificate.location",
     "schema.registry.ssl.key.location",
+    # a registry's framing other than Confluent's (Pinot's own: formats.avro_pinot)
+    "schema.registry.framing",
     "decoder.class",
     "decoder.topic",
 )
@@ -80,7 +85,14 @@ class CsvOptions:
     * ``carriage_return``: a carriage return before the newline belongs to the record
       (the last field's text), as in MySQL's and SingleStore's ``LOAD DATA``, where a file
       written on Windows needs ``LINES TERMINATED BY '\r\n'``; a number, date or other
-      non-text value is read without it, as they convert it. Off, it is dropped.
+      non-text value is read without it, as they convert it. Off, it is dropped;
+    * ``line_start``: ``LINES STARTING BY``, each record begins after the first occurrence
+      of this text in its line (what precedes it is skipped), and a line without it is no
+      record, as in ``LOAD DATA``.
+
+    A ``line_end`` that does not end with a newline (``';'``, ``'||'``) cuts the object's
+    text at each occurrence, newlines being data, as ``LOAD DATA`` does; those terminators
+    and ``line_start`` cut objects (files) into records, not a stream's messages.
 
     The defaults are the Python API's (``,``, ``"``, no escape); the SingleStore dialect
     gives its own (tab, not enclosed, ``\``) explicitly."""
@@ -95,16 +107,13 @@ class CsvOptions:
     trailing_nullcols: bool = False
     line_end: str = "\n"
     carriage_return: bool = False
+    line_start: str = ""
 
     def __post_init__(self) -> None:
         if not self.delimiter:
             raise ConfigError("FIELDS TERMINATED BY must not be empty")
-        if not self.line_end.endswith("\n"):
-            raise ConfigError(
-                f"LINES TERMINATED BY {self.line_end!r} is not supported yet: records end "
-                "with a newline here, which the terminator may follow text to ('\\r\\n', "
-                "'|\\n')"
-            )
+        if not self.line_end:
+            raise ConfigError("LINES TERMINATED BY must not be empty")
         for what, ch in (("ENCLOSED BY", self.quote), ("ESCAPED BY", self.escape)):
             if ch is not None and len(ch) != 1:
                 raise ConfigError(f"FIELDS {what} takes one character or '', got {ch!r}")
@@ -118,8 +127,15 @@ class CsvOptions:
     @property
     def line_suffix(self) -> str:
         """What each record ends with before its newline (and the carriage return, which
-        is never part of a record)."""
+        is never part of a record); nothing for a terminator the framing cuts at."""
+        if not self.line_end.endswith("\n"):
+            return ""
         return self.line_end[:-1].removesuffix("\r")
+
+    @property
+    def terminator(self) -> str:
+        """Where the framing cuts an object's text into records."""
+        return "\n" if self.line_end.endswith("\n") else self.line_end
 
 
 @dataclass(frozen=True)
@@ -233,6 +249,31 @@ class RecordProgram:
 
 
 @dataclass(frozen=True)
+class NestedSpec:
+    """Records flattened into columns and arrays unnested into rows before the columns
+    are taken (Pinot's ``complexTypeConfig``; ``formats.nested`` does it on Arrow).
+
+    A nested field is named by its path joined with ``delimiter`` (``a.b.c``); each array
+    in ``unnest`` (such names) makes one row per element, several arrays their cross
+    product; an array not unnested that reaches a text column is its JSON text
+    (``collections``: ``NON_PRIMITIVE`` arrays of records or arrays, ``ALL`` every one);
+    ``renames`` replaces a prefix of the flattened names (the first that matches)."""
+
+    unnest: tuple[str, ...] = ()
+    delimiter: str = "."
+    collections: str = "NON_PRIMITIVE"
+    renames: tuple[tuple[str, str], ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.collections not in ("NON_PRIMITIVE", "ALL"):
+            raise ConfigError(
+                f"nested records: collections is NON_PRIMITIVE or ALL, not {self.collections!r}"
+            )
+        if not self.delimiter:
+            raise ConfigError("nested records: the delimiter cannot be empty")
+
+
+@dataclass(frozen=True)
 class FormatSpec:
     """How payloads decode to columns: a decoder plugin (``json``, ``csv``, ``raw``), the
     ``col <- path`` mapping, CSV options, ``IGNORE n LINES`` and whether records that do
@@ -253,6 +294,11 @@ class FormatSpec:
     text_values: bool = False
     #: what each record passes through before it decodes (``WITH TRANSFORM``)
     program: RecordProgram | None = None
+    #: records flattened and arrays unnested before the columns are taken
+    nested: NestedSpec | None = None
+    #: Kafka records as a Kafka Connect sink task sees them (converter, transforms)
+    #: before their fields map to the columns (``frontends.connect``)
+    connect: ConnectRecords | None = None
     #: the decoder's own options: ``schema.registry.url`` or ``schema`` (Avro messages)
     options: Mapping[str, str] = field(default_factory=dict)
     #: its secrets (a schema registry's user and password, the password of a registry
@@ -362,6 +408,12 @@ class SinkSpec:
                 "assignments (update) need that write mode",
                 pipeline=pipeline,
             )
+        if (self.write == "aggregate") != bool(self.config.get("aggregate")):
+            raise ConfigError(
+                "write mode 'aggregate' needs the sink option 'aggregate' (column → SUM, MIN "
+                "or MAX), and that option needs that write mode",
+                pipeline=pipeline,
+            )
         for k, v in self.credentials.items():
             if not isinstance(v, Secret):
                 raise ConfigError(f"sink credential '{k}' must be a Secret", pipeline=pipeline)
@@ -389,6 +441,8 @@ _MAY_CHANGE = {
             "skip_constraint_errors",
             "text_values",
             "program",
+            "nested",
+            "connect",
         }
     ),
     "sink": frozenset({"table", "write", "provenance", "update"}),

@@ -49,11 +49,13 @@ from sparkpipes.config.parts import (
     FieldMapping,
     FormatSpec,
     FunctionCall,
+    NestedSpec,
     RecordProgram,
     SinkSpec,
     SourceSpec,
     TransformSpec,
 )
+from sparkpipes.config.transforms import ConnectRecords
 from sparkpipes.errors import ConfigError
 
 
@@ -99,6 +101,8 @@ class PipelineSpec:
             | ({"default": m.default} if m.on_missing == "default" else {})
             for m in self.format.mapping
         ]
+        if self.format.connect is None:
+            del d["format"]["connect"]  # as stored before it existed
         if self.format.options:
             d["format"]["options"] = dict(self.format.options)
         else:
@@ -176,6 +180,16 @@ class PipelineSpec:
             fmt["csv"] = CsvOptions(**fmt["csv"])
         if fmt.get("program"):
             fmt["program"] = RecordProgram(**fmt["program"])
+        if fmt.get("nested"):
+            n = fmt["nested"]
+            fmt["nested"] = NestedSpec(
+                tuple(n.get("unnest", ())),
+                n.get("delimiter", "."),
+                n.get("collections", "NON_PRIMITIVE"),
+                tuple((str(p), str(r)) for p, r in n.get("renames", ())),
+            )
+        if fmt.get("connect"):
+            fmt["connect"] = ConnectRecords.from_json(fmt["connect"])
         tr = parts["transform"]
         tr["assignments"] = tuple((str(c), str(e)) for c, e in tr.get("assignments", ()))
         tr["functions"] = tuple(

@@ -35,7 +35,7 @@ LOCATION = "location"
 _SCHEME = re.compile(r"\s*[A-Za-z][A-Za-z0-9+.\-]*(?::[A-Za-z][A-Za-z0-9+.\-]*)*://")
 _SCHEME_IN = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*(?::[A-Za-z][A-Za-z0-9+.\-]*)*://")
 _HOST_LIST_IN = re.compile(
-    r'"([\w.]*(?:bootstrap\.servers|broker\.list|ddlEndpoint))"\s*:\s*"([^"]*)"'
+    r'"([\w.]*(?:bootstrap\.servers|broker\.list|ddlEndpoint|clientEndpoint))"\s*:\s*"([^"]*)"'
 )
 _URL_END = re.compile(r"[\s\"'`]")
 #: query parameters that carry a password (the login's) or another secret (a token, a
@@ -84,7 +84,7 @@ def option_of(key: str) -> str | None:
 
 def is_host_list(option: str) -> bool:
     """Options whose values are ``[user:pass@]host:port[,…]`` without a scheme."""
-    return option.endswith(("bootstrap.servers", "broker.list", "ddlEndpoint"))
+    return option.endswith(("bootstrap.servers", "broker.list", "ddlEndpoint", "clientEndpoint"))
 
 
 def spans(text: str, *, bare: bool = False) -> list[tuple[int, int]]:
@@ -167,10 +167,21 @@ def _userinfo(text: str, start: int, end: int) -> list[tuple[int, int]]:
     return [(colon + 1, at)] if 0 <= colon < at - 1 else []
 
 
+#: where a password hides in a JDBC URL of a syntax that is not a URL's: SQL Server's
+#: ``;password=…`` properties, Oracle's ``thin:user/password@``. Such URLs are refused
+#: (the password belongs in ``connection.password``), but are shown, redacted, in the answer
+_DRIVER_PASSWORDS = (
+    re.compile(r"(?i)(;\s*(?:password|pwd)\s*=\s*)(\{[^}]*\}?|[^;]+)"),
+    re.compile(r"(?i)(jdbc:oracle:[a-z0-9]+:[^/@:\s]*/)([^@\s]+)(?=@)"),
+)
+
+
 def redact(text: str, *, bare: bool = False) -> str:
     """``text`` with every password in it replaced by ``<redacted>``: what may be shown."""
     for start, end in reversed(spans(text, bare=bare)):
         text = text[:start] + REDACTED + text[end:]
+    for pattern in _DRIVER_PASSWORDS:
+        text = pattern.sub(lambda m: m.group(1) + REDACTED, text)
     return text
 
 

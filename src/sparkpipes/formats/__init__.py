@@ -8,8 +8,11 @@ from collections.abc import Mapping, Sequence
 
 import pyarrow as pa
 
-from sparkpipes.config import CsvOptions, FieldMapping, RecordProgram
+from sparkpipes.config import CsvOptions, FieldMapping, NestedSpec, RecordProgram
+from sparkpipes.config.transforms import ConnectRecords
 from sparkpipes.formats.base import Decoded, Decoder, RecordError
+from sparkpipes.formats.connect import ConnectDecoder
+from sparkpipes.formats.nested import NestedDecoder, NestedPlan
 from sparkpipes.formats.programs import ProgramDecoder, build_program
 from sparkpipes.util.registry import Registry
 
@@ -21,6 +24,10 @@ FORMATS.register("parquet", "sparkpipes.formats.columnar:ParquetDecoder")
 FORMATS.register(
     "avro", "sparkpipes.formats.columnar:AvroDecoder", install_hint="pip install fastavro"
 )
+# Pinot's own message decoders, built with their ``decoder.prop.*`` options
+FORMATS.register("pinot-csv", "sparkpipes.formats.pinot_csv:PinotCsvDecoder")
+#: the formats whose decoders take the format's options (``FormatSpec.options``)
+WITH_OPTIONS = frozenset({"pinot-csv"})
 
 
 def build_decoder(
@@ -32,12 +39,24 @@ def build_decoder(
     *,
     text_values: bool = False,
     program: RecordProgram | None = None,
+    nested: NestedSpec | None = None,
+    connect: ConnectRecords | None = None,
 ) -> Decoder:
     """The decoder of ``FORMAT name``; ``FORMAT AVRO`` with a schema (``SCHEMA REGISTRY
     'url'`` or ``SCHEMA '<json>'``) decodes Avro messages of a stream, without one Avro
     objects (container files). ``text_values``: see ``FormatSpec.text_values``; a
-    ``program`` (``WITH TRANSFORM``) runs on the records before they decode."""
-    decoder = _decoder(name, schema, mapping, csv, options, text_values)
+    ``program`` (``WITH TRANSFORM``) runs on the records before they decode; ``nested``
+    flattens and unnests them into the columns (``formats.nested``); ``connect`` decodes
+    Kafka records as a Kafka Connect sink task does, through its transforms
+    (``formats.connect``)."""
+    if connect is not None:
+        return ConnectDecoder(schema, mapping, connect, options)
+    if nested is not None:
+        plan = NestedPlan(schema, mapping, nested)
+        inner = _decoder(name, plan.schema, plan.mapping, csv, options, text_values)
+        decoder: Decoder = NestedDecoder(inner, plan)
+    else:
+        decoder = _decoder(name, schema, mapping, csv, options, text_values)
     return ProgramDecoder(decoder, build_program(program)) if program else decoder
 
 
@@ -51,12 +70,18 @@ def _decoder(
 ) -> Decoder:
     if name == "avro" and options:
         from sparkpipes.formats.avro import AvroMessageDecoder
+        from sparkpipes.formats.avro_pinot import FRAMING_OPTION, FRAMINGS
 
-        return AvroMessageDecoder(schema, mapping, csv, options=options)
+        # Confluent's wire format, or another framing named by the options (Pinot's own)
+        make = FRAMINGS.get(options.get(FRAMING_OPTION, ""), AvroMessageDecoder)
+        return make(schema, mapping, csv, options=options, text_values=text_values)
     if name == "stream":
         from sparkpipes.formats.stream import StreamDecoder
 
         return StreamDecoder(schema, mapping, csv, options=options or {})
+    if name in WITH_OPTIONS:
+        cls = FORMATS.get(name)
+        return cls(schema, mapping, csv, options=options or {}, text_values=text_values)
     return FORMATS.get(name)(schema, mapping, csv, text_values=text_values)
 
 

@@ -10,9 +10,11 @@ see :func:`registry_conf`).
 Columns are taken by ``col <- path`` as for JSON (nested records are paths); a nested
 record, map or array loaded into a text column is JSON text; logical types arrive as
 fastavro gives them (timestamp-millis as a timestamp, decimal as a decimal, date as a
-date). A record whose schema id is unknown, that does not start with the magic byte or
-whose bytes do not decode is a record error (skipped or failing, by the pipeline's rules)
-naming the reason.
+date). Pipelines from SingleStore SQL (``text_values``) extract and convert as SingleStore
+does instead (``formats.avro_values``: union branches in paths, values as text, logical
+types not applied), record by record. A record whose schema id is unknown, that does not
+start with the magic byte or whose bytes do not decode is a record error (skipped or
+failing, by the pipeline's rules) naming the reason.
 """
 
 from __future__ import annotations
@@ -26,7 +28,10 @@ import pyarrow as pa
 
 from sparkpipes.config import REDACTED, CsvOptions, FieldMapping, urls
 from sparkpipes.errors import ConfigError, SourceUnavailableError
+from sparkpipes.formats.avro_values import AvroValues
 from sparkpipes.formats.base import Decoder, Mismatch
+from sparkpipes.sources.base import Framing
+from sparkpipes.sources.framing import AvroStreamFraming
 
 MAGIC = 0
 #: the decoder option naming the registry
@@ -110,9 +115,13 @@ class AvroMessageDecoder(Decoder):
         csv: CsvOptions | None = None,
         *,
         options: Mapping[str, str],
+        text_values: bool = False,
     ) -> None:
-        super().__init__(schema, mapping, csv)
+        super().__init__(schema, mapping, csv, text_values=text_values)
         self.options = dict(options)
+        #: SingleStore's extraction and conversion (``formats.avro_values``), for
+        #: pipelines from SingleStore SQL
+        self.values = AvroValues(schema, self.paths, self.on_missing) if text_values else None
         url = self.options.get(URL_OPTION)
         #: the registry as messages name it: its password, if any, redacted
         self.url = urls.redact(url) if url else url
@@ -129,6 +138,21 @@ class AvroMessageDecoder(Decoder):
 
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_client": None, "_schemas": {}, "_fixed": None}
+
+    def framing(self, skip_lines: int = 0) -> Framing:
+        """A file of Avro values with ``SCHEMA '…'`` is a raw Avro stream (SingleStore's
+        Load Avro Files Example 2), never lines; a schema registry's wire format is for
+        Kafka messages, so a file with ``SCHEMA REGISTRY`` is refused, naming it."""
+        if not self.fixed:
+            raise ConfigError(
+                "FORMAT AVRO SCHEMA REGISTRY reads Kafka messages; a file of Avro values "
+                "takes SCHEMA '<schema>' (a raw Avro stream) or nothing (an object "
+                "container file)"
+            )
+        return AvroStreamFraming(parsed(self.fixed))
+
+    def _fast_ok(self, values: pa.Array) -> bool:
+        return self.values is None  # SingleStore's conversion is record by record
 
     def _fast(self, values: pa.Array) -> pa.Table:
         """Every record decoded, its fields gathered per column and each column built by
@@ -197,8 +221,13 @@ class AvroMessageDecoder(Decoder):
         import fastavro
 
         writer, start = self._writer(raw)
+        named = self.values is not None  # unions' named branches tagged with their names
         try:
-            rec = fastavro.schemaless_reader(io.BytesIO(raw[start:]), writer, None)
+            rec = fastavro.schemaless_reader(
+                io.BytesIO(raw[start:]), writer, None, return_named_type=named
+            )
         except Exception as e:  # fastavro raises many kinds on bad bytes
             raise ValueError(f"Avro bytes do not decode: {type(e).__name__}: {e}") from None
+        if self.values is not None:
+            return self.values.row(writer, rec)
         return self.pick(rec, nested_as_json=True)

@@ -27,7 +27,7 @@ import pyarrow as pa
 
 from sparkpipes.config import CsvOptions, FieldMapping
 from sparkpipes.formats.coerce import coerce_column
-from sparkpipes.sources.base import Framing
+from sparkpipes.sources.base import Fetched, Framing
 from sparkpipes.sources.framing import LineFraming
 
 
@@ -106,6 +106,20 @@ class Decoder(abc.ABC):
     def framing(self, skip_lines: int = 0) -> Framing:
         """How objects of this format are cut into records (object-store sources)."""
         return LineFraming(skip_lines)
+
+    @property
+    def framing_only(self) -> str | None:
+        """An option of this decoder that only its :meth:`framing` honours (named), so
+        that a stream's records, which are not framed, cannot take it."""
+        return None
+
+    def decode_fetched(self, fetched: Fetched, partition: str) -> Decoded:
+        """The records of one fetch of ``partition``: their payloads (or columns). A
+        decoder that reads more of a record than its payload (its key, headers and time:
+        ``formats.connect``) overrides this; the others decode the payloads alone."""
+        if fetched.table is not None:
+            return self.decode_table(fetched.table)
+        return self.decode(fetched.values)
 
     def decode_table(self, table: pa.Table) -> Decoded:
         """Records that arrive in columns; formats of payloads do not take them."""

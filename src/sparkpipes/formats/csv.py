@@ -40,7 +40,16 @@ def split_fields(text: str, opts: CsvOptions) -> list[str | None]:
             i += 1
             while True:
                 if i >= n:
-                    raise ValueError(f"a field enclosed by {quote!r} is not closed")
+                    crlf = text.endswith(quote + "\r")
+                    raise ValueError(
+                        f"a field enclosed by {quote!r} is not closed"
+                        + (
+                            " (a carriage return follows its quote: lines that end with "
+                            "'\\r\\n' need LINES TERMINATED BY '\\r\\n')"
+                            if crlf
+                            else ""
+                        )
+                    )
                 c = text[i]
                 if esc is not None and c == esc and i + 1 < n:
                     buf.append(ESCAPES.get(text[i + 1], text[i + 1]))
@@ -81,10 +90,25 @@ class CsvDecoder(Decoder):
     def framing(self, skip_lines: int = 0) -> Framing:
         """Quoted fields may hold newlines: with a quote character, records are cut
         outside quotes (:class:`CsvFraming`), else at every newline."""
-        keep_cr = self.csv.carriage_return
-        if not self.csv.quote:
-            return LineFraming(skip_lines, keep_cr=keep_cr)
-        return CsvFraming(self.csv.quote, self.csv.escape, skip_lines, keep_cr=keep_cr)
+        opts = self.csv
+        cuts = {
+            "keep_cr": opts.carriage_return,
+            "terminator": opts.terminator.encode(),
+            "prefix": opts.line_start.encode(),
+        }
+        if not opts.quote:
+            return LineFraming(skip_lines, **cuts)
+        return CsvFraming(opts.quote, opts.escape, skip_lines, **cuts)
+
+    @property
+    def framing_only(self) -> str | None:
+        """``LINES STARTING BY`` and a terminator other than a newline cut objects into
+        records; a stream's messages are records already."""
+        if self.csv.line_start:
+            return "LINES STARTING BY"
+        if self.csv.terminator != "\n":
+            return f"LINES TERMINATED BY {self.csv.line_end!r}"
+        return None
 
     def decode(self, values: pa.Array) -> Decoded:
         """``LINES TERMINATED BY 'x\\n'``: each record ends with ``x`` (its newline is the
@@ -102,13 +126,16 @@ class CsvDecoder(Decoder):
         """Whether ``pyarrow.csv`` reads this chunk as LOAD DATA would: a one-character
         delimiter, no escape character, and every quote character at a field's edge or
         doubled (``"a"b"``: LOAD DATA keeps the middle quote, pyarrow drops it), and no
-        carriage return kept in a record (pyarrow ends a line there)."""
+        carriage return kept in a record, nor a newline that is data (pyarrow ends a line
+        there)."""
         opts = self.csv
         if len(opts.delimiter) != 1:
             return False
         flat = values.cast(pa.binary())
         if opts.carriage_return and pc.any(pc.match_substring(flat, "\r")).as_py():
             return False
+        if opts.terminator != "\n" and pc.any(pc.match_substring(flat, "\n")).as_py():
+            return False  # a newline is data here
         if opts.escape is not None and pc.any(pc.match_substring(flat, opts.escape)).as_py():
             return False
         if opts.quote is None:

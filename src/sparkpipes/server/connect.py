@@ -1,7 +1,8 @@
-"""Kafka Connect's REST API for sink connectors, over :class:`sparkpipes.frontends.connect.service
-.Connectors`: the paths, verbs, status codes and JSON of Kafka Connect (3.6: stop and
-offsets of KIP-875, ``expand``, restart with tasks, active topics), so its clients and
-habits work unchanged.
+"""Kafka Connect's REST API for sink connectors (and source connectors of the classes
+``frontends.connect.sources`` names tables for), over :class:`sparkpipes.frontends.connect
+.service.Connectors`: the paths, verbs, status codes and JSON of Kafka Connect (3.6: stop
+and offsets of KIP-875, ``expand``, restart with tasks, one task's status and restart,
+active topics, plugins and their keys), so its clients and habits work unchanged.
 
 ``GET /`` is Kafka Connect's version document for its clients (curl, kafka-connect-py);
 a browser asking for HTML there is sent to the console at ``/console``."""
@@ -17,12 +18,15 @@ from fastapi import APIRouter, Body, Query, Request, Response
 from fastapi.responses import JSONResponse, RedirectResponse
 
 from sparkpipes import __version__
-from sparkpipes.errors import ConfigError
+from sparkpipes.errors import AccessDeniedError, ConfigError
+from sparkpipes.frontends.connect import plugins as catalogue
 from sparkpipes.frontends.connect import validate as validation
-from sparkpipes.frontends.connect.model import CLASS_NAMES, SinkConnectorConfig, load
+from sparkpipes.frontends.connect.model import SinkConnectorConfig, load
+from sparkpipes.frontends.connect.shape import flat
+from sparkpipes.frontends.connect.sources import is_source
 from sparkpipes.server.access import access_of, require_file_read
 from sparkpipes.server.auth import wants_html
-from sparkpipes.sources.connect import known
+from sparkpipes.sources.connect.source import KafkaConnectSource
 from sparkpipes.util.localfiles import local_file_keys
 
 if TYPE_CHECKING:
@@ -85,6 +89,14 @@ def router(engine: Engine, *, run: bool) -> APIRouter:
             "kafka_cluster_id": cluster_id(engine),
         }
 
+    @r.get("/health", include_in_schema=False)
+    def health() -> Any:
+        # Connect 3.9's readiness answer: this server answers once its engine is open
+        return {
+            "status": "healthy",
+            "message": "Worker has completed startup and is ready to handle requests.",
+        }
+
     @r.get("/connectors")
     def list_connectors(expand: list[str] = Query(default=[])) -> Any:  # noqa: B008
         names = conns.names()
@@ -100,9 +112,12 @@ def router(engine: Engine, *, run: bool) -> APIRouter:
         if not isinstance(body, dict) or "config" not in body:
             raise ConfigError('POST /connectors takes {"name": …, "config": {…}}')
         require_file_read(engine, request, local_file_keys(_flat(body)))
-        cfg = load(body)  # checked as it will run: whatever the body's shape or spelling
-        require_delete_to_upsert(engine, request, cfg)
-        info = conns.create(cfg)
+        if is_source(_flat(body)):
+            info = _source(flat(body), request, replace=False)
+        else:
+            cfg = load(body)  # checked as it will run: whatever the body's shape or spelling
+            require_delete_to_upsert(engine, request, cfg)
+            info = conns.create(cfg)
         _run(info["name"])
         return info
 
@@ -120,10 +135,13 @@ def router(engine: Engine, *, run: bool) -> APIRouter:
         if not isinstance(body, dict):
             raise ConfigError("PUT /connectors/{name}/config takes the config as a JSON object")
         require_file_read(engine, request, local_file_keys(_flat(body)))
-        cfg = load(body, name=name)
-        require_delete_to_upsert(engine, request, cfg)
         exists = name in conns.names()
-        info = conns.create(cfg, replace=exists)
+        if is_source(_flat(body)):
+            info = _source(flat(body, name=name), request, replace=exists)
+        else:
+            cfg = load(body, name=name)
+            require_delete_to_upsert(engine, request, cfg)
+            info = conns.create(cfg, replace=exists)
         _run(name)
         response.status_code = 200 if exists else 201
         return info
@@ -139,6 +157,20 @@ def router(engine: Engine, *, run: bool) -> APIRouter:
             {"id": {"connector": name, "task": i}, "config": {**cfg, "pipeline": p}}
             for i, p in enumerate(conns.task_pipelines(name))
         ]
+
+    @r.get("/connectors/{name}/tasks-config")
+    def tasks_config(name: str) -> Any:
+        # deprecated in Connect 3.x (gone in 4.0), still called by older tools
+        return {f"{t['id']['connector']}-{t['id']['task']}": t["config"] for t in tasks(name)}
+
+    @r.get("/connectors/{name}/tasks/{task}/status")
+    def task_status(name: str, task: int) -> Any:
+        return conns.task_status(name, task)
+
+    @r.post("/connectors/{name}/tasks/{task}/restart", status_code=204)
+    def restart_task(name: str, task: int) -> Response:
+        conns.restart_task(name, task, run=run)
+        return Response(status_code=204)
 
     @r.put("/connectors/{name}/pause", status_code=202)
     def pause(name: str) -> Response:
@@ -190,14 +222,32 @@ def router(engine: Engine, *, run: bool) -> APIRouter:
         return Response(status_code=204)
 
     @r.get("/connector-plugins")
-    def plugins() -> Any:
-        sinks = [{"class": c, "type": "sink", "version": "sparkpipes"} for c in CLASS_NAMES]
-        sources = [{"class": c, "type": "source", "version": "sparkpipes"} for c in known()]
-        return sinks + sources
+    def plugins(connectorsOnly: str = "true") -> Any:
+        return catalogue.listed(connectors_only=_flag(connectorsOnly))
+
+    @r.get("/connector-plugins/{plugin}/config")
+    def plugin_config(plugin: str) -> Any:
+        return catalogue.definition(plugin)
 
     @r.put("/connector-plugins/{plugin}/config/validate")
     def validate(plugin: str, body: dict = Body(...)) -> Any:  # noqa: B008 - FastAPI's idiom
         return validation.validate(plugin, body)
+
+    def _source(cfg: dict[str, Any], request: Request, *, replace: bool) -> dict[str, Any]:
+        # a source that signs in as the server (the AWS default chain) needs FILE READ,
+        # as its CREATE PIPELINE does (one reading the server's files, a SQLite database,
+        # was asked for it already: require_file_read)
+        access = access_of(engine, request)
+        if KafkaConnectSource.signs_in_as_server(cfg, {}) and not (
+            access.owner or access.may("FILE READ")
+        ):
+            raise AccessDeniedError(
+                f"Access denied for user '{access.user}': connector "
+                f"{cfg.get('connector.class')} given no login signs in with the server's own "
+                "credentials, which needs the FILE READ privilege (GRANT FILE READ ON *.*), "
+                "as its CREATE PIPELINE does"
+            )
+        return conns.create_source(cfg, replace=replace)
 
     def _run(name: str) -> None:
         if run:

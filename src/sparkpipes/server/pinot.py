@@ -9,7 +9,15 @@ as they were reported in ``unrecognizedProperties``), with what Pinot's controll
 it shows a config: a schema's ``enableColumnBasedNullHandling`` (false by default) and each
 field's ``fieldType``; a table config's ``tableName`` with its type (``t_REALTIME``), its
 ``tableType`` in capitals and ``isDimTable``. ``GET /tables`` lists names sorted (``?type=
-realtime`` with their type, ``offline`` / ``dimension``: none here; ``sortAsc=false``)."""
+realtime`` with their type, ``offline`` / ``dimension``: none here; ``sortAsc=false``).
+
+Pausing and resuming a table (``pauseConsumption``, ``resumeConsumption?consumeFrom=``)
+stops and starts every stream's pipeline; ``pauseTopicConsumption`` /
+``resumeTopicConsumption?topicIndices=0,2`` only those streams, by their index in
+``streamConfigMaps``, as Pinot's do. The answer is Pinot's ``PauseStatusDetails``:
+``pauseFlag`` (every stream stopped), ``indexOfInactiveTopics`` (the stopped streams, when
+some run), ``comment``; ``consumingSegments`` is empty, as there are no segments here
+(``sparkpipes pinot table NAME`` shows each stream's partitions and offsets)."""
 
 from __future__ import annotations
 
@@ -131,6 +139,27 @@ def _realtime(pinot: Any, name: str, kind: str | None = None) -> str:
     return base
 
 
+def _indices(text: str) -> list[int]:
+    try:
+        return [int(i.strip()) for i in text.split(",")]
+    except ValueError:
+        raise ConfigError("topicIndices should be a comma separated list of integers") from None
+
+
+def pause_details(pinot: Any, base: str, comment: str | None = None) -> dict[str, Any]:
+    """A table's pause state as Pinot's controller answers it (``PauseStatusDetails``)."""
+    streams = pinot.status(base, lag=False)["streams"]
+    inactive = [s["index"] for s in streams if s["state"] != "Running"]
+    paused = len(inactive) == len(streams)
+    out: dict[str, Any] = {"pauseFlag": paused, "consumingSegments": []}
+    if paused:
+        out["reasonCode"] = "ADMINISTRATIVE"
+    out["comment"] = comment or ("Table is paused." if paused else "Table is unpaused.")
+    if inactive and not paused:
+        out["indexOfInactiveTopics"] = inactive
+    return out
+
+
 def router(engine: Engine, *, run: bool) -> APIRouter:
     r = APIRouter()
     pinot = engine.pinot
@@ -211,5 +240,37 @@ def router(engine: Engine, *, run: bool) -> APIRouter:
     @r.delete("/tables/{name}")
     def delete_table(name: str) -> Any:
         return {"status": f"Tables: [{pinot.delete(name)}] deleted"}
+
+    @r.post("/tables/{name}/pauseConsumption")
+    def pause(name: str, comment: str | None = None) -> Any:
+        base = _realtime(pinot, name)
+        pinot.pause(base)
+        return pause_details(pinot, base, comment)
+
+    @r.post("/tables/{name}/pauseTopicConsumption")
+    def pause_topics(name: str, indices: str = Query(..., alias="topicIndices")) -> Any:
+        base = _realtime(pinot, name)
+        pinot.pause(base, _indices(indices))
+        return pause_details(pinot, base)
+
+    @r.post("/tables/{name}/resumeConsumption")
+    def resume(
+        name: str,
+        comment: str | None = None,
+        consume_from: str | None = Query(None, alias="consumeFrom"),
+    ) -> Any:
+        base = _realtime(pinot, name)
+        pinot.resume(base, consume_from=consume_from, run=run)
+        return pause_details(pinot, base, comment)
+
+    @r.post("/tables/{name}/resumeTopicConsumption")
+    def resume_topics(name: str, indices: str = Query(..., alias="topicIndices")) -> Any:
+        base = _realtime(pinot, name)
+        pinot.resume(base, _indices(indices), run=run)
+        return pause_details(pinot, base)
+
+    @r.get("/tables/{name}/pauseStatus")
+    def pause_status(name: str) -> Any:
+        return pause_details(pinot, _realtime(pinot, name))
 
     return r

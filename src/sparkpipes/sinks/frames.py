@@ -25,8 +25,10 @@ def write_frame(df, writer: ParquetWriter, prefix: str, table: str) -> list[AddF
     files its tasks wrote (named with a prefix unique to this call) are removed."""
     prefix = f"{prefix}{uuid.uuid4().hex[:8]}"
 
+    df, names = _passable(df)
+
     def write(batches: Iterator[pa.RecordBatch]):
-        tables = [pa.Table.from_batches([b]) for b in batches if b.num_rows]
+        tables = [pa.Table.from_batches([_named(b, names)]) for b in batches if b.num_rows]
         if not tables:
             return
         f = writer.write(pa.concat_tables(tables), prefix)
@@ -46,13 +48,14 @@ def write_frame(df, writer: ParquetWriter, prefix: str, table: str) -> list[AddF
 def stream_frame(df, schema: pa.Schema, table: str) -> Iterator[pa.RecordBatch]:
     """A DataFrame's rows as Arrow batches, fetched one Spark partition at a time: each
     partition travels as one Arrow IPC stream, never as Python row objects."""
+    df, names = _passable(df)
 
     def to_ipc(batches: Iterator[pa.RecordBatch]):
         buf = pa.BufferOutputStream()
         with pa.ipc.new_stream(buf, schema) as out:
             for b in batches:
                 if b.num_rows:
-                    out.write_batch(b.cast(schema))
+                    out.write_batch(_named(b, names).cast(schema))
         yield pa.RecordBatch.from_arrays([pa.array([buf.getvalue().to_pybytes()])], ["ipc"])
 
     chunks = iter(df.mapInArrow(to_ipc, "ipc binary").toLocalIterator(prefetchPartitions=True))
@@ -61,6 +64,21 @@ def stream_frame(df, schema: pa.Schema, table: str) -> Iterator[pa.RecordBatch]:
         if row is None:
             return
         yield from pa.ipc.open_stream(row["ipc"])
+
+
+def _passable(df) -> tuple[Any, list[str] | None]:
+    """``df`` with columns PySpark's ``mapInArrow`` can hand over — it passes each column
+    as ``df[name]``, which reads a dotted name (``group.city``, as Pinot's complexTypeConfig
+    names columns) as a path into a struct — and the names its batches get back (None:
+    unchanged)."""
+    names = df.columns
+    if not any("." in n for n in names):
+        return df, None
+    return df.toDF(*[f"_c{i}" for i in range(len(names))]), names
+
+
+def _named(batch: pa.RecordBatch, names: list[str] | None) -> pa.RecordBatch:
+    return batch if names is None else batch.rename_columns(names)
 
 
 #: the last line of the trace of one of our errors raised in a Spark task

@@ -56,6 +56,13 @@ class Fetched:
     at_end: bool = False
     table: pa.Table | None = None
     headers: pa.Array | None = None
+    #: records read but refused by the source itself (a connector's transform could not
+    #: process them and its errors.tolerance is all): ``(position, reason, raw value)``
+    #: each, in none of the columns above; the task records them as skipped
+    rejected: tuple[tuple[Any, str, bytes | None], ...] = ()
+    #: how many records were read and dropped by the source itself (a connector's
+    #: ``Filter``): not errors, but read, so a fetch of only those is not an empty one
+    dropped: int = 0
 
     def __len__(self) -> int:
         return len(self.positions)

@@ -10,6 +10,8 @@ memory bounded by those settings.
 
 from __future__ import annotations
 
+import io
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -28,17 +30,35 @@ class LineFraming(Framing):
     owns the lines that begin inside it, so split ranges read every line exactly once;
     positions are the byte offsets where lines begin. ``skip_lines`` (``IGNORE n
     LINES``) are dropped at the start of an object. With ``keep_cr`` a carriage return
-    before the newline stays in the line (``LOAD DATA``'s ``LINES TERMINATED BY '\n'``)."""
+    before the newline stays in the line (``LOAD DATA``'s ``LINES TERMINATED BY '\n'``).
+
+    ``terminator`` other than a newline (``LINES TERMINATED BY ';'``) cuts at each of its
+    occurrences instead, newlines being data; such framings are not splittable (a split
+    byte cannot tell where a record begins). With ``prefix`` (``LINES STARTING BY``) a
+    record is what follows the first occurrence of it in its line; a line without it is
+    no record, as an empty line is not."""
 
     position_name = "byte"
     splittable = True
     resumable = True
     streams = True
 
-    def __init__(self, skip_lines: int = 0, block: int = BLOCK, *, keep_cr: bool = False) -> None:
+    def __init__(
+        self,
+        skip_lines: int = 0,
+        block: int = BLOCK,
+        *,
+        keep_cr: bool = False,
+        terminator: bytes = b"\n",
+        prefix: bytes = b"",
+    ) -> None:
         self.skip_lines = skip_lines
         self.block = block
         self.keep_cr = keep_cr
+        self.terminator = terminator
+        self.prefix = prefix
+        if terminator != b"\n":
+            self.splittable = False
 
     def frames(
         self, f: Any, start: int, stop: int | None, *, final: bool, align: bool
@@ -68,7 +88,7 @@ class LineFraming(Framing):
                 if not buf:
                     return
                 if final:
-                    buf, tail = buf + b"\n", b""
+                    buf, tail = buf + self.terminator, b""
                 else:  # a last line still being written waits for its newline
                     cut = self._last_end(buf)
                     if cut < 0:
@@ -90,13 +110,19 @@ class LineFraming(Framing):
                 return
 
     def _ends(self, data: np.ndarray) -> np.ndarray:
-        """Indexes of the newlines that end records in ``data`` (which begins with a
-        record)."""
-        return np.flatnonzero(data == 10)
+        """Indexes of the last bytes of the terminators that end records in ``data``
+        (which begins with a record)."""
+        if self.terminator == b"\n":
+            return np.flatnonzero(data == 10)
+        return occurrences(data, self.terminator) + (len(self.terminator) - 1)
 
     def _last_end(self, buf: bytes) -> int:
-        """Index of the last record-ending newline of ``buf``; -1 if there is none."""
-        return buf.rfind(b"\n")
+        """Index of the last byte of the last record-ending terminator of ``buf``; -1 if
+        there is none."""
+        if self.terminator == b"\n":
+            return buf.rfind(b"\n")
+        ends = self._ends(np.frombuffer(buf, dtype=np.uint8))
+        return int(ends[-1]) if len(ends) else -1
 
     def _frame(
         self, buf: bytes, base: int, limit: int, skip: int, real: int
@@ -113,10 +139,10 @@ class LineFraming(Framing):
             dropped = min(skip, len(starts))
             keep[:dropped] = False
             skip -= dropped
-        lengths = ends - starts
+        lengths = ends - starts - (len(self.terminator) - 1)
         crlf = lengths > 0
         crlf[crlf] = data[ends[crlf] - 1] == 13
-        crlf &= not self.keep_cr
+        crlf &= not self.keep_cr and self.terminator == b"\n"
         lengths = lengths - crlf
         keep &= lengths > 0
         n_in = int(np.count_nonzero((starts + base) < limit))
@@ -131,11 +157,40 @@ class LineFraming(Framing):
             pa.binary(), len(starts), [None, pa.py_buffer(offsets), pa.py_buffer(buf)]
         )
         idx = np.flatnonzero(keep)
-        lines = pc.binary_slice(whole.take(pa.array(idx)), 0, -1)
+        lines = pc.binary_slice(whole.take(pa.array(idx)), 0, -len(self.terminator))
         if crlf[idx].any():
             lines = pc.replace_substring_regex(lines, "\r$", "")
         positions = pa.array(starts[idx] + base, pa.int64())
+        if self.prefix:
+            lines, positions = self._after_prefix(lines, positions)
         return Frame(positions, end, values=lines), skip
+
+    def _after_prefix(self, lines: pa.Array, positions: pa.Array) -> tuple[pa.Array, pa.Array]:
+        """The lines that hold :attr:`prefix`, each from after its first occurrence."""
+        has = pc.greater_equal(pc.find_substring(lines, self.prefix), 0)
+        lines, positions = lines.filter(has), positions.filter(has)
+        head = "(?s)^.*?" + re.escape(self.prefix.decode("utf-8", "surrogateescape"))
+        return pc.replace_substring_regex(lines, head, "", max_replacements=1), positions
+
+
+def occurrences(data: np.ndarray, pattern: bytes) -> np.ndarray:
+    """Where ``pattern`` begins in ``data``, left to right without overlaps (``;;`` in
+    ``;;;`` once), as a scan that cuts at each occurrence finds them."""
+    k, n = len(pattern), len(data)
+    if n < k:
+        return np.empty(0, dtype=np.int64)
+    hit = data[: n - k + 1] == pattern[0]
+    for i in range(1, k):
+        hit &= data[i : n - k + 1 + i] == pattern[i]
+    starts = np.flatnonzero(hit)
+    if len(starts) > 1 and bool((np.diff(starts) < k).any()):  # it overlaps itself
+        kept, last = [], -k
+        for at in starts.tolist():
+            if at >= last + k:
+                kept.append(at)
+                last = at
+        starts = np.array(kept, dtype=np.int64)
+    return starts
 
 
 class CsvFraming(LineFraming):
@@ -155,8 +210,10 @@ class CsvFraming(LineFraming):
         block: int = BLOCK,
         *,
         keep_cr: bool = False,
+        terminator: bytes = b"\n",
+        prefix: bytes = b"",
     ) -> None:
-        super().__init__(skip_lines, block, keep_cr=keep_cr)
+        super().__init__(skip_lines, block, keep_cr=keep_cr, terminator=terminator, prefix=prefix)
         self.quote = ord(quote)
         self.escape = ord(escape) if escape else None
 
@@ -167,7 +224,8 @@ class CsvFraming(LineFraming):
             escaped[1:] = data[:-1] == self.escape
             quotes &= ~escaped
         inside = (np.cumsum(quotes, dtype=np.int64) & 1).astype(bool)
-        return np.flatnonzero((data == 10) & ~inside)
+        ends = super()._ends(data)
+        return ends[~inside[ends]]
 
     def _last_end(self, buf: bytes) -> int:
         ends = self._ends(np.frombuffer(buf, dtype=np.uint8))
@@ -231,23 +289,37 @@ class AvroFraming(Framing):
     resumable = False
     streams = True
 
+    def __init__(self, values: Any = None) -> None:
+        #: with ``values`` (a ``formats.avro_values.AvroValues``), each chunk is what it
+        #: makes of the records and the file's writer schema (SingleStore's extraction,
+        #: which needs each union's selected branch), not the records' own columns
+        self.values = values
+
     def frames(
         self, f: Any, start: int, stop: int | None, *, final: bool, align: bool
     ) -> Iterator[Frame]:
         import fastavro
 
-        reader = fastavro.reader(f)
+        reader = fastavro.reader(f, return_named_type=self.values is not None)
         schema = avro_schema_to_arrow(reader.writer_schema)
         rows: list[dict[str, Any]] = []
         first = 0
         for rec in reader:
             rows.append(rec)
             if len(rows) >= CHUNK_ROWS:
-                yield self._frame(rows, first, schema)
+                yield self._chunk(rows, first, schema, reader.writer_schema)
                 first += len(rows)
                 rows = []
         if rows:
-            yield self._frame(rows, first, schema)
+            yield self._chunk(rows, first, schema, reader.writer_schema)
+
+    def _chunk(
+        self, rows: list[dict[str, Any]], first: int, schema: pa.Schema | None, writer: Any
+    ) -> Frame:
+        if self.values is None:
+            return self._frame(rows, first, schema)
+        table = self.values.table(writer, rows)
+        return Frame(pa.array(np.arange(first, first + len(rows)), pa.int64()), 0, table=table)
 
     @staticmethod
     def _frame(rows: list[dict[str, Any]], first: int, schema: pa.Schema | None) -> Frame:
@@ -260,6 +332,54 @@ class AvroFraming(Framing):
         if table is None:
             table = pa.Table.from_pylist(rows)
         return Frame(pa.array(np.arange(first, first + len(rows)), pa.int64()), 0, table=table)
+
+
+class AvroStreamFraming(Framing):
+    """Records of a raw Avro stream: binary-encoded values one after another, nothing
+    else (SingleStore's ``FORMAT AVRO SCHEMA '…'`` over a file, its Load Avro Files
+    Example 2), read with the given writer ``schema``; each record's bytes are one
+    payload for the Avro message decoder, ``CHUNK_ROWS`` at a time. Positions are byte
+    offsets; not split (a byte cannot tell where a record begins). Bytes that end inside
+    a record fail the object, naming where."""
+
+    position_name = "byte"
+    splittable = False
+    resumable = False
+    streams = True
+
+    def __init__(self, schema: Any) -> None:
+        self.schema = schema  # parsed by fastavro
+
+    def frames(
+        self, f: Any, start: int, stop: int | None, *, final: bool, align: bool
+    ) -> Iterator[Frame]:
+        import fastavro
+
+        data = f.read()
+        buf = io.BytesIO(data)
+        starts: list[int] = []
+        at = 0
+        while at < len(data):
+            try:
+                fastavro.schemaless_reader(buf, self.schema, None)
+            except Exception as e:  # fastavro raises many kinds on cut bytes
+                raise ValueError(
+                    f"the raw Avro stream does not decode at byte {at} with the pipeline's "
+                    f"SCHEMA: {type(e).__name__}: {e}"
+                ) from None
+            starts.append(at)
+            at = buf.tell()
+            if len(starts) >= CHUNK_ROWS:
+                yield self._frame(data, starts, at)
+                starts = []
+        if starts:
+            yield self._frame(data, starts, at)
+
+    @staticmethod
+    def _frame(data: bytes, starts: list[int], end: int) -> Frame:
+        bounds = [*starts[1:], end]
+        payloads = pa.array([data[a:b] for a, b in zip(starts, bounds, strict=True)], pa.binary())
+        return Frame(pa.array(starts, pa.int64()), end, values=payloads)
 
 
 _AVRO_PRIMITIVES = {

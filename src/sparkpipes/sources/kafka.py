@@ -98,8 +98,11 @@ FORBIDDEN = {
 }
 ISOLATION_LEVELS = {"read_committed", "read_uncommitted"}
 #: the source's own option (no client key): hand over each record's key, headers and
-#: timestamp with its payload (Pinot's ``metadata.populate``)
+#: timestamp with its payload (Pinot's ``metadata.populate``); :data:`KEY_ONLY` hands them
+#: over but only the ``__key`` column is filled from them (Pinot's consumer without
+#: ``metadata.populate`` gives the record's key, no headers and no ``__metadata$…``)
 RECORD_METADATA = "record.metadata"
+KEY_ONLY = "key"
 #: the source's own option (no client key): read only these partitions of the topic, a
 #: list of partition ids (or their text, ``"0,2,5"``); Pinot's ``stream.kafka.partition.ids``
 PARTITIONS = "partitions"
@@ -171,10 +174,13 @@ class KafkaSource(Source):
         self.servers, self.topic = parse_location(location)
         config = dict(config)
         metadata = config.pop(RECORD_METADATA, False)
-        if not isinstance(metadata, bool):
-            raise ConfigError(f"Kafka option '{RECORD_METADATA}' must be true or false")
-        #: keys, headers and timestamps are fetched with the payloads
-        self.record_metadata = metadata
+        if not isinstance(metadata, bool) and metadata != KEY_ONLY:
+            raise ConfigError(
+                f"Kafka option '{RECORD_METADATA}' must be true, false or '{KEY_ONLY}'"
+            )
+        #: keys, headers and timestamps are fetched with the payloads (``KEY_ONLY``: only
+        #: the ``__key`` column is filled from them)
+        self.record_metadata: bool | str = metadata
         #: the partitions read (sorted), or None: every partition of the topic
         self.only: tuple[int, ...] | None = _partition_ids(config.pop(PARTITIONS, None))
         for key in config:

@@ -141,7 +141,7 @@ class KafkaPartitionConsumer(PartitionConsumer):
             return reader
         client, self._watch = new_consumer(self.source, PARTITION_CONSUMER_DEFAULTS, eof=True)
         src = self.source
-        return _ConfluentReader(client, src.topic, self.partition, src.record_metadata)
+        return _ConfluentReader(client, src.topic, self.partition, bool(src.record_metadata))
 
     def open(self, start: int, stop: int | None = None) -> Gap | None:
         self._reader = self._new_reader()

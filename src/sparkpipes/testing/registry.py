@@ -1,5 +1,8 @@
 """A stand-in for a Confluent schema registry, serving the REST subset confluent-kafka's
-client and our tests use (register a schema under a subject, get a schema by id).
+client and our tests use (register a schema under a subject, get a schema by id); and for
+LinkedIn's schema repository as Pinot's ``KafkaAvroMessageDecoder`` asks it
+(``GET /schemaRegistry/id=<md5 hex>`` answers the schema's JSON text: :meth:`Registry.
+register_hashed`, :func:`encode_hashed`).
 
 No Confluent-compatible registry server is in the package registries this project can
 install from (PyPI, npm, Debian), so the tests run this one over real HTTP on 127.0.0.1;
@@ -9,6 +12,7 @@ too."""
 from __future__ import annotations
 
 import base64
+import hashlib
 import io
 import json
 import socket
@@ -18,7 +22,7 @@ from typing import Any
 
 import uvicorn
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, PlainTextResponse
 
 
 class Registry:
@@ -29,6 +33,11 @@ class Registry:
         self.schemas: dict[int, str] = {}
         self.by_text: dict[str, int] = {}
         self.refused = 0
+        #: LinkedIn's repository: md5 hex → schema text; the requests it answered; an
+        #: HTTP status it answers every request with instead (503: a repository that is down)
+        self.by_hash: dict[str, str] = {}
+        self.hash_requests: list[str] = []
+        self.hash_status: int | None = None
         app = FastAPI()
 
         if user_info is not None:
@@ -49,6 +58,15 @@ class Registry:
             sid = self.by_text.setdefault(text, len(self.schemas) + 1)
             self.schemas[sid] = text
             return {"id": sid}
+
+        @app.get("/schemaRegistry/id={digest}")
+        def schema_by_hash(digest: str) -> Any:
+            self.hash_requests.append(digest)
+            if self.hash_status is not None:
+                return PlainTextResponse("unavailable", status_code=self.hash_status)
+            if digest not in self.by_hash:
+                return PlainTextResponse(f"no schema {digest}", status_code=404)
+            return PlainTextResponse(self.by_hash[digest])
 
         @app.get("/schemas/ids/{sid}")
         def schema(sid: int) -> Any:
@@ -83,6 +101,25 @@ class Registry:
         sid = self.by_text.setdefault(text, len(self.schemas) + 1)
         self.schemas[sid] = text
         return sid
+
+    def register_hashed(self, schema: dict) -> bytes:
+        """``schema`` in LinkedIn's repository, under the MD5 of its text; its hash."""
+        text = json.dumps(schema)
+        digest = hashlib.md5(text.encode()).digest()
+        self.by_hash[digest.hex()] = text
+        return digest
+
+    @property
+    def repository_url(self) -> str:
+        """The repository's URL as Pinot's ``schema.registry.rest.url`` gives it."""
+        return f"{self.url}/schemaRegistry"
+
+
+def encode_hashed(schema: dict, record: dict, header: int = 0) -> bytes:
+    """A message as LinkedIn's Avro encoder writes it and Pinot's KafkaAvroMessageDecoder
+    reads it: a header byte, the MD5 of the schema's text (16 bytes), Avro binary."""
+    digest = hashlib.md5(json.dumps(schema).encode()).digest()
+    return bytes([header]) + digest + bare(schema, record)
 
 
 def encode(schema_id: int, schema: dict, record: dict) -> bytes:

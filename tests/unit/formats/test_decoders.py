@@ -303,3 +303,20 @@ def test_a_kept_carriage_return_is_text_of_the_last_field_and_not_of_a_number():
     assert out.table.to_pylist() == [{"s": "ab", "n": 5}, {"s": "cd", "n": 6}]
     dropped = CsvOptions(delimiter=",", quote=None)  # the Python API's default
     assert build_decoder("csv", text_last, csv=dropped).framing().keep_cr is False
+
+
+def test_a_newline_is_data_of_a_field_when_lines_end_with_another_terminator():
+    opts = CsvOptions(delimiter=",", quote=None, escape="\\", line_end=";")
+    schema = pa.schema([("id", pa.int32()), ("name", pa.string())])
+    out = build_decoder("csv", schema, csv=opts).decode(values("1,a", "2,b\nc"))
+    assert out.table.to_pylist() == [{"id": 1, "name": "a"}, {"id": 2, "name": "b\nc"}]
+
+
+def test_a_quoted_last_field_before_a_kept_carriage_return_says_what_to_write():
+    """As LOAD DATA reads ``"5"\\r`` under LINES TERMINATED BY '\\n', the quote does not
+    end the field; the record's error says how to read a Windows file."""
+    opts = CsvOptions(delimiter=",", quote='"', carriage_return=True)
+    schema = pa.schema([("id", pa.int32()), ("name", pa.string())])
+    out = build_decoder("csv", schema, csv=opts).decode(values('1,"a"\r'))
+    (error,) = out.errors
+    assert "LINES TERMINATED BY '\\r\\n'" in error.reason

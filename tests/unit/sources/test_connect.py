@@ -177,3 +177,59 @@ def test_tasks_group_partitions_into_spark_tasks():
     assert [[p.partition for p in t] for t in tasks] == [["a", "c"], ["b", "d"]]
     assert len(planning.stream_tasks(items, 1, 1, groups)) == 1
     assert pa.types.is_string(kc({"connector.class": KINESIS, "kinesis.stream": "s"}).position_type)
+
+
+def test_confluent_kinesis_keys_are_read_and_refused_by_name():
+    base = {
+        "connector.class": "io.confluent.connect.kinesis.KinesisSourceConnector",
+        "kinesis.stream": "s",
+        "kafka.topic": "t",
+        "kinesis.region": "EU_WEST_1",
+        "kinesis.shard.id": "shardId-00000000000[12]",
+        "kinesis.position": "AT_TIMESTAMP",
+        "kinesis.shard.timestamp": "2026-01-31T12:00:00Z",
+        "aws.access.key.id": "AKIA-1",
+        "aws.secret.key.id": "s3cret",
+    }
+    src = build_source("kafkaconnect", "k", base, {})
+    conn = src.connector
+    assert conn.client.region == "eu-west-1" and conn.record_limit == 500
+    assert conn.wanted("shardId-000000000002") and not conn.wanted("shardId-000000000003")
+    assert conn.start_offset({"shardId": "x"}, "earliest") == {"timestamp": 1769860800000}
+    assert "s3cret" not in str(src.describe())
+    with pytest.raises(ConfigError) as e:
+        build_source(
+            "kafkaconnect",
+            "k",
+            {
+                **base,
+                "kafka.topic": "",
+                "kinesis.proxy.url": "http://u:pr0xy-pw@127.0.0.1:8888",
+                "kinesis.position": "SOMEWHERE",
+            },
+            {},
+        )
+    text = str(e.value)
+    assert "kafka.topic" in text and "kinesis.position" in text and "proxy" in text
+    assert "pr0xy-pw" not in text and "s3cret" not in text
+
+
+def test_confluent_kinesis_latest_starts_a_resharded_child_at_its_beginning():
+    """``kinesis.position=LATEST`` is where the stream's shards start when first seen; a
+    shard split from one still listed starts at its beginning, or what was written to it
+    between the split and its first read would be skipped."""
+    src = build_source(
+        "kafkaconnect",
+        "k",
+        {
+            "connector.class": "io.confluent.connect.kinesis.KinesisSourceConnector",
+            "kinesis.stream": "s",
+            "kafka.topic": "t",
+            "kinesis.position": "LATEST",
+        },
+        {},
+    )
+    conn = src.connector
+    conn._parents = {"shardId-1": ["shardId-0-expired"], "shardId-2": ["shardId-1"]}
+    assert "timestamp" in conn.start_offset({"shardId": "shardId-1"}, "earliest")
+    assert conn.start_offset({"shardId": "shardId-2"}, "earliest") == {}

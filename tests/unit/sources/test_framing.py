@@ -80,3 +80,30 @@ def test_with_keep_cr_it_stays_in_the_line_as_load_data_reads_it(framing):
     """``LINES TERMINATED BY '\\n'`` (MySQL's and SingleStore's default) ends a line at
     the newline only: a file written on Windows has a carriage return in each last field."""
     assert [v for _, v in _records(framing, b"1,a\r\n2,b\n\r\n")] == [b"1,a\r", b"2,b", b"\r"]
+
+
+@pytest.mark.parametrize("block", [2, 5, 1 << 20])
+def test_any_terminator_cuts_records_where_it_occurs_and_newlines_are_data(block):
+    """``LINES TERMINATED BY ';'`` or ``'||'``: LOAD DATA cuts at each occurrence, left to
+    right (``;;`` in ``;;;`` once); inside an enclosed field it is data."""
+    assert _records(LineFraming(block=block, terminator=b";"), b"1,a;2,b\nc;;3,d") == [
+        (0, b"1,a"),
+        (4, b"2,b\nc"),
+        (11, b"3,d"),
+    ]
+    got = _records(LineFraming(block=block, terminator=b"||"), b"1,a||2,b||||3|x||")
+    assert [v for _, v in got] == [b"1,a", b"2,b", b"3|x"]
+    assert [v for _, v in _records(LineFraming(block=block, terminator=b";;"), b"a;;;b;;")] == [
+        b"a",
+        b";b",
+    ]
+    quoted = _records(CsvFraming('"', block=block, terminator=b";"), b'1,"a;b";2,c;')
+    assert [v for _, v in quoted] == [b'1,"a;b"', b"2,c"]
+    assert not LineFraming(terminator=b";").splittable and LineFraming().splittable
+
+
+def test_lines_starting_by_skips_up_to_its_text_and_lines_without_it():
+    """``LINES STARTING BY 'xxx'``: what precedes the prefix is skipped, and a line that
+    lacks it is no record (MySQL's and SingleStore's LOAD DATA)."""
+    data = b"xxx1,a\nno prefix\nabcxxx2,bxxx\n"
+    assert _records(LineFraming(prefix=b"xxx"), data) == [(0, b"1,a"), (17, b"2,bxxx")]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import pickle
+import time
 from decimal import Decimal
 
 import pytest
@@ -12,7 +13,10 @@ import pytest
 from sparkpipes.config import Secret
 from sparkpipes.errors import ConfigError
 from sparkpipes.sources import build_source
-from sparkpipes.sources.connect.jdbc import _jsonable, _ts_offset, _ts_value, parse_url
+from sparkpipes.sources.connect.jdbc_dialects import parse_url
+from sparkpipes.sources.connect.jdbc_read import jsonable as _jsonable
+from sparkpipes.sources.connect.jdbc_read import ts_offset as _ts_offset
+from sparkpipes.sources.connect.jdbc_read import ts_value as _ts_value
 
 JDBC = "io.confluent.connect.jdbc.JdbcSourceConnector"
 
@@ -62,7 +66,10 @@ def test_jdbc_urls_of_the_three_servers(url, kind, port, database):
 @pytest.mark.parametrize(
     ("url", "message"),
     [
-        ("jdbc:oracle:thin:@h:1521:x", "not a JDBC URL sparkpipes can read"),
+        ("jdbc:db9://h/x", "not a JDBC URL sparkpipes can read"),
+        ("jdbc:oracle:thin:scott/s3cret@h:1521/x", "holds a password"),
+        ("jdbc:sqlserver://h;databaseName=d;password=s3cret", "holds a password"),
+        ("jdbc:redshift://h:5439/dev?password=s3cret", "pip install sqlalchemy-redshift"),
         ("jdbc:mysql://h/", "names no database"),
         ("jdbc:postgresql://h:x/db?password=s3cret", "'jdbc:postgresql://h:x/db.*invalid port"),
         ("jdbc:mysql://u:s3cret@h/db?password=other", "holds two different passwords"),
@@ -79,11 +86,14 @@ def test_bad_urls_are_named(url, message):
 @pytest.mark.parametrize(
     ("cfg", "message"),
     [
-        ({"mode": "bulk"}, r"must be one of .*bulk mode reloads whole tables"),
-        ({"mode": None}, r"'mode' must be one of incrementing, timestamp"),
+        ({"mode": "sometimes"}, r"'mode' must be one of bulk, incrementing, timestamp"),
+        ({"mode": None}, r"'mode' must be one of bulk, incrementing, timestamp"),
         ({"incrementing_column_name": None}, r"needs CONFIG key 'incrementing.column.name'"),
         ({"mode": "timestamp+incrementing"}, r"needs CONFIG key 'timestamp.column.name'"),
-        ({"query": "SELECT * FROM t"}, r"'query' .* is not supported"),
+        ({"query": "SELECT * FROM t", "table_whitelist": "t"}, r"give query or table.whitelist"),
+        ({"db_timezone": "Europe/Paris"}, r"db.timezone 'Europe/Paris' is not supported"),
+        ({"quote_sql_identifiers": "never"}, r"quote.sql.identifiers 'never' is not supported"),
+        ({"poll_interval_ms": "often"}, r"'poll.interval.ms' must be an integer"),
         ({"table_whitelist": "a", "table_blacklist": "b"}, r"whitelist or table.blacklist"),
         ({"batch_max_rows": 0}, r"'batch.max.rows' must be an integer of at least 1"),
         ({"validate_non_null": "maybe"}, r"'validate.non.null' must be true or false"),
@@ -139,3 +149,105 @@ def test_column_values_as_json():
     assert _jsonable(Decimal("7")) == 7
     assert _jsonable(dt.date(2026, 1, 2)) == "2026-01-02"
     assert _jsonable(b"\x00\xff") == "AP8="
+
+
+@pytest.mark.parametrize(
+    ("url", "kind", "where", "schema"),
+    [
+        ("jdbc:sqlite:/data/retail.db", "SQLite", "SQLite database '/data/retail.db'", "main"),
+        ("jdbc:sqlite:test.db", "SQLite", "SQLite database 'test.db'", "main"),
+        (
+            "jdbc:oracle:thin:@127.0.0.1:1521/ORCLPDB1",
+            "Oracle",
+            "Oracle database 'ORCLPDB1' at 127.0.0.1:1521",
+            "CONNECT_USER",
+        ),
+        (
+            "jdbc:oracle:thin:@//db:1522:ORCL",
+            "Oracle",
+            "Oracle database 'ORCL' at db:1522",
+            "CONNECT_USER",
+        ),
+        (
+            "jdbc:sqlserver://127.0.0.1:1433;databaseName=demo",
+            "SQL Server",
+            "SQL Server database 'demo' at 127.0.0.1:1433",
+            "dbo",
+        ),
+    ],
+)
+def test_sqlite_oracle_and_sql_server_urls(url, kind, where, schema):
+    db = parse_url(url, "connect_user", None, None)
+    assert (db.kind, db.where(), db.default_schema()) == (kind, where, schema)
+
+
+def test_three_part_names_are_in_the_connected_database():
+    db = parse_url("jdbc:sqlserver://h;databaseName=demo", "u", None, None)
+    assert db.qualified("demo..num_test") == "dbo.num_test"
+    assert db.qualified("sales.orders") == "sales.orders"
+    with pytest.raises(ConfigError, match="in database 'other'"):
+        db.qualified("other.dbo.t")
+
+
+@pytest.mark.parametrize(
+    ("url", "package"),
+    [
+        ("jdbc:oracle:thin:@127.0.0.1:1521/ORCLPDB1", "pip install oracledb"),
+        ("jdbc:sqlserver://127.0.0.1:1433;databaseName=demo", "pip install pymssql"),
+    ],
+)
+def test_a_dialect_without_its_driver_validates_and_fails_to_read_naming_the_package(url, package):
+    src = source(connection_url=url, mode="bulk", table_whitelist="NUM_TEST")
+    with pytest.raises(ConfigError, match=f"driver not installed: .*{package}"):
+        src.connector.partitions()
+
+
+def test_bulk_mode_honours_poll_interval_and_reports_the_rest():
+    src = source(mode="bulk", poll_interval_ms="60000", numeric_mapping="best_fit")
+    assert src.connector.settings.poll_interval_ms == 60000
+    assert "poll.interval.ms" not in src.not_applicable
+    assert "numeric.mapping" in src.not_applicable
+    incremental = source(poll_interval_ms="60000")
+    assert "poll.interval.ms" in incremental.not_applicable
+    tables = [{"table": "public.a"}, {"table": "public.b"}]
+    now = int(time.time() * 1000)
+    offsets = {
+        '{"table":"public.a"}': {"snapshot": 3, "timestamp": now - 1000},
+        '{"table":"public.b"}': {"snapshot": 3, "timestamp": now - 61_000},
+    }
+    assert src.connector.ready(tables, offsets) == [{"table": "public.b"}]
+    assert src.connector.ready(tables, {}) == tables
+
+
+def test_query_mode_reads_one_partition_named_as_confluent_names_it():
+    src = source(query="SELECT id, name FROM orders JOIN x USING (id)", topic_prefix="orders-q")
+    assert src.connector.partitions() == [{"query": "query"}]
+    assert src.connector.settings.query.startswith("SELECT id")
+
+
+def test_both_spellings_of_a_table_list_and_schema_wildcards_are_named():
+    with pytest.raises(ConfigError) as e:
+        source(
+            table_whitelist="a",
+            table_include_list="b",
+            schema_pattern="sales%",
+            mode="bulk",
+            db_timezone="America/New_York",
+        )
+    text = str(e.value)
+    assert "3 problems" in text
+    assert "table.include.list name different tables" in text and "schema.pattern" in text
+
+
+def test_table_types_and_timestamp_initial():
+    src = source(mode="timestamp", timestamp_column_name="at", timestamp_initial="1500")
+    assert src.connector.start_offset({"table": "public.t"}, "earliest") == {
+        "timestamp": 1500,
+        "timestamp_nanos": 500_000_000,
+    }
+    assert source(table_types="table, VIEW").connector.table_types == ("TABLE", "VIEW")
+    with pytest.raises(ConfigError) as e:
+        source(table_types="SYSTEM TABLE", timestamp_initial="-1")
+    assert "table.types 'SYSTEM TABLE'" in str(e.value) and "start the pipeline at latest" in str(
+        e.value
+    )

@@ -6,12 +6,15 @@ at once with what to write instead. No message ever holds the password."""
 
 from __future__ import annotations
 
+import json
 import pickle
 
 import pytest
 
 from sparkpipes.config import Secret, SourceSpec
+from sparkpipes.config.urls import redact
 from sparkpipes.errors import ConfigError
+from sparkpipes.frontends.connect.validate import validate
 from sparkpipes.sources import build_source
 from sparkpipes.sources.plugin import StreamConsumerFactory
 from sparkpipes.util.registry import PLUGIN_MODULES_ENV
@@ -186,3 +189,32 @@ def test_redis_takes_the_url_password_and_names_a_bad_url_redacted():
         built(SourceSpec(kind="stream", location="redis/t", config=two, credentials={}))
     assert PW not in str(e.value)
     assert Secret(PW) == with_pw.credentials["url:stream.redis.url"]
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"jdbc:sqlserver://127.0.0.1:1433;databaseName=shop;user=sa;password={PW};encrypt=false",
+        f"jdbc:sqlserver://127.0.0.1:1433;user=sa;PWD={PW}",
+        f"jdbc:oracle:thin:scott/{PW}@//127.0.0.1:1521/svc",
+    ],
+)
+def test_a_password_in_a_driver_url_is_refused_and_never_shown(url):
+    """SQL Server's ``;password=`` and Oracle's ``user/password@`` are not URL syntax: the
+    password cannot be sealed from there, so the config is refused, naming the key, and
+    Connect's validate answer shows the URL with the password redacted."""
+    assert PW not in redact(url) and "<redacted>" in redact(url)
+    answer = validate(
+        JDBC,
+        {"connection.url": url, "mode": "incrementing", "incrementing.column.name": "id"},
+    )
+    assert PW not in json.dumps(answer)
+
+
+def test_a_server_url_with_sql_server_properties_is_refused_without_the_password():
+    url = f"jdbc:mysql://127.0.0.1:1/db;password={PW}"
+    config = {"connector.class": JDBC, "connection.url": url, "mode": "bulk"}
+    with pytest.raises(ConfigError, match="properties are SQL Server's") as e:
+        build_source("kafkaconnect", "j", config, {})
+    assert PW not in str(e.value)
+    assert PW not in json.dumps(validate(JDBC, config))

@@ -110,6 +110,8 @@ def validate(spec: PipelineSpec, table: TableRecord) -> None:
         spec.format.decoder_options(),
         text_values=spec.format.text_values,
         program=spec.format.program,
+        nested=spec.format.nested,
+        connect=spec.format.connect,
     )
     framed(spec, source, decoder)
 
@@ -141,14 +143,24 @@ def framed(spec: PipelineSpec, source: Source, decoder: Decoder) -> Source:
         )
     if source.lists_files:
         return source.framed(decoder.framing(spec.format.skip_lines))
+    if decoder.framing_only:
+        raise ConfigError(
+            f"{decoder.framing_only} cuts objects into records (LOAD DATA FS, S3, AZURE or "
+            f"HDFS); it is not supported with records of a {spec.source.kind} stream",
+            pipeline=spec.name,
+        )
     return source
 
 
 def metadata_columns(source: Source, table: TableRecord) -> tuple[str, ...]:
     """The table's ``__key``, ``__header$…`` and ``__metadata$…`` columns, when the source
-    hands over record metadata (Pinot's ``metadata.populate``)."""
-    if not getattr(source, "record_metadata", False):
+    hands over record metadata (Pinot's ``metadata.populate``; only ``__key`` when it
+    says ``"key"``, as Pinot's consumer without ``metadata.populate``)."""
+    given = getattr(source, "record_metadata", False)
+    if not given:
         return ()
+    if given == "key":
+        return tuple(c for c in table.schema.names if c == "__key")
     return tuple(c for c in table.schema.names if is_metadata_column(c))
 
 
@@ -219,6 +231,8 @@ def write_mode(spec: PipelineSpec, table: TableRecord) -> str:
 
 
 def primary_key(spec: PipelineSpec, table: TableRecord) -> list[str]:
+    if spec.sink.write == "aggregate":
+        return []  # the key is every column not aggregated: the sink's to say
     if table.primary_key:
         return list(table.primary_key)
     raise ConfigError(
@@ -265,6 +279,8 @@ def assemble(
         spec.format.decoder_options(),
         text_values=spec.format.text_values,
         program=spec.format.program,
+        nested=spec.format.nested,
+        connect=spec.format.connect,
     )
     source = framed(spec, source, decoder)
     transform = Transform(

@@ -38,6 +38,7 @@ from sparkpipes.errors import (
     InternalError,
     OffsetOutOfRangeError,
     SparkpipesError,
+    TransformError,
 )
 from sparkpipes.formats.conform import not_null, to_columns, with_metadata
 from sparkpipes.formats.rules import apply_rules
@@ -154,7 +155,8 @@ class _Task:
                     break
                 finally:
                     self.spent["fetch"] += time.perf_counter() - t
-                n = len(fetched)
+                # records the source refused or dropped were read too
+                n = len(fetched) + len(fetched.rejected) + fetched.dropped
                 if n:
                     remaining -= n
                     read += n
@@ -189,6 +191,14 @@ class _Task:
         self.nbytes += fetched.table.nbytes if fetched.table is not None else fetched.values.nbytes
         t = time.perf_counter()
         table = _decode(self.spec, piece.partition, fetched, self.errors)
+        for position, reason, raw in fetched.rejected:  # the source's own refusals
+            err = TransformError(
+                f"cannot transform the record at "
+                f"{self.spec.source.locate(piece.partition, position)}: {reason}",
+                partition=piece.partition,
+                offset=position,
+            )
+            self.errors.append(ErrorRecord.of(err, reason=reason, raw=raw))
         self.spent["decode"] += time.perf_counter() - t
         if table.num_rows:
             self.pending.append(table)
@@ -218,10 +228,7 @@ def _decode(
     ``formats.conform``); the ones that do not decode fail the batch or, with
     ``skip_parser_errors``, are added to ``errors``; so do the ones that leave a NOT NULL
     column empty, with ``skip_constraint_errors``."""
-    if fetched.table is not None:
-        decoded = spec.decoder.decode_table(fetched.table)
-    else:
-        decoded = spec.decoder.decode(fetched.values)
+    decoded = spec.decoder.decode_fetched(fetched, partition)
     for bad in decoded.errors:
         _reject(spec, partition, fetched, bad.index, bad.reason, errors, spec.skip_parser_errors)
     table, kept = decoded.table, decoded.kept

@@ -311,7 +311,7 @@ def apply(
             df = _checked(df, name, got, f"__sp_s{j}", reason_cols if check else None)
         out = [*[f.name for f in table_schema], *carry]
         if not check:
-            return df.select(*out)
+            return df.selectExpr(*[_q(c) for c in out])  # a dotted name is a name
         if not reason_cols:
             return df.selectExpr(*[_q(c) for c in out], f"CAST(NULL AS STRING) AS {REJECT_COLUMN}")
         return df.selectExpr(
@@ -384,7 +384,7 @@ class Refiner:
         out = out.where(f"{REJECT_COLUMN} IS NULL")
         if self.generated is not None:
             out = self.generated.fill(out, self.locate)
-        return out.select(*self.table_schema.names, *keep)
+        return out.selectExpr(*[_q(c) for c in (*self.table_schema.names, *keep)])
 
     def drain(self) -> list[ErrorRecord]:
         """The rows rejected since the last call."""

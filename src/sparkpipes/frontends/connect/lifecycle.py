@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from sparkpipes.catalog.states import PipelineState
-from sparkpipes.errors import ConfigError
+from sparkpipes.errors import ConfigError, NotFoundError
 
 if TYPE_CHECKING:
     from sparkpipes.engine.engine import Engine
@@ -67,7 +67,7 @@ class Lifecycle:
         before PAUSED), or STOPPED with no task; a failed task's ``trace`` is its
         pipeline's error."""
         d = self.get(name)
-        base: dict[str, Any] = {"name": name, "type": "sink"}
+        base: dict[str, Any] = {"name": name, "type": d.get("type", "sink")}
         if d.get("stopped"):
             return {
                 **base,
@@ -84,14 +84,29 @@ class Lifecycle:
         states = {t["state"] for t in tasks}
         state = next((s for s in ("FAILED", "RUNNING", "PAUSED") if s in states), "UNASSIGNED")
         out: dict[str, Any] = {
-            "name": name,
+            **base,
             "connector": {"state": state, "worker_id": "sparkpipes"},
             "tasks": tasks,
-            "type": "sink",
         }
         if state == "FAILED":
             out["connector"]["trace"] = next(t["trace"] for t in tasks if "trace" in t)
         return out
+
+    def task_status(self, name: str, task: int) -> dict[str, Any]:
+        """``GET …/tasks/{task}/status``: that task's entry of :meth:`status` (``id``,
+        ``state``, ``worker_id``, ``trace`` when failed); NotFoundError with Connect's
+        words for a task it does not have (none while it is stopped)."""
+        found = [t for t in self.status(name)["tasks"] if t["id"] == task]
+        if not found:
+            raise NotFoundError(f"No status found for task {name}-{task}")
+        return found[0]
+
+    def restart_task(self, name: str, task: int, *, run: bool = False) -> None:
+        """``POST …/tasks/{task}/restart``: that task's pipeline, failed or running, set
+        running again from its committed offsets (nothing is loaded twice); a paused
+        task stays paused, as Connect restarts a task into its connector's target state."""
+        if self.task_status(name, task)["state"] != "PAUSED":
+            self.engine.start(self.get(name)["pipelines"][task], run=run)
 
     def pause(self, name: str) -> None:
         """Stop its pipelines; a stopped connector becomes paused (its tasks shown)."""

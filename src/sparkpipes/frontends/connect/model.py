@@ -23,9 +23,13 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, unquote_plus, urlsplit
 
 from sparkpipes.config import urls
-from sparkpipes.config.core import REDACTED, Secret, reject_unknown
+from sparkpipes.config.core import REDACTED, Secret
+from sparkpipes.config.transforms import is_transform_key, parse_chain
 from sparkpipes.errors import ConfigError
-from sparkpipes.sources.connect import framework
+from sparkpipes.frontends.connect import legacy
+from sparkpipes.frontends.connect.shape import flat
+from sparkpipes.frontends.connect.shape import parse_properties as parse_properties  # re-exported
+from sparkpipes.sources.connect import framework, smt
 from sparkpipes.sources.connect.framework import SINK
 
 #: the connector classes users write for a sink into tables
@@ -40,6 +44,14 @@ AVRO_CONVERTERS = ("io.confluent.connect.avro.AvroConverter",)
 KEY_KINDS = ("PRIMARY", "UNIQUE", "SHARD", "COLUMNSTORE", "KEY")
 DEFAULT_METADATA_TABLE = "kafka_connect_transaction_metadata"
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
+#: Connect's dead-letter topic keys (``frontends.connect.deadletter`` publishes to it)
+DEAD_LETTER_TOPIC_KEYS = (
+    "errors.deadletterqueue.topic.name",
+    "errors.deadletterqueue.context.headers.enable",
+    "errors.deadletterqueue.topic.replication.factor",
+)
+#: a Kafka topic name (Kafka's own rule)
+TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")
 #: keys read here (Connect's worker keys that change nothing here, such as key.converter
 #: and errors.log.*, are accepted and reported by ``sources.connect.framework``)
 KEYS = frozenset(
@@ -67,6 +79,7 @@ KEYS = frozenset(
         "fields.whitelist",
         "errors.tolerance",
         "errors.deadletterqueue.table.name",
+        *DEAD_LETTER_TOPIC_KEYS,
         "bootstrap.servers",
         "consumer.override.auto.offset.reset",
         "batch.interval.ms",
@@ -85,6 +98,9 @@ NO_PASSWORD = {
         "Kafka's bootstrap.servers)"
     ),
     "connection.ddlEndpoint": (
+        "it is host[:port]; give the login as connection.user and connection.password"
+    ),
+    "connection.clientEndpoint": (
         "it is host[:port]; give the login as connection.user and connection.password"
     ),
 }
@@ -109,6 +125,12 @@ KEEPS_SECRETS = frozenset(
         "errors.log.enable",
         "errors.log.include.messages",
         "errors.deadletterqueue.table.name",
+        *DEAD_LETTER_TOPIC_KEYS,
+        # the MemSQL connector's names of the same settings (``legacy``)
+        "memsql.loadDataCompression",
+        "memsql.loadDataFormat",
+        "memsql.metadata.allow",
+        "memsql.metadata.table",
         "singlestore.metadata.allow",
         "singlestore.metadata.table",
         "singlestore.upsert",
@@ -118,7 +140,7 @@ KEEPS_SECRETS = frozenset(
         "value.converter.schemas.enable",
     }
 )
-KEEPS_SECRETS_PREFIXES = ("tableKey.", "singlestore.tableName.")
+KEEPS_SECRETS_PREFIXES = ("tableKey.", "singlestore.tableName.", "transforms", "predicates")
 
 
 @dataclass(frozen=True)
@@ -167,9 +189,26 @@ class SinkConnectorConfig:
     batch_interval_ms: int | None
     connect_timeout_s: int | None
     raw: Mapping[str, str] = field(default_factory=dict)
+    #: the Single Message Transforms' keys (``transforms``, ``predicates`` and theirs)
+    #: as given, in order; the chain they make, checked (``sources.connect.smt``)
+    transforms: tuple[tuple[str, str], ...] = ()
+    chain: smt.Chain | None = field(default=None, compare=False, repr=False)
+    #: ``errors.deadletterqueue.topic.name``: failed records go to this Kafka topic too
+    dead_letter_topic: str | None = None
+    #: ``errors.deadletterqueue.context.headers.enable``: with Connect's ``__connect.errors.*``
+    dead_letter_headers: bool = False
+    #: ``errors.deadletterqueue.topic.replication.factor`` of a topic created for it (-1:
+    #: the broker's default)
+    dead_letter_replication: int = 3
+
+    def routed(self, topic: str) -> str:
+        """The topic records of ``topic`` have once transformed: their routers' (Connect's
+        sink writes a record to the table of its routed topic)."""
+        return self.chain.route(topic) if self.chain is not None else topic
 
     def table_of(self, topic: str) -> str:
-        return self.table_names.get(topic, topic)
+        routed = self.routed(topic)
+        return self.table_names.get(routed, routed)
 
     def where(self) -> str:
         if self.destination == "delta":
@@ -178,55 +217,10 @@ class SinkConnectorConfig:
         return f"{kind} database '{self.database}' at {self.host}:{self.port}"
 
 
-def parse_properties(text: str) -> dict[str, str]:
-    """A Java ``.properties`` file: ``key=value`` or ``key: value`` lines, ``#``/``!``
-    comments, a trailing backslash continuing a line."""
-    out: dict[str, str] = {}
-    pending = ""
-    for number, line in enumerate(text.splitlines(), 1):
-        line = pending + line.strip()
-        pending = ""
-        if not line or line[0] in "#!":
-            continue
-        if line.endswith("\\") and not line.endswith("\\\\"):
-            pending = line[:-1]
-            continue
-        m = re.match(r"([^=:\s]+)\s*[=:\s]\s*(.*)$", line)
-        if not m:
-            raise ConfigError(f"line {number} of the properties is not key=value: {line!r}")
-        out[m.group(1)] = m.group(2)
-    return out
-
-
 def load(text_or_obj: str | Mapping[str, Any], *, name: str | None = None) -> SinkConnectorConfig:
     """From a JSON object (Kafka Connect's ``{"name", "config"}`` or a flat config), JSON
     text, or ``.properties`` text; ``name`` for a config without one (``PUT …/config``)."""
-    obj: Any = text_or_obj
-    if isinstance(obj, str):
-        text = obj.strip()
-        if text.startswith("{"):
-            try:
-                obj = json.loads(text)
-            except json.JSONDecodeError as e:
-                raise ConfigError(f"connector config is not valid JSON: {e}") from None
-        else:
-            obj = parse_properties(text)
-    if not isinstance(obj, Mapping):
-        raise ConfigError("a connector config is a JSON object")
-    if "config" in obj and isinstance(obj["config"], Mapping):
-        reject_unknown(obj, ("name", "config"), what="connector request key")
-        cfg = {**obj["config"]}
-        cfg.setdefault("name", obj.get("name"))
-        if obj.get("name") and cfg["name"] != obj["name"]:
-            raise ConfigError(
-                f"connector name '{obj['name']}' and config name '{cfg['name']}' differ"
-            )
-    else:
-        cfg = dict(obj)
-    if name is not None:
-        if cfg.get("name") not in (None, name):
-            raise ConfigError(f"connector name '{name}' and config name '{cfg['name']}' differ")
-        cfg["name"] = name
+    cfg = flat(text_or_obj, name=name)
     return build({k: _text(k, v) for k, v in cfg.items() if v is not None})
 
 
@@ -243,11 +237,12 @@ def _text(key: str, value: Any) -> str:
 def build(given: Mapping[str, str]) -> SinkConnectorConfig:
     """Check a flat config (string values) into a :class:`SinkConnectorConfig`."""
     passwords: dict[str, Secret] = {}
-    cfg = urls.lift(given, passwords, what="connector config key")
+    shown = urls.lift(given, passwords, what="connector config key")
     for key, why in NO_PASSWORD.items():
         if urls.secret_key(key) in passwords:
-            raise ConfigError(f"{key} '{cfg[key]}' holds a password: {why}")
-    _check_keys(cfg)
+            raise ConfigError(f"{key} '{shown[key]}' holds a password: {why}")
+    cfg = legacy.canonical(shown)  # other releases' names read as this one's
+    chain = _check_keys(cfg)
     name = cfg.get("name", "").strip()
     if not name:
         raise ConfigError("a connector config needs 'name'")
@@ -293,6 +288,18 @@ def build(given: Mapping[str, str]) -> SinkConnectorConfig:
             raise ConfigError(
                 "errors.deadletterqueue.table.name is for database destinations; in the "
                 "warehouse skipped records are in information_schema.PIPELINES_ERRORS"
+            )
+    dlq_topic = cfg.get("errors.deadletterqueue.topic.name", "").strip() or None
+    if dlq_topic is not None:
+        if tolerance != "all":
+            raise ConfigError(
+                "errors.deadletterqueue.topic.name needs errors.tolerance=all: without it a "
+                "bad record fails the connector's batch here and is not sent to the topic"
+            )
+        if not TOPIC_NAME.fullmatch(dlq_topic) or dlq_topic in (".", ".."):
+            raise ConfigError(
+                f"errors.deadletterqueue.topic.name '{dlq_topic}' is not a Kafka topic name "
+                "(letters, digits, '.', '_', '-'; at most 249)"
             )
     start = cfg.get("consumer.override.auto.offset.reset", "earliest").strip().lower()
     if start not in ("earliest", "latest"):
@@ -347,6 +354,13 @@ def build(given: Mapping[str, str]) -> SinkConnectorConfig:
         fields=tuple(f.strip() for f in cfg.get("fields.whitelist", "").split(",") if f.strip()),
         tolerate_errors=tolerance == "all",
         dead_letter_table=cfg.get("errors.deadletterqueue.table.name") or None,
+        dead_letter_topic=dlq_topic,
+        dead_letter_headers=_bool(cfg, "errors.deadletterqueue.context.headers.enable", False),
+        dead_letter_replication=(
+            -1  # the broker's default (KIP-464), as Connect reads -1
+            if cfg.get("errors.deadletterqueue.topic.replication.factor", "").strip() == "-1"
+            else _int(cfg, "errors.deadletterqueue.topic.replication.factor", 1, default=3)
+        ),
         bootstrap_servers=cfg.get("bootstrap.servers", DEFAULT_BOOTSTRAP).strip(),
         start=start,
         max_retries=_int(cfg, "max.retries", 0) if "max.retries" in cfg else None,
@@ -354,26 +368,40 @@ def build(given: Mapping[str, str]) -> SinkConnectorConfig:
             _int(cfg, "batch.interval.ms", 0) if "batch.interval.ms" in cfg else None
         ),
         connect_timeout_s=timeout,
-        raw={k: v for k, v in cfg.items() if k not in SECRET_KEYS},
+        raw={k: v for k, v in shown.items() if k not in SECRET_KEYS},
+        transforms=tuple((k, v) for k, v in cfg.items() if is_transform_key(k)),
+        chain=chain,
     )
 
 
 def not_applicable(cfg: Mapping[str, str]) -> dict[str, str]:
     """The keys of ``cfg`` accepted as changing nothing here, and why (reported back)."""
-    return {k: why for k in cfg if k not in KEYS and (why := framework.not_applicable(k, SINK))}
+    return {
+        k: why
+        for k in cfg
+        if (why := legacy.not_applicable(k))
+        or (k not in KEYS and (why := framework.not_applicable(k, SINK)))
+    }
 
 
-def _check_keys(cfg: Mapping[str, str]) -> None:
-    """Every key of ``cfg`` is honoured (:data:`KEYS`, :data:`PREFIXES`), one of Connect's
-    accepted as not applicable, or a problem naming it: all of them in one error."""
+def _check_keys(cfg: Mapping[str, str]) -> smt.Chain | None:
+    """Every key of ``cfg`` is honoured (:data:`KEYS`, :data:`PREFIXES`, the transform
+    chain's), one of Connect's accepted as not applicable, or a problem naming it: all of
+    them in one error. Returns the chain of its transforms (None without any)."""
     problems: list[tuple[str | None, str]] = []
+    parsed, found = parse_chain({k: v for k, v in cfg.items() if is_transform_key(k)})
+    problems += found
+    chain = None
+    if parsed:
+        chain, more = smt.chain_of(parsed, SINK)
+        problems += more
     for key in cfg:
-        if key in KEYS or key.startswith(PREFIXES):
+        if key in KEYS or key.startswith(PREFIXES) or is_transform_key(key):
             continue
-        why = framework.refusal(key, SINK)
+        why = framework.refusal(key, SINK) or legacy.refusal(key)
         if why is not None:
             problems.append((key, why))
-        elif framework.not_applicable(key, SINK) is None:
+        elif framework.not_applicable(key, SINK) is None and not legacy.not_applicable(key):
             near = difflib.get_close_matches(key, sorted(KEYS), n=1)
             problems.append(
                 (
@@ -390,6 +418,7 @@ def _check_keys(cfg: Mapping[str, str]) -> None:
             )
     if problems:
         raise framework.ConnectConfigError(problems, what="sink connector")
+    return chain
 
 
 def moved(stored: Mapping[str, str], given: Mapping[str, str]) -> list[str]:

@@ -34,6 +34,7 @@ from sparkpipes.errors import (
     SinkError,
     SourceUnavailableError,
 )
+from sparkpipes.frontends.connect.deadletter import DeadLetters
 from sparkpipes.frontends.connect.lifecycle import Lifecycle
 from sparkpipes.frontends.connect.model import (
     REGISTRY_OPTION,
@@ -43,6 +44,14 @@ from sparkpipes.frontends.connect.model import (
     load,
     moved,
 )
+from sparkpipes.frontends.connect.shape import pipeline_name
+from sparkpipes.frontends.connect.sources import SourceConnectors
+from sparkpipes.frontends.connect.transformed import (
+    avro_hints,
+    fields_after,
+    format_of,
+    json_hints,
+)
 
 if TYPE_CHECKING:
     pass
@@ -50,6 +59,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("sparkpipes.connectors")
 
 PEEK_TIMEOUT_S = 5.0
+#: records read to find the first one a connector's transforms let through
+PEEK_RECORDS = 500
 #: Kafka Connect schema types → (SQLAlchemy type name, Spark DDL type)
 _TYPES = {
     "int8": ("SmallInteger", "SMALLINT"),
@@ -71,15 +82,11 @@ _LOGICAL = {
 }
 
 
-def pipeline_name(connector: str, topic: str, many: bool) -> str:
-    """A pipeline name (letters, digits, underscores) for a connector's topic."""
-    base = f"{connector}__{topic}" if many else connector
-    return re.sub(r"[^A-Za-z0-9_]", "_", base)
-
-
-class Connectors(Lifecycle, Extension):
+class Connectors(Lifecycle, SourceConnectors, DeadLetters, Extension):
     """Create, list, reconfigure and delete sink connectors; their state, offsets and
-    topics are :class:`~sparkpipes.frontends.connect.lifecycle.Lifecycle`'s."""
+    topics are :class:`~sparkpipes.frontends.connect.lifecycle.Lifecycle`'s, source
+    connectors made through the REST API :class:`~sparkpipes.frontends.connect.sources
+    .SourceConnectors`'."""
 
     # -- create -------------------------------------------------------------------------
     def create(
@@ -151,7 +158,9 @@ class Connectors(Lifecycle, Extension):
         tolerate = dict.fromkeys(
             ("skip_parser_errors", "skip_constraint_errors"), cfg.tolerate_errors
         )
-        if cfg.value_converter == STRING_CONVERTER:
+        if cfg.chain is not None:  # decoded as Connect's sink task does, transformed
+            fmt = format_of(cfg, topic, wanted, tolerate)
+        elif cfg.value_converter == STRING_CONVERTER:
             fmt = FormatSpec(kind="raw", **tolerate)
         elif cfg.schema_registry:
             fmt = FormatSpec(
@@ -181,7 +190,11 @@ class Connectors(Lifecycle, Extension):
         return PipelineSpec(
             name=name,
             source=SourceSpec(
-                kind="kafka", location=f"{cfg.bootstrap_servers}/{topic}", start=cfg.start
+                kind="kafka",
+                location=f"{cfg.bootstrap_servers}/{topic}",
+                start=cfg.start,
+                # transforms read each record's key, headers and timestamp too
+                config={"record.metadata": True} if cfg.chain is not None else {},
             ),
             sink=sink,
             format=fmt,
@@ -214,7 +227,10 @@ class Connectors(Lifecycle, Extension):
         existing = self._existing(table, sink)
         if existing is not None:
             return existing
-        if cfg.value_converter == STRING_CONVERTER:
+        schema_given = cfg.value_converter == STRING_CONVERTER or cfg.schemas_enable
+        if cfg.chain is not None and (schema_given or cfg.schema_registry):
+            fields = self._transformed_fields(cfg, topic, table)
+        elif cfg.value_converter == STRING_CONVERTER:
             fields = [("data", ("Text", "STRING"), True)]
         elif cfg.schema_registry:
             fields = _avro_fields(self._peek_avro(cfg, topic, table), topic)
@@ -278,21 +294,45 @@ class Connectors(Lifecycle, Extension):
                 "cannot be created from its schema"
             ) from None
 
+    def _transformed_fields(
+        self, cfg: SinkConnectorConfig, topic: str, table: str
+    ) -> list[tuple[str, tuple[str, str], bool]]:
+        """The columns of the first record of ``topic`` the connector's transforms let
+        through, typed by its record schema where they agree (``transformed``)."""
+        if cfg.value_converter == STRING_CONVERTER:
+            hints: dict[str, Any] = {}
+        elif cfg.schema_registry:
+            hints = avro_hints(self._peek_avro(cfg, topic, table), _AVRO, _AVRO_LOGICAL)
+        else:
+            peeked = self._peek(cfg, topic, table)
+            schema = peeked.get("schema") if isinstance(peeked, dict) else None
+            hints = json_hints(schema, _TYPES, _LOGICAL)
+        head = self._head(cfg, topic, table, PEEK_RECORDS, metadata=True)
+        return fields_after(cfg, topic, table, head, hints)
+
     def _first(self, cfg: SinkConnectorConfig, topic: str, table: str) -> bytes:
         """The first record's value of ``topic`` (any partition)."""
+        return self._head(cfg, topic, table, 1).values[0].as_py()
+
+    def _head(
+        self, cfg: SinkConnectorConfig, topic: str, table: str, n: int, *, metadata: bool = False
+    ) -> Any:
+        """The first records of ``topic`` (up to ``n``, of its first partition that has
+        any), a ``Fetched``; with ``metadata`` their keys, headers and timestamps too."""
         from sparkpipes.sources import build_source
 
-        src = build_source("kafka", f"{cfg.bootstrap_servers}/{topic}", {}, {})
+        options = {"record.metadata": True} if metadata else {}
+        src = build_source("kafka", f"{cfg.bootstrap_servers}/{topic}", options, {})
         meta = src.metadata()
         for p in meta.partitions():
             consumer = src.consumer(p)
             try:
                 consumer.open(src.start_offset(meta, p, "earliest"))
-                fetched = consumer.fetch(1, PEEK_TIMEOUT_S)
+                fetched = consumer.fetch(n, PEEK_TIMEOUT_S)
             finally:
                 consumer.close()
             if len(fetched.values):
-                return fetched.values[0].as_py()
+                return fetched
         raise ConfigError(
             f"table '{table}' does not exist in {cfg.where()} and topic '{topic}' has no "
             "record yet: the connector creates the table from the first record's schema; "
@@ -335,9 +375,12 @@ class Connectors(Lifecycle, Extension):
             )
 
     def refresh(self) -> list[str]:
-        """Give every ``topics.regex`` connector a pipeline for each topic that matches now
-        and has none yet, set running (as Kafka Connect picks up new matching topics);
-        the pipelines made."""
+        """Publish the failed records of committed batches to dead-letter topics
+        (:class:`~sparkpipes.frontends.connect.deadletter.DeadLetters`), and give every
+        ``topics.regex`` connector a pipeline for each topic that matches now and has
+        none yet, set running (as Kafka Connect picks up new matching topics); the
+        pipelines made."""
+        self.publish_dead_letters()
         made = []
         for name in self.names():
             d = self.get(name)
@@ -417,7 +460,8 @@ class Connectors(Lifecycle, Extension):
     def info(self, name: str) -> dict[str, Any]:
         d = self.get(name)
         tasks = [{"connector": name, "task": i} for i in range(len(self.task_pipelines(name)))]
-        return {"name": name, "config": dict(d["config"]), "tasks": tasks, "type": "sink"}
+        kind = d.get("type", "sink")
+        return {"name": name, "config": dict(d["config"]), "tasks": tasks, "type": kind}
 
     def delete(self, name: str) -> None:
         """Remove the connector and its pipelines; the tables and their rows stay."""

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sparkpipes.config import REDACTED, urls
+from sparkpipes.config.transforms import is_transform_key
 from sparkpipes.errors import ConfigError
 from sparkpipes.frontends.connect import model
 from sparkpipes.sources.connect import framework, resolve
@@ -42,15 +43,24 @@ def problems(
     accepted, _ = framework.sort(cfg, framework.SINK if sink else framework.SOURCE)
     if not sink:
         try:
-            own = resolve(cls).not_applicable_keys
+            accepted.update(resolve(cls).inapplicable(cfg))
         except ConfigError:
-            own = {}
-        accepted.update({k: why for k, why in own.items() if k in cfg})
+            pass
     return found, {k: v for k, v in accepted.items() if not (sink and k in model.KEYS)}
 
 
-def _shown(key: str, value: Any) -> Any:
-    if key in model.SECRET_KEYS or framework.is_secret(key):
+def _secret_keys(plugin: str) -> frozenset[str]:
+    """The keys a source connector class declares secret (``aws.secret.key.id``…)."""
+    if plugin in model.CLASS_NAMES or not plugin:
+        return frozenset()
+    try:
+        return frozenset(resolve(plugin).secret_keys)
+    except ConfigError:
+        return frozenset()
+
+
+def _shown(key: str, value: Any, secret: frozenset[str] = frozenset()) -> Any:
+    if key in model.SECRET_KEYS or key in secret or framework.is_secret(key):
         return REDACTED
     return urls.redact(value) if isinstance(value, str) else value
 
@@ -61,15 +71,19 @@ def validate(plugin: str, config: Mapping[str, Any]) -> dict[str, Any]:
     (sparkpipes' addition) says why each key accepted without effect changes nothing."""
     cfg = {**config, "connector.class": plugin}
     found, accepted = problems(cfg, name=str(config.get("name") or "validate"))
+    secret = _secret_keys(plugin.strip())
     by_key: dict[str, list[str]] = {}
     for key, message in found:
-        by_key.setdefault(key if key in cfg else WHOLE, []).append(message)
+        # a transform's option not given (a required one) is shown under its own key,
+        # as Connect lists every option of a configured transform
+        own = key is not None and (key in cfg or is_transform_key(key))
+        by_key.setdefault(key if own else WHOLE, []).append(message)
     configs = [
         {
             "definition": {"name": key, "group": "Common", "required": False},
             "value": {
                 "name": key,
-                "value": _shown(key, cfg.get(key)),
+                "value": _shown(key, cfg.get(key), secret),
                 "recommended_values": [],
                 "errors": by_key.get(key, []),
                 "visible": True,

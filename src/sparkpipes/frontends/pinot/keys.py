@@ -26,7 +26,8 @@ _INDEX = "an index or storage layout of Pinot's segments; queries here read Delt
 _TENANT = "which Pinot servers and brokers host the table"
 _SEGMENT = "how Pinot's servers build, push, name or place segments"
 _LEGACY_HLC = (
-    "Pinot's high-level Kafka consumer (removed in Pinot 1.0); partitions are read directly"
+    "the consumer group of Pinot's high-level Kafka consumer (removed in Pinot 1.0); "
+    "partitions are read directly, their offsets committed with the rows"
 )
 _ESTIMATE = "a statistic for Pinot's memory estimator and data generator"
 
@@ -95,7 +96,6 @@ NOT_APPLICABLE: dict[str, str] = {
             "tierOverwrites",
         )
     },
-    "tableIndexConfig.aggregateMetrics": "false: no ingestion-time rollup (true is refused)",
     "tableIndexConfig.segmentFormatVersion": _SEGMENT,
     "tableIndexConfig.segmentNameGeneratorType": _SEGMENT,
     "tableIndexConfig.streamConsumptionConfig": _SEGMENT,
@@ -174,17 +174,6 @@ REFUSED: dict[str, str] = {
         "a virtual column (virtualColumnProvider) is not supported: its values are made by "
         "Pinot's servers, not loaded"
     ),
-    "tableIndexConfig.aggregateMetrics": (
-        "aggregateMetrics (rolling up metrics of rows with equal dimensions while "
-        "ingesting) is not supported"
-    ),
-    "ingestionConfig.complexTypeConfig": (
-        "complexTypeConfig (flattening nested records into columns, unnesting arrays into "
-        "rows) is not supported"
-    ),
-    "ingestionConfig.aggregationConfigs": (
-        "aggregationConfigs (ingestion-time rollup) is not supported"
-    ),
     "ingestionConfig.enrichmentConfigs": "enrichmentConfigs is not supported",
     "ingestionConfig.schemaConformingTransformerConfig": (
         "schemaConformingTransformerConfig is not supported"
@@ -207,7 +196,6 @@ REFUSED: dict[str, str] = {
 #: a refusal that holds only for some values; otherwise the key is not applicable
 REFUSED_WHEN: dict[str, Callable[[Any], bool]] = {
     "fieldSpec.virtualColumnProvider": lambda v: v is not None,
-    "tableIndexConfig.aggregateMetrics": lambda v: v is True or str(v).lower() == "true",
     "ingestionConfig.rowTimeValueCheck": lambda v: v is True or str(v).lower() == "true",
 }
 

@@ -1,5 +1,8 @@
 """A Pinot schema + REALTIME table config → the table to create and the pipeline that loads
-it (no I/O). The pipeline is named ``<table>_REALTIME``, as Pinot names the physical table.
+it (no I/O). The pipeline is named ``<table>_REALTIME``, as Pinot names the physical table;
+a table with several streams (``streamConfigMaps``) has one pipeline per stream into it,
+``<table>_REALTIME_<index>`` (:mod:`~sparkpipes.frontends.pinot.multistream`), each the
+same lowering over its own stream config and each committing its own batches exactly once.
 
 How Pinot's parts land:
 
@@ -15,13 +18,25 @@ How Pinot's parts land:
 * ``primaryKeyColumns`` is the table's PRIMARY KEY; ``upsertConfig`` makes the pipeline
   replace rows by key (``comparisonColumns``, by default the time column, decide which
   record wins; PARTIAL merges column by column), ``dedupConfig`` keep the first row;
+* ``aggregationConfigs`` make each aggregated metric a ``SET`` of its per-record value
+  (the source field; ``COUNT``: 1 or 0) and the pipeline's write mode ``aggregate``: rows
+  with equal dimension and dateTime values become one, combined with the stored row
+  (:mod:`~sparkpipes.frontends.pinot.aggregation`); ``aggregateMetrics`` sums every metric
+  as loaded;
 * ``metadata.populate`` fills the ``__key``, ``__header$…`` and ``__metadata$…`` columns
-  the schema lists from the record's key, headers, offset, partition and timestamp.
+  the schema lists from the record's key, headers, offset, partition and timestamp;
+  without it, as in Pinot, only ``__key`` is filled (from a Kafka record's key) and the
+  others store their default null value (a warning says so);
+* ``complexTypeConfig`` flattens nested records into the dotted columns and unnests
+  arrays into rows before the columns are taken (``FormatSpec.nested``, done on Arrow by
+  ``formats.nested``); transforms and the filter read the flattened names, as Pinot's
+  transformers run after its ``ComplexTypeTransformer``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from sparkpipes.config.core import is_metadata_column
@@ -36,17 +51,20 @@ from sparkpipes.config.parts import (
 )
 from sparkpipes.config.spec import PipelineSpec
 from sparkpipes.config.tables import ColumnSpec, TableKey, TableSpec
-from sparkpipes.errors import ConfigError
-from sparkpipes.frontends.pinot.expr import filter_sql, translate
+from sparkpipes.frontends.pinot.aggregation import per_record
+from sparkpipes.frontends.pinot.decoders import OWN_KINDS
+from sparkpipes.frontends.pinot.expr import PinotExpr, filter_sql, translate
 from sparkpipes.frontends.pinot.kinesis import source_spec as kinesis_source
 from sparkpipes.frontends.pinot.model import PinotSchema, PinotTableConfig
+from sparkpipes.frontends.pinot.multistream import pipeline_names
 from sparkpipes.frontends.pinot.nulls import max_length, null_fill, nullable
 from sparkpipes.frontends.pinot.stream import StreamConfig
-from sparkpipes.sources.kafka import PARTITIONS, RECORD_METADATA
+from sparkpipes.sources.kafka import KEY_ONLY, PARTITIONS, RECORD_METADATA
 
 
 def pipeline_name(table: str) -> str:
-    return f"{table}_REALTIME"
+    """The pipeline of a table with one stream."""
+    return pipeline_names(table, 1)[0]
 
 
 def table_spec(schema: PinotSchema, cfg: PinotTableConfig) -> TableSpec:
@@ -54,15 +72,19 @@ def table_spec(schema: PinotSchema, cfg: PinotTableConfig) -> TableSpec:
     single-value JSON field declared JSON), the primary key, NOT NULL fields, and what a
     null of each field stores and how long its values may be (``nulls``)."""
     columns = []
+    rolled = _rolled_up(cfg)
     for f in schema.fields:
-        fill = null_fill(f, schema, cfg.null_handling, cfg.time_column)
+        # an aggregated metric is never null; a record without its source is skipped
+        fill = (
+            None if f.name in rolled else null_fill(f, schema, cfg.null_handling, cfg.time_column)
+        )
         columns.append(
             ColumnSpec(
                 f.name,
                 f.ddl_type,
                 "JSON" if f.data_type == "JSON" and f.single_value else None,
                 # Pinot refuses no row for a null: a NOT NULL field is filled
-                f.not_null and not nullable(f, schema, cfg.null_handling),
+                f.not_null and not nullable(f, schema, cfg.null_handling) and f.name not in rolled,
                 fill=fill,
                 max_length=max_length(f),
             )
@@ -71,13 +93,29 @@ def table_spec(schema: PinotSchema, cfg: PinotTableConfig) -> TableSpec:
     return TableSpec(cfg.name, tuple(columns), keys)
 
 
-def lower(
+def lower_all(
     schema: PinotSchema, cfg: PinotTableConfig, defaults: Mapping[str, Any] | None = None
+) -> tuple[PipelineSpec, ...]:
+    """The pipelines of ``cfg``, one per stream in stream order, all into its table."""
+    return tuple(lower(schema, cfg, defaults, index=i) for i in range(len(cfg.streams)))
+
+
+def lower(
+    schema: PinotSchema,
+    cfg: PinotTableConfig,
+    defaults: Mapping[str, Any] | None = None,
+    *,
+    index: int = 0,
 ) -> PipelineSpec:
-    """The pipeline of ``cfg`` into the table of ``schema``."""
+    """The pipeline of ``cfg``'s stream ``index`` (its only one, by default) into the
+    table of ``schema``."""
     defaults = defaults or {}
-    stream = cfg.stream
-    transforms = dict(cfg.transforms)
+    stream = cfg.streams[index]
+    rolled = _rolled_up(cfg)
+    sources = cfg.aggregation.sources if cfg.aggregation is not None else frozenset()
+    # a transformConfig may make a field an aggregation reads rather than a column
+    made = {c: t for c, t in cfg.transforms if c in sources}
+    transforms = {c: t for c, t in cfg.transforms if c not in sources}
     for f in schema.fields:
         if f.transform and f.name not in transforms:
             transforms[f.name] = f.transform
@@ -94,6 +132,15 @@ def lower(
         if schema.field(col).ddl_type == "STRING" and expr.type == "BINARY":
             sql = f"lower(hex({sql}))"  # Pinot's BYTES → STRING is hex
         assignments.append((col, sql))
+    for column, (function, source) in rolled.items():
+        expr = None if source is None else _source(source, made)
+        if expr is not None:
+            reads += expr.fields
+            calls.update((c.column, c) for c in expr.calls)
+        sql = per_record(
+            function, None if expr is None else expr.sql, schema.field(column).data_type
+        )
+        assignments = [(c, e) for c, e in assignments if c != column] + [(column, sql)]
     where = None
     if cfg.filter:
         expr = filter_sql(cfg.filter, where="ingestionConfig.filterConfig.filterFunction")
@@ -102,17 +149,11 @@ def lower(
         where = expr.sql
     mapping: list[FieldMapping] = []
     for f in schema.fields:
-        if is_metadata_column(f.name) or f.name in transforms:
+        if is_metadata_column(f.name) or f.name in transforms or f.name in rolled:
             continue
         mapping.append(FieldMapping(f.name, (f.name,)))
     for name in dict.fromkeys(reads):
         mapping.append(FieldMapping("@" + name, (name,)))
-    populate = [f.name for f in schema.fields if is_metadata_column(f.name)]
-    if populate and not stream.metadata_populate:
-        raise ConfigError(
-            f"schema '{schema.name}' lists {', '.join(populate)}, which only "
-            '"metadata.populate": "true" in the streamConfigs fills'
-        )
 
     fmt_opts: dict[str, str] = {}
     fmt_creds = {}
@@ -129,15 +170,22 @@ def lower(
             "decoder.topic": stream.topic,
             **{f"decoder.prop.{k}": v for k, v in stream.decoder_props.items()},
         }
+    elif stream.decoder in OWN_KINDS:  # Pinot's decoders with props (.decoders)
+        kind = stream.decoder
+        fmt_opts = {f"decoder.prop.{k}": v for k, v in stream.decoder_props.items()}
     else:
         kind = "json"
     source = SOURCES.get(stream.stream_type, _plugin_source)(stream)
+    keyed = source.kind == "kafka" and not stream.high_level  # (highlevel: the value only)
+    if keyed and not stream.metadata_populate and "__key" in schema.names:
+        # Pinot gives a record's key to ``__key`` without metadata.populate too
+        source = replace(source, config={**source.config, RECORD_METADATA: KEY_ONLY})
     batch = BatchSpec(
         interval_ms=defaults.get("batch_interval_ms") or BatchSpec.interval_ms,
         fetch_timeout_ms=stream.fetch_timeout_ms or BatchSpec.fetch_timeout_ms,
     )
     return PipelineSpec(
-        name=pipeline_name(cfg.name),
+        name=pipeline_names(cfg.name, len(cfg.streams))[index],
         source=source,
         format=FormatSpec(
             kind=kind,
@@ -146,6 +194,7 @@ def lower(
             skip_constraint_errors=cfg.continue_on_error,
             options=fmt_opts,
             credentials=fmt_creds,
+            nested=cfg.complex.nested() if cfg.complex is not None else None,
         ),
         transform=TransformSpec(tuple(assignments), where, tuple(calls.values())),
         sink=_sink(schema, cfg),
@@ -188,7 +237,26 @@ SOURCES: dict[str, Callable[[StreamConfig], SourceSpec]] = {
 _NUMBERS = ("BIGINT", "INT", "DOUBLE", "FLOAT", "SMALLINT", "TINYINT")
 
 
+def _rolled_up(cfg: PinotTableConfig) -> dict[str, tuple[str, str | None]]:
+    """The metrics ``aggregationConfigs`` aggregate: column → (function, source field)."""
+    agg = cfg.aggregation
+    if agg is None or agg.own_fields:
+        return {}
+    return {m.column: (m.function, m.source) for m in agg.metrics}
+
+
+def _source(field: str, made: Mapping[str, str]) -> PinotExpr:
+    """The SQL of the field an aggregation reads: the record's, or its transformConfig's."""
+    if field in made:
+        return translate(made[field], where=f"transform of field '{field}'")
+    quoted = '"' + field.replace('"', '""') + '"'
+    return translate(quoted, where=f"source field '{field}' of an aggregation")
+
+
 def _sink(schema: PinotSchema, cfg: PinotTableConfig) -> SinkSpec:
+    if cfg.aggregation is not None:
+        config = {"aggregate": cfg.aggregation.sink_functions()}
+        return SinkSpec(table=cfg.name, write="aggregate", config=config)
     if cfg.dedup:
         return SinkSpec(table=cfg.name, write="ignore")
     u = cfg.upsert

@@ -27,11 +27,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sparkpipes.config import urls
-from sparkpipes.config.core import REDACTED, parse_json_object
+from sparkpipes.config.core import REDACTED, is_metadata_column, parse_json_object
 from sparkpipes.errors import ConfigError
 from sparkpipes.frontends.pinot import keys
+from sparkpipes.frontends.pinot.aggregation import IngestionAggregation, aggregation_config
+from sparkpipes.frontends.pinot.complex import ComplexTypeConfig, complex_type_config
 from sparkpipes.frontends.pinot.expr import filter_sql, translate
 from sparkpipes.frontends.pinot.kinesis import STREAM_TYPE, load_kinesis
+from sparkpipes.frontends.pinot.multistream import check as check_streams
 from sparkpipes.frontends.pinot.problems import Problems, raise_all
 from sparkpipes.frontends.pinot.schema import (  # noqa: F401  (the model's public names)
     DateTimeFormat,
@@ -64,13 +67,23 @@ TABLE_KEYS = (
     "dedupConfig",
 )
 SEGMENTS_KEYS = ("timeColumnName", "schemaName", "retentionTimeUnit", "retentionTimeValue")
-INDEX_KEYS = ("streamConfigs", "nullHandlingEnabled")
-INGESTION_KEYS = ("streamIngestionConfig", "transformConfigs", "filterConfig", "continueOnError")
+INDEX_KEYS = ("streamConfigs", "nullHandlingEnabled", "aggregateMetrics")
+INGESTION_KEYS = (
+    "streamIngestionConfig",
+    "transformConfigs",
+    "filterConfig",
+    "continueOnError",
+    "aggregationConfigs",
+    "complexTypeConfig",
+)
 
 
 @dataclass(frozen=True)
 class PinotTableConfig:
-    """A REALTIME table config, checked; :meth:`shown` is what may be shown back."""
+    """A REALTIME table config, checked; :meth:`shown` is what may be shown back.
+
+    ``streams`` are its stream configs in order (``streamConfigMaps``, :mod:`.multistream`);
+    ``stream`` is the first, the only one of most tables."""
 
     name: str
     schema_name: str
@@ -84,14 +97,26 @@ class PinotTableConfig:
     continue_on_error: bool = False
     #: ``tableIndexConfig.nullHandlingEnabled``: nulls are kept (``frontends.pinot.nulls``)
     null_handling: bool = False
+    #: ``aggregationConfigs`` / ``aggregateMetrics`` (:mod:`.aggregation`)
+    aggregation: IngestionAggregation | None = None
+    #: ``ingestionConfig.complexTypeConfig`` (:mod:`.complex`)
+    complex: ComplexTypeConfig | None = None
+    #: what the user should hear of that is not a problem (:attr:`notes`)
+    warnings: tuple[str, ...] = ()
     #: the config as given, every secret value replaced by ``<redacted>``
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
     #: JSON path → value (redacted) of each key accepted without effect
     unrecognized: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    #: every stream config, in order (empty: ``stream`` alone)
+    streams: tuple[StreamConfig, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.streams:
+            object.__setattr__(self, "streams", (self.stream,))
 
     @property
     def notes(self) -> tuple[str, ...]:
-        return self.stream.notes
+        return tuple(n for s in self.streams for n in s.notes) + self.warnings
 
     def shown(self) -> dict[str, Any]:
         """The table config as given, secrets redacted: all any surface shows or keeps."""
@@ -164,7 +189,10 @@ def load_table(
     ingestion = _object(d, "ingestionConfig", "", found)
     found.sort(ingestion, INGESTION_KEYS, "ingestionConfig", "ingestionConfig")
     _tasks(d, found)
-    stream = _stream(index, ingestion, base, found)
+    before = len(found.errors)
+    streams = _streams(index, ingestion, base, found)
+    if len(found.errors) == before:  # Pinot's rules for several, over streams that loaded
+        check_streams(streams, d, base, found)
     schema_name = seg.get("schemaName") or base
     if schema is not None and schema.name != schema_name:
         found.add(
@@ -180,7 +208,21 @@ def load_table(
                     f"table '{base}': timeColumnName '{time_column}' must be a dateTime "
                     f"field of schema '{schema.name}'"
                 )
-    transforms = _transforms(ingestion, schema, found)
+    with found.at("ingestionConfig.aggregationConfigs"):
+        aggregation = aggregation_config(
+            index,
+            ingestion,
+            d,
+            schema,
+            upsert=isinstance(d.get("upsertConfig"), dict)
+            and str(d["upsertConfig"].get("mode", "FULL")).upper() != "NONE",
+            dedup=isinstance(d.get("dedupConfig"), dict)
+            and bool(d["dedupConfig"].get("dedupEnabled", False)),
+            found=found,
+        )
+    sources = aggregation.sources if aggregation is not None else frozenset()
+    complex_types = complex_type_config(ingestion, schema, found)
+    transforms = _transforms(ingestion, schema, found, sources)
     filt = _object(ingestion, "filterConfig", "ingestionConfig.", found)
     where = "ingestionConfig.filterConfig"
     found.sort(filt, ("filterFunction",), where, where)
@@ -221,12 +263,13 @@ def load_table(
         what=f"the Pinot table config '{base}'"
         + (" and its schema" if schema_problems and schema_problems.errors else ""),
     )
-    assert stream is not None  # no problem was found, so the stream loaded
+    assert streams  # no problem was found, so the streams loaded
     return PinotTableConfig(
         name=base,
         schema_name=schema_name,
         time_column=time_column,
-        stream=stream,
+        stream=streams[0],
+        streams=tuple(streams),
         retention_ms=retention,
         transforms=tuple(transforms),
         filter=filt.get("filterFunction") or None,
@@ -234,16 +277,24 @@ def load_table(
         dedup=dedup,
         continue_on_error=bool(ingestion.get("continueOnError", False)),
         null_handling=null_handling,
+        aggregation=aggregation,
+        complex=complex_types,
+        warnings=tuple(w for i, s in enumerate(streams) for w in _unfilled(schema, s, i)),
         raw=redacted(d),
         unrecognized=unrecognized_properties(found.unrecognized),
     )
 
 
 def _transforms(
-    ingestion: Mapping[str, Any], schema: PinotSchema | None, found: Problems
+    ingestion: Mapping[str, Any],
+    schema: PinotSchema | None,
+    found: Problems,
+    sources: frozenset[str] = frozenset(),
 ) -> list[tuple[str, str]]:
     """``transformConfigs`` (and, with the schema, its fields' own ``transformFunction``),
-    each expression translated once here so that all their errors come at once."""
+    each expression translated once here so that all their errors come at once. A
+    transform may make a column of the schema or a field an aggregation reads
+    (``sources``), as Pinot allows."""
     transforms = []
     configs = ingestion.get("transformConfigs") or []
     if not isinstance(configs, list):
@@ -260,7 +311,7 @@ def _transforms(
             found.add(where, f"{where} needs columnName and transformFunction")
             continue
         with found.at(where):
-            if schema is not None:
+            if schema is not None and col not in sources:
                 schema.field(col)
             translate(fn, where=f"transform of column '{col}'")
         transforms.append((col, fn))
@@ -271,6 +322,31 @@ def _transforms(
                 with found.at(f"schema field '{f.name}'.transformFunction"):
                     translate(f.transform, where=f"transform of column '{f.name}'")
     return transforms
+
+
+def _unfilled(schema: PinotSchema | None, stream: StreamConfig | None, index: int = 0) -> list[str]:
+    """A warning for the schema's stream metadata columns the stream does not fill: without
+    ``"metadata.populate": "true"`` Pinot's Kafka consumer hands over no headers and no
+    ``__metadata$…`` values, and such a column stores its default null value, as any field
+    no record carries (``__key`` is filled from a Kafka record's key either way, as Pinot's
+    ``StreamDataDecoderImpl`` does)."""
+    if schema is None or stream is None or stream.metadata_populate:
+        return []
+    # a Kafka record's key; other streams, and Pinot's high-level consumer: none
+    keyed = stream.stream_type == "kafka" and not stream.high_level
+    unfilled = [
+        f.name
+        for f in schema.fields
+        if is_metadata_column(f.name) and not (keyed and f.name == "__key")
+    ]
+    if not unfilled:
+        return []
+    which = "the streamConfigs" if index == 0 else f"streamConfigMaps[{index}]"
+    return [
+        f"schema '{schema.name}' lists {', '.join(unfilled)}, which only "
+        f'"metadata.populate": "true" in {which} fills: without it they store '
+        "their default null value, as in Pinot"
+    ]
 
 
 def _tasks(d: Mapping[str, Any], found: Problems) -> None:
@@ -341,9 +417,11 @@ def server_logins(doc: Any) -> list[str]:
     ]
 
 
-def _stream(
+def _streams(
     index: Mapping[str, Any], ingestion: Mapping[str, Any], table: str, found: Problems
-) -> StreamConfig | None:
+) -> list[StreamConfig]:
+    """The table's stream configs, each loaded (its problems at its own path); [] when
+    there is none to load."""
     sic = _object(ingestion, "streamIngestionConfig", "ingestionConfig.", found)
     found.sort(
         sic,
@@ -363,14 +441,9 @@ def _stream(
         where = "ingestionConfig.streamIngestionConfig.streamConfigMaps"
         if not isinstance(maps, list) or not all(isinstance(m, dict) for m in maps):
             found.add(where, f"table '{table}': streamConfigMaps must be a list of stream configs")
-            return None
-        if len(maps) > 1:
-            found.add(
-                where,
-                f"several streams into one table ({len(maps)} streamConfigMaps) is not "
-                "supported: give one stream config",
-            )
-        return _load(maps[0], where + "[0]", table=table, found=found)
+            return []
+        # several: one pipeline each into the table (:mod:`.multistream`)
+        return [_load(m, f"{where}[{i}]", table=table, found=found) for i, m in enumerate(maps)]
     if not isinstance(legacy, dict):
         found.add(
             "tableIndexConfig.streamConfigs",
@@ -378,8 +451,8 @@ def _stream(
             "tableIndexConfig.streamConfigs (or ingestionConfig.streamIngestionConfig."
             "streamConfigMaps)",
         )
-        return None
-    return _load(legacy, "tableIndexConfig.streamConfigs", table=table, found=found)
+        return []
+    return [_load(legacy, "tableIndexConfig.streamConfigs", table=table, found=found)]
 
 
 #: stream types whose streamConfigs their own module reads (any other: ``load_stream``)

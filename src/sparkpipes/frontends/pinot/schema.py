@@ -255,11 +255,11 @@ def _field(spec: Any, role: str, where: str, found: Problems) -> FieldSpec:
     if not isinstance(name, str) or not name:
         raise ConfigError(f"{where} has no name")
     where = f"{where} ('{name}')"
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_$]*", name):
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_$]*(\.[A-Za-z0-9_$]+)*", name):
         raise ConfigError(
             f"{where}: column names are letters, digits, '_' and '$', starting with a letter "
-            "or '_' (a dotted name, as complexTypeConfig flattens nested records into, is not "
-            "supported)"
+            "or '_', and may be dotted ('group.group_city', as complexTypeConfig flattens "
+            "nested records into; without it, the record's key of that name)"
         )
     if not isinstance(dtype, str) or dtype.upper() not in TYPES:
         raise ConfigError(

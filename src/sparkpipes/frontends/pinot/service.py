@@ -3,9 +3,13 @@ table and the pipeline that loads it from the stream, as ``pinot-admin AddTable`
 controller's ``POST /schemas`` / ``POST /tables`` make a Pinot table.
 
 The catalog keeps the schema and the table config (secrets redacted) beside the table and
-the pipeline (``<table>_REALTIME``, an ordinary pipeline: ``SHOW PIPELINES``, ``sparkpipes
-status`` and information_schema show it). Adding a table sets its pipeline Running, so
-``sparkpipes run`` / ``serve`` load it; deleting a table drops the pipeline and the table
+its pipelines: ``<table>_REALTIME``, or with several streams (``streamConfigMaps``,
+:mod:`.multistream`) one per stream, ``<table>_REALTIME_<index>`` — ordinary pipelines
+into the one table, each committing its own batches exactly once (``SHOW PIPELINES``,
+``sparkpipes status`` and information_schema show them). Everything done to a Pinot table
+is done to all its pipelines: adding it sets them Running, so ``sparkpipes run`` / ``serve``
+load it; pausing and resuming stop and start them; :meth:`PinotTables.status` shows each
+stream with its partitions under Pinot's ids; deleting the table drops them and the table
 with its rows, as Pinot deletes a table's segments.
 
 Maintenance (:meth:`PinotTables.maintain`, run by a running engine every few seconds):
@@ -23,15 +27,17 @@ import datetime as dt
 import logging
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sparkpipes.engine.batch.assembly import build_source_of
 from sparkpipes.engine.extensions import Extension
-from sparkpipes.errors import AlreadyExistsError, ConfigError, NotFoundError
+from sparkpipes.engine.status import pipeline_status
+from sparkpipes.errors import AlreadyExistsError, ConfigError, NotFoundError, SparkpipesError
 from sparkpipes.formats import build_decoder
-from sparkpipes.frontends.pinot.lowering import lower, pipeline_name, table_spec
+from sparkpipes.frontends.pinot.lowering import lower_all, pipeline_name, table_spec
 from sparkpipes.frontends.pinot.model import PinotSchema, PinotTableConfig, load_schema, load_table
+from sparkpipes.frontends.pinot.multistream import pinot_partition
 from sparkpipes.frontends.pinot.problems import Problems
 from sparkpipes.frontends.pinot.units import TIME_UNITS_MS
 from sparkpipes.sinks.delta.maintenance import CompactionPolicy, compact, expire
@@ -92,21 +98,38 @@ class PinotTables(Extension):
         checked as far as can be without touching the stream: the columns, the pipeline and
         its source, and notes on keys that change nothing here."""
         s, cfg = self._load(table, schema)
-        spec = lower(s, cfg, self.engine.pipeline_defaults())
-        _check_plugins(spec)
-        return self._describe(s, cfg, spec)
+        specs = lower_all(s, cfg, self.engine.pipeline_defaults())
+        for spec in specs:
+            _check_plugins(spec)
+        return self._describe(s, cfg, specs)
 
-    def _describe(self, s: PinotSchema, cfg: PinotTableConfig, spec: Any) -> dict[str, Any]:
+    def _describe(
+        self, s: PinotSchema, cfg: PinotTableConfig, specs: tuple[Any, ...]
+    ) -> dict[str, Any]:
+        """What the table is made of; ``pipeline``, ``source``, ``decoder``, ``start``
+        are its first stream's (its only one, for most tables), ``streams`` each one's."""
+        spec = specs[0]
         return {
             "table": cfg.name,
             "schema": s.name,
             "columns": table_spec(s, cfg).schema,
             "primaryKey": list(s.primary_key),
             "pipeline": spec.name,
-            "source": f"kafka {spec.source.location}",
+            "source": f"{spec.source.kind} {spec.source.location}",
             "decoder": spec.format.kind,
             "write": spec.sink.write,
             "start": spec.source.start,
+            "pipelines": [p.name for p in specs],
+            "streams": [
+                {
+                    "index": i,
+                    "pipeline": p.name,
+                    "source": f"{p.source.kind} {p.source.location}",
+                    "decoder": p.format.kind,
+                    "start": p.source.start,
+                }
+                for i, p in enumerate(specs)
+            ],
             "retentionMs": cfg.retention_ms,
             "notes": list(cfg.notes),
             # accepted and kept, not applied here: Pinot's own name for them
@@ -115,23 +138,26 @@ class PinotTables(Extension):
         }
 
     def add(self, table: Doc, schema: Doc | None = None, *, run: bool = False) -> dict[str, Any]:
-        """Add the table: store the schema (when given), create the Delta table and the
-        pipeline, set it Running (``run``: and run it in this engine)."""
+        """Add the table: store the schema (when given), create the Delta table and its
+        pipelines (one per stream), set them Running (``run``: and run them in this
+        engine). Nothing is left behind when any of it fails."""
         s, cfg = self._load(table, schema)
         catalog = self.engine.catalog
         if cfg.name in self.names():
             raise AlreadyExistsError(f"table '{cfg.name}' already exists")
-        spec = lower(s, cfg, self.engine.pipeline_defaults())
+        specs = lower_all(s, cfg, self.engine.pipeline_defaults())
         if cfg.name in self.engine.tables():
             raise AlreadyExistsError(
                 f"table '{cfg.name}' already exists in the warehouse (not as a Pinot table); "
                 "drop it or name the Pinot table otherwise"
             )
-        if any(p.name == spec.name for p in catalog.pipelines.all()):
-            raise AlreadyExistsError(
-                f"pipeline '{spec.name}' already exists (not as a Pinot table's): drop it or "
-                "name the Pinot table otherwise"
-            )
+        existing = {p.name for p in catalog.pipelines.all()}
+        for spec in specs:
+            if spec.name in existing:
+                raise AlreadyExistsError(
+                    f"pipeline '{spec.name}' already exists (not as a Pinot table's): drop it "
+                    "or name the Pinot table otherwise"
+                )
         if schema is not None:
             self.add_schema(s)
         self.engine.create_table_spec(table_spec(s, cfg))
@@ -139,15 +165,17 @@ class PinotTables(Extension):
             "config": cfg.shown(),
             "maintenance": _maintenance(s, cfg),
             "unrecognizedProperties": dict(cfg.unrecognized),
+            "pipelines": [spec.name for spec in specs],
         }
-        made = False  # undo only what this call made
+        made: list[str] = []  # undo only what this call made
         try:
-            self.engine.create_pipeline_spec(spec)
-            made = True
+            for spec in specs:
+                self.engine.create_pipeline_spec(spec)
+                made.append(spec.name)
             catalog.pinot["table"].put(cfg.name, stored, replace=False)
         except BaseException:
-            if made:
-                self.engine.drop_pipeline(spec.name, if_exists=True)
+            for name in made:
+                self.engine.drop_pipeline(name, if_exists=True)
             self.engine.drop_table(cfg.name, if_exists=True)
             raise
         for note in cfg.notes:
@@ -158,8 +186,11 @@ class PinotTables(Extension):
                 cfg.name,
                 ", ".join(cfg.unrecognized),
             )
-        self.engine.start(spec.name, run=run)
-        return self._describe(s, cfg, spec) | {"status": f"Table {spec.name} successfully added"}
+        for spec in specs:
+            self.engine.start(spec.name, run=run)
+        return self._describe(s, cfg, specs) | {
+            "status": f"Table {cfg.name}_REALTIME successfully added"
+        }
 
     def _load(self, table: Doc, schema: Doc | None) -> tuple[PinotSchema, PinotTableConfig]:
         """Both documents checked, every problem of both in one error."""
@@ -203,6 +234,112 @@ class PinotTables(Extension):
         redacted), as reported when it was added."""
         return dict(self._stored(name).get("unrecognizedProperties") or {})
 
+    def pipelines(self, name: str) -> list[str]:
+        """The table's pipelines, one per stream in stream order (a table stored before
+        several streams were supported has its one, ``<table>_REALTIME``)."""
+        stored = self._stored(name)
+        return list(stored.get("pipelines") or [pipeline_name(_base(name))])
+
+    def status(self, name: str, *, lag: bool = True) -> dict[str, Any]:
+        """Each stream of the table: its pipeline, source, state, rows loaded, lag and
+        partitions — each under Pinot's id (``index * 10000 + partition`` with several
+        streams), with the stream's own partition and the committed offset (next to
+        read). A source that cannot answer leaves its partitions out (``None``), never a
+        false 0. ``paused``: every stream is stopped."""
+        base = _base(name)
+        names = self.pipelines(base)
+        streams = []
+        for i, pipeline in enumerate(names):
+            spec = self.engine.spec(pipeline)
+            (st,) = pipeline_status(self.engine, pipeline, lag=False)
+            parts = self._partitions(pipeline, i, len(names)) if lag else None
+            lags = [p["lag"] for p in parts or ()]
+            streams.append(
+                {
+                    "index": i,
+                    "pipeline": pipeline,
+                    "source": f"{spec.source.kind} {spec.source.location}",
+                    "state": st["state"],
+                    "rowsLoaded": st["rows_loaded"],
+                    "lag": sum(lags) if parts and None not in lags else None,
+                    "lastError": st["last_error"],
+                    "partitions": parts,
+                }
+            )
+        return {
+            "table": base,
+            "tableNameWithType": f"{base}_REALTIME",
+            "paused": all(s["state"] != "Running" for s in streams),
+            "streams": streams,
+        }
+
+    def _partitions(self, pipeline: str, index: int, streams: int) -> list[dict] | None:
+        try:
+            snap = self.engine.offset_snapshot(self.engine.pipeline(pipeline))
+        except SparkpipesError:
+            return None
+        out = []
+        for o in snap:
+            own = o.key.get("partition", o.partition) if isinstance(o.key, Mapping) else None
+            own = o.partition if own is None else own
+            out.append(
+                {
+                    "partition": pinot_partition(index, own, streams),
+                    "streamPartition": own,
+                    "offset": o.committed,
+                    "latest": o.latest,
+                    "lag": o.lag,
+                }
+            )
+        return out
+
+    def pause(self, name: str, streams: Sequence[int] | None = None) -> list[str]:
+        """Stop the table's streams (Pinot's ``pauseConsumption``; ``streams``: only those,
+        by index, as ``pauseTopicConsumption`` takes ``topicIndices``); returns once
+        batches in flight have committed. The pipelines stopped."""
+        names = self._chosen(name, streams)
+        for pipeline in names:
+            self.engine.stop(pipeline)
+        return names
+
+    def resume(
+        self,
+        name: str,
+        streams: Sequence[int] | None = None,
+        *,
+        consume_from: str | None = None,
+        run: bool = False,
+    ) -> list[str]:
+        """Set the table's streams (``streams``: only those) Running again (Pinot's
+        ``resumeConsumption`` / ``resumeTopicConsumption``): from the committed offsets
+        (``consumeFrom`` ``lastConsumed``, the default), or each partition's first
+        (``smallest``: rows are loaded again) or last (``largest``: rows are skipped)
+        offset, as Pinot's ``consumeFrom`` says. The pipelines resumed."""
+        key = (consume_from or "lastConsumed").lower()
+        if key not in CONSUME_FROM:
+            raise ConfigError(
+                f"consumeFrom param '{consume_from}' is not valid. Valid values are "
+                "'lastConsumed', 'smallest' and 'largest'."
+            )
+        names = self._chosen(name, streams)
+        for pipeline in names:
+            if CONSUME_FROM[key] is not None:
+                self.engine.set_offsets(pipeline, CONSUME_FROM[key])
+            self.engine.start(pipeline, run=run)
+        return names
+
+    def _chosen(self, name: str, streams: Sequence[int] | None) -> list[str]:
+        names = self.pipelines(name)
+        if streams is None:
+            return names
+        wrong = [i for i in streams if not 0 <= i < len(names)]
+        if wrong:
+            raise ConfigError(
+                f"table '{_base(name)}' has {len(names)} stream(s) (indices 0-"
+                f"{len(names) - 1}), not {', '.join(map(str, wrong))}"
+            )
+        return [names[i] for i in dict.fromkeys(streams)]
+
     def _stored(self, name: str) -> dict[str, Any]:
         try:
             return self.engine.catalog.pinot["table"].get(_base(name))
@@ -235,15 +372,22 @@ class PinotTables(Extension):
         return out
 
     def delete(self, name: str) -> str:
-        """Drop the table's pipeline, the table and its rows, and its config; the
-        pipeline's name."""
+        """Drop the table's pipelines (every stream's), the table and its rows, and its
+        config; the table's name with its type, as Pinot's answer names it."""
         base = _base(name)
-        self.config(base)
-        pipeline = pipeline_name(base)
-        self.engine.drop_pipeline(pipeline, if_exists=True)
+        for pipeline in self.pipelines(base):
+            self.engine.drop_pipeline(pipeline, if_exists=True)
         self.engine.drop_table(base, if_exists=True)
         self.engine.catalog.pinot["table"].drop(base)
-        return pipeline
+        return pipeline_name(base)
+
+
+#: Pinot's ``consumeFrom`` (lower case) → where the offsets move first (None: stay)
+CONSUME_FROM: dict[str, str | None] = {
+    "lastconsumed": None,
+    "smallest": "earliest",
+    "largest": "latest",
+}
 
 
 def _check_plugins(spec: Any) -> None:

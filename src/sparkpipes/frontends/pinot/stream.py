@@ -19,6 +19,15 @@ from sparkpipes.config import urls
 from sparkpipes.config.core import Secret
 from sparkpipes.errors import ConfigError
 from sparkpipes.formats.avro import parsed
+from sparkpipes.formats.avro_pinot import FRAMING, FRAMING_OPTION, repository_urls
+from sparkpipes.frontends.pinot import highlevel
+from sparkpipes.frontends.pinot.decoders import (
+    OWN_DECODERS,
+    OWN_KINDS,
+    check_props,
+    own_props,
+    refuse,
+)
 from sparkpipes.frontends.pinot.flush import KEYS as FLUSH_KEYS
 from sparkpipes.frontends.pinot.flush import (
     FlushThresholds,
@@ -44,6 +53,10 @@ DECODERS = {
     "JSONMessageDecoder": "json",
     "SimpleAvroMessageDecoder": "avro",
     "KafkaConfluentSchemaRegistryAvroMessageDecoder": "avro-registry",
+    # Pinot's own: LinkedIn's schema-repository framing (formats.avro_pinot)
+    "KafkaAvroMessageDecoder": "avro-registry",
+    # with decoder props (.decoders): CSVMessageDecoder
+    **{name: d.kind for name, d in OWN_DECODERS.items()},
 }
 _PINOT_CLASS = re.compile(
     r"(?:shaded\.)?org\.apache\.pinot\.(?:plugin\.[a-z.]+|core\.realtime\.impl\.[a-z0-9.]+)"
@@ -128,7 +141,7 @@ class StreamConfig:
     stream_type: str
     topic: str
     brokers: str | None
-    decoder: str  # json, avro, avro-registry
+    decoder: str  # json, avro, avro-registry, stream, or a kind of decoders.OWN_DECODERS
     avro_schema: str | None = None
     registry_url: str | None = None
     registry: Mapping[str, str] = field(default_factory=dict)
@@ -149,6 +162,9 @@ class StreamConfig:
     decoder_props: Mapping[str, str] = field(default_factory=dict)
     #: the partitions read (``stream.kafka.partition.ids``), sorted; None: all of them
     partition_ids: tuple[int, ...] | None = None
+    #: ``consumer.type highlevel``: read as lowlevel, but the decoder gets only each
+    #: record's value (no ``__key``, no metadata), as Pinot's (:mod:`.highlevel`)
+    high_level: bool = False
 
 
 def load_stream(
@@ -182,10 +198,13 @@ def _load_stream(d: Mapping[str, Any], where: str, found: Problems) -> StreamCon
     if stype != "kafka":
         return _plugin_stream(given, d, stype, where, found, attempt)
     p = f"stream.{stype}."
+    high = attempt(highlevel.is_high_level, False, given, p, where)
     known = [
         *TOP_KEYS,
+        *([p + highlevel.BOOTSTRAP] if high else []),
         *(p + k for k in STREAM_KEYS),
         *(p + "decoder.prop." + k for k in DECODER_PROPS),
+        *(p + "decoder.prop." + k for k in own_props(_class_name(given, p))),
         *(p + "consumer.prop." + k for k in CONSUMER_PROPS),
         "kafka.isolation.level",
     ]
@@ -194,8 +213,11 @@ def _load_stream(d: Mapping[str, Any], where: str, found: Problems) -> StreamCon
     found.sort({k: d[k] for k in given}, known, "streamConfigs", where, skip=skip)
     notes: list[str] = []
 
-    topic = attempt(_topic, "?", given, p, where)
-    brokers = given.get(p + "broker.list")
+    topic = attempt(_topic, "?", given, p, where, high)
+    brokers = attempt(highlevel.brokers, "?", given, p, where) if high else None
+    brokers = brokers or given.get(p + "broker.list")
+    if high:
+        notes.append(highlevel.NOTE.format(p=p))
     if not brokers:
         found.add(
             where,
@@ -217,24 +239,33 @@ def _load_stream(d: Mapping[str, Any], where: str, found: Problems) -> StreamCon
             "factory (e.g. org.apache.pinot.plugin.stream.kafka20.KafkaConsumerFactory)",
         )
     if p + "zk.broker.url" in given:
-        notes.append(f"{p}zk.broker.url is not used: brokers come from {p}broker.list")
+        used = highlevel.BOOTSTRAP if high and p + highlevel.BOOTSTRAP in given else "broker.list"
+        notes.append(f"{p}zk.broker.url is not used: brokers come from {p}{used}")
 
     decoder, avro_schema = attempt(_decoder, ("json", None), given, p, where)
     decoder_props = _decoder_props(given, p, decoder)
+    attempt(check_props, None, decoder, decoder_props, where)
     registry_url = (
         given.get(p + "schema.registry.url")
         or given.get(p + "decoder.prop.schema.registry.rest.url")
         or given.get("schema.registry.url")
     )
-    if decoder == "avro-registry" and not registry_url:
-        found.add(
-            where,
-            f"{where}: the schema registry decoder needs {p}schema.registry.url (or "
-            f"{p}decoder.prop.schema.registry.rest.url)",
-        )
     registry, registry_secrets = attempt(
         registry_options, ({}, {}), given, p + "decoder.prop.", where
     )
+    if framed := _pinot_framed(given, p):  # its repository's URLs (only this key), framing
+        registry_url = given.get(p + "decoder.prop.schema.registry.rest.url")
+        registry, registry_secrets = {FRAMING_OPTION: FRAMING}, {}
+        if registry_url:
+            attempt(repository_urls, (), registry_url)
+    if decoder == "avro-registry" and not registry_url:
+        found.add(
+            where,
+            f"{where}: the schema registry decoder needs "
+            + ("" if framed else f"{p}schema.registry.url (or ")
+            + f"{p}decoder.prop.schema.registry.rest.url"
+            + ("" if framed else ")"),
+        )
     start = attempt(_start, "latest", given, p, where)
     client: dict[str, str] = {}
     secrets: dict[str, Secret] = {}
@@ -275,7 +306,8 @@ def _load_stream(d: Mapping[str, Any], where: str, found: Problems) -> StreamCon
         start=start,
         client=client,
         secrets=secrets,
-        metadata_populate=attempt(_populate, False, given, p, where),
+        # the high-level consumer hands its decoder no metadata (highlevel.NOTE)
+        metadata_populate=not high and attempt(_populate, False, given, p, where),
         connection_timeout_ms=timeouts.get("connection.timeout.millis"),
         fetch_timeout_ms=timeouts.get("fetch.timeout.millis"),
         flush=attempt(flush_thresholds, FlushThresholds(), given, where, notes),
@@ -283,6 +315,7 @@ def _load_stream(d: Mapping[str, Any], where: str, found: Problems) -> StreamCon
         decoder_class=given.get(p + "decoder.class.name") if decoder == "stream" else None,
         decoder_props=decoder_props,
         partition_ids=attempt(partition_ids, None, given.get(p + "partition.ids"), p, where),
+        high_level=high,
     )
 
 
@@ -378,15 +411,11 @@ def partition_ids(value: str | None, p: str, where: str) -> tuple[int, ...] | No
     return tuple(sorted(ids)) if ids else None
 
 
-def _topic(given: Mapping[str, str], p: str, where: str) -> str:
-    ctype = given.get(p + "consumer.type", "lowlevel")
-    if ctype.lower() in ("highlevel", "high_level"):
-        raise ConfigError(
-            f"{where}: {p}consumer.type highlevel is not supported (nor by Pinot since "
-            "0.10): use lowlevel, which reads each partition with its own offsets"
-        )
-    if ctype.lower() not in ("lowlevel", "low_level", "simple"):
-        raise ConfigError(f"{where}: {p}consumer.type must be lowlevel, got '{ctype}'")
+def _topic(given: Mapping[str, str], p: str, where: str, high_level_ok: bool = False) -> str:
+    """The topic; ``consumer.type`` is checked too (highlevel only where ``high_level_ok``:
+    Kafka's)."""
+    if not high_level_ok:
+        highlevel.refuse_high_level(given, p, where)
     topic = given.get(p + "topic.name")
     if not topic:
         raise ConfigError(f"{where} needs {p}topic.name" + near(p + "topic.name", given))
@@ -427,8 +456,21 @@ def _populate(given: Mapping[str, str], p: str, where: str) -> bool:
     return populate.lower() == "true"
 
 
+def _pinot_framed(given: Mapping[str, str], p: str) -> bool:
+    """Whether the decoder is Pinot's ``KafkaAvroMessageDecoder`` (a schema hash before
+    each record, the schema from LinkedIn's repository: ``formats.avro_pinot``)."""
+    m = _PINOT_CLASS.fullmatch(given.get(p + "decoder.class.name", ""))
+    return m is not None and m.group("name") == "KafkaAvroMessageDecoder"
+
+
+def _class_name(given: Mapping[str, str], p: str) -> str:
+    """The simple name of a Pinot decoder class given (empty for any other)."""
+    m = _PINOT_CLASS.fullmatch(given.get(p + "decoder.class.name", ""))
+    return m.group("name") if m else ""
+
+
 def _decoder_props(given: Mapping[str, str], p: str, decoder: str) -> dict[str, str]:
-    if decoder != "stream":
+    if decoder != "stream" and decoder not in OWN_KINDS:
         return {}
     pre = p + "decoder.prop."
     return {k[len(pre) :]: v for k, v in given.items() if k.startswith(pre)}
@@ -461,14 +503,11 @@ def _decoder(given: Mapping[str, str], p: str, where: str) -> tuple[str, str | N
             + near(p + "decoder.class.name", given)
         )
     m = _PINOT_CLASS.fullmatch(name)
-    if m and m.group("name") == "KafkaAvroMessageDecoder":
-        raise ConfigError(
-            f"{where}: decoder '{name}' is not supported: Pinot's KafkaAvroMessageDecoder "
-            "reads its own schema-repository framing (a schema hash before each record), not "
-            "Confluent's; for a Confluent registry use org.apache.pinot.plugin.inputformat."
-            "avro.confluent.KafkaConfluentSchemaRegistryAvroMessageDecoder"
-        )
+    if m:
+        refuse(m.group("name"), name, where)
     kind = DECODERS.get(m.group("name")) if m else None
+    if m and m.group("name") == "KafkaAvroMessageDecoder" and p != "stream.kafka.":
+        raise ConfigError(f"{where}: decoder '{name}' is supported with streamType kafka only")
     if kind is None and not name.startswith(("org.apache.", "shaded.org.apache.")):
         if not re.fullmatch(r"[A-Za-z_][\w.]*[.:][A-Za-z_]\w*", name):
             raise ConfigError(f"{where}: {p}decoder.class.name '{name}' is not a class name")
@@ -479,7 +518,8 @@ def _decoder(given: Mapping[str, str], p: str, where: str) -> tuple[str, str | N
             "org.apache.pinot.plugin.stream.kafka.KafkaJSONMessageDecoder; Avro: "
             "org.apache.pinot.plugin.inputformat.avro.SimpleAvroMessageDecoder; Avro with a "
             "schema registry: org.apache.pinot.plugin.inputformat.avro.confluent."
-            "KafkaConfluentSchemaRegistryAvroMessageDecoder)"
+            "KafkaConfluentSchemaRegistryAvroMessageDecoder; CSV: "
+            "org.apache.pinot.plugin.inputformat.csv.CSVMessageDecoder)"
         )
     schema = given.get(p + "decoder.prop.schema")
     if kind == "avro":

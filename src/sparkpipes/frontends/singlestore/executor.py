@@ -303,10 +303,18 @@ class SqlSession(TableStatements, UserStatements, LinkStatements, LoadStatements
                 f"database '{cfg.get('database')}' at {cfg.get('host')}:{cfg.get('port')}, made "
                 "by a sink connector (sparkpipes connect config)\n" + text
             )
-        elif spec.name.endswith("_REALTIME") and spec.table in self.engine.pinot.names():
+        elif spec.table in self.engine.pinot.names() and spec.name in self.engine.pinot.pipelines(
+            spec.table
+        ):  # one of a Pinot table's pipelines (one per stream)
             text = (
                 f"-- loads Pinot realtime table {spec.table}, made from its table config "
                 f"(sparkpipes pinot table {spec.table}; GET /tables/{spec.table})\n" + text
+            )
+        if spec.format.connect is not None:  # SQL cannot say a Kafka Connect chain
+            text = (
+                f"-- decodes topic {spec.format.connect.topic} as a Kafka Connect sink task "
+                "does, through the connector's transforms (sparkpipes connect config), then "
+                "loads the fields below\n" + text
             )
         return Result(["Pipeline", "Create Pipeline"], [(s.name, text)])
 

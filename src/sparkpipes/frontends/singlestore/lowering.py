@@ -18,7 +18,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from sparkpipes.config import FieldMapping, urls
+from sparkpipes.config import CsvOptions, FieldMapping, urls
 from sparkpipes.config.core import REDACTED, reject_unknown
 from sparkpipes.config.kwargs import OPTIONS
 from sparkpipes.config.spec import PipelineSpec, from_kwargs
@@ -96,6 +96,13 @@ def to_spec(stmt: A.CreatePipeline, defaults: Mapping[str, Any]) -> PipelineSpec
             else {}
         ),
     }
+    whole = [m.column for m in s.mappings if not m.path]
+    if kw["format"] == "parquet" and whole:  # what SingleStore makes of it is not documented
+        raise ConfigError(
+            f"FORMAT PARQUET: {whole[0]} <- % (the whole record) is not supported; map its "
+            "fields (col <- a::b)",
+            pipeline=s.name,
+        )
     mapping: list[Any] = [_field_mapping(m) for m in s.mappings]
     loaded = [m.column for m in s.mappings if not m.variable]
     if any(n.startswith("@") for n in [*loaded, *(c.name for c in s.columns if not c.variable)]):
@@ -108,8 +115,6 @@ def to_spec(stmt: A.CreatePipeline, defaults: Mapping[str, Any]) -> PipelineSpec
     kw["mapping"] = mapping
     if procedure:
         kw["sink"] = "procedure"
-    if s.lines and s.lines.starting_by:  # '' is the default: no prefix
-        raise ConfigError("LINES STARTING BY is not supported yet")
     if kw["format"] == "csv":
         line_end = (s.lines and s.lines.terminated_by) or "\n"
         kw["csv"] = {
@@ -119,6 +124,7 @@ def to_spec(stmt: A.CreatePipeline, defaults: Mapping[str, Any]) -> PipelineSpec
             "trailing_nullcols": s.trailing_nullcols,
             "line_end": line_end,
             "carriage_return": not line_end.endswith("\r\n"),
+            "line_start": (s.lines and s.lines.starting_by) or "",
         }
     elif s.fields or s.lines:
         clause = "FIELDS" if s.fields else "LINES"
@@ -252,7 +258,7 @@ def to_create_pipeline(spec: PipelineSpec) -> A.CreatePipeline:
         null_defined_by=fmt.csv.null_text if csv else None,
         null_enclosed=csv and fmt.csv.null_enclosed,
         trailing_nullcols=csv and fmt.csv.trailing_nullcols,
-        lines=A.LinesFormat(fmt.csv.line_end) if csv and fmt.csv.line_end != "\n" else None,
+        lines=_lines(fmt.csv) if csv else None,
         ignore_lines=fmt.skip_lines or None,
         columns=tuple(columns),
         assignments=tuple(A.Assignment(c, A.Expr(e)) for c, e in tr.assignments),
@@ -263,3 +269,10 @@ def to_create_pipeline(spec: PipelineSpec) -> A.CreatePipeline:
 def create_pipeline_sql(spec: PipelineSpec) -> str:
     """``SHOW CREATE PIPELINE``'s text: :func:`to_create_pipeline` rendered."""
     return to_create_pipeline(spec).to_sql()
+
+
+def _lines(csv: CsvOptions) -> A.LinesFormat | None:
+    """``LINES …`` as SHOW CREATE PIPELINE writes it: what differs from the defaults."""
+    if csv.line_end == "\n" and not csv.line_start:
+        return None
+    return A.LinesFormat(csv.line_end if csv.line_end != "\n" else None, csv.line_start or None)

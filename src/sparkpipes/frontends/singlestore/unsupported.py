@@ -47,6 +47,8 @@ CLAUSES: dict[tuple[str, ...], str] = {
     ("ERRORS", "HANDLE"): " yet",
     ("COMPRESSION",): " yet",
     ("CHARACTER", "SET"): " yet (files are read as UTF-8)",
+    # FORMAT PARQUET's zone of its timestamps (it changes what a DATETIME column holds)
+    ("TIMEZONE",): " yet (Parquet timestamps load as UTC)",
     # SingleStore's CDC pipelines (CREATE TABLES AS INFER PIPELINE writes them)
     ("REPLACE", "KEY"): " yet (REPLACE INTO TABLE t replaces rows by t's PRIMARY KEY)",
 }

@@ -155,7 +155,12 @@ class DeltaSink(Sink):
             Append()
             if ctx.write == "append"
             else Upsert.of(
-                ctx.primary_key, ctx.write, ctx.sink_config or {}, ctx.schema.names, ctx.update
+                ctx.primary_key,
+                ctx.write,
+                ctx.sink_config or {},
+                ctx.schema.names,
+                ctx.update,
+                types={f.name: str(f.type) for f in ctx.schema},
             )
         )
         return cls(

@@ -26,8 +26,14 @@ Modes, as the front ends name them:
 * ``changes`` (a procedure body's ``DELETE`` and ``UPDATE``, ``engine.changes``): the
   staged rows are the changes themselves, each with its kind (:data:`CHANGE_OP`: insert,
   update, delete) and the match columns of the stored row it changes (``keys``, staged as
-  :func:`old_column`); nothing is reduced. An update or delete whose stored row another
-  writer changed since the batch read it matches nothing and is not applied.
+  :func:`old_column`); nothing is reduced. The MERGE is made on the table version the
+  changes were computed from: if another writer committed since, it fails
+  (``StaleChanges``) and the changes are computed again, never applied over that write.
+
+* ``aggregate`` (Pinot's ingestion aggregation, :mod:`.aggregates`): the key is every
+  column that is not aggregated; a batch's rows of a key collapse into one, each
+  aggregated column its function (SUM, MIN, MAX) over them, and that row is combined with
+  the stored row of the key (SUM adds, MIN and MAX compare). A NULL key value matches NULL.
 
 ``delete`` names a boolean column (Pinot's ``deleteRecordColumn``): a winning row with it
 true deletes the key.
@@ -42,11 +48,12 @@ from typing import Any
 import pyarrow as pa
 
 from sparkpipes.errors import ConfigError
+from sparkpipes.sinks.delta import aggregates
 
 #: the kind of a staged change of mode ``changes``
 CHANGE_OP = "__sp_op"
 STRATEGIES = ("OVERWRITE", "IGNORE", "INCREMENT", "MAX", "MIN", "APPEND", "UNION")
-CONFIG_KEYS = ("comparison", "partial", "delete")
+CONFIG_KEYS = ("comparison", "partial", "delete", "aggregate")
 
 
 def _q(name: str) -> str:
@@ -79,6 +86,10 @@ class Upsert:
     partial: Mapping[str, str] = field(default_factory=dict)
     delete: str | None = None
     update: tuple[tuple[str, str], ...] = ()
+    #: ``aggregate``: column → function (:data:`~.aggregates.AGGREGATES`)
+    aggregate: Mapping[str, str] = field(default_factory=dict)
+    #: ``aggregate``: column → its Arrow type's name
+    aggregate_types: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
     def of(
@@ -88,6 +99,8 @@ class Upsert:
         config: Mapping[str, Any],
         columns: Sequence[str],
         update: Sequence[tuple[str, str]] = (),
+        *,
+        types: Mapping[str, str] | None = None,
     ):
         """From a pipeline's write mode, its sink config (``SinkSpec.config``) and, for
         ``update``, each assigned column's Spark SQL over ``s`` and ``r``."""
@@ -96,6 +109,8 @@ class Upsert:
             raise ConfigError(
                 f"unknown Delta sink option '{unknown[0]}' (accepted: {', '.join(CONFIG_KEYS)})"
             )
+        if mode == "aggregate" or "aggregate" in config:
+            return cls._aggregating(mode, config, columns, types or {})
         if config and mode != "replace":
             raise ConfigError("comparison, partial and delete apply to replacing upserts only")
         comparison = tuple(config.get("comparison") or ())
@@ -117,12 +132,45 @@ class Upsert:
                 raise ConfigError(f"ON DUPLICATE KEY UPDATE assigns '{c}', {what}")
         return cls(tuple(keys), mode, comparison, partial, delete, tuple(update))
 
+    @classmethod
+    def _aggregating(
+        cls,
+        mode: str,
+        config: Mapping[str, Any],
+        columns: Sequence[str],
+        types: Mapping[str, str],
+    ):
+        """Mode ``aggregate``: ``config["aggregate"]`` maps each aggregated column to its
+        function; the other columns are the key; ``types`` (column → Arrow type name) lets
+        an integer SUM saturate."""
+        functions = dict(config.get("aggregate") or {})
+        if mode != "aggregate" or set(config) != {"aggregate"} or not functions:
+            raise ConfigError(
+                "an aggregating load (write mode 'aggregate') takes the one sink option "
+                "'aggregate': column → SUM, MIN or MAX"
+            )
+        for c, fn in functions.items():
+            if c not in columns:
+                raise ConfigError(f"aggregate names column '{c}', which the table lacks")
+            if fn not in aggregates.AGGREGATES:
+                raise ConfigError(
+                    f"aggregate function '{fn}' of column '{c}' is not one of "
+                    f"{', '.join(aggregates.AGGREGATES)}"
+                )
+        keys = tuple(c for c in columns if c not in functions)
+        if not keys:
+            raise ConfigError("an aggregating load needs a column that is not aggregated")
+        kinds = {c: types.get(c, "") for c in functions}
+        return cls(keys, mode, aggregate=functions, aggregate_types=kinds)
+
     # -- the batch: one row per key ---------------------------------------------------
     def reduce(self, df, seq: str, columns: Sequence[str]):
         """``df`` (with ``seq`` ordering rows by arrival) reduced to one row per key."""
         from pyspark.sql import Window
         from pyspark.sql import functions as F
 
+        if self.mode == "aggregate":
+            return aggregates.reduce(df, self.keys, self.aggregate, columns)
         if self.partial:
             return self._fold(df, seq, columns)
         if self.mode == "ignore":
@@ -215,6 +263,8 @@ class Upsert:
                 for i, k in enumerate(self.keys)
             )
             return f"s.{_q(CHANGE_OP)} <> 'insert' AND {same}"
+        if self.mode == "aggregate":
+            return aggregates.predicate(self.keys)
         return " AND ".join(f"t.{_q(k)} = s.{_q(k)}" for k in self.keys)
 
     def clauses(self, merger, columns: Sequence[str]):
@@ -241,7 +291,14 @@ class Upsert:
                 .when_matched_update(updates=new, predicate=f"{op} = 'update'")
                 .when_not_matched_insert(updates=new, predicate=f"{op} = 'insert'")
             )
-        if self.mode == "update":
+        if self.mode == "aggregate":
+            merger = merger.when_matched_update(
+                updates={
+                    _q(c): aggregates.merged(c, fn, self.aggregate_types.get(c, ""))
+                    for c, fn in self.aggregate.items()
+                }
+            )
+        elif self.mode == "update":
             merger = merger.when_matched_update_all()
         elif self.mode == "replace":
             if self.partial:

@@ -34,6 +34,9 @@ BUILTIN = {
     "io.confluent.connect.jdbc.JdbcSourceConnector": (
         "sparkpipes.sources.connect.jdbc:JdbcConnector"
     ),
+    "io.confluent.connect.kinesis.KinesisSourceConnector": (
+        "sparkpipes.sources.connect.kinesis_confluent:ConfluentKinesisConnector"
+    ),
 }
 ENTRY_POINT_GROUP = "sparkpipes.connectors"
 

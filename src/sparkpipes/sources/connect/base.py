@@ -194,12 +194,24 @@ class SourceConnector(abc.ABC):
     secret_keys: ClassVar[frozenset[str]] = frozenset()
     #: what one partition is called in messages ("shard", "table")
     partition_noun: ClassVar[str] = "partition"
+    #: whether its records carry a timestamp of their own (Connect's
+    #: ``SourceRecord.timestamp()``), which ``InsertField``'s ``timestamp.field`` and
+    #: ``TimestampRouter`` read; a connector that gives none (Confluent's JDBC source)
+    #: says False, and those see null, as in Connect
+    record_timestamps: ClassVar[bool] = True
     #: the connector's own keys that change nothing here → why (accepted, kept, reported;
     #: Connect's worker keys are in ``sources.connect.framework``)
     not_applicable_keys: ClassVar[Mapping[str, str]] = {}
 
     def __init__(self, config: ConnectorConfig) -> None:
         self.config = config
+
+    @classmethod
+    def inapplicable(cls, config: Mapping[str, Any]) -> dict[str, str]:
+        """The keys of ``config`` (as given) that change nothing here, and why: those of
+        :attr:`not_applicable_keys` given, unless the connector honours one in the mode
+        ``config`` asks for."""
+        return {k: why for k, why in cls.not_applicable_keys.items() if k in config}
 
     @classmethod
     def signs_in_as_server(cls, config: Mapping[str, Any], credentials: Mapping[str, Any]) -> bool:

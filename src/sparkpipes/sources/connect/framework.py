@@ -33,6 +33,11 @@ _NO_KAFKA = (
 )
 _WORKER = "a setting of Connect's worker or its Kafka clients"
 _NO_HEADERS = "record headers are not loaded"
+_NO_DLQ = "Connect's dead-letter queue is a sink connector's; a source connector has none"
+_SINK_KEYS = (
+    "the sink loads record values; keys are not loaded (a transform reads a key as JSON "
+    "where every key of a chunk is JSON, else as text)"
+)
 
 #: (key or prefix ending in '.', role or None for both) → reason it changes nothing here
 NOT_APPLICABLE: dict[tuple[str, str | None], str] = {
@@ -42,7 +47,8 @@ NOT_APPLICABLE: dict[tuple[str, str | None], str] = {
     ("errors.retry.timeout", None): _RETRY,
     ("errors.retry.delay.max.ms", None): _RETRY,
     ("errors.tolerance", SOURCE): (
-        "a source record is not converted or transformed here, so none can fail there"
+        "without transforms a source record is not converted or transformed here, so none "
+        "can fail there (with transforms it decides about records they cannot process)"
     ),
     ("key.converter", SOURCE): _NO_KAFKA,
     ("key.converter.", SOURCE): _NO_KAFKA,
@@ -50,8 +56,8 @@ NOT_APPLICABLE: dict[tuple[str, str | None], str] = {
     ("value.converter.", SOURCE): _NO_KAFKA,
     ("header.converter", None): _NO_HEADERS,
     ("header.converter.", None): _NO_HEADERS,
-    ("key.converter", SINK): "the sink loads record values; keys are not read",
-    ("key.converter.", SINK): "the sink loads record values; keys are not read",
+    ("key.converter", SINK): _SINK_KEYS,
+    ("key.converter.", SINK): _SINK_KEYS,
     ("consumer.override.", SOURCE): "a source connector has no Kafka consumer here",
     ("producer.override.", None): "no Kafka producer: records go straight into the table",
     ("admin.override.", None): _WORKER,
@@ -62,7 +68,7 @@ NOT_APPLICABLE: dict[tuple[str, str | None], str] = {
     ("offsets.storage.topic", SOURCE): "offsets are committed with the rows, not to a topic",
     ("confluent.license", None): "Confluent's license check of its commercial connectors",
     ("confluent.topic.", None): "Confluent's license topic of its commercial connectors",
-    ("errors.deadletterqueue.topic.replication.factor", None): _WORKER,
+    ("errors.deadletterqueue.topic.replication.factor", SOURCE): _NO_DLQ,
 }
 
 #: consumer settings that only tune the client (a sink's other consumer.override.* keys
@@ -86,21 +92,14 @@ SINK_CONSUMER_TUNING = frozenset(
 
 #: refused by name: each would change what is loaded and is not implemented
 REFUSED: dict[tuple[str, str | None], str] = {
-    ("transforms", None): (
-        "Single Message Transforms (transforms) are not supported yet: load the records "
-        "as they are and transform them with SQL"
+    # Connect has no dead-letter queue for source connectors: refused, so that nobody
+    # waits for records there (a sink connector's is honoured: frontends.connect)
+    ("errors.deadletterqueue.topic.name", SOURCE): (
+        "errors.deadletterqueue.topic.name: Kafka Connect's dead-letter queue is a sink "
+        "connector's; a source record that fails is in information_schema.PIPELINES_ERRORS"
     ),
-    ("transforms.", None): "Single Message Transforms (transforms.*) are not supported yet",
-    ("predicates", None): "transform predicates (predicates) are not supported yet",
-    ("predicates.", None): "transform predicates (predicates.*) are not supported yet",
-    ("errors.deadletterqueue.topic.name", None): (
-        "a dead-letter topic (errors.deadletterqueue.topic.name) is not supported yet; "
-        "errors.tolerance=all keeps failed records in information_schema.PIPELINES_ERRORS "
-        "(and errors.deadletterqueue.table.name in a table of a database destination)"
-    ),
-    ("errors.deadletterqueue.context.headers.enable", None): (
-        "errors.deadletterqueue.context.headers.enable is for a dead-letter topic, which is "
-        "not supported yet"
+    ("errors.deadletterqueue.context.headers.enable", SOURCE): (
+        "errors.deadletterqueue.context.headers.enable: a dead-letter queue is a sink connector's"
     ),
 }
 

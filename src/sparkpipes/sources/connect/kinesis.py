@@ -79,8 +79,9 @@ class _Client:
     def __init__(self, connector: KinesisConnector) -> None:
         cfg = connector.config
         self.stream = connector.stream
-        self.region = cfg.text("kinesis.region", "us-east-1")
-        self.endpoint = cfg.text("kinesis.endpoint")
+        self.region = connector.region()
+        self.endpoint = cfg.text(connector.endpoint_key)
+        self.proxy = connector.proxy()
         self.keys = {
             "aws_access_key_id": cfg.get("aws.access.key.id"),
             "aws_secret_access_key": cfg.get("aws.secret.key.id")
@@ -103,6 +104,7 @@ class _Client:
                 connect_timeout=5,
                 read_timeout=30,
                 retries={"max_attempts": 2, "mode": "standard"},
+                proxies={"http": self.proxy, "https": self.proxy} if self.proxy else None,
             ),
             **{k: v for k, v in self.keys.items() if v},
         )
@@ -164,6 +166,8 @@ class KinesisConnector(SourceConnector):
     config_keys = frozenset({"kinesis.stream", "kinesis.region", "kinesis.endpoint", "kafka.topic"})
     secret_keys = SECRET_KEYS
     partition_noun = "shard"
+    #: the key naming a local or VPC endpoint
+    endpoint_key = "kinesis.endpoint"
 
     @classmethod
     def signs_in_as_server(cls, config: Mapping[str, Any], credentials: Mapping[str, Any]) -> bool:
@@ -178,12 +182,25 @@ class KinesisConnector(SourceConnector):
             raise ConfigError(
                 "reading Kinesis needs Python package 'boto3': pip install 'sparkpipes[kinesis]'"
             )
-        urls.refuse(config.secrets, {"kinesis.endpoint": config.get("kinesis.endpoint")}, NO_LOGIN)
+        key = self.endpoint_key
+        urls.refuse(config.secrets, {key: config.get(key)}, NO_LOGIN)
         self.stream = config.require("kinesis.stream")
         self.topic = config.text("kafka.topic") or self.stream
         self.client = _Client(self)
         self._conn: Any = None
         self._parents: dict[str, list[str]] = {}
+
+    def region(self) -> str:
+        """The stream's AWS region (``kinesis.region``, default us-east-1)."""
+        return self.config.text("kinesis.region", "us-east-1") or "us-east-1"
+
+    def proxy(self) -> str | None:
+        """An HTTP proxy the client goes through (none here)."""
+        return None
+
+    def wanted(self, shard_id: str) -> bool:
+        """Whether shard ``shard_id`` is read (all are here)."""
+        return True
 
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_conn": None}  # the source is pickled into tasks
@@ -198,6 +215,7 @@ class KinesisConnector(SourceConnector):
             shards = _shards(self._client(), self.stream)
         except Exception as e:
             raise self.client.error(e, "listing its shards") from None
+        shards = [s for s in shards if self.wanted(s["ShardId"])]
         self._parents = {
             s["ShardId"]: [p for p in (s.get("ParentShardId"), s.get("AdjacentParentShardId")) if p]
             for s in shards
@@ -224,7 +242,10 @@ class KinesisConnector(SourceConnector):
         return out
 
     def reader(self) -> KinesisReader:
-        return KinesisReader(self.client, self.topic)
+        return KinesisReader(self.client, self.topic, self.record_limit)
+
+    #: records one GetRecords call asks for, at most
+    record_limit = MAX_LIMIT
 
     def label(self) -> str:
         return self.client.where()
@@ -240,9 +261,10 @@ class KinesisConnector(SourceConnector):
 class KinesisReader(PartitionReader):
     """Reads one shard with GetRecords; its position is the last sequence number read."""
 
-    def __init__(self, client: _Client, topic: str) -> None:
+    def __init__(self, client: _Client, topic: str, record_limit: int = MAX_LIMIT) -> None:
         self.client = client
         self.topic = topic
+        self.record_limit = record_limit
         self._conn: Any = None
         self._iterator: str | None = None
         self._offset: dict[str, Any] = {}
@@ -293,7 +315,7 @@ class KinesisReader(PartitionReader):
         deadline = time.monotonic() + timeout_s
         attempt = 0
         while self._iterator is not None:
-            limit = max(1, min(max_records, MAX_LIMIT))
+            limit = max(1, min(max_records, self.record_limit))
             try:
                 resp = self._conn.get_records(ShardIterator=self._iterator, Limit=limit)
             except Exception as e:

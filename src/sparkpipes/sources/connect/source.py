@@ -20,9 +20,10 @@ import pyarrow as pa
 
 from sparkpipes.config import Secret, urls
 from sparkpipes.config.core import reject_unknown
-from sparkpipes.errors import ConfigError
+from sparkpipes.config.transforms import is_transform_key, parse_chain
+from sparkpipes.errors import ConfigError, TransformError
 from sparkpipes.sources.base import Fetched, Gap, MetadataProvider, PartitionConsumer, Source
-from sparkpipes.sources.connect import framework, resolve
+from sparkpipes.sources.connect import framework, resolve, smt
 from sparkpipes.sources.connect.base import (
     COMMON_KEYS,
     DEFAULT_TASKS_MAX,
@@ -31,6 +32,8 @@ from sparkpipes.sources.connect.base import (
     SourceConnector,
     compact,
 )
+from sparkpipes.sources.connect.smt.chain import Chain
+from sparkpipes.sources.connect.smt.columns import transform
 
 #: the columns every connector record has, in the static table's order
 RECORD_SCHEMA = pa.schema(
@@ -70,13 +73,29 @@ class ConnectMetadata(MetadataProvider):
 
 
 class ConnectConsumer(PartitionConsumer):
-    """One partition through the connector's reader; positions are offsets as JSON."""
+    """One partition through the connector's reader; positions are offsets as JSON.
+
+    With Single Message Transforms (``transforms``), each fetched chunk passes through
+    the chain here, in the task: records a ``Filter`` drops are gone (not errors); a
+    record a transform cannot process fails the batch, naming the transform and the
+    record's offset, or with ``errors.tolerance=all`` is reported as skipped."""
 
     position_type = pa.string()
 
-    def __init__(self, reader: PartitionReader, partition: str) -> None:
+    def __init__(
+        self,
+        reader: PartitionReader,
+        partition: str,
+        chain: Chain | None = None,
+        *,
+        tolerate: bool = False,
+        timestamps: bool = True,
+    ) -> None:
         self.reader = reader
         self.partition = partition
+        self.chain = chain
+        self.tolerate = tolerate
+        self.timestamps = timestamps
         self._offset: dict[str, Any] = {}
 
     def open(self, start: Any, stop: Any = None) -> Gap | None:
@@ -88,12 +107,29 @@ class ConnectConsumer(PartitionConsumer):
         polled = self.reader.poll(max_records, timeout_s)
         self._offset = dict(polled.offset)
         cols = polled.as_columns()
+        rejected: tuple[tuple[Any, str, bytes | None], ...] = ()
+        read = len(cols.offsets)
+        if self.chain is not None:
+            done = transform(self.chain, cols, timestamps=self.timestamps)
+            if done.refused and not self.tolerate:
+                first = done.refused[0]
+                raise TransformError(
+                    f"cannot transform the record at offset {first.position} of "
+                    f"{self.partition}: {first.reason} (errors.tolerance=all skips such "
+                    "records)",
+                    partition=self.partition,
+                    offset=first.position,
+                )
+            cols = done.columns
+            rejected = tuple((r.position, r.reason, r.raw) for r in done.refused)
         return Fetched(
             values=pa.array([], pa.binary()),
             positions=cols.offsets,
             timestamps=cols.timestamps,
             at_end=polled.at_end,
             table=pa.Table.from_arrays([cols.topic, cols.id, cols.record], schema=RECORD_SCHEMA),
+            rejected=rejected,
+            dropped=read - len(cols.offsets) - len(rejected),
         )
 
     def position(self) -> Any:
@@ -133,10 +169,24 @@ class KafkaConnectSource(Source):
             )
         cls = resolve(class_name.strip())
         accepted, found = framework.sort(cfg, framework.SOURCE)
-        accepted.update({k: why for k, why in cls.not_applicable_keys.items() if k in cfg})
+        accepted.update(cls.inapplicable(cfg))
         problems: list[tuple[str | None, str]] = list(found)
+        # Single Message Transforms: parsed once here, built and checked (every option)
+        chain, chain_problems = parse_chain({k: str(v) for k, v in cfg.items()})
+        self.chain, more = smt.chain_of(chain, framework.SOURCE) if chain else (None, [])
+        problems += [*chain_problems, *more]
+        chain_keys = {k for k in cfg if is_transform_key(k)}
+        tolerance = str(cfg.get("errors.tolerance", "none")).strip().lower()
+        if chain and tolerance not in ("none", "all"):
+            problems.append(
+                ("errors.tolerance", f"errors.tolerance must be none or all, got '{tolerance}'")
+            )
+        self.tolerate = tolerance == "all"
+        if chain:  # it decides about records a transform cannot process
+            accepted.pop("errors.tolerance", None)
         secret = cls.secret_keys | {k for k in accepted if framework.is_secret(k)}
         known = COMMON_KEYS | cls.config_keys | secret | set(accepted)
+        known |= chain_keys | ({"errors.tolerance"} if chain else set())
         refused = {k for k, _ in found}
         for key in (k for k in cfg if k not in known and k not in refused):
             near = difflib.get_close_matches(
@@ -154,7 +204,7 @@ class KafkaConnectSource(Source):
             secret,
             what=f"CREDENTIALS key of {class_name}",
         )
-        usable = {k: v for k, v in cfg.items() if k in known}
+        usable = {k: v for k, v in cfg.items() if k in known and k not in chain_keys}
         secrets = {k: v if isinstance(v, Secret) else Secret(v) for k, v in credentials.items()}
         secrets.update({k: Secret(v) for k, v in usable.items() if k in secret})
         values = {k: v for k, v in usable.items() if k not in secret and k not in COMMON_KEYS}
@@ -195,7 +245,13 @@ class KafkaConnectSource(Source):
     def consumer(
         self, partition: str, *, out_of_range: str = "fail", pipeline: str | None = None
     ) -> PartitionConsumer:
-        return ConnectConsumer(self.connector.reader(), partition)
+        return ConnectConsumer(
+            self.connector.reader(),
+            partition,
+            self.chain,
+            tolerate=self.tolerate,
+            timestamps=type(self.connector).record_timestamps,
+        )
 
     def start_offset(self, meta: MetadataProvider, partition: str, policy: str) -> Any:
         return self.connector.start_offset(_partition(partition), policy)

@@ -205,7 +205,15 @@ def test_a_schema_file_that_is_no_schema_is_named_without_its_content(tmp_path):
             {"stream.kafka.topic.name": "", "stream.kafka.topic.nmae": "x"},
             r"needs stream.kafka.topic.name; did you mean 'stream.kafka.topic.name' \(given: 'stream.kafka.topic.nmae'\)",
         ),
-        ({"stream.kafka.consumer.type": "highlevel"}, "highlevel is not supported"),
+        (
+            {
+                "stream.kafka.consumer.type": "highLevel",
+                "stream.kafka.broker.list": "",
+                "stream.kafka.hlc.zk.connect.string": "zk:2181/kafka",
+            },
+            "highlevel with the brokers found through ZooKeeper",
+        ),
+        ({"stream.kafka.consumer.type": "fast"}, "must be lowlevel or highlevel, got 'fast'"),
         ({"stream.kafka.topic.name": ""}, "needs stream.kafka.topic.name"),
         (
             {

@@ -201,6 +201,8 @@ def test_csv_takes_singlestores_defaults():
     assert bare == CsvOptions(delimiter="\t", quote=None, escape=None, carriage_return=True)
     crlf = lower(STATEMENTS["csv_lines_crlf"]).format.csv
     assert (crlf.line_end, crlf.carriage_return) == ("\r\n", False)
+    lines = lower(f"{FS} INTO TABLE f LINES STARTING BY '>' TERMINATED BY ';'").format.csv
+    assert (lines.line_start, lines.line_end, lines.terminator) == (">", ";", ";")
 
 
 def test_absent_clauses_take_the_engines_defaults_and_given_ones_win():
@@ -250,14 +252,6 @@ def test_a_python_built_spec_shows_as_sql_that_lowers_back():
 @pytest.mark.parametrize(
     "sql, text",
     [
-        (
-            f"{FS} INTO TABLE f FORMAT CSV LINES STARTING BY '>' (a)",
-            "LINES STARTING BY is not supported yet",
-        ),
-        (
-            f"{FS} INTO TABLE f FORMAT CSV LINES TERMINATED BY ';' (a)",
-            "LINES TERMINATED BY ';' is not supported yet",
-        ),
         (
             f"{K} REPLACE INTO TABLE t FORMAT JSON ON DUPLICATE KEY UPDATE a = VALUES(a)",
             "ON DUPLICATE KEY UPDATE cannot go with REPLACE",
@@ -336,7 +330,8 @@ def expressible_specs(draw):
         options["skip_lines"] = draw(st.integers(0, 10**6))
     elif kind != "raw":
         for name, variable in draw(st.lists(columns, max_size=4)):
-            path = tuple(draw(st.lists(idents, max_size=3)))
+            # a Parquet record as a whole (%) is refused: SingleStore does not say what it loads
+            path = tuple(draw(st.lists(idents, min_size=int(kind == "parquet"), max_size=3)))
             mapping.append(("@" + name if variable else name, path))
     assignments = unique_by_lower(draw(st.lists(st.tuples(idents, st.sampled_from(EXPRS)))))
     return from_kwargs(

@@ -108,7 +108,10 @@ def test_the_oracle_catches_what_it_must(monkeypatch):
     assert sqlfuzz.check("SELEC 1") == "ParseError"
     assert sqlfuzz.check("CREATE TABLE t (a INT)") == "ok"
     assert sqlfuzz.check("CREATE TABLE t (a VARCHAR(2) UNSIGNED)") == "SemanticError"
-    refused = "CREATE PIPELINE p AS LOAD DATA KAFKA 'k' INTO TABLE t LINES STARTING BY '>'"
+    refused = (
+        "CREATE PIPELINE p AS LOAD DATA KAFKA 'k' REPLACE INTO TABLE t FORMAT JSON "
+        "ON DUPLICATE KEY UPDATE a = VALUES(a)"
+    )
     assert sqlfuzz.check(refused) == "ConfigError"
 
     # Stand-ins for a parser bug: the oracle must catch what the parser must never do,

@@ -40,6 +40,7 @@ from sparkpipes.config import FunctionCall
 # date and time functions first (FUNCTIONS lists them in that order)
 from sparkpipes.frontends.pinot.expr import times  # noqa: F401  # isort: skip
 from sparkpipes.frontends.pinot.expr import functions  # noqa: F401  # isort: skip
+from sparkpipes.frontends.pinot.expr import convert  # noqa: F401  # isort: skip
 from sparkpipes.frontends.pinot.expr.core import FUNCTIONS, Function, _as
 from sparkpipes.frontends.pinot.expr.parser import _Parser
 

@@ -220,7 +220,9 @@ class _Fail(Exception):
     """A builder's complaint about its arguments (the parser adds where and position)."""
 
 
-_Build = Callable[[list[_Node]], str]
+#: a builder writes the SQL of a call; one whose type depends on its arguments returns the
+#: typed node (``dateTimeConvert``: BIGINT or STRING by its output format)
+_Build = Callable[[list[_Node]], str | _Node]
 
 
 @dataclass(frozen=True)
@@ -258,7 +260,7 @@ class Function:
             return f"at least {lo} {n}"
         return f"{lo} {n}" if lo == hi else f"{lo} to {hi} {n}"
 
-    def sql(self, args: list[_Node]) -> str:
+    def sql(self, args: list[_Node]) -> str | _Node:
         types = list(self.types)
         if self.max_args is None:
             types += [types[-1]] * (len(args) - len(types))

@@ -497,7 +497,9 @@ class _Parser:
         except _Fail as e:
             raise self.error(f"{fn.signature} at character {tok.pos + 1}: {e}") from None
         returns = fn.returns
-        if key in _RETURNS_FIRST:
+        if isinstance(sql, _Node):  # a builder that types its own result
+            sql, returns = sql.sql, sql.type
+        elif key in _RETURNS_FIRST:
             returns = self.first_type(key, args)
         return _Node(sql, returns, pos=tok.pos)
 
