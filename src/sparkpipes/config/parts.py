@@ -46,6 +46,8 @@ FORMAT_OPTIONS = (
     "schema.registry.framing",
     "decoder.class",
     "decoder.topic",
+    # a Protobuf descriptor set, base64 (Pinot's ProtoBufMessageDecoder: formats.protobuf)
+    "protobuf.descriptor",
 )
 #: the props of a stream plugin's decoder (``FORMAT`` kind ``stream``)
 FORMAT_PROP_PREFIX = "decoder.prop."

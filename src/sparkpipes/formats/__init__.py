@@ -26,8 +26,22 @@ FORMATS.register(
 )
 # Pinot's own message decoders, built with their ``decoder.prop.*`` options
 FORMATS.register("pinot-csv", "sparkpipes.formats.pinot_csv:PinotCsvDecoder")
+FORMATS.register(
+    "protobuf", "sparkpipes.formats.protobuf:ProtoBufDecoder", install_hint="pip install protobuf"
+)
+# Confluent's wire format with Protobuf or JSON bodies (formats.confluent)
+FORMATS.register(
+    "protobuf-registry",
+    "sparkpipes.formats.confluent:ConfluentProtobufDecoder",
+    install_hint="pip install protobuf",
+)
+FORMATS.register(
+    "json-registry",
+    "sparkpipes.formats.confluent:ConfluentJsonDecoder",
+    install_hint="pip install protobuf",
+)
 #: the formats whose decoders take the format's options (``FormatSpec.options``)
-WITH_OPTIONS = frozenset({"pinot-csv"})
+WITH_OPTIONS = frozenset({"pinot-csv", "protobuf", "protobuf-registry", "json-registry"})
 
 
 def build_decoder(

@@ -32,6 +32,10 @@ class Registry:
     def __init__(self, user_info: str | None = None) -> None:
         self.schemas: dict[int, str] = {}
         self.by_text: dict[str, int] = {}
+        #: each id's schemaType and references (Avro without: :meth:`register`), and the
+        #: ids of (subject, version)
+        self.kinds: dict[int, tuple[str, list[dict]]] = {}
+        self.versions: dict[tuple[str, int], int] = {}
         self.refused = 0
         #: LinkedIn's repository: md5 hex → schema text; the requests it answered; an
         #: HTTP status it answers every request with instead (503: a repository that is down)
@@ -74,7 +78,25 @@ class Registry:
                 return JSONResponse(
                     {"error_code": 40403, "message": "Schema not found"}, status_code=404
                 )
-            return {"schema": self.schemas[sid], "schemaType": "AVRO"}
+            kind, refs = self.kinds.get(sid, ("AVRO", []))
+            return {"schema": self.schemas[sid], "schemaType": kind, "references": refs}
+
+        @app.get("/subjects/{subject}/versions/{version}")
+        def version(subject: str, version: int) -> Any:
+            sid = self.versions.get((subject, version))
+            if sid is None:
+                return JSONResponse(
+                    {"error_code": 40402, "message": "Version not found"}, status_code=404
+                )
+            kind, refs = self.kinds.get(sid, ("AVRO", []))
+            return {
+                "subject": subject,
+                "version": version,
+                "id": sid,
+                "schema": self.schemas[sid],
+                "schemaType": kind,
+                "references": refs,
+            }
 
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
@@ -100,6 +122,25 @@ class Registry:
         text = json.dumps(schema)
         sid = self.by_text.setdefault(text, len(self.schemas) + 1)
         self.schemas[sid] = text
+        return sid
+
+    def register_typed(
+        self,
+        text: str,
+        kind: str,
+        references: list[dict] | None = None,
+        subject: str | None = None,
+        version: int = 1,
+    ) -> int:
+        """A schema of type ``kind`` (``PROTOBUF``: as the registry answers
+        ``format=serialized``, the base64 of a ``FileDescriptorProto``; ``JSON``) with its
+        references (``name``, ``subject``, ``version``), optionally under ``subject`` and
+        ``version`` too; its id."""
+        sid = self.by_text.setdefault(text, len(self.schemas) + 1)
+        self.schemas[sid] = text
+        self.kinds[sid] = (kind, list(references or []))
+        if subject is not None:
+            self.versions[(subject, version)] = sid
         return sid
 
     def register_hashed(self, schema: dict) -> bytes:
@@ -129,6 +170,26 @@ def encode(schema_id: int, schema: dict, record: dict) -> bytes:
     buf = io.BytesIO()
     fastavro.schemaless_writer(buf, fastavro.parse_schema(schema), record)
     return b"\x00" + schema_id.to_bytes(4, "big") + buf.getvalue()
+
+
+def framed(schema_id: int, body: bytes, indexes: tuple[int, ...] | None = None) -> bytes:
+    """Confluent's wire format for Protobuf (``indexes``: the message indexes, written as
+    its serializer writes them, ``(0,)`` as the single byte 0) and JSON (None)."""
+    head = b"\x00" + schema_id.to_bytes(4, "big")
+    if indexes is None:
+        return head + body
+    if tuple(indexes) == (0,):
+        return head + b"\x00" + body
+
+    def varint(n: int) -> bytes:
+        z, out = (n << 1) ^ (n >> 31), b""
+        while True:
+            if z < 0x80:
+                return out + bytes([z])
+            out += bytes([(z & 0x7F) | 0x80])
+            z >>= 7
+
+    return head + varint(len(indexes)) + b"".join(varint(i) for i in indexes) + body
 
 
 def bare(schema: dict, record: dict) -> bytes:

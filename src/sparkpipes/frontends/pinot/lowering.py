@@ -52,7 +52,7 @@ from sparkpipes.config.parts import (
 from sparkpipes.config.spec import PipelineSpec
 from sparkpipes.config.tables import ColumnSpec, TableKey, TableSpec
 from sparkpipes.frontends.pinot.aggregation import per_record
-from sparkpipes.frontends.pinot.decoders import OWN_KINDS
+from sparkpipes.frontends.pinot.decoders import OWN_KINDS, REGISTRY_FORMATS, format_options
 from sparkpipes.frontends.pinot.expr import PinotExpr, filter_sql, translate
 from sparkpipes.frontends.pinot.kinesis import source_spec as kinesis_source
 from sparkpipes.frontends.pinot.model import PinotSchema, PinotTableConfig
@@ -159,8 +159,8 @@ def lower(
     fmt_creds = {}
     if stream.decoder == "avro":
         kind, fmt_opts = "avro", {"schema": stream.avro_schema or ""}
-    elif stream.decoder == "avro-registry":
-        kind = "avro"
+    elif stream.decoder in REGISTRY_FORMATS:  # Avro, Protobuf or JSON (.decoders)
+        kind = REGISTRY_FORMATS[stream.decoder]
         fmt_opts = {"schema.registry.url": stream.registry_url or "", **stream.registry}
         fmt_creds = dict(stream.registry_secrets)
     elif stream.decoder == "stream":
@@ -172,7 +172,7 @@ def lower(
         }
     elif stream.decoder in OWN_KINDS:  # Pinot's decoders with props (.decoders)
         kind = stream.decoder
-        fmt_opts = {f"decoder.prop.{k}": v for k, v in stream.decoder_props.items()}
+        fmt_opts = format_options(stream.decoder, stream.decoder_props)
     else:
         kind = "json"
     source = SOURCES.get(stream.stream_type, _plugin_source)(stream)

@@ -24,6 +24,8 @@ from sparkpipes.frontends.pinot import highlevel
 from sparkpipes.frontends.pinot.decoders import (
     OWN_DECODERS,
     OWN_KINDS,
+    REGISTRY_DECODERS,
+    REGISTRY_KINDS,
     check_props,
     own_props,
     refuse,
@@ -55,8 +57,10 @@ DECODERS = {
     "KafkaConfluentSchemaRegistryAvroMessageDecoder": "avro-registry",
     # Pinot's own: LinkedIn's schema-repository framing (formats.avro_pinot)
     "KafkaAvroMessageDecoder": "avro-registry",
-    # with decoder props (.decoders): CSVMessageDecoder
+    # with decoder props (.decoders): CSVMessageDecoder, ProtoBufMessageDecoder
     **{name: d.kind for name, d in OWN_DECODERS.items()},
+    # Confluent's wire format with Protobuf and JSON bodies (.decoders, formats.confluent)
+    **REGISTRY_DECODERS,
 }
 _PINOT_CLASS = re.compile(
     r"(?:shaded\.)?org\.apache\.pinot\.(?:plugin\.[a-z.]+|core\.realtime\.impl\.[a-z0-9.]+)"
@@ -141,7 +145,7 @@ class StreamConfig:
     stream_type: str
     topic: str
     brokers: str | None
-    decoder: str  # json, avro, avro-registry, stream, or a kind of decoders.OWN_DECODERS
+    decoder: str  # json, avro, stream, or a kind of .decoders (OWN_KINDS, REGISTRY_KINDS)
     avro_schema: str | None = None
     registry_url: str | None = None
     registry: Mapping[str, str] = field(default_factory=dict)
@@ -258,7 +262,7 @@ def _load_stream(d: Mapping[str, Any], where: str, found: Problems) -> StreamCon
         registry, registry_secrets = {FRAMING_OPTION: FRAMING}, {}
         if registry_url:
             attempt(repository_urls, (), registry_url)
-    if decoder == "avro-registry" and not registry_url:
+    if decoder in REGISTRY_KINDS and not registry_url:
         found.add(
             where,
             f"{where}: the schema registry decoder needs "
@@ -300,7 +304,7 @@ def _load_stream(d: Mapping[str, Any], where: str, found: Problems) -> StreamCon
         brokers=brokers,
         decoder=decoder,
         avro_schema=avro_schema,
-        registry_url=registry_url if decoder == "avro-registry" else None,
+        registry_url=registry_url if decoder in REGISTRY_KINDS else None,
         registry=registry,
         registry_secrets=registry_secrets,
         start=start,
@@ -359,7 +363,7 @@ def _plugin_stream(
                 given.get(p + "schema.registry.url")
                 or given.get(p + "decoder.prop.schema.registry.rest.url")
             )
-            if decoder == "avro-registry"
+            if decoder in REGISTRY_KINDS
             else None
         ),
         registry=registry,
@@ -519,7 +523,8 @@ def _decoder(given: Mapping[str, str], p: str, where: str) -> tuple[str, str | N
             "org.apache.pinot.plugin.inputformat.avro.SimpleAvroMessageDecoder; Avro with a "
             "schema registry: org.apache.pinot.plugin.inputformat.avro.confluent."
             "KafkaConfluentSchemaRegistryAvroMessageDecoder; CSV: "
-            "org.apache.pinot.plugin.inputformat.csv.CSVMessageDecoder)"
+            "org.apache.pinot.plugin.inputformat.csv.CSVMessageDecoder; Protobuf: "
+            "org.apache.pinot.plugin.inputformat.protobuf.ProtoBufMessageDecoder)"
         )
     schema = given.get(p + "decoder.prop.schema")
     if kind == "avro":

@@ -217,9 +217,9 @@ def test_a_schema_file_that_is_no_schema_is_named_without_its_content(tmp_path):
         ({"stream.kafka.topic.name": ""}, "needs stream.kafka.topic.name"),
         (
             {
-                "stream.kafka.decoder.class.name": "org.apache.pinot.plugin.inputformat.protobuf.ProtoBufMessageDecoder"
+                "stream.kafka.decoder.class.name": "org.apache.pinot.plugin.inputformat.protobuf.ProtoBufCodeGenMessageDecoder"
             },
-            "decoder 'org.apache.pinot.plugin.inputformat.protobuf.ProtoBufMessageDecoder' is not supported",
+            "decoder 'org.apache.pinot.plugin.inputformat.protobuf.ProtoBufCodeGenMessageDecoder' is not supported",
         ),
         ({"stream.kafka.decoder.class.name": "not a class"}, "is not a class name"),
         (
