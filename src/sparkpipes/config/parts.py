@@ -63,6 +63,10 @@ def _set_lifted(spec: Any, name: str, lifted: Any, creds: dict[str, Secret]) -> 
         object.__setattr__(spec, "credentials", creds)
 
 
+#: the longest ``LINES TERMINATED BY`` or ``STARTING BY`` text, in bytes
+MAX_LINE_MARK = 64
+
+
 @dataclass(frozen=True)
 class CsvOptions:
     r"""``FIELDS TERMINATED BY … [OPTIONALLY] ENCLOSED BY … ESCAPED BY …`` and header
@@ -116,6 +120,10 @@ class CsvOptions:
             raise ConfigError("FIELDS TERMINATED BY must not be empty")
         if not self.line_end:
             raise ConfigError("LINES TERMINATED BY must not be empty")
+        marks = (("LINES TERMINATED BY", self.line_end), ("STARTING BY", self.line_start))
+        for what, text in marks:
+            if len(text.encode()) > MAX_LINE_MARK:  # the framing scans for it per byte
+                raise ConfigError(f"{what} may be at most {MAX_LINE_MARK} bytes")
         for what, ch in (("ENCLOSED BY", self.quote), ("ESCAPED BY", self.escape)):
             if ch is not None and len(ch) != 1:
                 raise ConfigError(f"FIELDS {what} takes one character or '', got {ch!r}")

@@ -57,6 +57,11 @@ def repository_urls(text: str) -> tuple[str, ...]:
     for u in found:
         if not u.startswith(("http://", "https://")):
             raise ConfigError(f"schema repository '{urls.redact(u)}' is not an http(s) URL")
+        if "?" in u or "#" in u:  # the hash must be the last part of the path
+            raise ConfigError(
+                f"schema repository '{urls.redact(u)}' has a query or fragment: give the "
+                "URL the decoder appends /id=<hash> to"
+            )
         if urls.redact(u) != u:
             raise ConfigError(
                 f"schema repository '{urls.redact(u)}' holds a password, which Pinot's "
@@ -112,8 +117,11 @@ class PinotAvroMessageDecoder(AvroMessageDecoder):
             text = self._fetch(digest.hex())
             try:
                 found = parsed(text)
-            except ConfigError as e:
-                raise ValueError(f"schema hash {digest.hex()}: {e.message}") from None
+            except ConfigError:  # what the URL answered is not shown: it may be anyone's
+                raise ValueError(
+                    f"schema hash {digest.hex()}: the schema repository's answer is not an "
+                    "Avro schema"
+                ) from None
             self._schemas[digest] = found
         return found, HEADER
 
@@ -122,7 +130,7 @@ class PinotAvroMessageDecoder(AvroMessageDecoder):
         failures = []
         for url in self.urls:
             try:
-                r = httpx.get(f"{url}/id={digest}", timeout=TIMEOUT_S, follow_redirects=True)
+                r = httpx.get(f"{url}/id={digest}", timeout=TIMEOUT_S, follow_redirects=False)
             except httpx.HTTPError as e:
                 failures.append(f"{url}: {type(e).__name__}: {e}")
                 continue

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Body, Query, Request, Response
 from fastapi.responses import JSONResponse, RedirectResponse
+from starlette.concurrency import run_in_threadpool
 
 from sparkpipes import __version__
 from sparkpipes.errors import AccessDeniedError, ConfigError
@@ -111,15 +112,19 @@ def router(engine: Engine, *, run: bool) -> APIRouter:
         body = json_body(await request.body())
         if not isinstance(body, dict) or "config" not in body:
             raise ConfigError('POST /connectors takes {"name": …, "config": {…}}')
-        require_file_read(engine, request, local_file_keys(_flat(body)))
-        if is_source(_flat(body)):
-            info = _source(flat(body), request, replace=False)
-        else:
-            cfg = load(body)  # checked as it will run: whatever the body's shape or spelling
-            require_delete_to_upsert(engine, request, cfg)
-            info = conns.create(cfg)
-        _run(info["name"])
-        return info
+
+        def made() -> Any:  # talks to databases and brokers: not on the event loop
+            require_file_read(engine, request, local_file_keys(_flat(body)))
+            if is_source(_flat(body)):
+                info = _source(flat(body), request, replace=False)
+            else:
+                cfg = load(body)  # checked as it will run: whatever the body's shape
+                require_delete_to_upsert(engine, request, cfg)
+                info = conns.create(cfg)
+            _run(info["name"])
+            return info
+
+        return await run_in_threadpool(made)
 
     @r.get("/connectors/{name}")
     def info(name: str) -> Any:
@@ -134,17 +139,21 @@ def router(engine: Engine, *, run: bool) -> APIRouter:
         body = json_body(await request.body())
         if not isinstance(body, dict):
             raise ConfigError("PUT /connectors/{name}/config takes the config as a JSON object")
-        require_file_read(engine, request, local_file_keys(_flat(body)))
-        exists = name in conns.names()
-        if is_source(_flat(body)):
-            info = _source(flat(body, name=name), request, replace=exists)
-        else:
-            cfg = load(body, name=name)
-            require_delete_to_upsert(engine, request, cfg)
-            info = conns.create(cfg, replace=exists)
-        _run(name)
-        response.status_code = 200 if exists else 201
-        return info
+
+        def made() -> Any:  # talks to databases and brokers: not on the event loop
+            require_file_read(engine, request, local_file_keys(_flat(body)))
+            exists = name in conns.names()
+            if is_source(_flat(body)):
+                info = _source(flat(body, name=name), request, replace=exists)
+            else:
+                cfg = load(body, name=name)
+                require_delete_to_upsert(engine, request, cfg)
+                info = conns.create(cfg, replace=exists)
+            _run(name)
+            response.status_code = 200 if exists else 201
+            return info
+
+        return await run_in_threadpool(made)
 
     @r.get("/connectors/{name}/status")
     def status(name: str) -> Any:
@@ -201,7 +210,8 @@ def router(engine: Engine, *, run: bool) -> APIRouter:
 
     @r.patch("/connectors/{name}/offsets")
     async def alter_offsets(name: str, request: Request) -> Any:
-        return conns.alter_offsets(name, json_body(await request.body()))
+        body = json_body(await request.body())
+        return await run_in_threadpool(conns.alter_offsets, name, body)
 
     @r.delete("/connectors/{name}/offsets")
     def reset_offsets(name: str) -> Any:

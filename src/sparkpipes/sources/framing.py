@@ -340,7 +340,8 @@ class AvroStreamFraming(Framing):
     Example 2), read with the given writer ``schema``; each record's bytes are one
     payload for the Avro message decoder, ``CHUNK_ROWS`` at a time. Positions are byte
     offsets; not split (a byte cannot tell where a record begins). Bytes that end inside
-    a record fail the object, naming where."""
+    a record fail the object, naming where. The object is read whole: such streams are
+    files one writer made, not logs (a limit to lift by reading in blocks)."""
 
     position_name = "byte"
     splittable = False
@@ -367,6 +368,11 @@ class AvroStreamFraming(Framing):
                     f"the raw Avro stream does not decode at byte {at} with the pipeline's "
                     f"SCHEMA: {type(e).__name__}: {e}"
                 ) from None
+            if buf.tell() == at:  # a schema whose values take no bytes: no end to them
+                raise ValueError(
+                    "the pipeline's SCHEMA encodes a record in zero bytes (a record without "
+                    "fields, null, a fixed of size 0): a raw Avro stream of it has no records"
+                )
             starts.append(at)
             at = buf.tell()
             if len(starts) >= CHUNK_ROWS:

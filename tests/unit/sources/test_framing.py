@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import io
 
+import fastavro
 import pyarrow as pa
 import pytest
 
 from sparkpipes.config import CsvOptions
 from sparkpipes.formats import build_decoder
-from sparkpipes.sources.framing import CsvFraming, LineFraming
+from sparkpipes.sources.framing import AvroStreamFraming, CsvFraming, LineFraming
 
 CSV = b'1,"one\nline two"\r\n2,plain\n3,"say ""hi""\nthere"\n4,"a,b"\n'
 
@@ -107,3 +108,11 @@ def test_lines_starting_by_skips_up_to_its_text_and_lines_without_it():
     lacks it is no record (MySQL's and SingleStore's LOAD DATA)."""
     data = b"xxx1,a\nno prefix\nabcxxx2,bxxx\n"
     assert _records(LineFraming(prefix=b"xxx"), data) == [(0, b"1,a"), (17, b"2,bxxx")]
+
+
+def test_a_raw_avro_schema_of_zero_byte_records_fails_instead_of_loading_without_end():
+    """A record without fields takes no bytes: one byte of such a "stream" would be an
+    endless run of records, all at position 0."""
+    schema = fastavro.parse_schema({"type": "record", "name": "r", "fields": []})
+    with pytest.raises(ValueError, match="encodes a record in zero bytes"):
+        _records(AvroStreamFraming(schema), b"x")

@@ -66,3 +66,11 @@ def test_a_number_or_a_boolean_is_judged_as_the_text_the_client_gets():
     """A client is handed ``str(value)``: ``12345`` opens the file ``12345`` (review R12)."""
     assert local_file_keys({"ssl.ca.location": 12345, "decoder.prop.x": 1.5}) == ["ssl.ca.location"]
     assert local_file_keys({"fetch.min.bytes": 1, "check.crcs": True}) == []
+
+
+def test_libpq_file_parameters_name_a_file_whatever_their_value():
+    """libpq opens ``sslkey``, ``sslcert``, ``sslrootcert`` relative to the server's
+    directory: a relative name is still a file of the server's disk."""
+    for param in ("sslkey=secret.key", "sslcert=x.crt", "sslrootcert=warehouse/k"):
+        assert names_local_file("connection.url", f"jdbc:postgresql://h/d?{param}")
+    assert not names_local_file("connection.url", "jdbc:postgresql://h/d?sslmode=require")

@@ -15,7 +15,6 @@ shown back has them ``<redacted>``. A password in ``bootstrap.servers`` or
 from __future__ import annotations
 
 import difflib
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -31,6 +30,7 @@ from sparkpipes.frontends.connect.shape import flat
 from sparkpipes.frontends.connect.shape import parse_properties as parse_properties  # re-exported
 from sparkpipes.sources.connect import framework, smt
 from sparkpipes.sources.connect.framework import SINK
+from sparkpipes.util.regex import compile_user
 
 #: the connector classes users write for a sink into tables
 CLASS_NAMES = (
@@ -231,7 +231,8 @@ def _text(key: str, value: Any) -> str:
         return str(value)
     if isinstance(value, Secret):
         return value.reveal()
-    raise ConfigError(f"connector config key '{key}' must be a string, got {json.dumps(value)}")
+    kind = type(value).__name__  # never the value: it may be a password
+    raise ConfigError(f"connector config key '{key}' must be a string, got a {kind}")
 
 
 def build(given: Mapping[str, str]) -> SinkConnectorConfig:
@@ -259,9 +260,11 @@ def build(given: Mapping[str, str]) -> SinkConnectorConfig:
         raise ConfigError("give 'topics' (a comma-separated list) or 'topics.regex', one of them")
     if regex:
         try:
-            re.compile(regex)
-        except re.error as e:
-            raise ConfigError(f"topics.regex '{regex}' is not a regular expression: {e}") from None
+            compile_user(regex)
+        except ValueError as e:
+            raise ConfigError(
+                f"topics.regex '{regex}' is not a regular expression sparkpipes runs: {e}"
+            ) from None
     dest, host, port, database, schema, url_user = _destination(cfg)
     value_conv = cfg.get("value.converter", JSON_CONVERTER).strip()
     registry = cfg.get("value.converter.schema.registry.url", "").strip() or None
@@ -300,6 +303,12 @@ def build(given: Mapping[str, str]) -> SinkConnectorConfig:
             raise ConfigError(
                 f"errors.deadletterqueue.topic.name '{dlq_topic}' is not a Kafka topic name "
                 "(letters, digits, '.', '_', '-'; at most 249)"
+            )
+        # SinkConnectorConfig.validate: a failed record must not come back to the task
+        if dlq_topic in topics or (regex and compile_user(regex).fullmatch(dlq_topic)):
+            raise ConfigError(
+                f"The DLQ topic '{dlq_topic}' may not be included in the list of topics "
+                "('topics' or 'topics.regex') to consume"
             )
     start = cfg.get("consumer.override.auto.offset.reset", "earliest").strip().lower()
     if start not in ("earliest", "latest"):

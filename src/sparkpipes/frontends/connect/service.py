@@ -19,7 +19,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -52,6 +51,7 @@ from sparkpipes.frontends.connect.transformed import (
     format_of,
     json_hints,
 )
+from sparkpipes.util.regex import compile_user
 
 if TYPE_CHECKING:
     pass
@@ -145,7 +145,7 @@ class Connectors(Lifecycle, SourceConnectors, DeadLetters, Extension):
             raise SourceUnavailableError(
                 f"cannot list the topics of Kafka at {cfg.bootstrap_servers}: {e}"
             ) from None
-        pattern = re.compile(cfg.topics_regex or "")
+        pattern = compile_user(cfg.topics_regex or "")
         return sorted(t for t in listed.topics if pattern.fullmatch(t) and not t.startswith("__"))
 
     def _spec(self, cfg: SinkConnectorConfig, topic: str, name: str) -> PipelineSpec:

@@ -28,7 +28,6 @@ Keys, each honoured, accepted as not applicable, or refused by name:
 from __future__ import annotations
 
 import datetime as dt
-import re
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -37,6 +36,7 @@ from sparkpipes.config import urls
 from sparkpipes.errors import ConfigError
 from sparkpipes.sources.connect.framework import ConnectConfigError
 from sparkpipes.sources.connect.kinesis import MAX_LIMIT, SECRET_KEYS, KinesisConnector
+from sparkpipes.util.regex import compile_user
 
 POSITIONS = ("TRIM_HORIZON", "LATEST", "AT_TIMESTAMP")
 #: Confluent's default ``kinesis.record.limit``
@@ -121,8 +121,8 @@ class ConfluentKinesisConnector(KinesisConnector):
             except ConfigError as e:
                 problems.append(("kinesis.shard.timestamp", e.message))
         try:
-            self.shard_pattern = re.compile(str(config.get("kinesis.shard.id") or ".*"))
-        except re.error as e:
+            self.shard_pattern = compile_user(str(config.get("kinesis.shard.id") or ".*"))
+        except ValueError as e:
             problems.append(("kinesis.shard.id", f"kinesis.shard.id is not a pattern: {e}"))
         try:
             self.record_limit = config.integer("kinesis.record.limit", RECORD_LIMIT, low=1)

@@ -173,3 +173,20 @@ def test_a_confluent_kinesis_config_never_shows_its_keys():
     errors = {c["value"]["name"]: c["value"]["errors"] for c in answer["configs"]}
     assert errors["kinesis.record.limit"] and errors["kinesis.credentials.provider.class"]
     assert answer["error_count"] == 3  # and the missing kinesis.shard.timestamp
+
+
+def test_a_dead_letter_topic_consumed_by_the_connector_and_a_non_text_secret_are_refused():
+    """Connect's SinkConnectorConfig refuses a DLQ topic the connector reads (its failed
+    records would come back forever); a value that is not text is named by its type,
+    never echoed (it may be a password)."""
+    base = {
+        "connection.ddlEndpoint": "127.0.0.1:3306",
+        "connection.database": "db",
+        "errors.tolerance": "all",
+    }
+    sink = "com.singlestore.kafka.SingleStoreSinkConnector"
+    for topics in ({"topics": "t"}, {"topics.regex": "t.*"}):
+        answer = validate(sink, {**base, **topics, "errors.deadletterqueue.topic.name": "t"})
+        assert "may not be included in the list of topics" in json.dumps(answer)
+    answer = validate(sink, {**base, "topics": "t", "connection.password": ["N0t-Text-Pw"]})
+    assert answer["error_count"] == 1 and "N0t-Text-Pw" not in json.dumps(answer)

@@ -28,6 +28,10 @@ from typing import Any, ClassVar
 import pyarrow as pa
 import pyarrow.compute as pc
 
+#: the longest text an option may hold: a literal (``InsertHeader``'s value, a static
+#: field) is written into every record of a chunk, and a pattern runs per record
+MAX_OPTION_CHARS = 4096
+
 
 @dataclass(frozen=True)
 class Records:
@@ -153,6 +157,9 @@ class Options:
         if value is None or (required and not value.strip()):
             if required:
                 self.problem(name, "is required (it has no default)")
+            return default
+        if len(value) > MAX_OPTION_CHARS:  # a literal is copied into every record
+            self.problem(name, f"is longer than {MAX_OPTION_CHARS} characters")
             return default
         return value
 

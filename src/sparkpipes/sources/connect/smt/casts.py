@@ -175,6 +175,8 @@ def check_pattern(pattern: str) -> str | None:
         return f"uses pattern letters {', '.join(bad)}, not supported yet (y M d H m s S are)"
     if any(k == "M" and len(text) >= 3 for k, text in tokens):  # Jan, January in Java
         return "uses month names (MMM, MMMM), not supported yet (MM is)"
+    if any(k and len(text) > 9 for k, text in tokens):  # each run pads every value
+        return "repeats a pattern letter more than 9 times"
     return None
 
 

@@ -13,7 +13,7 @@ are not loaded into tables; they matter to a predicate (``HasHeaderKey``) or whe
 from __future__ import annotations
 
 import re
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -30,18 +30,20 @@ from sparkpipes.sources.connect.smt.base import (
     struct_of,
 )
 from sparkpipes.sources.connect.smt.casts import check_pattern, format_timestamps
+from sparkpipes.util.regex import compile_user
 
 _NULL_DEFAULT = "replace.null.with.default"
 
 
-def java_regex(opts: Options, name: str) -> re.Pattern[str] | None:
+def java_regex(opts: Options, name: str) -> Any:
+    """Option ``name`` as a pattern run in linear time (``util.regex``: RE2)."""
     text = opts.text(name, required=True)
     if text is None:
         return None
     try:
-        return re.compile(text)
-    except re.error as e:
-        opts.problem(name, f"is not a regular expression: {e}")
+        return compile_user(text)
+    except ValueError as e:
+        opts.problem(name, f"is not a regular expression sparkpipes runs: {e}")
         return None
 
 
@@ -55,7 +57,9 @@ def java_replacement(text: str) -> str:
             out.append(text[i + 1].replace("\\", "\\\\"))
             i += 2
         elif ch == "$" and i + 1 < len(text) and text[i + 1] == "{":
-            end = text.index("}", i)
+            end = text.find("}", i)
+            if end < 0:
+                raise ValueError("'${' is not closed by '}'")
             out.append(f"\\g<{text[i + 2 : end]}>")
             i = end + 1
         elif ch == "$":
@@ -97,7 +101,16 @@ class RegexRouter(Transform):
     def __init__(self, opts: Options, part: str = "value") -> None:
         super().__init__(opts, part)
         self.regex = java_regex(opts, "regex")
-        self.replacement = java_replacement(opts.text("replacement", "", required=True) or "")
+        given = opts.text("replacement", "", required=True) or ""
+        try:
+            self.replacement = java_replacement(given)
+        except ValueError as e:
+            opts.problem("replacement", f"is not a replacement: {e}")
+            self.replacement = ""
+        for ref in re.findall(r"\\g<([^>]*)>", self.replacement):
+            known = ref.isdigit() and int(ref) <= (self.regex.groups if self.regex else 0)
+            if not known and not (self.regex and ref in self.regex.groupindex):
+                opts.problem("replacement", f"names group {ref}, which regex does not have")
 
     def apply(self, records: Records) -> Outcome:
         regex = self.regex

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import time
+
 from tests.unit.sources.connect.smt.helpers import chain, one, problems, records, values
 
 P = "org.apache.kafka.connect.transforms."
@@ -142,3 +144,36 @@ def test_has_header_key_sees_a_header_set_under_a_predicate_only_where_it_was_se
     )
     out = c.apply(records([{"n": 1}, {"n": 2}, {"n": 3}], topics=["a", "b", "a"]))
     assert values(out) == [{"n": 2}]
+
+
+def test_a_pattern_that_backtracks_runs_in_linear_time_and_java_only_syntax_is_refused():
+    """``(a+)+b`` takes Python's ``re`` years on 50 characters while holding the GIL (the
+    whole server would stop); users' patterns run on RE2. A backreference, which RE2
+    lacks, is refused by name when the config is read."""
+    bomb = "(a+)+b"
+    c = chain(
+        {
+            "transforms": "r,f",
+            "transforms.r.type": P + "RegexRouter",
+            "transforms.r.regex": bomb,
+            "transforms.r.replacement": "x",
+            "transforms.f.type": P + "Filter",
+            "transforms.f.predicate": "m",
+            "predicates": "m",
+            "predicates.m.type": P + "predicates.TopicNameMatches",
+            "predicates.m.pattern": bomb,
+        }
+    )
+    started = time.perf_counter()
+    out = c.apply(records([{"n": 1}], topics=["a" * 5000]))
+    assert c.route("a" * 5000) == "a" * 5000 and values(out) == [{"n": 1}]
+    assert time.perf_counter() - started < 1.0
+    found = problems(
+        {
+            "transforms": "r",
+            "transforms.r.type": P + "RegexRouter",
+            "transforms.r.regex": r"(a)\1",
+            "transforms.r.replacement": "$9",
+        }
+    )
+    assert [k for k, _ in found] == ["transforms.r.regex", "transforms.r.replacement"]
