@@ -74,6 +74,23 @@ class History:
         self._b, self._e, self._p, self._m, self._tx = batches, errors, pruned, maint, tx
 
     # -- batches and errors -----------------------------------------------------------
+    def due(self, *, keep_batches: int, errors_before: dt.datetime) -> set[str]:
+        """The pipelines :meth:`prune` may find something to delete for, in two queries
+        for all of them (a superset: it has ``keep_batches`` batches or more, or an error
+        made before ``errors_before``), so a round over hundreds of idle pipelines does
+        not query each one."""
+        b, e = self._b.c, self._e.c
+        with self._tx() as c:
+            many = c.execute(
+                sa.select(b.pipeline_id)
+                .group_by(b.pipeline_id)
+                .having(sa.func.count(sa.distinct(b.batch_id)) >= max(keep_batches, 1))
+            ).scalars()
+            old = c.execute(
+                sa.select(e.pipeline_id).where(e.created_at < errors_before).distinct()
+            ).scalars()
+            return set(many) | set(old)
+
     def prune(self, pipeline_id: str, *, keep_batches: int, errors_before: dt.datetime) -> int:
         """Delete the pipeline's batches older than its newest ``keep_batches`` (adding the
         succeeded ones' rows to its totals, in the same transaction; its last committed

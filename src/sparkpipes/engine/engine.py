@@ -265,6 +265,7 @@ class Engine:
     def set_variable(self, name: str, value: Any) -> Any:
         v = coerce(name, value)
         self.catalog.variables.set(name.lower(), str(v))
+        self._scheduler.forget_values()  # the next batch here goes by it
         return v
 
     # -- pipelines --------------------------------------------------------------------
@@ -277,6 +278,7 @@ class Engine:
     create_pipeline_spec = forward("_pipelines", Pipelines.create)
     prepare_pipeline = forward("_pipelines", Pipelines.prepare)
     inferred_table = forward("_pipelines", Pipelines.inferred_table)
+    sample_source = forward("_pipelines", Pipelines.sample)
     create_procedure = forward("_procedures", Procedures.create)
     drop_procedure = forward("_procedures", Procedures.drop)
     procedures = forward("_procedures", Procedures.names)

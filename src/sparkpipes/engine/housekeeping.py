@@ -102,6 +102,8 @@ class Housekeeper:
         self._own_names = own_names
         #: table → (what its upkeep depends on, the version, settled): see _settled
         self._seen: dict[str, tuple[tuple, int, bool]] = {}
+        #: table → its last vacuum, as read from the catalog at its last round
+        self._vacuumed: dict[str, dt.datetime | None] = {}
 
     # -- the background rounds ---------------------------------------------------------
     def run(self, halt: threading.Event) -> None:
@@ -119,6 +121,8 @@ class Housekeeper:
         own = set(self._own_names()) if self._own else set()
         out: dict[str, dict[str, Any]] = {}
         for rec in self.rt.catalog.tables.all():
+            if rec.name not in own and self._nothing_due(rec, values):
+                continue  # no lease taken: a quiet table costs a file status
             with self._lease(rec.name) as held:
                 if not held:
                     continue
@@ -156,10 +160,12 @@ class Housekeeper:
         every = values["table_vacuum_interval_ms"]
         if every > 0:
             last = self.rt.catalog.history.last_done(rec.name, "VACUUM")
+            self._vacuumed[rec.name] = last
             if last is None or (_now() - last).total_seconds() * 1000 >= every:
                 retain = values["table_vacuum_retain_hours"]
                 done["vacuumed"] = len(self.vacuum(rec, trigger="auto", retain_hours=retain))
                 clear_staging(rec.location, retain)
+                self._vacuumed[rec.name] = _now()
         return done
 
     def prune(self, values: Mapping[str, Any] | None = None) -> int:
@@ -168,8 +174,12 @@ class Housekeeper:
         keep = max(1, values["pipelines_batches_metadata_to_keep"])
         before = _now() - dt.timedelta(minutes=values["pipelines_errors_retention_minutes"])
         deleted = 0
+        due = self.rt.catalog.history.due(keep_batches=keep, errors_before=before)
         for p in self.rt.catalog.pipelines.all():
-            deleted += self.rt.catalog.history.prune(p.id, keep_batches=keep, errors_before=before)
+            if p.id in due:
+                deleted += self.rt.catalog.history.prune(
+                    p.id, keep_batches=keep, errors_before=before
+                )
         return deleted
 
     # -- operations (also OPTIMIZE TABLE and VACUUM) ------------------------------------
@@ -257,6 +267,20 @@ class Housekeeper:
             self._seen[rec.name] = (key, version, False)
             return False
         return seen is not None and seen[2]
+
+    def _nothing_due(self, rec: TableRecord, values: Mapping[str, Any]) -> bool:
+        """Whether a round has nothing to do for the table, as far as this engine knows
+        without its lease: settled (:meth:`_settled`) and vacuumed within the interval
+        when it last looked (another engine's vacuum only makes it due later)."""
+        if not self._settled(rec, values):
+            return False
+        every = values["table_vacuum_interval_ms"]
+        if every <= 0:
+            return True
+        if rec.name not in self._vacuumed:
+            return False
+        last = self._vacuumed[rec.name]
+        return last is not None and (_now() - last).total_seconds() * 1000 < every
 
     def _settle(self, table: str) -> None:
         key, version, _ = self._seen[table]

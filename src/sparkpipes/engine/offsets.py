@@ -127,6 +127,7 @@ class Offsets:
             offsets=new,
         )
         runner.forget_idle()
+        self.rt.catalog.pipelines.update(name)  # an engine serving it elsewhere sees the move
 
     def dry_run(self, name: str, limit: int = 10) -> pa.Table:
         """Decode up to ``limit`` records from the committed offsets; load nothing."""

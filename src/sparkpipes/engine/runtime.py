@@ -103,6 +103,11 @@ class Runtime:
             if current:
                 return runner
 
+    def assembled(self, name: str) -> BatchRunner | None:
+        """The assembled pipeline ``name`` if it is at hand; never assembles."""
+        with self._cache_lock:
+            return self._runners.get(name)
+
     def _assemble(self, name: str) -> BatchRunner:
         rec = self.catalog.pipelines.get(name)
         spec = PipelineSpec.from_json(rec.definition, self.catalog.pipelines.credentials(name))

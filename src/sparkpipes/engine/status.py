@@ -10,7 +10,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from sparkpipes.catalog.states import BatchState
-from sparkpipes.engine.scheduler.scheduling import NOTE, STALE_S
+from sparkpipes.engine.scheduler.rooms import NOTE, STALE_S
 from sparkpipes.errors import SparkpipesError
 
 if TYPE_CHECKING:

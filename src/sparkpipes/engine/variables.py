@@ -53,6 +53,13 @@ VARIABLES = {
             "source partitions all pipelines may read at once (0: one per Spark core)",
         ),
         Variable(
+            "pipelines_driver_batch_records",
+            50_000,
+            int,
+            "records at most (as the source's offsets count them) of a stream batch that "
+            "runs in the engine's process instead of as a Spark job (0: every batch is one)",
+        ),
+        Variable(
             "pipelines_max_concurrent",
             0,
             int,

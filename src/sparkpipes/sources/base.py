@@ -22,6 +22,7 @@ Partition consumer (executor side)
 from __future__ import annotations
 
 import abc
+import copy
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -29,6 +30,9 @@ from typing import Any, ClassVar
 import pyarrow as pa
 
 Offset = Any  # a JSON value; see the module docstring
+#: :attr:`Framing.max_record` unless a source's options say otherwise: MySQL's default
+#: ``max_allowed_packet`` (64 MiB), the most one row may take on its wire, and ours
+MAX_RECORD = 64 << 20
 #: the Arrow type of ``Fetched.headers``: per record, its headers in order
 HEADERS_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
 
@@ -63,6 +67,11 @@ class Fetched:
     #: how many records were read and dropped by the source itself (a connector's
     #: ``Filter``): not errors, but read, so a fetch of only those is not an empty one
     dropped: int = 0
+    #: records the source found but cannot hand over (a line longer than the framing's
+    #: ``max_record`` bytes): ``(position, reason, first bytes)`` each; they are parse
+    #: errors, failing the batch unless it skips them (SKIP PARSER ERRORS) as records
+    #: that do not decode
+    unreadable: tuple[tuple[Any, str, bytes | None], ...] = ()
 
     def __len__(self) -> int:
         return len(self.positions)
@@ -89,6 +98,12 @@ class Gap:
 
 class MetadataProvider(abc.ABC):
     """Driver-side view of a source's partitions and their offset ranges."""
+
+    #: for a source that shares its answers among pipelines: :meth:`partitions` and
+    #: :meth:`watermark` may answer from a reading asked for at or after this
+    #: ``time.monotonic()`` (None: asked for now); the scheduler sets it to its previous
+    #: look at the pipeline, so many pipelines share one reading and none misses news
+    since: float | None = None
 
     @abc.abstractmethod
     def partitions(self) -> list[str]:
@@ -123,6 +138,18 @@ class MetadataProvider(abc.ABC):
     def size(self, partition: str) -> int | None:
         """Bytes in the partition, for sources of files."""
         return None
+
+    def unchanged(self, offsets: Mapping[str, Offset], since: float) -> bool:
+        """Whether, for sure and cheaply, no partition holds anything past ``offsets``
+        (each partition's next offset to read, as committed) and none was added, as of
+        a reading asked for at or after ``since``: the scheduler then skips an idle turn
+        without planning a batch. False when the source cannot tell so cheaply (the
+        default: every turn plans)."""
+        return False
+
+    def rest(self) -> None:  # noqa: B027 - optional hook
+        """Let go of what a pipeline between batches need not hold (a client and its
+        threads); the next call opens it again. Called after each plan."""
 
     def close(self) -> None:  # noqa: B027 - optional hook
         pass
@@ -171,6 +198,10 @@ class Source(abc.ABC):
     line_oriented: ClassVar[bool] = False
     #: partitions are files (``information_schema.PIPELINES_FILES`` lists them)
     lists_files: ClassVar[bool] = False
+    #: a small batch (its offsets count its records) may run its tasks in the engine's
+    #: own process instead of a Spark job: only sources whose reading is the engine's
+    #: own code and bounded (not a plugin's), Kafka
+    runs_in_driver: ClassVar[bool] = False
     #: records arrive already in columns (``Fetched.table``), as from a connector
     structured: ClassVar[bool] = False
     #: the ``experimental_features_config`` flag that must be on to create a pipeline
@@ -303,6 +334,8 @@ class Frame:
     end: int
     values: pa.Array | None = None
     table: pa.Table | None = None
+    #: records cut out but not handed over (:attr:`Fetched.unreadable`)
+    unreadable: tuple[tuple[int, str, bytes | None], ...] = ()
 
 
 class Framing(abc.ABC):
@@ -325,6 +358,16 @@ class Framing(abc.ABC):
     resumable: ClassVar[bool] = False
     #: reads a stream front to back, so a compressed object can be decompressed on the fly
     streams: ClassVar[bool] = True
+    #: the most bytes one record may take (a line, an Avro value): a longer one is not
+    #: held in memory but reported (:attr:`Frame.unreadable`) or, where the framing cannot
+    #: find where the next record begins, fails the object naming its byte
+    max_record: int = MAX_RECORD
+
+    def limited(self, max_record: int) -> Framing:
+        """This framing with records of at most ``max_record`` bytes (a copy)."""
+        other = copy.copy(self)
+        other.max_record = max_record
+        return other
 
     @abc.abstractmethod
     def frames(

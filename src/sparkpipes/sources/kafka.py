@@ -160,6 +160,7 @@ def _partition_ids(value: Any) -> tuple[int, ...] | None:
 
 class KafkaSource(Source):
     name = "kafka"
+    runs_in_driver = True
     position_type = pa.int64()
 
     def __init__(

@@ -30,6 +30,8 @@ TRANSPORT_ERRORS = {-195, -185, -187, -192}  # _TRANSPORT, _TIMED_OUT, _ALL_BROK
 _ERR_ALL_BROKERS_DOWN = -187
 _ERR_AUTHENTICATION = -169
 _ERR_SSL = -181
+#: client-wide errors no retry inside a batch cures (``Watch``)
+FATAL_ERRORS = frozenset({_ERR_ALL_BROKERS_DOWN, _ERR_AUTHENTICATION, _ERR_SSL})
 
 _STEP_S = 0.5
 

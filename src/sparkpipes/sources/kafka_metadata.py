@@ -3,12 +3,14 @@ provider, used on the driver to plan batches and by the offsets views)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from sparkpipes.errors import ConfigError, SourceError
 from sparkpipes.sources.base import MetadataProvider
 from sparkpipes.sources.kafka_client import ERR_PARTITION_EOF, T, Watch, new_consumer, wait_for
+from sparkpipes.sources.kafka_watch import ClusterWatch, watch_of
 
 if TYPE_CHECKING:
     from sparkpipes.sources.kafka import KafkaSource
@@ -22,6 +24,7 @@ class KafkaMetadata(MetadataProvider):
         self.timeout_s = timeout_s
         self._consumer = None
         self._watch: Watch | None = None
+        self._shared_watch: ClusterWatch | None = None
 
     def _client(self):
         if self._consumer is None:
@@ -35,7 +38,22 @@ class KafkaMetadata(MetadataProvider):
             self.source, client, self._watch, lambda t: call(client, t), self.timeout_s, **where
         )
 
+    def _shared(self) -> dict[int, int] | None:
+        """The topic's latest offsets from the process's shared watch, at most
+        read since ``since`` (None: ask this provider's own client)."""
+        since = time.monotonic() if self.since is None else self.since
+        return self._cluster().latest(self.source.topic, since)
+
+    def _cluster(self) -> ClusterWatch:
+        if self._shared_watch is None:
+            self._shared_watch = watch_of(self.source)
+        return self._shared_watch
+
     def partitions(self) -> list[str]:
+        latest = self._shared()
+        only = self.source.only
+        if latest is not None and (only is None or set(only) <= set(latest)):
+            return [str(p) for p in sorted(latest) if only is None or p in only]
         md = self._ask(lambda c, t: c.list_topics(timeout=t))
         topic = md.topics.get(self.source.topic)
         if topic is None:
@@ -61,6 +79,14 @@ class KafkaMetadata(MetadataProvider):
 
         tp = TopicPartition(self.source.topic, int(partition))
         return self._ask(lambda c, t: c.get_watermark_offsets(tp, timeout=t), partition=partition)
+
+    def watermark(self, partition: str) -> int:
+        """The shared watch's latest offset (as fresh as an idle turn's), else this
+        provider's own request."""
+        latest = self._shared()
+        if latest is not None and int(partition) in latest:
+            return latest[int(partition)]
+        return self.latest(partition)
 
     def earliest(self, partition: str) -> int:
         return self._watermarks(partition)[0]
@@ -125,6 +151,25 @@ class KafkaMetadata(MetadataProvider):
         if not isinstance(committed, int):
             return None
         return max(0, (self.end(partition) if end is None else end) - committed)
+
+    def unchanged(self, offsets: Mapping[str, Any], since: float) -> bool:
+        """From the process's shared watch of the cluster (``kafka_watch``): every
+        partition read is in ``offsets`` and its latest offset is not past the one there
+        (below it: a broker that reports its last record batch's first offset + 1, as
+        Tansu does; a topic made again is met by the plan every ``IDLE_RECHECK_S``)."""
+        latest = self._cluster().latest(self.source.topic, since)
+        if latest is None:
+            return False
+        only = self.source.only
+        read = {str(p): o for p, o in latest.items() if only is None or p in only}
+        if set(read) != set(offsets):
+            return False
+        return all(isinstance(offsets[p], int) and o <= offsets[p] for p, o in read.items())
+
+    def rest(self) -> None:
+        """A client per idle pipeline is threads waking for nothing: the shared watch
+        answers between batches, and this client opens again when a plan needs it."""
+        self.close()
 
     def close(self) -> None:
         if self._consumer is not None:

@@ -7,7 +7,7 @@ import time
 from types import SimpleNamespace
 
 from sparkpipes.catalog import Catalog
-from sparkpipes.engine.scheduler.scheduling import HEARTBEAT_S, STALE_S
+from sparkpipes.engine.scheduler.rooms import HEARTBEAT_S, STALE_S
 from sparkpipes.engine.status import cluster_shares
 
 

@@ -100,3 +100,23 @@ def object_tasks(
         tasks[i].append((order, piece))
         heapq.heappush(heap, (load + share, i))
     return [[piece for _, piece in sorted(t, key=lambda x: x[0])] for t in tasks if t]
+
+
+def driver_sized(tasks: Sequence[Sequence[Piece]], max_records: int, limit: int) -> bool:
+    """Whether a stream batch certainly reads at most ``limit`` records: every piece's
+    offsets are record counts (Kafka's), each partition read up to its watermark or
+    ``max_records``. Such a batch costs less in the engine's process than a Spark job's
+    fixed cost (scheduling, a Python worker's round trip: about half a second), which
+    otherwise dominates small batches and makes many pipelines cost per batch, not per
+    record. ``limit`` 0: never."""
+    if limit <= 0:
+        return False
+    total = 0
+    for task in tasks:
+        for p in task:
+            if p.stop is not None or type(p.start) is not int or type(p.watermark) is not int:
+                return False
+            total += min(max(0, p.watermark - p.start), max_records or p.watermark - p.start)
+            if total > limit:
+                return False
+    return True

@@ -40,8 +40,10 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import pickle
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -140,6 +142,8 @@ class BatchRunner:
         self._spark = spark
         self._meta: MetadataProvider | None = None
         self._idle: dict[str, tuple[Any, float]] = {}
+        #: what the destination held at the last plan or commit of this runner, and when
+        self._known: tuple[Committed, float] | None = None
 
     @property
     def meta(self) -> MetadataProvider:
@@ -156,14 +160,48 @@ class BatchRunner:
     # -- step 1 -----------------------------------------------------------------------
     def committed(self) -> Committed | None:
         hint = self.catalog.batches.last_succeeded(self.pipeline_id)
-        return self.sink.committed(self.app_id, Committed(*hint) if hint else None)
+        committed = self.sink.committed(self.app_id, Committed(*hint) if hint else None)
+        self._know(committed)
+        return committed
 
-    def plan(self, max_partitions: int | None = None) -> Plan:
+    def _resume_point(self) -> Committed | None:
+        """What this runner last saw committed (its own last commit, while nothing
+        forgot it), else read from the destination. A stale answer cannot load twice:
+        the commit finds the batch taken and the attempt is replayed."""
+        known = self._known
+        if known is None or time.monotonic() - known[1] > IDLE_RECHECK_S:
+            return self.committed()  # now and then from the destination (a restore)
+        return known[0]
+
+    def _know(self, committed: Committed | None) -> None:
+        self._known = (committed, time.monotonic()) if committed is not None else None
+
+    def nothing_new(self, since: float) -> bool:
+        """Whether the source says, cheaply, that nothing was added past what this runner
+        last saw committed (the scheduler skips the turn). Only this engine commits while
+        it holds the lease, and the scheduler forgets what was seen whenever that may
+        have changed (:meth:`forget_idle`); still, a real plan is made every
+        ``IDLE_RECHECK_S`` whatever the source says."""
+        known = self._known
+        if known is None or time.monotonic() - known[1] > IDLE_RECHECK_S:
+            return False
+        return self.meta.unchanged(known[0].offsets, since)
+
+    def plan(self, max_partitions: int | None = None, since: float | None = None) -> Plan:
         """Step 1. ``max_partitions`` (the engine's share of the cluster) caps the
         batch's tasks: a stream's partitions then share tasks (all are read), objects are
         packed into that many tasks within the pipeline's own ``max_partitions``; an
-        object source with neither gets Spark's default parallelism."""
-        committed = self.committed()
+        object source with neither gets Spark's default parallelism. ``since``: the
+        source's shared answers may be from a reading asked for since then
+        (``MetadataProvider.since``; None: now)."""
+        self.meta.since = time.monotonic() if since is None else since  # one reading
+        try:
+            return self._plan(max_partitions)
+        finally:
+            self.meta.rest()
+
+    def _plan(self, max_partitions: int | None) -> Plan:
+        committed = self._resume_point()
         batch_id = committed.batch_id + 1 if committed else 1
         known = dict(committed.offsets) if committed else {}
         partitions = self.meta.partitions()
@@ -212,11 +250,14 @@ class BatchRunner:
             return 2
 
     def _current(self, plan: Plan) -> bool:
-        committed = self.committed()
+        committed = self._resume_point()
         return (committed.batch_id + 1 if committed else 1) == plan.batch_id
 
     def forget_idle(self) -> None:
+        """Forget the drained-partition hints and what was seen committed: the next turn
+        plans from the destination and the source (offsets set, a lease taken again)."""
         self._idle.clear()
+        self._known = None
 
     def _still_idle(self, partition: str, watermark: Any) -> bool:
         """Skip a drained partition while its latest offset stays put, for a while only:
@@ -237,24 +278,41 @@ class BatchRunner:
         max_partitions: int | None = None,
         plan: Plan | None = None,
         fence: Fence | None = None,
+        driver_records: int = 0,
+        in_driver: bool = False,
     ) -> BatchResult:
         """Steps 1 to 4 of the protocol, with a crash point after each. ``plan``, made
         earlier by :meth:`plan` (the scheduler plans to learn a batch's width), is used only
         while the destination still holds the batch it was planned after; it is re-made
         on a retry (``attempt`` > 1) and when another batch committed since. ``fence``
         (the scheduler's lease check) runs right before the commit and either raises
-        (nothing is committed, the staged data is removed) or gives metadata for it."""
+        (nothing is committed, the staged data is removed) or gives metadata for it. A
+        batch the source can tell holds at most ``driver_records`` records runs its tasks
+        in this process rather than as a Spark job (:func:`planning.driver_sized`);
+        ``in_driver`` (the scheduler admitted it as such) keeps every attempt there, each
+        reading at most ``driver_records`` records."""
         started_at = _now()
-        if plan is None or attempt > 1 or not self._current(plan):
-            plan = self.plan(max_partitions)
-        crash_point("after_plan")
-        written = self.extract(plan, attempt, started_at)
-        crash_point("after_write")
-        return self.commit(written, attempt, started_at, fence)
+        try:
+            if attempt > 1:
+                self._known = None
+            if plan is None or attempt > 1 or not self._current(plan):
+                plan = self.plan(max_partitions)
+            crash_point("after_plan")
+            written = self.extract(plan, attempt, started_at, driver_records, in_driver)
+            crash_point("after_write")
+            return self.commit(written, attempt, started_at, fence)
+        except BaseException:
+            self._known = None  # read from the destination again
+            raise
 
     # -- step 2 -----------------------------------------------------------------------
     def extract(
-        self, plan: Plan, attempt: int = 1, started_at: dt.datetime | None = None
+        self,
+        plan: Plan,
+        attempt: int = 1,
+        started_at: dt.datetime | None = None,
+        driver_records: int = 0,
+        in_driver: bool = False,
     ) -> Written:
         """Run the tasks and the sink's driver-side work; nothing is visible yet."""
         started_at = started_at or _now()
@@ -262,7 +320,7 @@ class BatchRunner:
         refiner = self.pipeline.refiner
         if refiner is not None:
             refiner.drain()  # what an attempt that did not commit rejected
-        results = self._execute(plan)
+        results = self._execute(plan, driver_records, in_driver)
         for r in results:
             err = r.error()
             if err is not None:
@@ -333,6 +391,8 @@ class BatchRunner:
         if not w.staged and w.ends == plan.committed:
             result.state = BatchState.NO_DATA
             result.seconds = time.time() - w.t0
+            if plan.batch_id > 1 and self._known is None:
+                self._know(Committed(plan.batch_id - 1, dict(plan.committed)))
             return result
 
         if w.errors:
@@ -365,6 +425,7 @@ class BatchRunner:
             # another writer committed batch B first: its data and offsets stand, this
             # attempt's do not, and the catalog row is the winner's to write
             won = self.sink.committed(self.app_id)
+            self._known = None
             result.state = BatchState.REPLAYED
             result.rows = result.bytes = result.errors = 0
             result.offsets = dict(won.offsets) if won else {}
@@ -372,7 +433,8 @@ class BatchRunner:
             return result
         crash_point("after_commit")
         late = self.pipeline.refiner.drain() if self.pipeline.refiner is not None else []
-        if late:  # an upsert refines in its commit: rows it rejected are known only now
+        late += [ErrorRecord(**e) for e in self.sink.rejected()]
+        if late:  # rows an upsert's refining or the destination rejected in the commit
             w.errors.extend(late)
             result.errors = len(w.errors)
             self.catalog.batches.replace_errors(
@@ -393,13 +455,24 @@ class BatchRunner:
             offsets=w.ends,
         )
         crash_point("after_record")
+        self._know(Committed(plan.batch_id, dict(w.ends)))
         return result
 
-    def _execute(self, plan: Plan) -> list[TaskResult]:
+    def _execute(
+        self, plan: Plan, driver_records: int = 0, in_driver: bool = False
+    ) -> list[TaskResult]:
         if not plan.tasks:
             return []
         self.sink.discard()  # leftovers of an attempt that did not commit
         p = self.pipeline
+        max_records = self.spec.batch.max_offsets_per_partition
+        here = in_driver or (
+            self.source.runs_in_driver
+            and planning.driver_sized(plan.tasks, max_records, driver_records)
+        )
+        if here:  # small for sure: a retry that finds more, or a watermark that said less
+            share = max(1, driver_records // max(1, sum(len(t) for t in plan.tasks)))
+            max_records = min(max_records, share) if max_records else share
         whole = self.source.lists_files
         specs = [
             TaskSpec(
@@ -415,7 +488,7 @@ class BatchRunner:
                 defaults=p.defaults,
                 rules=p.rules,
                 metadata_columns=p.metadata_columns,
-                max_records=self.spec.batch.max_offsets_per_partition,
+                max_records=max_records,
                 fetch_timeout_s=self.spec.batch.fetch_timeout_ms / 1000,
                 skip_parser_errors=self.spec.format.skip_parser_errors,
                 skip_constraint_errors=self.spec.format.skip_constraint_errors,
@@ -427,6 +500,13 @@ class BatchRunner:
             )
             for i, pieces in enumerate(plan.tasks)
         ]
+        if here:  # each task from its own pickled copy, as a Spark worker gets it
+            copies = [pickle.loads(pickle.dumps(s)) for s in specs]
+            if len(copies) == 1:
+                return [run_task(copies[0], in_driver=True)]
+            with ThreadPoolExecutor(len(copies), thread_name_prefix="sparkpipes-task") as pool:
+                # their waits on the broker overlap
+                return list(pool.map(lambda s: run_task(s, in_driver=True), copies))
         sc = self._spark().sparkContext
         sc.setJobGroup(f"{self.spec.name}-{plan.batch_id}", f"pipeline {self.spec.name}", True)
         try:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import gc
 import time
 import traceback
+from typing import Any
 
 import pyarrow as pa
 
@@ -51,17 +52,20 @@ __all__ = ["OFFSET_COLUMN", "PARTITION_COLUMN", "TaskResult", "TaskSpec", "run_t
 FOLLOW_S = 0.25
 
 
-def run_task(spec: TaskSpec) -> TaskResult:
+def run_task(spec: TaskSpec, *, in_driver: bool = False) -> TaskResult:
     """Run one partition's share of a batch.
 
-    Python's cyclic garbage collector is paused while it runs: the Kafka client hands
-    over one object per record, and collections triggered by those allocations would
-    traverse the whole worker heap again and again (measured at about 15% of the
-    machine's CPU during a drain). The task makes no reference cycles worth collecting.
+    In a Spark worker, Python's cyclic garbage collector is paused while it runs: the
+    Kafka client hands over one object per record, and collections triggered by those
+    allocations would traverse the whole worker heap again and again (measured at about
+    15% of the machine's CPU during a drain). The task makes no reference cycles worth
+    collecting. ``in_driver`` (a small batch run by the engine itself): the collector is
+    left alone, as it serves the whole server and other tasks run beside this one.
     """
     started = time.time()
-    collecting = gc.isenabled()
-    gc.disable()
+    collecting = gc.isenabled() and not in_driver
+    if collecting:
+        gc.disable()
     try:
         return _run(spec, started)
     except SparkpipesError as e:
@@ -156,7 +160,7 @@ class _Task:
                 finally:
                     self.spent["fetch"] += time.perf_counter() - t
                 # records the source refused or dropped were read too
-                n = len(fetched) + len(fetched.rejected) + fetched.dropped
+                n = len(fetched) + len(fetched.rejected) + len(fetched.unreadable) + fetched.dropped
                 if n:
                     remaining -= n
                     read += n
@@ -190,6 +194,8 @@ class _Task:
         """Decode ``fetched``; keep its rows for the next file. Returns the rows kept."""
         self.nbytes += fetched.table.nbytes if fetched.table is not None else fetched.values.nbytes
         t = time.perf_counter()
+        for position, reason, raw in fetched.unreadable:  # lines too long to hold
+            _reject(self.spec, piece.partition, position, raw, reason, self.errors)
         table = _decode(self.spec, piece.partition, fetched, self.errors)
         for position, reason, raw in fetched.rejected:  # the source's own refusals
             err = TransformError(
@@ -230,7 +236,8 @@ def _decode(
     column empty, with ``skip_constraint_errors``."""
     decoded = spec.decoder.decode_fetched(fetched, partition)
     for bad in decoded.errors:
-        _reject(spec, partition, fetched, bad.index, bad.reason, errors, spec.skip_parser_errors)
+        offset, raw = fetched.positions[bad.index].as_py(), fetched.raw(bad.index)
+        _reject(spec, partition, offset, raw, bad.reason, errors)
     table, kept = decoded.table, decoded.kept
     want = spec.output_schema
     if want is not None and spec.provenance:  # those two are appended below
@@ -246,9 +253,8 @@ def _decode(
     for constraint in constraints:  # a row the table refuses: a constraint error
         checked = constraint(table, kept)
         for bad in checked.errors:
-            _reject(
-                spec, partition, fetched, bad.index, bad.reason, errors, spec.skip_constraint_errors
-            )
+            offset, raw = fetched.positions[bad.index].as_py(), fetched.raw(bad.index)
+            _reject(spec, partition, offset, raw, bad.reason, errors, spec.skip_constraint_errors)
         table, kept = checked.table, checked.kept
     if spec.provenance:
         table = table.append_column(
@@ -260,15 +266,15 @@ def _decode(
 def _reject(
     spec: TaskSpec,
     partition: str,
-    fetched: Fetched,
-    index: int,
+    offset: Any,
+    raw: bytes | None,
     reason: str,
     errors: list[ErrorRecord],
-    skip: bool,
+    skip: bool | None = None,
 ) -> None:
-    """Record ``fetched[index]`` as skipped (``skip``), or fail the batch with it."""
-    offset = fetched.positions[index].as_py()
-    raw = fetched.raw(index)
+    """Record the record at ``offset`` as skipped (``skip``; by default SKIP PARSER
+    ERRORS), or fail the batch with it."""
+    skip = spec.skip_parser_errors if skip is None else skip
     err = DecodeError(
         f"cannot decode the record at {spec.source.locate(partition, offset)}: {reason}",
         partition=partition,

@@ -101,19 +101,33 @@ class Keeper:
         return ok
 
     def renew_due(self) -> None:
-        """Renew every lease last renewed a third of its time-to-live ago or more."""
-        due_after = self.ttl_s / 3
+        """Renew every lease last renewed a third of its time-to-live ago or more, and
+        with them those half-way there: leases taken at different times fall into step,
+        so the renewals of many pipelines come together, in one transaction."""
+        third = self.ttl_s / 3
+        now = time.monotonic()
         with self._lock:
-            due = [
-                (pid, token)
-                for pid, (token, at) in self._held.items()
-                if time.monotonic() - at >= due_after
-            ]
-        for pid, token in due:
-            try:
-                self._renew(pid, token)
-            except CatalogError as e:  # kept until it expires; the fence decides
-                log.warning("could not renew the lease of pipeline %s: %s", pid, e)
+            ages = {pid: (token, now - at) for pid, (token, at) in self._held.items()}
+        if not any(age >= third for _, age in ages.values()):
+            return
+        due = [(pid, token) for pid, (token, age) in ages.items() if age >= third / 2]
+        if not due:
+            return
+        sent = time.monotonic()
+        try:  # one transaction for all of them
+            kept = self.catalog.leases.renew_many(dict(due), self.me, self.ttl_s)
+        except CatalogError as e:  # kept until they expire; the fence decides
+            log.warning("could not renew the leases of %d pipelines: %s", len(due), e)
+            return
+        with self._lock:
+            for pid, token in due:
+                if pid in kept and self._held.get(pid, (None,))[0] == token:
+                    self._held[pid] = (token, sent)  # not one released meanwhile
+                elif self._held.get(pid, (None,))[0] == token:
+                    del self._held[pid]
+        for pid, _ in due:
+            if pid not in kept:
+                log.warning("engine %s lost the lease of pipeline %s", self.me, pid)
 
     def due_in_s(self) -> float:
         """Seconds until the next renewal is due; a lease taken meanwhile is due a third

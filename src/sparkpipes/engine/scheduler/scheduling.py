@@ -19,6 +19,15 @@ alone), then run exactly that plan under the pipeline's lock, as Spark jobs in t
 pipeline's own FAIR pool, and free the room. A plan of width 0 (nothing new) takes no
 room and is not run. A retry waits its backoff without holding room, then asks again.
 
+Cost flat in the number of pipelines (issue 36): an idle turn reads neither the catalog
+nor the source on its own. The pipeline's state is the dispatcher's last reading of all
+records (one query a second); whether anything is new is asked of the source's shared
+watch (``MetadataProvider.unchanged``: for Kafka one ListOffsets request per cluster
+answers every pipeline on it), against what the pipeline last saw committed; only then is
+a batch planned. A plan that the source can tell reads at most
+``pipelines_driver_batch_records`` records runs in this process (``DRIVER_BATCHES`` at
+once, without Spark room), where a Spark job's fixed cost would dominate it.
+
 Promises: a batch starts only while its pipeline is ``Running`` (checked under its lock:
 once ``stop`` returns, no batch of the pipeline runs); concurrent batches never take more
 than the room they were admitted with (a re-plan is capped to it); a pipeline whose turn
@@ -38,32 +47,30 @@ the dispatcher renews held leases; each batch's commit is fenced by a last renew
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
 from collections.abc import Callable
 
-from sparkpipes.catalog import BatchState, PipelineState
+from sparkpipes.catalog import BatchState, PipelineRecord, PipelineState
 from sparkpipes.config import PipelineSpec
 from sparkpipes.engine import variables
-from sparkpipes.engine.batch.protocol import BatchResult, Fence, Plan
+from sparkpipes.engine.batch.planning import driver_sized
+from sparkpipes.engine.batch.protocol import BatchResult, BatchRunner, Fence, Plan
 from sparkpipes.engine.runtime import Runtime
 from sparkpipes.engine.scheduler.admission import Admission
 from sparkpipes.engine.scheduler.leasing import Keeper
+from sparkpipes.engine.scheduler.rooms import NOTE, Rooms
 from sparkpipes.errors import CatalogError, InternalError, LeaseLostError, SparkpipesError
 
-#: how often a serving scheduler renews its note, and the age at which a note is stale
-HEARTBEAT_S = 5.0
 #: how often the dispatcher reads which pipelines are Running (a START in this process
 #: wakes it at once; one from another process is seen within this time)
 DISPATCH_S = 1.0
-STALE_S = 3 * HEARTBEAT_S
-#: the catalog note of each engine's scheduler is ``scheduler:<engine id>``
-NOTE = "scheduler"
 
 log = logging.getLogger("sparkpipes.engine")
 
+#: small batches run in this process at once (``_in_driver``)
+DRIVER_BATCHES = 8
 MAX_BACKOFF_S = 10.0
 #: an idle pipeline's first wait is its interval divided by 2 ** IDLE_STEPS
 IDLE_STEPS = 3
@@ -82,7 +89,7 @@ def idle_wait(interval_s: float, idle: int) -> float:
     return max(MIN_IDLE_S, interval_s / 2 ** (IDLE_STEPS - step))
 
 
-class Scheduler:
+class Scheduler(Rooms):
     def __init__(self, rt: Runtime, warm_up: Callable[[], None]) -> None:
         self.rt = rt
         self._warm_up = warm_up
@@ -98,6 +105,13 @@ class Scheduler:
         self._noted: tuple[int, dict] = (0, {})  # the last change noted in the catalog
         self._noted_at = 0.0
         self._ttl = (10.0, 0.0)  # (lease time-to-live, read at)
+        self._variables: tuple[dict, float] = ({}, -1e9)
+        self._parallelism: int | None = None  # Spark's default, read once
+        self._driver_slots = threading.BoundedSemaphore(DRIVER_BATCHES)
+        #: when each pipeline's worker last looked at its source (``MetadataProvider.since``)
+        self._looked: dict[str, float] = {}
+        #: every pipeline's record as the dispatcher last read it
+        self._seen: dict[str, PipelineRecord] = {}
         #: this engine's pipeline leases: only their holder's scheduler runs a pipeline
         self.leases = Keeper(rt.catalog, self._lease_ttl_s)
 
@@ -112,12 +126,26 @@ class Scheduler:
             self._ttl = (ttl, time.monotonic())
         return ttl
 
+    def _values(self) -> dict:
+        """The engine variables, read again once they are a second old."""
+        values, at = self._variables
+        if time.monotonic() - at > 1.0:
+            values = variables.resolve(self.rt.catalog.variables.all())
+            self._variables = (values, time.monotonic())
+        return values
+
+    def forget_values(self) -> None:
+        """A variable was set in this process: read them again at the next use."""
+        self._variables = ({}, -1e9)
+
     def _limits(self) -> tuple[int, int]:
         """(partitions of all batches at once, pipelines at once; 0: no cap)."""
-        values = variables.resolve(self.rt.catalog.variables.all())
+        values = self._values()
         cap = values["pipelines_max_concurrent_batch_partitions"]
         if not cap:
-            cap = int(self.rt.spark.sparkContext.defaultParallelism)
+            if self._parallelism is None:
+                self._parallelism = int(self.rt.spark.sparkContext.defaultParallelism)
+            cap = self._parallelism
         return max(1, cap), values["pipelines_max_concurrent"]
 
     def _partition_cap(self) -> int:
@@ -134,6 +162,7 @@ class Scheduler:
         max_partitions: int | None = None,
         pause: Callable[[float], int] | None = None,
         fence: Fence | None = None,
+        in_driver: bool = False,
     ) -> BatchResult:
         """Run one batch with the retry policy; on final failure the pipeline is ``Error``.
         From the scheduler: ``plan`` (first attempt only), ``max_partitions`` (the room
@@ -150,7 +179,12 @@ class Scheduler:
                 attempt += 1
                 try:
                     result = self.rt.runner(name).run(
-                        attempt, cap, plan=plan if attempt == 1 else None, fence=fence
+                        attempt,
+                        cap,
+                        plan=plan if attempt == 1 else None,
+                        fence=fence,
+                        driver_records=self._values()["pipelines_driver_batch_records"],
+                        in_driver=in_driver,
                     )
                 except LeaseLostError:
                     raise  # not this engine's pipeline any more: no retry, no error state
@@ -235,6 +269,7 @@ class Scheduler:
         names = [name] if name else [p.name for p in self.rt.catalog.pipelines.all()]
         for n in names:
             self.rt.catalog.pipelines.update(n, state=PipelineState.STOPPED)
+            self._seen.pop(n, None)  # its worker reads the catalog until the next dispatch
         for n in names:
             with self.rt.lock(n):
                 pass
@@ -256,15 +291,13 @@ class Scheduler:
         try:
             while not self._halted(halt):
                 try:
-                    running = [
-                        p.name
-                        for p in self.rt.catalog.pipelines.all()
-                        if p.state == PipelineState.RUNNING
-                    ]
+                    records = self.rt.catalog.pipelines.states()
                 except CatalogError as e:  # a catalog that is down for a while
                     log.warning("scheduler: %s", e)
                     halt.wait(1.0)
                     continue
+                self._seen = {p.name: p for p in records}
+                running = [p.name for p in records if p.state == PipelineState.RUNNING]
                 mine = [w for w in mine if w.is_alive()]
                 with self._cv:  # two dispatchers (start() and `run`) share the workers
                     for name in running:
@@ -319,30 +352,76 @@ class Scheduler:
     def _serve(self, name: str, halt: threading.Event) -> None:
         """One pipeline's turns, while it is ``Running`` and this engine holds its lease
         (waiting for the lease while another engine holds it); the lease is released
-        when the pipeline stops or the scheduler halts."""
+        when the pipeline stops or the scheduler halts. An idle turn costs no catalog
+        read and no request of its own: the state is the dispatcher's last reading
+        (:meth:`_state`), and the source's shared watch says whether anything is new
+        (``BatchRunner.nothing_new``); what the runner saw is forgotten when the lease
+        is taken again or the pipeline's record changes (offsets set by hand)."""
         idle = 0
         held: str | None = None
+        seen: tuple[object, ...] = ()
         try:
             while not self._halted(halt):
-                try:
-                    rec = self.rt.catalog.pipelines.get(name)
-                except SparkpipesError:
-                    return  # dropped
-                if rec.state != PipelineState.RUNNING:
+                state = self._state(name)
+                if state is None or state.state != PipelineState.RUNNING:
                     return
-                if not self.leases.hold(rec.id):
+                if not self.leases.hold(state.id):
                     halt.wait(self.leases.poll_s)
                     continue
-                held = rec.id
-                if self._turn(name, halt, rec.id):
+                held = state.id
+                now = (state.id, self.leases.token(state.id), state.updated_at)
+                if now != seen:
+                    seen = now
+                    self._forget_seen(name)
+                looked = time.monotonic()
+                loaded = not self._quiet(name, idle) and self._turn(name, halt, state.id)
+                self._looked[name] = looked  # the next look takes no reading older
+                if loaded:
                     idle = 0
                     continue
                 idle += 1
-                interval = rec.definition.get("batch", {}).get("interval_ms", 2500) / 1000
-                halt.wait(idle_wait(interval, idle))
+                halt.wait(idle_wait(self._interval_s(name), idle))
         finally:
+            self._looked.pop(name, None)
             if held is not None:
                 self.leases.release(held)
+
+    def _state(self, name: str) -> PipelineRecord | None:
+        """The pipeline's record as the dispatcher last read it, without its definition
+        (read now, whole, if it has not yet); None once dropped."""
+        rec = self._seen.get(name)
+        if rec is not None:
+            return rec
+        try:
+            return self.rt.catalog.pipelines.get(name)
+        except SparkpipesError:
+            return None
+
+    def _forget_seen(self, name: str) -> None:
+        runner = self.rt.assembled(name)
+        if runner is not None:
+            runner.forget_idle()
+
+    def _quiet(self, name: str, idle: int) -> bool:
+        """Whether the turn can be skipped: the source tells, cheaply, that nothing was
+        added since the pipeline's last turn (never before its first)."""
+        runner = self.rt.assembled(name)
+        if runner is None or not idle:
+            return False
+        try:
+            return runner.nothing_new(since=self._looked.get(name, time.monotonic()))
+        except SparkpipesError:
+            return False  # the turn's plan meets the error, under the retry policy
+
+    def _interval_s(self, name: str) -> float:
+        runner = self.rt.assembled(name)
+        if runner is not None:
+            return runner.spec.batch.interval_ms / 1000
+        try:
+            rec = self.rt.catalog.pipelines.get(name)
+        except SparkpipesError:
+            return 2.5
+        return rec.definition.get("batch", {}).get("interval_ms", 2500) / 1000
 
     def _turn(self, name: str, halt: threading.Event, pipeline_id: str) -> bool:
         """Plan, wait for room, run one batch; whether it loaded anything. Errors are
@@ -355,11 +434,13 @@ class Scheduler:
                     return False
                 planner = self.rt.runner(name)
                 try:
-                    plan = planner.plan(cap)
+                    plan = planner.plan(cap, since=self._looked.get(name))
                 except SparkpipesError:
                     pass  # the batch fails the same way, under the retry policy
             if plan is not None and plan.width == 0:
                 return False  # nothing new: no batch, no room
+            if plan is not None and self._small(planner, plan):
+                return self._in_driver(name, planner, plan, halt, pipeline_id)
             width = self._wait_for_room(name, plan.width if plan else 1, cap, most, halt)
             if not width:
                 return False
@@ -392,90 +473,58 @@ class Scheduler:
             self._note(name, state=PipelineState.ERROR, last_error=str(err))
         return False
 
-    def _pause(self, name: str, width: int, halt: threading.Event, delay: float) -> int:
-        """Between two attempts of a batch: free its room, wait ``delay``, ask for the
-        same room again; the room admitted, 0 if halted or stopped meanwhile."""
-        self._free(name)
-        if halt.wait(delay) or self._halted(halt):
-            return 0
-        cap, most = self._limits()
-        return self._wait_for_room(name, width, cap, most, halt)
+    def _small(self, runner: BatchRunner, plan: Plan) -> bool:
+        """Whether the batch runs in this process without asking for room: small for
+        sure, and no cap on concurrent batches set (a cap set is kept by every batch)."""
+        values = self._values()
+        if (
+            values["pipelines_max_concurrent"]
+            or values["pipelines_max_concurrent_batch_partitions"]
+        ):
+            return False
+        return runner.source.runs_in_driver and driver_sized(
+            plan.tasks,
+            runner.spec.batch.max_offsets_per_partition,
+            values["pipelines_driver_batch_records"],
+        )
 
-    def _wait_for_room(
-        self, name: str, width: int, cap: int, most: int, halt: threading.Event
-    ) -> int:
-        """Queue for ``width`` partitions; the room admitted (at most ``cap``), or 0 if
-        halted or stopped while waiting."""
-        adm = self._admission
-        with self._cv:
-            adm.capacity, adm.max_pipelines = cap, most
-            adm.ask(name, width)
-            self._changes += 1
-        gone = False
-        check_at = time.monotonic() + 1.0
-        while True:
-            with self._cv:
-                if adm.admit():
-                    self._changes += 1
-                    self._cv.notify_all()
-                admitted = adm.running.get(name, 0)
-                done = bool(admitted) or gone or self._halted(halt)
-                if done and not admitted:
-                    adm.withdraw(name)
-                    self._changes += 1
-                change = self._changes
-            self._publish(change)
-            if done:
-                return admitted
-            if time.monotonic() >= check_at:  # a catalog read: not under the lock
-                check_at = time.monotonic() + 1.0
-                gone = not self._still_running(name)
-                continue
-            with self._cv:
-                if name not in adm.running and not self._halted(halt):
-                    self._cv.wait(0.2)
+    def _in_driver(
+        self, name: str, planner: BatchRunner, plan: Plan, halt: threading.Event, pid: str
+    ) -> bool:
+        """Run a small batch in this process: it takes no Spark room, only one of
+        ``DRIVER_BATCHES`` slots (its cost is mostly waiting on the broker, the table's
+        storage and the catalog, so a few overlap well)."""
+        while not self._driver_slots.acquire(timeout=0.2):
+            if self._halted(halt):
+                return False
+        try:
+            with self.rt.lock(name):
+                if not self._still_running(name):
+                    return False
+                if self.rt.runner(name) is not planner:
+                    return True  # the pipeline changed: the next turn plans again
+
+                def pause(delay: float) -> int:
+                    gone = halt.wait(delay) or self._halted(halt)
+                    return 0 if gone or not self._still_running(name) else plan.width
+
+                result = self.run_batch(
+                    name,
+                    plan=plan,
+                    max_partitions=plan.width,
+                    pause=pause,
+                    fence=lambda: self.leases.fence(pid, name),
+                    in_driver=True,
+                )
+            return result.state != BatchState.NO_DATA
+        finally:
+            self._driver_slots.release()
 
     def _still_running(self, name: str) -> bool:
         try:
             return self.rt.catalog.pipelines.get(name).state == PipelineState.RUNNING
         except SparkpipesError:
             return False
-
-    def _free(self, name: str) -> None:
-        with self._cv:
-            self._admission.release(name)
-            self._admission.admit()
-            self._changes += 1
-            change = self._changes
-            self._cv.notify_all()
-        self._publish(change)
-
-    def _publish(self, change: int, *, beat: bool = False) -> None:
-        """Best effort, outside the admission's lock: note the admission's state (as of
-        now, at least as new as ``change``) for ``status`` in any process, if it differs
-        from the state noted last or (``beat``) the last note is getting old."""
-        with self._note_lock:
-            due = beat and time.time() - self._noted_at >= HEARTBEAT_S
-            if change <= self._noted[0] and not due:
-                return  # a newer state was noted already
-            with self._cv:
-                adm = self._admission
-                latest = self._changes
-                state = {
-                    "capacity": adm.capacity,
-                    "running": dict(adm.running),
-                    "waiting": adm.waiting,
-                }
-            if state != self._noted[1] or due:
-                try:
-                    now = time.time()
-                    note = json.dumps({"at": now, **state}, sort_keys=True)
-                    self.rt.catalog.notes.put(f"{NOTE}:{self.leases.me}", note)
-                    self._noted_at = now
-                except Exception as e:  # best effort: status shows less, batches go on
-                    log.debug("could not note the scheduler's state: %s", e)
-                    return
-            self._noted = (latest, state)
 
     def close(self) -> None:
         self._halt.set()

@@ -62,7 +62,7 @@ class Bug:
     spec = SimpleNamespace(batch=BatchSpec(max_retries=4))
     calls = 0
 
-    def run(self, attempt, cap, plan=None, fence=None):
+    def run(self, attempt, cap, plan=None, fence=None, **_):
         self.calls += 1
         raise InternalError("task failed: KeyError: 'x'")
 
