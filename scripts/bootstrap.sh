@@ -34,6 +34,11 @@ if ! command -v java >/dev/null || [ "$(java_major)" -lt 17 ] 2>/dev/null; then
   say "installing Java 17 (Spark needs it)"
   apt_install openjdk-17-jre-headless
 fi
+# keytool (Java's own) makes the JDBC TLS tests' key stores as Connect users make theirs
+if ! command -v keytool >/dev/null; then
+  say "installing Java 17's keytool"
+  apt_install openjdk-17-jre-headless
+fi
 
 # virtualenv + packages (re-installed only when what the install builds from changes)
 if [ ! -x .venv/bin/python ]; then
@@ -69,7 +74,8 @@ if [ "$want_services" = 1 ]; then
   pg_isready -q -h 127.0.0.1 -p 5432 || { say "PostgreSQL is not answering on 127.0.0.1:5432"; exit 1; }
 
   # MariaDB on 127.0.0.1:3306 for the JDBC source tests, with a user the tests log in as
-  if ! command -v mariadbd >/dev/null && ! command -v mysqld >/dev/null; then
+  # (the JDBC TLS tests start a second server of their own: mariadb-install-db, mariadbd)
+  if ! command -v mariadbd >/dev/null || ! command -v mariadb-install-db >/dev/null; then
     say "installing MariaDB"
     apt_install mariadb-server mariadb-client
   fi

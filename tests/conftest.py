@@ -63,3 +63,13 @@ def registry():
 
     with Registry() as r:
         yield r
+
+
+@pytest.fixture(scope="session")
+def mariadb_tls(tmp_path_factory):
+    """A second MariaDB on 127.0.0.1 that speaks TLS, with its CA, Java key stores and
+    users that require TLS (tests/integration/tls_server.py), shared by the run."""
+    from tests.integration.tls_server import TlsMariaDB
+
+    with TlsMariaDB(tmp_path_factory.mktemp("mariadb_tls")) as server:
+        yield server

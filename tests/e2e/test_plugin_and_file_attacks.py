@@ -264,6 +264,23 @@ def test_plugin_paths_and_schema_files_are_refused(tmp_path):
         r = ana.put(f"{url}/connectors/snk/config", json=connector["config"])
         assert r.status_code == 403 and "FILE READ" in r.text, r.text
         assert SECRET not in r.text and str(creds) not in r.text
+        # a JDBC sink into an SQLite file writes a file of the server: FILE READ is not
+        # enough (the catalog is an SQLite file too), and the warehouse is never written
+        sqlite_sink = {
+            "name": "lite",
+            "config": {
+                "connector.class": "io.confluent.connect.jdbc.JdbcSinkConnector",
+                "topics": "t",
+                "connection.url": f"jdbc:sqlite:{wh / 'catalog.db'}",
+                "auto.create": "true",
+            },
+        }
+        grant = "GRANT CREATE, INSERT, SELECT, CREATE PIPELINE, START PIPELINE ON *.* TO cy"
+        assert owner.post(f"{url}/api/query", json={"sql": grant}).ok
+        r = cy.post(f"{url}/connectors", json=sqlite_sink)
+        assert r.status_code == 403 and "FILE WRITE" in r.text, r.text
+        r = owner.post(f"{url}/connectors", json=sqlite_sink)
+        assert r.status_code == 400 and "warehouse" in r.text, r.text
         assert owner.get(f"{url}/api/status").ok
     assert ZEN not in server.output and "Traceback" not in server.output
     assert SECRET not in server.output

@@ -171,3 +171,32 @@ def test_a_dead_letter_topic_is_checked_by_name(broker):
         ).dead_letter_replication
         == -1
     )
+
+
+def test_a_spent_budget_defers_batches_and_tasks_to_later_rounds_never_losing_one(
+    broker, engine, monkeypatch
+):
+    """Each round of a connector publishes within its time budget: with none at all, a
+    round still publishes one batch (so every round makes progress), the rest waits,
+    and the next round begins with the next task; every failed record reaches the
+    dead-letter topic once."""
+    from sparkpipes.frontends.connect import deadletter
+
+    monkeypatch.setattr(deadletter, "BUDGET_S", 0.0)
+    first, second = (f"dl{i}_{uuid.uuid4().hex[:6]}" for i in range(2))
+    for t in (first, second):
+        broker.create_topic(t, 1)
+    dlq = f"dlq_{uuid.uuid4().hex[:8]}"
+    produce(broker, first, [(0, None, good(1), []), (0, None, b"bad-a1", [])])
+    produce(broker, second, [(0, None, good(2), []), (0, None, b"bad-b1", [])])
+    engine.connectors.create(config(broker, f"{first},{second}", dlq))
+    pipelines = engine.connectors.get("dlq-sink")["pipelines"]
+    for p in pipelines:
+        engine.run_batches(p, 5, until_idle=True)
+    produce(broker, first, [(0, None, b"bad-a2", [])])
+    engine.run_batches(pipelines[0], 5, until_idle=True)
+
+    rounds = [engine.connectors.publish_dead_letters() for _ in range(4)]
+    assert rounds == [1, 1, 1, 0]  # one batch a round, the other task's in between
+    got = sorted(m.value() for m in read_all(broker, dlq, 3))
+    assert got == [b"bad-a1", b"bad-a2", b"bad-b1"]

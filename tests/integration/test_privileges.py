@@ -272,6 +272,11 @@ def test_what_the_review_found_stays_shut(served, engine, tmp_path):
         # a path given as a number is opened as the file of that name (R12)
         "CREATE PIPELINE kx AS LOAD DATA KAFKA '127.0.0.1:9/t' "
         "CONFIG '{\"ssl.ca.location\": 12345}' SKIP SOURCE CHECK INTO TABLE t",
+        # a JDBC URL's Java key store, a file of the server (even as a relative name)
+        "CREATE PIPELINE j AS LOAD DATA KAFKACONNECT 'kc' CONFIG '{\"connector.class\": "
+        '"io.confluent.connect.jdbc.JdbcSourceConnector", "mode": "bulk", "connection.url": '
+        '"jdbc:mariadb://127.0.0.1/d?sslMode=verify-ca&trustCertificateKeyStoreUrl=k.jks"}\' '
+        "SKIP SOURCE CHECK INTO TABLE t",
     ):
         refused(bo, text, "FILE READ")
     bo.execute(  # with keys of its own, it signs in as whoever they are

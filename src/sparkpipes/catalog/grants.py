@@ -36,8 +36,9 @@ GLOBAL = "*.*"
 DB = f"{DATABASE}.*"
 
 #: privileges that only exist for the whole server (``FILE READ``: load files of the
-#: server's own disk, ``LOAD DATA FS|HDFS``)
-SERVER_ONLY = ("SUPER", "CREATE USER", "PROCESS", "FILE READ")
+#: server's own disk, ``LOAD DATA FS|HDFS``; ``FILE WRITE``: write them, as a JDBC sink
+#: into an SQLite file does)
+SERVER_ONLY = ("SUPER", "CREATE USER", "PROCESS", "FILE READ", "FILE WRITE")
 #: privileges on tables (and the database)
 TABLE = ("SELECT", "INSERT", "UPDATE", "DELETE", "CREATE", "DROP", "ALTER", "INDEX")
 #: privileges on pipelines

@@ -103,6 +103,8 @@ class PipelineSpec:
         ]
         if self.format.connect is None:
             del d["format"]["connect"]  # as stored before it existed
+        elif self.format.connect.rows is None:
+            del d["format"]["connect"]["rows"]  # as stored before it existed
         if self.format.options:
             d["format"]["options"] = dict(self.format.options)
         else:

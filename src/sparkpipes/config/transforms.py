@@ -158,6 +158,53 @@ def parse_chain(cfg: Mapping[str, str]) -> tuple[TransformChain, list[tuple[str,
 #: Kafka Connect's converters of a sink connector's record values, by the name a
 #: :class:`ConnectRecords` keeps (``value.converter`` class → kind in ``frontends.connect``)
 CONVERTERS = ("json", "string", "avro")
+#: Confluent's JDBC sink's ``pk.mode`` values
+PK_MODES = ("none", "kafka", "record_key", "record_value")
+#: the converters a record key is read with: the value's, and Kafka's primitive ones
+#: (``org.apache.kafka.connect.converters.LongConverter`` … ``ByteArrayConverter``)
+KEY_CONVERTERS = (*CONVERTERS, "long", "integer", "short", "double", "float", "bytes")
+
+
+@dataclass(frozen=True)
+class RecordRows:
+    """How a sink task makes a table row of each record beyond its value's fields, as
+    Confluent's JDBC sink does (``FieldsMetadata``, ``RecordValidator``; ``formats.
+    connect_rows`` applies it): the primary-key columns ``pk_fields`` from the record's
+    key (``record_key``: a struct key's fields, or a primitive key as the one column
+    named), from its Kafka coordinates (``kafka``: topic, partition, offset) or its
+    value (``record_value``); with ``deletes`` a tombstone is a delete of its key,
+    marked in that staged column; a value field the table has no column for fails its
+    record (``evolve`` says whether the connector adds columns when it is made). The
+    key is read with ``key_converter`` (``json`` with its envelope when ``key_schemas``,
+    ``string``, ``avro``); a ``string`` value is the one column ``string_column``.
+    ``connector`` and ``table`` name them in messages."""
+
+    connector: str
+    table: str
+    pk_mode: str = "none"
+    pk_fields: tuple[str, ...] = ()
+    key_converter: str = "json"
+    key_schemas: bool = True
+    deletes: str | None = None
+    fields: tuple[str, ...] = ()
+    string_column: str = "record_value"
+    evolve: bool = False
+
+    def __post_init__(self) -> None:
+        if self.pk_mode not in PK_MODES:
+            raise ConfigError(f"pk.mode is one of {', '.join(PK_MODES)}, not {self.pk_mode!r}")
+        if self.key_converter not in KEY_CONVERTERS:
+            raise ConfigError(
+                f"a Kafka Connect key converter is one of {', '.join(KEY_CONVERTERS)}, "
+                f"not {self.key_converter!r}"
+            )
+        object.__setattr__(self, "pk_fields", tuple(str(f) for f in self.pk_fields))
+        object.__setattr__(self, "fields", tuple(str(f) for f in self.fields))
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, object]) -> RecordRows:
+        names = {f: d[f] for f in cls.__dataclass_fields__ if f in d}
+        return cls(**names)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -170,12 +217,14 @@ class ConnectRecords:
     through the format's schema registry; ``string``); ``topic`` is the topic the
     records are read from; ``config`` holds the connector's ``transforms`` /
     ``predicates`` keys as given (stored and shown back as written), parsed once into
-    :attr:`chain`."""
+    :attr:`chain`; ``rows`` is set for Confluent's JDBC sink (:class:`RecordRows`)."""
 
     converter: str
     topic: str
     schemas: bool = True
     config: tuple[tuple[str, str], ...] = ()
+    #: how rows are made of the records beyond their values' fields (a JDBC sink's)
+    rows: RecordRows | None = None
 
     def __post_init__(self) -> None:
         if self.converter not in CONVERTERS:
@@ -200,4 +249,5 @@ class ConnectRecords:
             topic=str(d["topic"]),
             schemas=bool(d.get("schemas", True)),
             config=tuple((str(k), str(v)) for k, v in d.get("config", ()) or ()),  # type: ignore[attr-defined]
+            rows=RecordRows.from_json(d["rows"]) if d.get("rows") else None,  # type: ignore[arg-type]
         )

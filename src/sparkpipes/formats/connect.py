@@ -14,7 +14,8 @@ What is promised:
 - a record a transform drops (``Filter``, Debezium's dropped deletes and tombstones) is
   neither a row nor an error: Connect never hands it to the sink;
 - a record whose value is null once transformed (a tombstone) is an error: this sink
-  inserts rows and does not delete them;
+  inserts rows and does not delete them — except for Confluent's JDBC sink
+  (``ConnectRecords.rows``), whose rows, keys and deletes ``formats.connect_rows`` makes;
 - the value's fields map to the columns by name (as the SingleStore sink loads them), a
   field the table lacks is left out, a column no field reaches is NULL (or its
   DEFAULT), each column cast to its type, a value that does not convert rejecting its
@@ -37,6 +38,7 @@ from sparkpipes.errors import ConfigError
 from sparkpipes.formats.avro import AvroMessageDecoder
 from sparkpipes.formats.base import Decoded, Decoder, RecordError
 from sparkpipes.formats.columnar import ColumnarDecoder
+from sparkpipes.formats.connect_rows import PRIMITIVE_KEYS, placeholders, primitive_keys, shape
 from sparkpipes.sources.base import Fetched
 from sparkpipes.sources.connect import smt
 from sparkpipes.sources.connect.smt import jsontext, sink
@@ -63,8 +65,9 @@ class ConnectDecoder(Decoder):
         self.chain, problems = smt.chain_of(records.chain, "sink")
         if problems:
             raise ConfigError("; ".join(m for _, m in dict(problems).items()))
+        self.options = dict(options or {})
         self.avro = (
-            AvroMessageDecoder(pa.schema([]), (), options=options or {})
+            AvroMessageDecoder(pa.schema([]), (), options=self.options)
             if records.converter == "avro"
             else None
         )
@@ -80,6 +83,8 @@ class ConnectDecoder(Decoder):
         if n == 0:
             return Decoded(self.schema.empty_table(), pa.array([], pa.int32()), ())
         done, errors = self.transformed(fetched, partition)
+        if self.records.rows is not None:
+            return self._jdbc_rows(done, errors)
         value = done.value
         tombstones = value.is_null()
         if pc.any(tombstones).as_py():
@@ -97,15 +102,44 @@ class ConnectDecoder(Decoder):
         kept = done.index.take(decoded.kept).cast(pa.int32())
         return Decoded(decoded.table, kept, tuple(sorted(errors, key=lambda e: e.index)))
 
+    def _jdbc_rows(self, done: smt.Records, errors: list[RecordError]) -> Decoded:
+        """The JDBC sink's rows of the transformed records (``formats.connect_rows``)."""
+        rows = self.records.rows
+        assert rows is not None
+        value = done.value
+        if pa.types.is_struct(value.type) or not len(value) or pc.all(value.is_null()).as_py():
+            table = self._table(value) if pa.types.is_struct(value.type) else _rows(len(value))
+        else:
+            table = pa.table({rows.string_column: sink.text(value)})
+        fields = [p[0] for c, p in self.paths.items() if p and not c.startswith("@")]
+        table, refused = shape(done, rows, fields, table)
+        decoded = self.columns.decode_table(table)
+        errors += refused
+        errors += [RecordError(done.index[e.index].as_py(), e.reason) for e in decoded.errors]
+        refused_at = {e.index for e in refused}
+        kept = done.index.take(decoded.kept).cast(pa.int32())
+        out = placeholders(decoded.table, rows)
+        if refused_at:
+            mask = pa.array([i not in refused_at for i in kept.to_pylist()])
+            out, kept = out.filter(mask), kept.filter(mask)
+        unique = {e.index: e for e in errors}
+        return Decoded(out, kept, tuple(sorted(unique.values(), key=lambda e: e.index)))
+
     def transformed(
         self, fetched: Fetched, partition: str
     ) -> tuple[smt.Records, list[RecordError]]:
         """The records of ``fetched`` decoded by the converter and through the chain (the
-        value typed again where a merge left it as JSON text), and the ones refused."""
+        value typed again where a merge left it as JSON text), and the ones refused. With
+        ``rows`` (the JDBC sink's) the keys are read by its key converter."""
         n = len(fetched.values)
         value, bad = self._values(fetched.values)
+        rows = self.records.rows
+        key = sink.keys_of(fetched.keys, n)
+        if rows is not None and fetched.keys is not None:
+            key, bad_keys = self._values(fetched.keys, rows.key_converter, rows.key_schemas)
+            bad.update({i: f"the record's key: {why}" for i, why in bad_keys.items()})
         records = smt.Records(
-            key=sink.keys_of(fetched.keys, n),
+            key=key,
             value=value,
             topic=pa.array([self.records.topic] * n, pa.string()),
             index=pa.array(np.arange(n, dtype=np.int32)),
@@ -124,13 +158,20 @@ class ConnectDecoder(Decoder):
             done = done.replace(value=jsontext.parse(done.value))
         return done, errors
 
-    def _values(self, values: pa.Array) -> tuple[pa.Array, dict[int, str]]:
-        """The values by the connector's converter, and the ones it cannot read."""
-        kind = self.records.converter
+    def _values(
+        self, values: pa.Array, kind: str | None = None, schemas: bool | None = None
+    ) -> tuple[pa.Array, dict[int, str]]:
+        """The values (or keys) by the connector's converter (or ``kind``), and the ones
+        it cannot read."""
+        kind = kind or self.records.converter
+        if kind in PRIMITIVE_KEYS or kind == "bytes":
+            return primitive_keys(values, kind)
         if kind == "string":
             return sink.text(values), {}
         if kind == "json":
-            return sink.json_values(values, schemas=self.records.schemas)
+            return sink.json_values(
+                values, schemas=self.records.schemas if schemas is None else schemas
+            )
         return self._avro(values)
 
     def _avro(self, values: pa.Array) -> tuple[pa.Array, dict[int, str]]:
@@ -138,7 +179,8 @@ class ConnectDecoder(Decoder):
         record, as fastavro reads them), the records then one Arrow column."""
         import fastavro
 
-        assert self.avro is not None
+        if self.avro is None:  # a key read by Confluent's AvroConverter, the value not
+            self.avro = AvroMessageDecoder(pa.schema([]), (), options=self.options)
         out: list[Any] = []
         bad: dict[int, str] = {}
         for i, raw in enumerate(values.to_pylist()):

@@ -173,15 +173,34 @@ def guard(engine: Engine) -> Callable[[Request], None]:
     return check
 
 
+def require_file_write(engine: Engine, request: Request, keys: list[str]) -> None:
+    """A config that has the server write files of its own disk (a JDBC sink into an
+    SQLite file) needs ``FILE WRITE``: FILE READ is not enough, as a written file can be
+    any file the server may write. The refusal names the options, never their values."""
+    _require_file(engine, request, keys, "FILE WRITE", "that the connector writes", "writing")
+
+
 def require_file_read(engine: Engine, request: Request, keys: list[str], hint: str = "") -> None:
     """A config whose options ``keys`` name files of the server's disk (TLS material, a
     schema file, a plugin's path) has the server read them: that needs ``FILE READ``, as
     ``LOAD DATA FS`` does. The refusal names the options, never their values."""
+    _require_file(engine, request, keys, "FILE READ", "", "reading", hint)
+
+
+def _require_file(
+    engine: Engine,
+    request: Request,
+    keys: list[str],
+    privilege: str,
+    what: str,
+    doing: str,
+    hint: str = "",
+) -> None:
     access = access_of(engine, request)
-    if not keys or access.owner or access.may("FILE READ"):
+    if not keys or access.owner or access.may(privilege):
         return
     raise AccessDeniedError(
         f"Access denied for user '{access.user}': {', '.join(keys)} names a file of the "
-        "server, and reading the server's files needs the FILE READ privilege (GRANT "
-        f"FILE READ ON *.*){hint}"
+        f"server{' ' + what if what else ''}, and {doing} the server's files needs the "
+        f"{privilege} privilege (GRANT {privilege} ON *.*){hint}"
     )

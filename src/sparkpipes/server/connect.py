@@ -25,7 +25,7 @@ from sparkpipes.frontends.connect import validate as validation
 from sparkpipes.frontends.connect.model import SinkConnectorConfig, load
 from sparkpipes.frontends.connect.shape import flat
 from sparkpipes.frontends.connect.sources import is_source
-from sparkpipes.server.access import access_of, require_file_read
+from sparkpipes.server.access import access_of, require_file_read, require_file_write
 from sparkpipes.server.auth import wants_html
 from sparkpipes.sources.connect.source import KafkaConnectSource
 from sparkpipes.util.localfiles import local_file_keys
@@ -56,9 +56,14 @@ def _flat(body: dict[str, Any]) -> dict[str, Any]:
 def require_delete_to_upsert(engine: Engine, request: Request, cfg: SinkConnectorConfig) -> None:
     """``singlestore.upsert``: a record replaces the stored row of its key, which is a
     DELETE as well as an INSERT (MySQL's REPLACE): it needs DELETE on the database too.
-    Decided on the config as loaded (any spelling of true, any shape of body)."""
-    if cfg.upsert:
+    Confluent's JDBC sink: ``delete.enabled`` deletes rows (DELETE), ``insert.mode``
+    upsert or update changes stored rows (UPDATE). Decided on the config as loaded (any
+    spelling of true, any shape of body)."""
+    jdbc = cfg.jdbc
+    if cfg.upsert or (jdbc is not None and jdbc.deletes):
         access_of(engine, request).require("DELETE")
+    if jdbc is not None and jdbc.insert_mode != "insert":
+        access_of(engine, request).require("UPDATE")
 
 
 def cluster_id(engine: Engine) -> str:
@@ -120,6 +125,7 @@ def router(engine: Engine, *, run: bool) -> APIRouter:
             else:
                 cfg = load(body)  # checked as it will run: whatever the body's shape
                 require_delete_to_upsert(engine, request, cfg)
+                require_file_write(engine, request, _written_files(cfg))
                 info = conns.create(cfg)
             _run(info["name"])
             return info
@@ -148,6 +154,7 @@ def router(engine: Engine, *, run: bool) -> APIRouter:
             else:
                 cfg = load(body, name=name)
                 require_delete_to_upsert(engine, request, cfg)
+                require_file_write(engine, request, _written_files(cfg))
                 info = conns.create(cfg, replace=exists)
             _run(name)
             response.status_code = 200 if exists else 201
@@ -264,3 +271,8 @@ def router(engine: Engine, *, run: bool) -> APIRouter:
             conns.resume(name, run=True)
 
     return r
+
+
+def _written_files(cfg: SinkConnectorConfig) -> list[str]:
+    """The keys of a sink config that name a file of the server the sink writes."""
+    return ["connection.url"] if cfg.jdbc is not None and cfg.jdbc.dialect == "sqlite" else []

@@ -99,6 +99,9 @@ class SinkContext:
     sink_credentials: Mapping[str, Any] = field(default_factory=dict)  # SinkSpec.credentials
     #: ``update`` writes: each column's Spark SQL over the stored row ``s`` and the new ``r``
     update: tuple[tuple[str, str], ...] = ()
+    #: SKIP DUPLICATE KEY ERRORS: the staged rows' (partition, offset) columns, by which
+    #: the rows an ``ignore`` write leaves out are reported (:meth:`Sink.rejected`)
+    skipped_duplicates: tuple[str, str] | None = None
 
 
 class Sink(abc.ABC):
@@ -129,6 +132,13 @@ class Sink(abc.ABC):
     def committed(self, app_id: str, hint: Committed | None = None) -> Committed | None:
         """The last batch of ``app_id`` the destination holds. ``hint`` (the catalog's
         record) may be used only where the destination confirms it."""
+
+    def rejected(self) -> list[dict[str, Any]]:
+        """Records the last :meth:`commit` skipped because the destination refused them
+        (a database's refusal under ``errors.tolerance=all``), as rows of the errors
+        store: ``partition``, ``offset``, ``code``, ``kind``, ``reason``, ``excerpt``.
+        Each is reported once."""
+        return []
 
     def discard(self) -> None:  # noqa: B027 - optional hook
         """Remove what attempts that never committed left in a scratch area."""

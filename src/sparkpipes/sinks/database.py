@@ -1,5 +1,6 @@
-"""Tables of PostgreSQL and MySQL-protocol databases (MariaDB, MySQL, SingleStore) as a
-sink: seed 001's destination, exactly once through its metadata table.
+"""Tables of PostgreSQL and MySQL-protocol databases (MariaDB, MySQL, SingleStore) and of
+SQLite files as a sink: seed 001's destination and Confluent's JDBC sink's, exactly once
+through the metadata table.
 
 One batch is one database transaction:
 
@@ -10,10 +11,13 @@ One batch is one database transaction:
    ``count`` of rows, ``update_time``; and what a restart needs: the pipeline's app id,
    the batch id, the partition and its end offset). A batch already there breaks the
    primary key: the transaction is rolled back and the commit reports it held (a
-   replay after a crash loads nothing twice). Then the rows: PostgreSQL ``COPY … FROM
-   STDIN`` (CSV), MySQL multi-row ``INSERT``; an upsert loads through ``INSERT … ON
-   CONFLICT`` / ``ON DUPLICATE KEY UPDATE`` (``INSERT IGNORE`` to keep the old row).
-   Then ``COMMIT``.
+   replay after a crash loads nothing twice). Then the rows, as the write mode says
+   (``database_load``: insert, upsert, update, with deletes of tombstones). Then
+   ``COMMIT``. With ``tolerate`` (``errors.tolerance=all``) rows the database refuses
+   (a duplicate key, a value a column does not take) are written again one at a time,
+   each in a savepoint, and the ones refused again are reported (:meth:`DatabaseSink
+   .rejected`) instead of failing the batch, as Confluent's JDBC sink reports each
+   record of a failed write to its errant-record reporter.
 3. **Resume.** :meth:`DatabaseSink.committed` reads the metadata table: each partition's
    end offset from its latest row, and the greatest batch id.
 
@@ -26,135 +30,42 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import io
 import json
 import logging
 import os
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
-from sparkpipes.config import Secret
 from sparkpipes.errors import ConfigError, SchemaMismatchError, SinkError
 from sparkpipes.sinks.base import BatchCommit, Committed, Sink, SinkContext, Staged
+from sparkpipes.sinks.database_load import (
+    MODES,
+    OFFSET_COLUMN,
+    PARTITION_COLUMN,
+    Writes,
+    apply,
+)
+from sparkpipes.sinks.database_tables import (
+    DEFAULT_METADATA_TABLE,
+    DIALECTS,
+    Destination,
+    TableKey,
+    add_columns,
+    create_table,
+    dead_letter_table,
+    describe,
+    metadata_table,
+    reflect,
+)
 from sparkpipes.sinks.parquet import AddFile, ParquetWriter
-from sparkpipes.util import db as dbutil
-from sparkpipes.util.db import classify
 from sparkpipes.util.faults import crash_point
 
 log = logging.getLogger("sparkpipes.sinks.database")
-
-DIALECTS = {
-    "postgresql": ("postgresql+psycopg2", "psycopg2", 5432, "PostgreSQL"),
-    "mysql": ("mysql+pymysql", "pymysql", 3306, "MySQL"),
-}
-DEFAULT_METADATA_TABLE = "kafka_connect_transaction_metadata"
-#: rows per multi-row INSERT statement (MySQL)
-INSERT_ROWS = 2_000
-
-
-@dataclass(frozen=True)
-class Destination:
-    """A database and where its tables are: picklable, no I/O until :meth:`engine`."""
-
-    dialect: str
-    host: str
-    port: int
-    database: str
-    user: str | None = None
-    password: Secret | None = None
-    schema: str | None = None
-
-    @classmethod
-    def of(cls, config: Mapping[str, Any], credentials: Mapping[str, Secret]) -> Destination:
-        dialect = str(config.get("dialect", ""))
-        if dialect not in DIALECTS:
-            raise ConfigError(f"database sink dialect must be one of {', '.join(DIALECTS)}")
-        return cls(
-            dialect,
-            str(config.get("host") or "127.0.0.1"),
-            int(config.get("port") or DIALECTS[dialect][2]),
-            str(config.get("database") or ""),
-            config.get("user"),
-            credentials.get("password"),
-            config.get("schema"),
-        )
-
-    def where(self) -> str:
-        return f"{DIALECTS[self.dialect][3]} database '{self.database}' at {self.host}:{self.port}"
-
-    def engine(self) -> Any:
-        return dbutil.engine(
-            DIALECTS[self.dialect][0],
-            host=self.host,
-            port=self.port,
-            database=self.database,
-            user=self.user,
-            password=self.password,
-        )
-
-    def error(self, e: BaseException, doing: str) -> SinkError:
-        """A driver error as a sink error that names the database (never the password).
-        Transient only when the server could not be reached or went away."""
-        d = classify(e)
-        err = SinkError(
-            f"{'cannot reach ' if d.down else ''}{self.where()}: {d.text} (while {doing})"
-        )
-        err.transient = d.down
-        return err
-
-
-@dataclass(frozen=True)
-class TableKey:
-    """A key of a table the sink creates (``tableKey.<KIND>[.<name>]=cols``)."""
-
-    kind: str  # PRIMARY, UNIQUE, KEY, SHARD, COLUMNSTORE
-    columns: tuple[str, ...]
-    name: str | None = None
-
-
-def metadata_table(name: str, schema: str | None = None) -> Any:
-    """The metadata table (seed 001's three columns, then the sink's own)."""
-    import sqlalchemy as sa
-
-    return sa.Table(
-        name,
-        sa.MetaData(),
-        sa.Column("id", sa.String(255), primary_key=True),
-        sa.Column("count", sa.Integer, nullable=False),
-        sa.Column("update_time", sa.DateTime, nullable=False),
-        sa.Column("app_id", sa.String(64), primary_key=True),
-        sa.Column("batch_id", sa.BigInteger, nullable=False),
-        sa.Column("partition_key", sa.String(255), nullable=False),
-        sa.Column("end_offset", sa.Text, nullable=False),
-        schema=schema,
-    )
-
-
-def dead_letter_table(name: str, schema: str | None = None) -> Any:
-    """Records a batch skipped (``errors.tolerance=all``), committed with the batch."""
-    import sqlalchemy as sa
-
-    return sa.Table(
-        name,
-        sa.MetaData(),
-        sa.Column("topic", sa.String(255), nullable=False),
-        sa.Column("partition_key", sa.String(255), nullable=False),
-        sa.Column("record_offset", sa.String(255), nullable=False),
-        sa.Column("error_code", sa.String(16), nullable=False),
-        sa.Column("reason", sa.Text, nullable=False),
-        sa.Column("excerpt", sa.Text),
-        sa.Column("failed_at", sa.DateTime, nullable=False),
-        sa.Column("app_id", sa.String(64), nullable=False),
-        sa.Column("batch_id", sa.BigInteger, nullable=False),
-        schema=schema,
-    )
 
 
 class _AlreadyThere(Exception):
@@ -187,23 +98,25 @@ class DatabaseSink(Sink):
         self.metadata = str(meta) if meta else None
         dead = cfg.get("dead_letter_table")
         self.dead_letters = str(dead) if dead else None
-        # ``insert``: the database refuses a duplicate key itself, as SingleStore would
-        self.write = "append" if ctx.write == "insert" else ctx.write
-        self.keys = tuple(ctx.primary_key)
         if ctx.refine is not None:
             raise ConfigError(
                 f"a pipeline into {self.dest.where()} cannot have SET, WHERE or computed "
                 "columns (they run on Spark, before a Delta commit)"
             )
-        if self.write not in ("append", "replace", "ignore"):
-            raise ConfigError(
-                f"a pipeline into {self.dest.where()} cannot {self.write.upper()} rows: it "
-                "appends, replaces or ignores rows of a key"
-            )
-        if self.write != "append" and not self.keys:
+        self.writes = _writes(ctx, cfg, self.dest.where())
+        if self.writes.mode != "insert" and not self.writes.keys:
             raise ConfigError(
                 f"upserting into table '{self.table}' of {self.dest.where()} needs its primary key"
             )
+        marked = self.writes.deletes
+        if marked is not None and marked not in self.staged_schema.names:
+            raise ConfigError(
+                f"deletes into table '{self.table}' of {self.dest.where()} need the key "
+                f"the rows are matched on ({', '.join(self.writes.keys) or 'none given'})"
+            )
+        #: errors.tolerance=all: rows the database refuses are reported, not fatal
+        self.tolerate = bool(cfg.get("tolerate"))
+        self._rejected: list[dict[str, Any]] = []
         self._engine: Any = None
         self._held = _Held()
 
@@ -275,10 +188,10 @@ class DatabaseSink(Sink):
                 with conn.begin():
                     if self.metadata is not None and not self._mark(conn, batch):
                         raise _AlreadyThere
-                    if rows.num_rows:
-                        self._load(conn, rows)
-                    if self.dead_letters is not None and batch.errors:
-                        self._dead_letters(conn, batch)
+                    rejected = self._write(conn, rows, batch) if rows.num_rows else []
+                    errors = [*batch.errors, *rejected]
+                    if self.dead_letters is not None and errors:
+                        self._dead_letters(conn, batch, errors)
                     crash_point("in_database_transaction")
             except _AlreadyThere:
                 return False
@@ -288,7 +201,42 @@ class DatabaseSink(Sink):
                 raise self._load_error(e, batch) from None
         self._held.offsets = dict(batch.offsets)
         self._held.batch_id = batch.batch_id
+        self._rejected = rejected
         return True
+
+    def rejected(self) -> list[dict[str, Any]]:
+        """The rows the last commit's database refused and skipped (``tolerate``), as
+        rows of the errors store; each reported once."""
+        out, self._rejected = self._rejected, []
+        return out
+
+    def _write(self, conn: Any, rows: pa.Table, batch: BatchCommit) -> list[dict[str, Any]]:
+        """Apply ``rows``; with ``tolerate``, rows the database refuses are written again
+        one at a time and those it refuses again are returned as error rows."""
+        target = self._qualified(conn, self.table)
+        dialect = self.dest.dialect
+        if not self.tolerate:
+            apply(conn, dialect, target, rows, self.writes)
+            return []
+        try:
+            with conn.begin_nested():
+                apply(conn, dialect, target, rows, self.writes)
+            return []
+        except Exception as e:
+            if self.dest.error(e, "").transient:
+                raise
+        out = []
+        for i in range(rows.num_rows):
+            one = rows.slice(i, 1)
+            try:
+                with conn.begin_nested():
+                    apply(conn, dialect, target, one, self.writes)
+            except Exception as e:
+                err = self.dest.error(e, f"loading batch {batch.batch_id} into table {self.table}")
+                if err.transient:
+                    raise err from None
+                out.append(_refused(one, err.message))
+        return out
 
     def _load_error(self, e: BaseException, batch: BatchCommit) -> SinkError:
         err = self.dest.error(e, f"loading batch {batch.batch_id} into table {self.table}")
@@ -304,7 +252,13 @@ class DatabaseSink(Sink):
         if self._held.offsets is None:
             self.committed(batch.app_id)
         before = self._held.offsets or {}
-        if self._held.batch_id >= batch.batch_id:
+        meta = metadata_table(self.metadata or "", self.dest.schema)
+        # the table's word, in this transaction, not what this sink last saw: another
+        # process may have committed since (offsets set by hand, a connector's reset)
+        last = conn.execute(
+            sa.select(sa.func.max(meta.c.batch_id)).where(meta.c.app_id == batch.app_id)
+        ).scalar()
+        if max(self._held.batch_id, last or 0) >= batch.batch_id:
             return False
         now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
         values = [
@@ -332,7 +286,6 @@ class DatabaseSink(Sink):
                     "end_offset": "null",
                 }
             ]
-        meta = metadata_table(self.metadata or "", self.dest.schema)
         try:
             with conn.begin_nested():
                 conn.execute(sa.insert(meta), values)
@@ -340,7 +293,9 @@ class DatabaseSink(Sink):
             return False
         return True
 
-    def _dead_letters(self, conn: Any, batch: BatchCommit) -> None:
+    def _dead_letters(
+        self, conn: Any, batch: BatchCommit, errors: Sequence[dict[str, Any]] | Any
+    ) -> None:
         import sqlalchemy as sa
 
         self.ensure_metadata()
@@ -357,75 +312,18 @@ class DatabaseSink(Sink):
                 "app_id": batch.app_id,
                 "batch_id": batch.batch_id,
             }
-            for e in batch.errors
+            for e in errors
         ]
         conn.execute(sa.insert(dead_letter_table(self.dead_letters or "", self.dest.schema)), rows)
 
     def _read(self, staged: Sequence[Staged]) -> pa.Table:
+        """The staged rows in the order the tasks read them: the table's columns, and
+        the delete mark and where each row came from when staged."""
         paths = [os.path.join(self.scratch, s.path) for s in staged if isinstance(s, AddFile)]
         parts = [pq.read_table(p) for p in paths]
         table = pa.concat_tables(parts) if parts else self.staged_schema.empty_table()
-        if self.write != "append" and table.num_rows:
-            table = _last_by_key(table, self.keys)
-        return table.select([c for c in self.schema.names if c in table.column_names])
-
-    def _load(self, conn: Any, rows: pa.Table) -> None:
-        target = self._qualified(conn, self.table)
-        q = conn.dialect.identifier_preparer.quote
-        cols = ", ".join(q(c) for c in rows.column_names)
-        if self.dest.dialect == "postgresql":
-            self._copy(conn, target, cols, rows)
-        else:
-            self._insert(conn, target, cols, rows)
-
-    def _copy(self, conn: Any, target: str, cols: str, rows: pa.Table) -> None:
-        raw = conn.connection.dbapi_connection
-        buf = io.BytesIO()
-        pcsv.write_csv(
-            _csv_ready(rows),
-            buf,
-            pcsv.WriteOptions(include_header=False, quoting_style="all_valid"),
-        )
-        buf.seek(0)
-        copy = "COPY {} ({}) FROM STDIN WITH (FORMAT csv)"
-        with raw.cursor() as cur:
-            if self.write == "append":
-                cur.copy_expert(copy.format(target, cols), buf)
-                return
-            cur.execute(
-                f"CREATE TEMP TABLE __sp_stage (LIKE {target} INCLUDING DEFAULTS) ON COMMIT DROP"
-            )
-            cur.copy_expert(copy.format("__sp_stage", cols), buf)
-            q = conn.dialect.identifier_preparer.quote
-            keys = ", ".join(q(k) for k in self.keys)
-            others = [c for c in rows.column_names if c not in self.keys]
-            action = (
-                "DO NOTHING"
-                if self.write == "ignore" or not others
-                else "DO UPDATE SET " + ", ".join(f"{q(c)} = EXCLUDED.{q(c)}" for c in others)
-            )
-            cur.execute(
-                f"INSERT INTO {target} ({cols}) SELECT {cols} FROM __sp_stage "
-                f"ON CONFLICT ({keys}) {action}"
-            )
-
-    def _insert(self, conn: Any, target: str, cols: str, rows: pa.Table) -> None:
-        q = conn.dialect.identifier_preparer.quote
-        verb = "INSERT IGNORE" if self.write == "ignore" else "INSERT"
-        tail = ""
-        if self.write == "replace":
-            others = [c for c in rows.column_names if c not in self.keys] or list(self.keys)
-            tail = " ON DUPLICATE KEY UPDATE " + ", ".join(
-                f"{q(c)} = VALUES({q(c)})" for c in others
-            )
-        marks = ", ".join(["%s"] * rows.num_columns)
-        sql = f"{verb} INTO {target} ({cols}) VALUES ({marks}){tail}"
-        columns = [_db_values(c) for c in rows.columns]
-        raw = conn.connection.dbapi_connection
-        with raw.cursor() as cur:
-            for start in range(0, rows.num_rows, INSERT_ROWS):
-                chunk = list(zip(*(c[start : start + INSERT_ROWS] for c in columns)))
-                cur.executemany(sql, chunk)
+        keep = {PARTITION_COLUMN, OFFSET_COLUMN, self.writes.deletes}
+        return table.select([c for c in table.column_names if c in self.schema.names or c in keep])
 
     def abort(self, staged: Sequence[Staged]) -> None:
         for s in staged:
@@ -447,137 +345,59 @@ def _text(offset: Any) -> str:
     return offset if isinstance(offset, str) else json.dumps(offset)
 
 
-def _last_by_key(table: pa.Table, keys: Sequence[str]) -> pa.Table:
-    """The last row of each key (a later record of a batch wins, as it would later)."""
-    idx = pa.array(range(table.num_rows), pa.int64())
-    picked = (
-        table.select(list(keys))
-        .append_column("__i", idx)
-        .group_by(list(keys), use_threads=False)
-        .aggregate([("__i", "max")])
+#: the engine's write strategies → the database sink's write modes (seed 001's)
+_STRATEGIES = {"append": "insert", "insert": "insert", "replace": "upsert", "ignore": "ignore"}
+
+
+def _writes(ctx: SinkContext, cfg: dict[str, Any], where: str) -> Writes:
+    """How rows meet the table: the sink's own ``mode`` and ``keys`` (a Kafka Connect
+    JDBC sink's ``insert.mode`` and ``pk.fields``) where given, else the pipeline's write
+    strategy and the table's primary key."""
+    mode = cfg.get("mode")
+    if mode is None:
+        mode = _STRATEGIES.get(ctx.write)
+        if mode is None:
+            raise ConfigError(
+                f"a pipeline into {where} cannot {ctx.write.upper()} rows: it appends, "
+                "replaces or ignores rows of a key"
+            )
+    elif mode not in MODES:
+        raise ConfigError(f"database sink mode must be one of {', '.join(MODES)}, got {mode!r}")
+    keys = tuple(str(k) for k in cfg.get("keys") or ()) or tuple(ctx.primary_key)
+    return Writes(
+        mode=str(mode),
+        keys=keys,
+        deletes=str(cfg["deletes"]) if cfg.get("deletes") else None,
+        timezone=str(cfg["timezone"]) if cfg.get("timezone") else None,
+        dates_in_utc=str(cfg.get("date_timezone") or "").upper() == "UTC",
     )
-    last = picked.column("__i_max").combine_chunks()
-    return table.take(last.take(pc.sort_indices(last)))
 
 
-def _csv_ready(rows: pa.Table) -> pa.Table:
-    """Columns COPY's CSV reads as the table's: binary as bytea hex, nested as JSON."""
-    cols = []
-    for col in rows.columns:
-        t = col.type
-        if pa.types.is_binary(t) or pa.types.is_large_binary(t):
-            col = pa.array(
-                [None if v is None else "\\x" + v.hex() for v in col.to_pylist()], pa.string()
-            )
-        elif pa.types.is_nested(t):
-            col = pa.array(
-                [None if v is None else json.dumps(v, default=str) for v in col.to_pylist()],
-                pa.string(),
-            )
-        cols.append(col)
-    return pa.table(cols, names=rows.column_names)
+def _refused(row: pa.Table, reason: str) -> dict[str, Any]:
+    """A row the database refused as a row of the errors store (where it came from, when
+    the tasks staged that)."""
+    names = row.column_names
+    partition = row.column(PARTITION_COLUMN)[0].as_py() if PARTITION_COLUMN in names else ""
+    return {
+        "partition": str(partition),
+        "offset": row.column(OFFSET_COLUMN)[0].as_py() if OFFSET_COLUMN in names else None,
+        "code": SchemaMismatchError.code,
+        "kind": SchemaMismatchError.kind,
+        "reason": reason,
+        "excerpt": None,
+    }
 
 
-def _db_values(col: pa.ChunkedArray) -> list[Any]:
-    if pa.types.is_nested(col.type):
-        return [None if v is None else json.dumps(v, default=str) for v in col.to_pylist()]
-    return col.to_pylist()
-
-
-def reflect(dest: Destination, table: str) -> tuple[pa.Schema, tuple[str, ...], tuple[str, ...]]:
-    """A database table's columns as Arrow, its NOT NULL columns and its primary key;
-    a SinkError naming the table and database if it is not there."""
-    import sqlalchemy as sa
-    from sqlalchemy.exc import NoSuchTableError
-
-    engine = dest.engine()
-    try:
-        with engine.connect() as conn:
-            t = sa.Table(table, sa.MetaData(), schema=dest.schema, autoload_with=conn)
-    except NoSuchTableError:
-        err = SinkError(f"{dest.where()} has no table '{table}'")
-        err.transient = False
-        raise err from None
-    except Exception as e:
-        raise dest.error(e, f"reading the columns of table '{table}'") from None
-    finally:
-        engine.dispose()
-    fields = [pa.field(c.name, _arrow_type(c.type), nullable=c.nullable) for c in t.columns]
-    not_null = tuple(c.name for c in t.columns if not c.nullable)
-    return pa.schema(fields), not_null, tuple(c.name for c in t.primary_key.columns)
-
-
-def _arrow_type(t: Any) -> pa.DataType:
-    import sqlalchemy as sa
-
-    if isinstance(t, sa.Boolean):
-        return pa.bool_()
-    if isinstance(t, sa.SmallInteger):
-        return pa.int16()
-    if isinstance(t, sa.BigInteger):
-        return pa.int64()
-    if isinstance(t, sa.Integer):
-        return pa.int32() if type(t).__name__ not in ("TINYINT",) else pa.int8()
-    if isinstance(t, sa.Numeric) and not isinstance(t, sa.Float):
-        if t.precision and t.scale is not None and t.precision <= 38:
-            return pa.decimal128(t.precision, t.scale)
-        return pa.float64()
-    if isinstance(t, sa.Float):
-        return pa.float32() if type(t).__name__ in ("REAL", "FLOAT") else pa.float64()
-    if isinstance(t, sa.DateTime):
-        return pa.timestamp("us", tz="UTC" if t.timezone else None)
-    if isinstance(t, sa.Date):
-        return pa.date32()
-    if isinstance(t, sa.LargeBinary) or type(t).__name__ in ("BLOB", "VARBINARY", "BINARY"):
-        return pa.binary()
-    return pa.string()  # text, JSON, UUID, enums: as text
-
-
-def create_table(
-    dest: Destination,
-    table: str,
-    fields: Sequence[tuple[str, tuple[str, str], bool]],
-    keys: Sequence[Any],
-) -> list[Any]:
-    """``CREATE TABLE`` in the database from (name, (SQLAlchemy type, _), nullable) and
-    the connector's keys (``PRIMARY``, ``UNIQUE``, ``KEY``; SingleStore's ``SHARD`` and
-    ``COLUMNSTORE`` where the server is SingleStore). Returns the keys left out."""
-    import sqlalchemy as sa
-
-    key_cols = {c for k in keys for c in k.columns}
-    pk = [c for k in keys if k.kind == "PRIMARY" for c in k.columns]
-    cols = []
-    for name, (type_name, _), nullable in fields:
-        t = getattr(sa, type_name)
-        if type_name == "Text" and key_cols and name in key_cols:
-            t = sa.String(255)  # MySQL indexes no TEXT without a length
-        elif type_name == "DateTime" and dest.dialect == "mysql":
-            from sqlalchemy.dialects.mysql import DATETIME
-
-            t = DATETIME(fsp=6)  # MySQL keeps whole seconds by default
-        elif type_name == "JSON" and dest.dialect == "postgresql":
-            from sqlalchemy.dialects.postgresql import JSONB
-
-            t = JSONB
-        cols.append(sa.Column(name, t, nullable=nullable and name not in pk, autoincrement=False))
-    meta = sa.MetaData()
-    t = sa.Table(table, meta, *cols, schema=dest.schema)
-    left_out = []
-    for k in keys:
-        if k.kind == "PRIMARY":
-            t.append_constraint(sa.PrimaryKeyConstraint(*k.columns, name=k.name))
-        elif k.kind == "UNIQUE":
-            t.append_constraint(sa.UniqueConstraint(*k.columns, name=k.name))
-        elif k.kind == "KEY":
-            sa.Index(k.name or f"ix_{table}_{'_'.join(k.columns)}", *[t.c[c] for c in k.columns])
-        else:
-            left_out.append(k)
-    engine = dest.engine()
-    try:
-        with engine.begin() as conn:
-            meta.create_all(conn)
-    except Exception as e:
-        raise dest.error(e, f"creating table '{table}'") from None
-    finally:
-        engine.dispose()
-    return left_out
+__all__ = [
+    "DEFAULT_METADATA_TABLE",
+    "DIALECTS",
+    "DatabaseSink",
+    "Destination",
+    "TableKey",
+    "add_columns",
+    "create_table",
+    "dead_letter_table",
+    "describe",
+    "metadata_table",
+    "reflect",
+]

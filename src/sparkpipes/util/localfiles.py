@@ -17,11 +17,12 @@ from typing import Any
 from urllib.parse import unquote_plus
 
 #: option names that name a file whatever the value looks like (libpq's ``sslkey``,
-#: ``sslcert``, ``sslrootcert``, ``sslcrl`` too: it opens them relative to its directory)
+#: ``sslcert``, ``sslrootcert``, ``sslcrl`` too: it opens them relative to its directory;
+#: the Java JDBC drivers' ``…KeyStoreUrl`` and MariaDB's ``serverSslCert``)
 _FILE_KEY = re.compile(
     r"(?:[._-]|^)(?:location|path|file|filename|dir|directory|certs?|certfile|keyfile|"
     r"keystore|truststore|keytab|cafile|capath|ca_certs|socket)$|[a-z](?:File|Path|Location|Dir)$"
-    r"|^ssl(?:key|cert|rootcert|crl|crldir)$",
+    r"|^ssl(?:key|cert|rootcert|crl|crldir)$|keystoreurl$|^serversslcert$",
 )
 #: a value that is a path of the local disk: absolute, home, relative, a file: URL, a unix
 #: socket, or a SQLite database

@@ -74,7 +74,12 @@ def test_jdbc_urls_of_the_three_servers(url, kind, port, database):
         ("jdbc:postgresql://h:x/db?password=s3cret", "'jdbc:postgresql://h:x/db.*invalid port"),
         ("jdbc:mysql://u:s3cret@h/db?password=other", "holds two different passwords"),
         ("jdbc:mysql://h/db?foo=1", "parameter 'foo' is not understood"),
-        ("jdbc:mysql://h/db?useSSL=true", "asks for TLS to MySQL/MariaDB"),
+        ("jdbc:mysql://h/db?useSSL=maybe&password=s3cret", "'useSSL' must be true, false"),
+        ("jdbc:mysql://h/db?sslMode=verify-full", "'sslMode' must be one of DISABLED"),
+        (
+            "jdbc:mysql://h/db?connectTimeout=5s",
+            "'connectTimeout' must be a whole number of milliseconds",
+        ),
     ],
 )
 def test_bad_urls_are_named(url, message):

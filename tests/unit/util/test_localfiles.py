@@ -74,3 +74,19 @@ def test_libpq_file_parameters_name_a_file_whatever_their_value():
     for param in ("sslkey=secret.key", "sslcert=x.crt", "sslrootcert=warehouse/k"):
         assert names_local_file("connection.url", f"jdbc:postgresql://h/d?{param}")
     assert not names_local_file("connection.url", "jdbc:postgresql://h/d?sslmode=require")
+
+
+def test_java_driver_key_stores_name_a_file_whatever_their_value():
+    """MySQL Connector/J's ``…KeyStoreUrl`` (a ``file:`` URL) and MariaDB Connector/J's
+    ``trustStore``, ``keyStore`` (a path, relative too) and ``serverSslCert`` (a file, or
+    the PEM itself) are read from the server's disk (``sources.connect.jdbc_tls``)."""
+    for param in (
+        "trustCertificateKeyStoreUrl=store.jks",
+        "clientCertificateKeyStoreUrl=file%3Astore.jks",
+        "trustStore=store.jks",
+        "keyStore=k.p12",
+        "serverSslCert=ca.pem",
+        "serversslcert=ca.pem",
+    ):
+        assert names_local_file("connection.url", f"jdbc:mariadb://h/d?{param}"), param
+    assert not names_local_file("connection.url", "jdbc:mysql://h/d?sslMode=VERIFY_CA")

@@ -108,6 +108,10 @@ class Lifecycle:
         if self.task_status(name, task)["state"] != "PAUSED":
             self.engine.start(self.get(name)["pipelines"][task], run=run)
 
+    def restarting(self, name: str, pipeline: str) -> None:
+        """A task's pipeline is about to restart: a connector class may remake it first
+        (the JDBC sink's ``auto.evolve`` adds the columns its next records need)."""
+
     def pause(self, name: str) -> None:
         """Stop its pipelines; a stopped connector becomes paused (its tasks shown)."""
         d = self.get(name)
@@ -148,6 +152,7 @@ class Lifecycle:
             or (include_tasks and not only_failed and t["state"] == "RUNNING")
         ]
         for t in again:
+            self.restarting(name, d["pipelines"][t["id"]])
             self.engine.start(d["pipelines"][t["id"]], run=run)
             t["state"] = "RESTARTING"
             t.pop("trace", None)

@@ -65,7 +65,8 @@ def definition(plugin: str) -> list[dict[str, Any]]:
     variable part ends in ``.``: ``tableKey.``), sorted; NotFoundError, with Connect's
     words, for a class not listed by :func:`listed`."""
     if plugin in model.CLASS_NAMES:
-        names = sorted(model.KEYS | set(model.PREFIXES))
+        keys = model.keys_of(plugin)
+        names = sorted(keys | (set(model.PREFIXES) if keys is model.KEYS else set()))
         secret = model.SECRET_KEYS
     elif plugin in known():
         cls = resolve(plugin)

@@ -9,47 +9,42 @@ status`` show them. Its state is theirs, as Kafka Connect reports it (``lifecycl
 ``FAILED`` (a pipeline in Error, whose message is the task's ``trace``).
 
 A topic's table is the topic's name unless ``singlestore.tableName.<topic>`` says
-otherwise. A missing table is created from the first record's schema (the JSON
-converter's ``{"schema", "payload"}`` envelope) with the ``tableKey.*`` keys; records
-without a schema need the table to exist, as in seed 001.
+otherwise; a missing one is created (``tables``). Confluent's JDBC sink's pipelines are
+``jdbc_lowering``'s.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
+import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from sparkpipes.config import REDACTED, FieldMapping, PipelineSpec, Secret, urls
 from sparkpipes.config.parts import BatchSpec, FormatSpec, SinkSpec, SourceSpec
-from sparkpipes.config.tables import ColumnSpec, TableKey, TableSpec
 from sparkpipes.engine.extensions import Extension
 from sparkpipes.errors import (
     AlreadyExistsError,
     ConfigError,
     NotFoundError,
-    SinkError,
     SourceUnavailableError,
 )
 from sparkpipes.frontends.connect.deadletter import DeadLetters
+from sparkpipes.frontends.connect.jdbc_lowering import JdbcSinks
 from sparkpipes.frontends.connect.lifecycle import Lifecycle
 from sparkpipes.frontends.connect.model import (
     REGISTRY_OPTION,
     STRING_CONVERTER,
-    Key,
     SinkConnectorConfig,
     load,
     moved,
 )
 from sparkpipes.frontends.connect.shape import pipeline_name
 from sparkpipes.frontends.connect.sources import SourceConnectors
+from sparkpipes.frontends.connect.tables import Tables
 from sparkpipes.frontends.connect.transformed import (
-    avro_hints,
-    fields_after,
     format_of,
-    json_hints,
 )
 from sparkpipes.util.regex import compile_user
 
@@ -58,31 +53,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("sparkpipes.connectors")
 
-PEEK_TIMEOUT_S = 5.0
-#: records read to find the first one a connector's transforms let through
-PEEK_RECORDS = 500
-#: Kafka Connect schema types → (SQLAlchemy type name, Spark DDL type)
-_TYPES = {
-    "int8": ("SmallInteger", "SMALLINT"),
-    "int16": ("SmallInteger", "SMALLINT"),
-    "int32": ("Integer", "INT"),
-    "int64": ("BigInteger", "BIGINT"),
-    "float32": ("REAL", "FLOAT"),
-    "float64": ("Double", "DOUBLE"),
-    "boolean": ("Boolean", "BOOLEAN"),
-    "string": ("Text", "STRING"),
-    "bytes": ("LargeBinary", "BINARY"),
-    "struct": ("JSON", "STRING"),
-    "map": ("JSON", "STRING"),
-    "array": ("JSON", "STRING"),
-}
-_LOGICAL = {
-    "org.apache.kafka.connect.data.Timestamp": ("DateTime", "TIMESTAMP"),
-    "org.apache.kafka.connect.data.Date": ("Date", "DATE"),
-}
 
-
-class Connectors(Lifecycle, SourceConnectors, DeadLetters, Extension):
+class Connectors(JdbcSinks, Tables, Lifecycle, SourceConnectors, DeadLetters, Extension):
     """Create, list, reconfigure and delete sink connectors; their state, offsets and
     topics are :class:`~sparkpipes.frontends.connect.lifecycle.Lifecycle`'s, source
     connectors made through the REST API :class:`~sparkpipes.frontends.connect.sources
@@ -106,6 +78,7 @@ class Connectors(Lifecycle, SourceConnectors, DeadLetters, Extension):
         if old is not None:  # a config as GET …/config shows it: its passwords <redacted>
             cfg = self._with_stored(cfg, old)
         _refuse_unkept(cfg)
+        self._refuse_own_files(cfg)
         topics = list(cfg.topics) or self._matching(cfg)
         if not topics:
             raise ConfigError(
@@ -135,6 +108,19 @@ class Connectors(Lifecycle, SourceConnectors, DeadLetters, Extension):
             self.engine.start(name, run=False)
         return self.info(cfg.name)
 
+    def _refuse_own_files(self, cfg: SinkConnectorConfig) -> None:
+        """A JDBC sink into an SQLite file may not write the engine's own files (its
+        catalog, its tables): anything under the warehouse is refused."""
+        if cfg.jdbc is None or cfg.jdbc.dialect != "sqlite":
+            return
+        path = os.path.realpath(os.path.expanduser(cfg.jdbc.database.database))
+        home = os.path.realpath(str(self.engine.warehouse))
+        if path == home or path.startswith(home + os.sep):
+            raise ConfigError(
+                "connection.url names an SQLite file inside the engine's warehouse (its "
+                "catalog and tables): a JDBC sink may not write there"
+            )
+
     def _matching(self, cfg: SinkConnectorConfig) -> list[str]:
         from confluent_kafka.admin import AdminClient
 
@@ -149,6 +135,8 @@ class Connectors(Lifecycle, SourceConnectors, DeadLetters, Extension):
         return sorted(t for t in listed.topics if pattern.fullmatch(t) and not t.startswith("__"))
 
     def _spec(self, cfg: SinkConnectorConfig, topic: str, name: str) -> PipelineSpec:
+        if cfg.jdbc is not None:
+            return self._jdbc_spec(cfg, topic, name, self._batch(cfg))
         table = cfg.table_of(topic)
         sink = self._sink(cfg, topic, table)
         columns = self._columns(cfg, topic, table, sink)
@@ -177,16 +165,6 @@ class Connectors(Lifecycle, SourceConnectors, DeadLetters, Extension):
                 mapping=tuple(FieldMapping(c, (*root, c)) for c in wanted),
                 **tolerate,
             )
-        defaults = self.engine.pipeline_defaults()
-        batch = BatchSpec(
-            interval_ms=(
-                cfg.batch_interval_ms
-                if cfg.batch_interval_ms is not None
-                else defaults.get("batch_interval_ms") or BatchSpec.interval_ms
-            ),
-            max_partitions=cfg.tasks_max,
-            max_retries=cfg.max_retries if cfg.max_retries is not None else BatchSpec.max_retries,
-        )
         return PipelineSpec(
             name=name,
             source=SourceSpec(
@@ -198,7 +176,21 @@ class Connectors(Lifecycle, SourceConnectors, DeadLetters, Extension):
             ),
             sink=sink,
             format=fmt,
-            batch=batch,
+            batch=self._batch(cfg),
+        )
+
+    def _batch(self, cfg: SinkConnectorConfig) -> BatchSpec:
+        """How the connector's pipelines cut batches: ``batch.interval.ms`` (or the
+        engine's default), ``tasks.max`` partitions at once, ``max.retries``."""
+        defaults = self.engine.pipeline_defaults()
+        return BatchSpec(
+            interval_ms=(
+                cfg.batch_interval_ms
+                if cfg.batch_interval_ms is not None
+                else defaults.get("batch_interval_ms") or BatchSpec.interval_ms
+            ),
+            max_partitions=cfg.tasks_max,
+            max_retries=cfg.max_retries if cfg.max_retries is not None else BatchSpec.max_retries,
         )
 
     def _sink(self, cfg: SinkConnectorConfig, topic: str, table: str) -> SinkSpec:
@@ -218,161 +210,6 @@ class Connectors(Lifecycle, SourceConnectors, DeadLetters, Extension):
         }
         creds = {"password": cfg.password} if cfg.password else {}
         return SinkSpec(table=table, kind="database", write=write, config=config, credentials=creds)
-
-    # -- tables -------------------------------------------------------------------------
-    def _columns(
-        self, cfg: SinkConnectorConfig, topic: str, table: str, sink: SinkSpec
-    ) -> list[str]:
-        """The table's columns; the table is created first if it is missing."""
-        existing = self._existing(table, sink)
-        if existing is not None:
-            return existing
-        schema_given = cfg.value_converter == STRING_CONVERTER or cfg.schemas_enable
-        if cfg.chain is not None and (schema_given or cfg.schema_registry):
-            fields = self._transformed_fields(cfg, topic, table)
-        elif cfg.value_converter == STRING_CONVERTER:
-            fields = [("data", ("Text", "STRING"), True)]
-        elif cfg.schema_registry:
-            fields = _avro_fields(self._peek_avro(cfg, topic, table), topic)
-        elif not cfg.schemas_enable:
-            raise ConfigError(
-                f"table '{table}' does not exist in {cfg.where()} and the records of topic "
-                f"'{topic}' carry no schema (value.converter.schemas.enable=false): the "
-                "connector creates a table from the record schema only; create the table, or "
-                "send records with the JSON converter's schema envelope"
-            )
-        else:
-            fields = _schema_fields(self._peek(cfg, topic, table), topic)
-        self._create(cfg, table, fields, sink)
-        return [f[0] for f in fields]
-
-    def _existing(self, table: str, sink: SinkSpec) -> list[str] | None:
-        if sink.kind == "delta":
-            try:
-                return list(self.engine.catalog.tables.get(table).schema.names)
-            except NotFoundError:
-                return None
-        from sparkpipes.sinks.database import Destination, reflect
-
-        try:
-            schema, _, _ = reflect(Destination.of(sink.config, sink.credentials), table)
-        except SinkError as e:
-            if "has no table" in e.message:
-                return None
-            raise
-        return list(schema.names)
-
-    def _peek_avro(self, cfg: SinkConnectorConfig, topic: str, table: str) -> dict[str, Any]:
-        """The registry's schema of the first record of ``topic``."""
-        from sparkpipes.formats.avro import registry_client
-
-        raw = self._first(cfg, topic, table)
-        if len(raw) < 5 or raw[0] != 0:
-            raise ConfigError(
-                f"the first record of topic '{topic}' is not an Avro message of a schema "
-                "registry (no magic byte and schema id)"
-            )
-        sid = int.from_bytes(raw[1:5], "big")
-        try:
-            secrets = {k: v.reveal() for k, v in cfg.registry_secrets.items()}
-            text = registry_client(cfg.schema_registry or "", secrets).get_schema(sid).schema_str
-        except Exception as e:
-            raise SourceUnavailableError(
-                f"cannot get schema id {sid} of topic '{topic}' from the schema registry at "
-                f"{cfg.schema_registry}: {e}"
-            ) from None
-        return json.loads(text)
-
-    def _peek(self, cfg: SinkConnectorConfig, topic: str, table: str) -> Any:
-        """The first record's value of ``topic`` (any partition), as JSON."""
-        raw = self._first(cfg, topic, table)
-        try:
-            return json.loads(raw)
-        except ValueError:
-            raise ConfigError(
-                f"the first record of topic '{topic}' is not JSON, so table '{table}' "
-                "cannot be created from its schema"
-            ) from None
-
-    def _transformed_fields(
-        self, cfg: SinkConnectorConfig, topic: str, table: str
-    ) -> list[tuple[str, tuple[str, str], bool]]:
-        """The columns of the first record of ``topic`` the connector's transforms let
-        through, typed by its record schema where they agree (``transformed``)."""
-        if cfg.value_converter == STRING_CONVERTER:
-            hints: dict[str, Any] = {}
-        elif cfg.schema_registry:
-            hints = avro_hints(self._peek_avro(cfg, topic, table), _AVRO, _AVRO_LOGICAL)
-        else:
-            peeked = self._peek(cfg, topic, table)
-            schema = peeked.get("schema") if isinstance(peeked, dict) else None
-            hints = json_hints(schema, _TYPES, _LOGICAL)
-        head = self._head(cfg, topic, table, PEEK_RECORDS, metadata=True)
-        return fields_after(cfg, topic, table, head, hints)
-
-    def _first(self, cfg: SinkConnectorConfig, topic: str, table: str) -> bytes:
-        """The first record's value of ``topic`` (any partition)."""
-        return self._head(cfg, topic, table, 1).values[0].as_py()
-
-    def _head(
-        self, cfg: SinkConnectorConfig, topic: str, table: str, n: int, *, metadata: bool = False
-    ) -> Any:
-        """The first records of ``topic`` (up to ``n``, of its first partition that has
-        any), a ``Fetched``; with ``metadata`` their keys, headers and timestamps too."""
-        from sparkpipes.sources import build_source
-
-        options = {"record.metadata": True} if metadata else {}
-        src = build_source("kafka", f"{cfg.bootstrap_servers}/{topic}", options, {})
-        meta = src.metadata()
-        for p in meta.partitions():
-            consumer = src.consumer(p)
-            try:
-                consumer.open(src.start_offset(meta, p, "earliest"))
-                fetched = consumer.fetch(n, PEEK_TIMEOUT_S)
-            finally:
-                consumer.close()
-            if len(fetched.values):
-                return fetched
-        raise ConfigError(
-            f"table '{table}' does not exist in {cfg.where()} and topic '{topic}' has no "
-            "record yet: the connector creates the table from the first record's schema; "
-            "send a record first, or create the table"
-        )
-
-    def _create(
-        self,
-        cfg: SinkConnectorConfig,
-        table: str,
-        fields: list[tuple[str, tuple[str, str], bool]],
-        sink: SinkSpec,
-    ) -> None:
-        names = {f[0] for f in fields}
-        for key in cfg.keys:
-            missing = [c for c in key.columns if c not in names]
-            if missing:
-                raise ConfigError(
-                    f"tableKey.{key.kind}{'.' + key.name if key.name else ''} names column "
-                    f"{missing[0]}, which the records of table '{table}' do not have "
-                    f"(they have {', '.join(sorted(names))})"
-                )
-        if sink.kind == "delta":
-            columns = tuple(ColumnSpec(n, t[1], not_null=not nullable) for n, t, nullable in fields)
-            keys = tuple(TableKey(_delta_kind(k), tuple(k.columns), k.name) for k in cfg.keys)
-            self.engine.create_table_spec(TableSpec(table, columns, keys))
-            return
-        from sparkpipes.sinks.database import Destination, create_table
-
-        dest = Destination.of(sink.config, sink.credentials)
-        ignored = create_table(dest, table, fields, cfg.keys)
-        for key in ignored:
-            log.warning(
-                "connector %s: tableKey.%s on table %s is a SingleStore key %s does not have; "
-                "recorded, not created",
-                cfg.name,
-                key.kind,
-                table,
-                cfg.where(),
-            )
 
     def refresh(self) -> list[str]:
         """Publish the failed records of committed batches to dead-letter topics
@@ -419,6 +256,8 @@ class Connectors(Lifecycle, SourceConnectors, DeadLetters, Extension):
         shown = []
         if cfg.password == Secret(REDACTED):
             shown.append(_password_named(cfg))
+        if cfg.jdbc is not None and cfg.jdbc.hides_tokens:
+            shown.append("the key store passwords in connection.url")
         if cfg.schema_registry and urls.is_redacted(cfg.schema_registry):
             shown.append("the password in value.converter.schema.registry.url")
         if not shown:
@@ -440,6 +279,12 @@ class Connectors(Lifecycle, SourceConnectors, DeadLetters, Extension):
                 found = dict(self.engine.spec(p).format.credentials)
                 if found:
                     changes["registry_secrets"] = found
+                    break
+        if cfg.jdbc is not None and cfg.jdbc.hides_tokens:
+            for p in d["pipelines"]:
+                kept = self.engine.spec(p).sink.credentials.get(urls.secret_key("url"))
+                if kept is not None:
+                    changes["jdbc"] = dataclasses.replace(cfg.jdbc, url_secret=kept)
                     break
         return dataclasses.replace(cfg, **changes) if changes else cfg
 
@@ -477,6 +322,8 @@ def _refuse_unkept(cfg: SinkConnectorConfig) -> None:
     unkept = []
     if cfg.password == Secret(REDACTED):
         unkept.append(_password_named(cfg))
+    if cfg.jdbc is not None and cfg.jdbc.hides_tokens:
+        unkept.append("the key store passwords in connection.url")
     url, kept = cfg.schema_registry, urls.secret_key(REGISTRY_OPTION) in cfg.registry_secrets
     if url and urls.is_redacted(url) and not kept:
         unkept.append("the password in value.converter.schema.registry.url")
@@ -493,88 +340,3 @@ def _password_named(cfg: SinkConnectorConfig) -> str:
     if urls.is_redacted(cfg.raw.get("connection.url", "")):
         return "the password in connection.url"
     return "connection.password"
-
-
-def _delta_kind(key: Key) -> str:
-    return {"COLUMNSTORE": "SORT", "KEY": "KEY"}.get(key.kind, key.kind)
-
-
-def _schema_fields(record: Any, topic: str) -> list[tuple[str, tuple[str, str], bool]]:
-    """Columns from the JSON converter's envelope: (name, (SQLAlchemy type, Spark type),
-    nullable)."""
-    schema = record.get("schema") if isinstance(record, dict) else None
-    if not isinstance(schema, dict) or "payload" not in record:
-        raise ConfigError(
-            f"the records of topic '{topic}' have no schema envelope "
-            '({"schema": …, "payload": …}); with value.converter.schemas.enable=true every '
-            "record carries one"
-        )
-    if schema.get("type") != "struct" or not isinstance(schema.get("fields"), list):
-        return [("data", _type_of(schema, topic, "data"), bool(schema.get("optional", True)))]
-    out = []
-    for f in schema["fields"]:
-        name = f.get("field")
-        if not isinstance(name, str) or not name:
-            raise ConfigError(f"a field of the schema of topic '{topic}' has no name")
-        out.append((name, _type_of(f, topic, name), bool(f.get("optional", False))))
-    return out
-
-
-def _type_of(field: Mapping[str, Any], topic: str, name: str) -> tuple[str, str]:
-    logical = field.get("name")
-    if logical in _LOGICAL:
-        return _LOGICAL[logical]
-    kind = field.get("type")
-    if kind not in _TYPES or logical == "org.apache.kafka.connect.data.Decimal":
-        raise ConfigError(
-            f"field '{name}' of the schema of topic '{topic}' has type "
-            f"{logical or kind}, which the connector cannot make a column of"
-        )
-    return _TYPES[kind]
-
-
-#: Avro types → (SQLAlchemy type name, Spark DDL type)
-_AVRO = {
-    "int": ("Integer", "INT"),
-    "long": ("BigInteger", "BIGINT"),
-    "float": ("REAL", "FLOAT"),
-    "double": ("Double", "DOUBLE"),
-    "boolean": ("Boolean", "BOOLEAN"),
-    "string": ("Text", "STRING"),
-    "bytes": ("LargeBinary", "BINARY"),
-    "enum": ("Text", "STRING"),
-    "record": ("JSON", "STRING"),
-    "map": ("JSON", "STRING"),
-    "array": ("JSON", "STRING"),
-}
-_AVRO_LOGICAL = {
-    "timestamp-millis": ("DateTime", "TIMESTAMP"),
-    "timestamp-micros": ("DateTime", "TIMESTAMP"),
-    "date": ("Date", "DATE"),
-}
-
-
-def _avro_fields(schema: Any, topic: str) -> list[tuple[str, tuple[str, str], bool]]:
-    """Columns from an Avro record schema (a ``["null", T]`` union is a nullable T)."""
-    if not isinstance(schema, dict) or schema.get("type") != "record":
-        raise ConfigError(f"the Avro schema of topic '{topic}' is not a record")
-    out = []
-    for f in schema.get("fields", []):
-        t, nullable = f["type"], False
-        if isinstance(t, list):
-            rest = [x for x in t if x != "null"]
-            nullable = len(rest) < len(t)
-            t = rest[0] if len(rest) == 1 else "string"
-        kind = t.get("type") if isinstance(t, dict) else t
-        logical = t.get("logicalType") if isinstance(t, dict) else None
-        if logical in _AVRO_LOGICAL:
-            out.append((f["name"], _AVRO_LOGICAL[logical], nullable))
-        elif kind in _AVRO and logical != "decimal":
-            out.append((f["name"], _AVRO[kind], nullable))
-        else:
-            raise ConfigError(
-                f"field '{f['name']}' of the Avro schema of topic '{topic}' has type "
-                f"{logical or kind}, which the connector cannot make a column of; create the "
-                "table first"
-            )
-    return out

@@ -32,7 +32,7 @@ from sparkpipes.config.parts import BatchSpec, FormatSpec, SinkSpec, SourceSpec
 from sparkpipes.config.tables import ColumnSpec, TableSpec
 from sparkpipes.errors import AlreadyExistsError, ConfigError, NotFoundError
 from sparkpipes.frontends.connect.shape import pipeline_name
-from sparkpipes.sources.connect import framework, known, resolve
+from sparkpipes.sources.connect import framework, known, resolve, smt
 from sparkpipes.sources.connect.source import KafkaConnectSource
 
 if TYPE_CHECKING:
@@ -41,8 +41,13 @@ if TYPE_CHECKING:
 JDBC = "io.confluent.connect.jdbc.JdbcSourceConnector"
 SINGLESTORE_KINESIS = "com.singlestore.kafka.connect.kinesis.KinesisSourceConnector"
 CONFLUENT_KINESIS = "io.confluent.connect.kinesis.KinesisSourceConnector"
-#: transforms that change a record's topic, and so which table it would belong to
-ROUTERS = ("org.apache.kafka.connect.transforms.RegexRouter", "TimestampRouter")
+#: transforms that change a record's topic, and so which table it would belong to (the
+#: registry's routers: RegexRouter, TimestampRouter, ChangeTopicCase; the refused
+#: MessageTimestampRouter too)
+ROUTERS = (
+    *(name for name, entry in smt.TRANSFORMS.items() if entry.cls.routes),
+    "TimestampRouter",
+)
 #: seed 000's static table of a connector's records
 COLUMNS = (
     ColumnSpec("topic", "STRING", declared="TEXT", not_null=True),

@@ -125,17 +125,18 @@ def fields_after(
             "record it is handed; create the table, or send such a record first"
         )
     if not pa.types.is_struct(value.type):
-        return [("data", _arrow_type(value.type), True)]
+        return [("data", arrow_type(value.type), True)]
     out = []
     for f in value.type:
-        own = _arrow_type(f.type)
+        own = arrow_type(f.type)
         hinted, nullable = hints.get(f.name, (own, True))
         same = _FAMILY.get(hinted[1], hinted[1]) == _FAMILY.get(own[1], own[1])
         out.append((f.name, hinted if same or pa.types.is_null(f.type) else own, nullable))
     return out
 
 
-def _arrow_type(kind: pa.DataType) -> Type:
+def arrow_type(kind: pa.DataType) -> Type:
+    """The column type of values of Arrow type ``kind``."""
     return next(t for test, t in _ARROW if test(kind))  # type: ignore[operator]
 
 
@@ -183,4 +184,13 @@ def avro_hints(schema: object, types: Mapping[str, Type], logical: Mapping[str, 
     return out
 
 
-__all__ = ["avro_hints", "decoder_of", "fields_after", "format_of", "json_hints", "records_of"]
+__all__ = [
+    "Field",
+    "arrow_type",
+    "avro_hints",
+    "decoder_of",
+    "fields_after",
+    "format_of",
+    "json_hints",
+    "records_of",
+]

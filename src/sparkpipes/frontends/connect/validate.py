@@ -39,14 +39,14 @@ def problems(
         found = list(e.problems)
     except ConfigError as e:
         found = [(framework.key_of(e.message, list(cfg)), e.message)]
-    sink = cls in model.CLASS_NAMES or not cls
-    accepted, _ = framework.sort(cfg, framework.SINK if sink else framework.SOURCE)
-    if not sink:
-        try:
-            accepted.update(resolve(cls).inapplicable(cfg))
-        except ConfigError:
-            pass
-    return found, {k: v for k, v in accepted.items() if not (sink and k in model.KEYS)}
+    if cls in model.CLASS_NAMES or not cls:
+        return found, model.not_applicable({k: str(v) for k, v in cfg.items()})
+    accepted, _ = framework.sort(cfg, framework.SOURCE)
+    try:
+        accepted.update(resolve(cls).inapplicable(cfg))
+    except ConfigError:
+        pass
+    return found, accepted
 
 
 def _secret_keys(plugin: str) -> frozenset[str]:

@@ -45,7 +45,10 @@ after it; -1, "now", is refused), ``table.types`` (TABLE, VIEW), ``poll.interval
 ``validate.non.null`` (default true: the offset columns must be NOT NULL, as a row with
 NULL there would never be read), ``db.timezone`` (UTC, the zone zone-less timestamps are
 read in; another is refused) and ``quote.sql.identifiers`` (``always``: names are used as
-the catalog spells them; ``never`` is refused). Problems are reported all at once.
+the catalog spells them; ``never`` is refused), ``connection.attempts`` (default 3) and
+``connection.backoff.ms`` (default 10000): a database that cannot be reached is tried that
+many times, that far apart, before the batch fails (and is retried as any transient
+failure). Problems are reported all at once.
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from sparkpipes.config import urls
@@ -104,6 +108,8 @@ class JdbcConnector(SourceConnector):
             "quote.sql.identifiers",
             "table.types",
             "timestamp.initial",
+            "connection.attempts",
+            "connection.backoff.ms",
         }
     )
     secret_keys = frozenset({"connection.password"})
@@ -114,8 +120,6 @@ class JdbcConnector(SourceConnector):
             "batch interval decides when the tables are read"
         ),
         "table.poll.interval.ms": "tables are listed again every batch",
-        "connection.attempts": "a database that cannot be reached is retried with the batch",
-        "connection.backoff.ms": "a database that cannot be reached is retried with the batch",
         "numeric.mapping": (
             "chooses the Connect schema type of NUMERIC columns for Kafka's converters; here "
             "a record is JSON and a NUMERIC value is a JSON number whatever it says"
@@ -264,11 +268,14 @@ class JdbcConnector(SourceConnector):
         )
         delay = check("timestamp.delay.interval.ms", cfg.integer, "timestamp.delay.interval.ms", 0)
         interval = check("poll.interval.ms", cfg.integer, "poll.interval.ms", POLL_INTERVAL_MS)
+        attempts = check("connection.attempts", cfg.integer, "connection.attempts", 3, 1)
+        backoff = check("connection.backoff.ms", cfg.integer, "connection.backoff.ms", 10_000)
         if problems:
             raise ConnectConfigError(problems, what=f"{config.connector_class}")
         assert db is not None
+        limits = replace(db.limits, attempts=attempts or 3, backoff_ms=backoff or 0)
         self.settings = Settings(
-            db,
+            replace(db, limits=limits),
             mode,
             inc.strip() if inc else None,
             ts,
@@ -288,10 +295,7 @@ class JdbcConnector(SourceConnector):
     def _connect(self, doing: str) -> Any:
         if self._engine is None:
             self._engine = self.settings.db.engine()
-        try:
-            return self._engine.connect()
-        except Exception as e:
-            raise self.settings.db.error(e, doing) from None
+        return self.settings.db.connect(self._engine, doing)
 
     def partitions(self) -> list[dict[str, Any]]:
         from sqlalchemy import inspect
@@ -366,10 +370,14 @@ class JdbcConnector(SourceConnector):
         return self.settings.db.where()
 
     def check(self) -> str:
+        """What was found, and for MySQL and MariaDB how the connection is secured."""
         n = len(self.partitions())
+        tls = self.settings.db.tls
+        over = f"; {tls.describe()}" if tls is not None else ""
         if self.settings.query:
-            return f"{self.label()} has a query to read ({self.settings.mode})"
-        return f"{self.label()} has {n} table{'' if n == 1 else 's'} to read ({self.settings.mode})"
+            return f"{self.label()} has a query to read ({self.settings.mode}){over}"
+        tables = f"{n} table{'' if n == 1 else 's'}"
+        return f"{self.label()} has {tables} to read ({self.settings.mode}){over}"
 
     def close(self) -> None:
         if self._engine is not None:

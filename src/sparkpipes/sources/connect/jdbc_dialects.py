@@ -3,7 +3,8 @@
 it, its default port and schema.
 
 * ``jdbc:postgresql://…``, ``jdbc:mysql://…``, ``jdbc:mariadb://…`` — psycopg2 / PyMySQL;
-  their URL parameters are sorted by ``jdbc_url`` (honoured, not applicable, refused).
+  their URL parameters are sorted by ``jdbc_url`` (honoured, not applicable, refused), TLS
+  to MySQL and MariaDB read by ``jdbc_tls`` as Connector/J or MariaDB Connector/J reads it.
 * ``jdbc:sqlite:/path/file.db`` (or a path relative to the engine's working directory) —
   Python's own ``sqlite3``; its tables are in schema ``main``.
 * ``jdbc:oracle:thin:@host:port/service`` (or ``…:SID``, ``@//host…``) — python-oracledb;
@@ -15,7 +16,8 @@ it, its default port and schema.
 Anything else (``jdbc:redshift:…``, ``jdbc:db2:…``) is refused by name, with the package
 that would read it where one is known. A password never appears in a message: Oracle and
 SQL Server URLs may not hold one (their syntax is not a URL's, so it could not be sealed);
-it goes in ``connection.password``.
+it goes in ``connection.password``. How each connects (time-outs, TLS, attempts) is
+``jdbc_connect``'s.
 """
 
 from __future__ import annotations
@@ -29,11 +31,8 @@ from urllib.parse import parse_qsl, unquote, unquote_plus, urlsplit
 
 from sparkpipes.config import REDACTED, Secret, urls
 from sparkpipes.errors import ConfigError, SourceAuthError, SourceError, SourceUnavailableError
-from sparkpipes.sources.connect import jdbc_url
-from sparkpipes.util import db as dbutil
+from sparkpipes.sources.connect import jdbc_connect, jdbc_tls, jdbc_url
 from sparkpipes.util.db import classify
-
-CONNECT_TIMEOUT_S = 5
 
 
 @dataclass(frozen=True)
@@ -50,6 +49,10 @@ class Database:
     schema: str | None
     #: driver options from the URL (libpq's TLS settings, Oracle's service name)
     options: tuple[tuple[str, str], ...] = ()
+    #: TLS to MySQL or MariaDB, as its Java driver reads the URL
+    tls: jdbc_tls.Tls | None = None
+    #: time-outs and connection attempts
+    limits: jdbc_url.Limits = jdbc_url.DEFAULT_LIMITS
 
     @property
     def dialect(self) -> Dialect:
@@ -97,16 +100,52 @@ class Database:
             return f"{self.default_schema()}.{name}"
         raise ConfigError(f"table.whitelist entry '{name}' is not [[catalog.]schema.]table")
 
-    def error(self, e: BaseException, doing: str) -> SourceError:
-        """A driver error as the sparkpipes error a user can act on (never the password)."""
+    def connect(self, engine: Any, doing: str) -> Any:
+        """A connection of ``engine`` (:meth:`engine`), with ``connection.attempts``."""
+        return jdbc_connect.connect(self, engine, doing)
+
+    def error(self, e: BaseException, doing: str, attempts: int = 1) -> SourceError:
+        """A driver error as the sparkpipes error a user can act on (never the password):
+        TLS that failed is terminal (a retry cannot change it), a database that cannot be
+        reached or stopped answering transient."""
         d = classify(e)
+        if jdbc_connect.tls_failed(e):
+            why = jdbc_connect.tls_reason(d.text)
+            return SourceError(f"{self.where()}: TLS failed while {doing}: {why}{self._trust()}")
+        if d.code in jdbc_connect.TIMEOUT_CODES:
+            return SourceUnavailableError(
+                f"{self.where()} gave up waiting while {doing}: {d.text}{self._waited(d.text)}"
+            )
         if d.refused:
             return SourceAuthError(
                 f"{self.where()} refused user '{self.user}' while {doing}: {d.text}"
             )
         if d.down:
-            return SourceUnavailableError(f"cannot reach {self.where()} while {doing}: {d.text}")
+            tried = f" ({attempts} attempts: connection.attempts)" if attempts > 1 else ""
+            return SourceUnavailableError(
+                f"cannot reach {self.where()} while {doing}: {d.text}{tried}{self._waited(d.text)}"
+            )
         return SourceError(f"{self.where()}: {d.text} (while {doing})")
+
+    def _trust(self) -> str:
+        if self.tls is not None and self.tls.mode in jdbc_tls.VERIFYING:
+            trust = self.tls.trust.param if self.tls.trust else "the system's CAs"
+            return f" (the server's certificate is checked against {trust})"
+        root = dict(self.options).get("sslrootcert")
+        return (
+            f" (the server's certificate is checked against sslrootcert '{root}')" if root else ""
+        )
+
+    def _waited(self, text: str) -> str:
+        if "timed out" not in text and "timeout" not in text.lower():
+            return ""
+        connect, read = (
+            f"{s:g} s" if s else "no limit" for s in (self.limits.connect_s, self.limits.read_s)
+        )
+        return (
+            f" (the limits: {connect} to connect, {read} for an answer; connectTimeout and "
+            "socketTimeout in connection.url change them)"
+        )
 
 
 @dataclass(frozen=True)
@@ -147,8 +186,18 @@ def _server(scheme: str, text: str, rest: str, login: Login) -> Database:
             f"connection.url '{urls.redact(text)}' names no host (jdbc:{scheme}://host/…)"
         )
     params = dict(parse_qsl(parts.query, keep_blank_values=True))
-    family = jdbc_url.POSTGRESQL if scheme == "postgresql" else jdbc_url.MYSQL
+    family = jdbc_url.family_of(scheme)
     refused = [m for k, v in params.items() if (m := jdbc_url.problem(family, k, v))]
+    limits, found = jdbc_url.limits(family, params)
+    refused += found
+    tls = None
+    if family != jdbc_url.POSTGRESQL:
+        # the key store passwords are sealed with the login's: read them in clear
+        clear = urls.restore(text, login.url_password) if login.url_password else text
+        tls, found = jdbc_tls.plan(
+            family, dict(parse_qsl(urlsplit(clear).query, keep_blank_values=True))
+        )
+        refused += found
     if refused:
         raise ConfigError("; ".join(refused))
     password = login.password
@@ -160,7 +209,7 @@ def _server(scheme: str, text: str, rest: str, login: Login) -> Database:
                 "connection.url and connection.password give different passwords: give one"
             )
         password = given
-    elif urls.is_redacted(text):
+    elif login.url_password is None and urls.is_redacted(text):
         raise ConfigError(
             f"connection.url '{urls.redact(text)}' shows its password as {REDACTED} and "
             "none is stored: give the password"
@@ -183,20 +232,8 @@ def _server(scheme: str, text: str, rest: str, login: Login) -> Database:
         password,
         login.schema or params.get("currentSchema"),
         tuple(sorted(jdbc_url.driver_options(family, params).items())),
-    )
-
-
-def _server_engine(db: Database) -> Any:
-    driver = {"postgresql": "postgresql+psycopg2"}.get(db.scheme, "mysql+pymysql")
-    return dbutil.engine(
-        driver,
-        host=db.host,
-        port=db.port,
-        database=db.database,
-        user=db.user,
-        password=db.password,
-        query=dict(db.options) or None,
-        connect_timeout_s=CONNECT_TIMEOUT_S,
+        tls,
+        limits,
     )
 
 
@@ -213,15 +250,6 @@ def _sqlite(scheme: str, text: str, rest: str, login: Login) -> Database:
     if login.password is not None or login.url_password is not None:
         raise ConfigError("connection.password: a SQLite file has no login")
     return Database(scheme, "", 0, path, login.user, None, login.schema)
-
-
-def _sqlite_engine(db: Database) -> Any:
-    from sqlalchemy import create_engine
-    from sqlalchemy.pool import NullPool
-
-    return create_engine(
-        f"sqlite:///{db.database}", poolclass=NullPool, connect_args={"timeout": CONNECT_TIMEOUT_S}
-    )
 
 
 # -- Oracle: jdbc:oracle:thin:@[//]host[:port](/service|:SID) ---------------------------------
@@ -257,21 +285,6 @@ def _oracle(scheme: str, text: str, rest: str, login: Login) -> Database:
         login.schema,
         (option,),
     )
-
-
-def _oracle_engine(db: Database) -> Any:
-    from sqlalchemy import URL, create_engine
-    from sqlalchemy.pool import NullPool
-
-    url = URL.create(
-        "oracle+oracledb",
-        username=db.user,
-        password=db.password.reveal() if db.password is not None else None,
-        host=db.host,
-        port=db.port,
-        query=dict(db.options),
-    )
-    return create_engine(url, poolclass=NullPool)
 
 
 # -- SQL Server: jdbc:sqlserver://host[\instance][:port][;name=value]* ----------------------
@@ -312,21 +325,6 @@ def _sqlserver(scheme: str, text: str, rest: str, login: Login) -> Database:
     return Database(scheme, host, int(port or 1433), database, user, login.password, login.schema)
 
 
-def _sqlserver_engine(db: Database) -> Any:
-    from sqlalchemy import URL, create_engine
-    from sqlalchemy.pool import NullPool
-
-    url = URL.create(
-        "mssql+pymssql",
-        username=db.user,
-        password=db.password.reveal() if db.password is not None else None,
-        host=db.host,
-        port=db.port,
-        database=db.database,
-    )
-    return create_engine(url, poolclass=NullPool, connect_args={"login_timeout": CONNECT_TIMEOUT_S})
-
-
 def _pg_schema(db: Database) -> str:
     return "public"
 
@@ -334,7 +332,13 @@ def _pg_schema(db: Database) -> str:
 #: URL scheme → dialect
 DIALECTS: dict[str, Dialect] = {
     "postgresql": Dialect(
-        "PostgreSQL", "psycopg2", "psycopg2-binary", 5432, _server, _server_engine, _pg_schema
+        "PostgreSQL",
+        "psycopg2",
+        "psycopg2-binary",
+        5432,
+        _server,
+        jdbc_connect.server_engine,
+        _pg_schema,
     ),
     "mysql": Dialect(
         "MySQL",
@@ -342,7 +346,7 @@ DIALECTS: dict[str, Dialect] = {
         "'sparkpipes[jdbc]'",
         3306,
         _server,
-        _server_engine,
+        jdbc_connect.server_engine,
         lambda d: d.database,
     ),
     "mariadb": Dialect(
@@ -351,11 +355,17 @@ DIALECTS: dict[str, Dialect] = {
         "'sparkpipes[jdbc]'",
         3306,
         _server,
-        _server_engine,
+        jdbc_connect.server_engine,
         lambda d: d.database,
     ),
     "sqlite": Dialect(
-        "SQLite", "sqlite3", "(Python's sqlite3)", 0, _sqlite, _sqlite_engine, lambda d: "main"
+        "SQLite",
+        "sqlite3",
+        "(Python's sqlite3)",
+        0,
+        _sqlite,
+        jdbc_connect.sqlite_engine,
+        lambda d: "main",
     ),
     "oracle": Dialect(
         "Oracle",
@@ -363,11 +373,17 @@ DIALECTS: dict[str, Dialect] = {
         "oracledb",
         1521,
         _oracle,
-        _oracle_engine,
+        jdbc_connect.oracle_engine,
         lambda d: (d.user or "").upper(),
     ),
     "sqlserver": Dialect(
-        "SQL Server", "pymssql", "pymssql", 1433, _sqlserver, _sqlserver_engine, lambda d: "dbo"
+        "SQL Server",
+        "pymssql",
+        "pymssql",
+        1433,
+        _sqlserver,
+        jdbc_connect.sqlserver_engine,
+        lambda d: "dbo",
     ),
 }
 ALIASES = {"postgres": "postgresql"}

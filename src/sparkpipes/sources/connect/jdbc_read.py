@@ -32,7 +32,7 @@ from uuid import UUID
 
 import pyarrow as pa
 
-from sparkpipes.errors import ConfigError, SourceError
+from sparkpipes.errors import ConfigError, SourceError, SparkpipesError
 from sparkpipes.sources.connect.base import PartitionReader, Polled, RecordColumns, compact
 from sparkpipes.sources.connect.jdbc_dialects import Database
 
@@ -91,7 +91,10 @@ class _Reader(PartitionReader):
         self._offset = dict(offset)
         self._engine = db.engine()
         try:
-            self._conn = self._engine.connect()
+            self._conn = db.connect(self._engine, f"opening {self._what()}")
+        except SparkpipesError as e:
+            raise self._tag(e) from None
+        try:
             self._table = self._query_source() if s.query else self._table_source()
             self._conn.rollback()
         except SourceError as e:

@@ -1,7 +1,7 @@
 """The Kafka Connect compatibility corpus (``tests/corpus/connect``): SingleStore sink,
-Confluent JDBC source and Kinesis source configs written by others (the SingleStore
-connector's repository, Confluent's JDBC connector, demo-scene, examples, the Kafka
-Docker playground), each with its source in ``index.yaml``, hosts rewritten to loopback.
+Confluent JDBC source and sink and Kinesis source configs written by others (the
+SingleStore connector's repository, Confluent's JDBC connector, demo-scene, examples, the
+Kafka Docker playground, debezium-examples), each with its source in ``index.yaml``, hosts rewritten to loopback.
 Every config is validated as ``PUT /connector-plugins/{class}/config/validate`` validates
 it (which is what ``POST /connectors`` and a KAFKACONNECT CREATE PIPELINE check, without
 I/O), and is accepted, or is a gap listed below with the text its error must contain. A
@@ -18,8 +18,10 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
+from sparkpipes.config import Secret
 from sparkpipes.frontends.connect.model import parse_properties
 from sparkpipes.frontends.connect.validate import problems, validate
+from sparkpipes.sources import build_source
 
 CORPUS = pathlib.Path(__file__).parents[3] / "corpus" / "connect"
 ITEMS = {item["id"]: item for item in yaml.safe_load((CORPUS / "index.yaml").read_text())}
@@ -32,8 +34,6 @@ REDSHIFT = (
     "Amazon Redshift is not supported: its SQLAlchemy dialect is not installed "
     "(pip install sqlalchemy-redshift redshift_connector)"
 )
-MYSQL_TLS = "asks for TLS to MySQL/MariaDB, which is not supported yet"
-JDBC_SINK = "unknown connector.class 'io.confluent.connect.jdbc.JdbcSinkConnector'"
 #: config → what its error says, by cause
 GAPS = {
     # InsertField's offset.field on a source connector: Connect fails every record with
@@ -46,16 +46,22 @@ GAPS = {
     # Redshift: no dialect here (Oracle and SQL Server validate, and fail to read without
     # their drivers, naming the package)
     "jdbc-source/playground-redshift": REDSHIFT,
-    # TLS to MySQL (and its Java keystores)
-    "jdbc-source/playground-mysql-ssl": MYSQL_TLS,
-    "jdbc-source/playground-mysql-mtls": MYSQL_TLS,
     # not a config as written: `key : "value"` puts the quotes in the value, for Connect too
     "sink/memsql-quickstart-colon": "connection.ddlEndpoint has an invalid port",
-    # Confluent's JDBC sink with transforms (InsertField; Debezium's ExtractNewRecordState):
-    # the chains are supported for sink connectors, the class is not (its auto.evolve,
-    # delete.enabled and pk.mode=record_key have no counterpart in the SingleStore sink)
-    "jdbc-sink/ib-api-historical-data-insertfield": JDBC_SINK,
-    "jdbc-sink/debezium-examples-unwrap-smt": JDBC_SINK,
+    # Debezium's MongoDB unwrap: its MongoDataConverter (BSON extended JSON) is not reproduced
+    "jdbc-sink/debezium-examples-unwrap-mongodb": "ExtractNewDocumentState is not supported",
+    # a table per record timestamp on a sink: a sink pipeline writes the one table fixed
+    # when the connector is made (its columns read at assembly, one transaction per batch)
+    "jdbc-sink/demo-scene-smt-day7-message-timestamp-router": (
+        "MessageTimestampRouter is not supported: Confluent's router: on a sink connector"
+    ),
+    "jdbc-sink/demo-scene-smt-day7-timestamprouter": (
+        "TimestampRouter is not supported: on a sink connector it sends the records of one "
+        "topic to a new table per timestamp"
+    ),
+    # databases the JDBC sink does not write here
+    "jdbc-sink/playground-oracle19": "Oracle is not supported as a JDBC sink's database",
+    "jdbc-sink/playground-sqlserver": "property 'encrypt' of SQL Server is not supported",
 }
 
 
@@ -95,6 +101,38 @@ def test_each_config_is_accepted_or_a_known_gap(item_id):
         return
     assert found, f"{item_id} is accepted now: remove it from GAPS"
     assert GAPS[item_id] in messages, messages
+
+
+@pytest.mark.parametrize("item_id", ["playground-mysql-ssl", "playground-mysql-mtls"])
+def test_the_mysql_tls_configs_plan_what_connector_j_does(item_id):
+    """The playground's TLS configs, written for Connector/J 5.1.45 (its mysql-ssl.sh and
+    mysql-mtls.sh): ``verifyServerCertificate=true`` makes Connector/J verify the server's
+    chain (VERIFY_CA: not its host name) against the JKS trust store;
+    ``enabledTLSProtocols`` keeps TLSv1.2 and TLSv1.3 (both: the default), and mTLS
+    presents the client key store. The store passwords and the login's are sealed: the
+    plan holds them as secrets, and the config as stored shows them redacted."""
+    cfg = _config(ITEMS[f"jdbc-source/{item_id}"])
+    src = build_source("kafkaconnect", "jdbc", cfg, {})
+    db = src.connector.settings.db
+    tls = db.tls
+    assert (db.user, db.password, tls.driver) == (
+        "user" + item_id.rsplit("-", 1)[1],
+        Secret("password"),
+        "MySQL Connector/J",
+    )
+    assert (tls.mode, tls.versions, tls.system_trust) == ("VERIFY_CA", (), True)
+    assert tls.trust.path == "/etc/kafka/secrets/truststore.jks"
+    assert tls.trust.password == Secret("mypassword")
+    if item_id.endswith("mtls"):
+        assert tls.identity.path == "/etc/kafka/secrets/keystore.jks"
+        assert tls.identity.password == Secret("mypassword")
+        assert "client certificate from clientCertificateKeyStoreUrl" in tls.describe()
+    else:
+        assert tls.identity is None
+    assert "mypassword" not in repr(db) and "mypassword" not in tls.describe()
+    answer = json.dumps(validate(cfg["connector.class"], cfg))
+    assert "trustCertificateKeyStorePassword=<redacted>" in answer
+    assert "mypassword" not in answer
 
 
 def test_accepted_share_is_reported():

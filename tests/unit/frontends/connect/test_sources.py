@@ -61,3 +61,10 @@ def test_routers_are_refused_by_name():
     with pytest.raises(ConfigError, match=r"transforms\.r\.type: a transform that renames"):
         sources._refuse(sources.JDBC, routed)
     assert sources.is_source(JDBC) and not sources.is_source({"connector.class": "x.Y"})
+    cased = {
+        **routed,
+        "transforms.r.type": "com.github.jcustenborder.kafka.connect.transform.common"
+        ".ChangeTopicCase",
+    }
+    with pytest.raises(ConfigError, match="a transform that renames topics"):
+        sources._refuse(sources.JDBC, cased)

@@ -12,7 +12,8 @@ from sparkpipes.config import PipelineSpec, SinkSpec
 from sparkpipes.config.parts import BatchSpec, SourceSpec
 from sparkpipes.errors import ConfigError
 from sparkpipes.frontends.connect.model import load
-from sparkpipes.frontends.connect.service import _LOGICAL, _TYPES
+from sparkpipes.frontends.connect.tables import JSON_LOGICAL as _LOGICAL
+from sparkpipes.frontends.connect.tables import JSON_TYPES as _TYPES
 from sparkpipes.frontends.connect.transformed import fields_after, format_of, json_hints
 from sparkpipes.sources.connect.framework import ConnectConfigError
 from tests.unit.formats.test_connect import EVENTS, envelope, fetched

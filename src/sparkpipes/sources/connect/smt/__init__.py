@@ -7,9 +7,10 @@ registry keyed by the Java class names users write (both ``$Key`` and ``$Value``
 variants), and applies it to :class:`~sparkpipes.sources.connect.smt.base.Records`.
 
 What each class does is Apache Kafka's (``connect/transforms`` of Kafka 3.x/4.x: option
-names, defaults, "with schema" behaviour) or, for ``io.debezium.transforms.
-ExtractNewRecordState``, Debezium's; where sparkpipes differs, the class's docstring says
-so. Classes not in the registry are refused by name (:data:`REFUSED` says why for the
+names, defaults, "with schema" behaviour) or its author's: Debezium's
+``ExtractNewRecordState``, jcustenborder's ``ChangeTopicCase`` and Confluent's
+``Filter$Key``/``$Value`` (a JsonPath predicate); where sparkpipes differs, the class's
+docstring says so. Classes not in the registry are refused by name (:data:`REFUSED` says why for the
 ones people ask for), never ignored. The same chain runs for source connectors (in the
 task that reads, ``sources.connect.source``) and sink connectors (in the task that
 decodes the Kafka records, ``formats.connect``); a sink's routers decide its tables per
@@ -22,7 +23,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from sparkpipes.config.transforms import TransformChain
-from sparkpipes.sources.connect.smt import casts, debezium, fields, routing
+from sparkpipes.sources.connect.smt import (
+    casts,
+    confluent,
+    debezium,
+    fields,
+    jcustenborder,
+    routing,
+)
 from sparkpipes.sources.connect.smt.base import (
     Options,
     Outcome,
@@ -34,6 +42,8 @@ from sparkpipes.sources.connect.smt.base import (
 from sparkpipes.sources.connect.smt.chain import Chain, build
 
 _PKG = "org.apache.kafka.connect.transforms."
+_JCUSTENBORDER = "com.github.jcustenborder.kafka.connect.transform.common."
+_CONFLUENT = "io.confluent.connect.transforms."
 
 
 @dataclass(frozen=True)
@@ -51,8 +61,11 @@ class _Entry:
         return self.cls(opts, self.part)
 
 
-def _both(name: str, cls: type[Transform]) -> dict[str, _Entry]:
-    return {f"{_PKG}{name}$Key": _Entry(cls, "key"), f"{_PKG}{name}$Value": _Entry(cls, "value")}
+def _both(name: str, cls: type[Transform], package: str = _PKG) -> dict[str, _Entry]:
+    return {
+        f"{package}{name}$Key": _Entry(cls, "key"),
+        f"{package}{name}$Value": _Entry(cls, "value"),
+    }
 
 
 #: Java class name → transform
@@ -74,6 +87,8 @@ TRANSFORMS: dict[str, _Entry] = {
     f"{_PKG}DropHeaders": _Entry(routing.DropHeaders),
     f"{_PKG}InsertHeader": _Entry(routing.InsertHeader),
     "io.debezium.transforms.ExtractNewRecordState": _Entry(debezium.ExtractNewRecordState),
+    f"{_JCUSTENBORDER}ChangeTopicCase": _Entry(jcustenborder.ChangeTopicCase),
+    **_both("Filter", confluent.Filter, _CONFLUENT),
 }
 
 #: Java class name → predicate
@@ -86,16 +101,33 @@ PREDICATES: dict[str, Callable[[Options], Predicate]] = {
 #: classes people use that are refused, and why
 REFUSED: dict[str, str] = {
     "io.debezium.transforms.ByLogicalTableRouter": "Debezium's routers are not supported",
+    "io.debezium.connector.mongodb.transforms.ExtractNewDocumentState": (
+        "it turns MongoDB's change events, whose after/patch fields are extended-JSON "
+        "text, into rows by Debezium's MongoDataConverter (BSON types such as $oid, $date "
+        "and $numberDecimal, array.encoding, field-name sanitizing, update operators), "
+        "which sparkpipes does not reproduce"
+    ),
+    f"{_CONFLUENT}MessageTimestampRouter": (
+        "Confluent's router (connect-transforms, not open source) reads a timestamp from "
+        "the first of message.timestamp.keys with message.timestamp.format; which zone "
+        "and which rules it parses with is not published, so its topics are not "
+        "reproduced exactly"
+    ),
 }
 
+_PER_TIMESTAMP = (
+    "on a sink connector it sends the records of one topic to a new table per timestamp "
+    "(a table per day), but a sink pipeline here writes the one table its topic is routed "
+    "to when the connector is made: that table's columns are read when the pipeline is "
+    "assembled, and a batch commits into it in one transaction with its offsets (tables "
+    "that appear while the connector runs would need their DDL outside that transaction); "
+    "route with RegexRouter, or keep the time in a column (InsertField timestamp.field)"
+)
 #: classes refused for sink connectors only, and why: a sink writes each record to the
 #: table its (routed) topic names, which is decided per topic when the connector is made
 SINK_REFUSED: dict[str, str] = {
-    f"{_PKG}TimestampRouter": (
-        "on a sink connector it makes each record's table depend on its timestamp (a new "
-        "table per day), and tables are decided per topic here; route with RegexRouter, "
-        "or keep the time in a column (InsertField timestamp.field)"
-    ),
+    f"{_PKG}TimestampRouter": _PER_TIMESTAMP,
+    f"{_CONFLUENT}MessageTimestampRouter": f"Confluent's router: {_PER_TIMESTAMP}",
 }
 #: the predicates a router of a sink connector may have: those of the topic alone
 _TOPIC_PREDICATES = frozenset({f"{_PKG}predicates.TopicNameMatches"})

@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
-import re
 from typing import ClassVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from sparkpipes.sources.connect.smt import javadates
 from sparkpipes.sources.connect.smt.base import (
     Options,
     Outcome,
     Records,
+    Refused,
     Transform,
     fields_of,
     refuse_all,
@@ -148,138 +149,62 @@ class Cast(Transform):
 
 # -- TimestampConverter ---------------------------------------------------------------------
 _UNITS = {"seconds": "s", "milliseconds": "ms", "microseconds": "us", "nanoseconds": "ns"}
-#: SimpleDateFormat letters → (strftime for parsing, zero-padded width of the component)
-_LETTERS = {"y": "%Y", "M": "%m", "d": "%d", "H": "%H", "m": "%M", "s": "%S", "S": None}
-_PATTERN_TOKEN = re.compile(r"'[^']*'|([A-Za-z])\1*|[^A-Za-z']+")
+_MS = pa.timestamp("ms", "UTC")
 
 
-def _tokens(pattern: str) -> list[tuple[str, str]]:
-    """A SimpleDateFormat pattern as (kind, text): kind is a letter run or '' for text."""
-    out = []
-    for m in _PATTERN_TOKEN.finditer(pattern):
-        text = m.group(0)
-        if text.startswith("'"):
-            out.append(("", text[1:-1] or "'"))
-        elif text[0].isalpha():
-            out.append((text[0], text))
-        else:
-            out.append(("", text))
-    return out
-
-
-def check_pattern(pattern: str) -> str | None:
-    """Why ``pattern`` is not one sparkpipes formats (letters y M d H m s S only), or None."""
-    tokens = _tokens(pattern)
-    bad = sorted({k for k, _ in tokens if k and k not in _LETTERS})
-    if bad:
-        return f"uses pattern letters {', '.join(bad)}, not supported yet (y M d H m s S are)"
-    if any(k == "M" and len(text) >= 3 for k, text in tokens):  # Jan, January in Java
-        return "uses month names (MMM, MMMM), not supported yet (MM is)"
-    if any(k and len(text) > 9 for k, text in tokens):  # each run pads every value
-        return "repeats a pattern letter more than 9 times"
-    return None
-
-
-def format_timestamps(ts: pa.Array, pattern: str) -> pa.Array:
-    """UTC timestamps as text by a SimpleDateFormat ``pattern``, column-wise."""
-    ts = ts.cast(pa.timestamp("ms", "UTC"))
-    parts: list[pa.Array | str] = []
-    ms = pc.millisecond(ts)
-    for kind, text in _tokens(pattern):
-        if not kind:
-            parts.append(text)
-            continue
-        value = {
-            "y": pc.year(ts),
-            "M": pc.month(ts),
-            "d": pc.day(ts),
-            "H": pc.hour(ts),
-            "m": pc.minute(ts),
-            "s": pc.second(ts),
-            "S": ms,
-        }[kind]
-        digits = value.cast(pa.string())
-        if kind == "y" and len(text) == 2:
-            digits = pc.utf8_slice_codeunits(pc.utf8_lpad(digits, 4, "0"), -2)
-        elif kind == "S" and len(text) < 3:  # fewer digits: the value as is
-            pass
-        parts.append(pc.utf8_lpad(digits, len(text), "0"))
-    if not parts:
-        return pa.array([""] * len(ts), pa.string())
-    out = pc.binary_join_element_wise(*parts, "")
-    return pc.if_else(ts.is_valid(), out, pa.scalar(None, pa.string()))
-
-
-def _code(kind: str, text: str, fraction: str) -> str:
-    """A pattern token as ``strptime`` writes it (``fraction`` for ``S``)."""
-    if not kind:
-        return text.replace("%", "%%")
-    if kind == "y" and len(text) == 2:
-        return "%y"
-    return _LETTERS[kind] or fraction
-
-
-def parse_timestamps(texts: pa.Array, pattern: str | None) -> tuple[pa.Array, pa.Array]:
-    """Text as UTC timestamps (ms) by a SimpleDateFormat ``pattern``, or as ISO-8601
-    (how connectors here write a ``Timestamp`` in their JSON records: Connect's JDBC
-    source would hand the transform a ``Timestamp``, which ``format`` does not parse):
-    (timestamps, mask of texts that do neither). Column-wise (Arrow's ``strptime`` and
-    ISO-8601 cast); only texts neither reads whole (fractions of a second by pattern,
-    zone offsets) are read one by one."""
-    kind = pa.timestamp("ms", "UTC")
+def parse_timestamps(
+    texts: pa.Array, pattern: str | None, start: dt.datetime | None = None
+) -> tuple[pa.Array, pa.Array, pa.Array, str]:
+    """Text as UTC timestamps (ms) by a SimpleDateFormat ``pattern`` (``javadates``), or
+    as ISO-8601 (how connectors here write a ``Timestamp`` in their JSON records: Connect's
+    JDBC source would hand the transform a ``Timestamp``, which ``format`` does not parse):
+    (timestamps, texts read neither way, texts refused, why those are)."""
     texts = texts.cast(pa.string())
-    out = pa.nulls(len(texts), kind)
-    tokens = _tokens(pattern) if pattern is not None else []
-    if pattern is not None and not any(k == "S" for k, _ in tokens):
-        fmt = "".join(_code(k, text, "") for k, text in tokens)
-        out = pc.strptime(texts, format=fmt, unit="ms", error_is_null=True)
-        out = out.cast(kind) if out.type.tz is None else out
-    left = pc.and_(texts.is_valid(), out.is_null())
+    if pattern is not None:
+        parsed = javadates.parse(texts, pattern, start)
+        out, refused, why = parsed.timestamps, parsed.refused, parsed.why
+    else:
+        out, refused, why = (
+            pa.nulls(len(texts), _MS),
+            pa.array([False] * len(texts), pa.bool_()),
+            "",
+        )
+    left = pc.and_(pc.and_(texts.is_valid(), out.is_null()), pc.invert(refused))
     if pc.any(left).as_py():
-        try:  # zone-less ISO-8601, as the JDBC source writes timestamp columns
-            iso = pc.if_else(left, texts, pa.scalar(None, pa.string())).cast(pa.timestamp("us"))
-            out = pc.coalesce(out, pc.assume_timezone(iso, "UTC").cast(kind))
-        except _CAST_ERRORS:
-            out = _one_by_one(texts, out, pattern, tokens)
-    bad = pc.and_(texts.is_valid(), out.is_null())
-    return out, bad
+        out = pc.coalesce(out, _iso(pc.if_else(left, texts, pa.scalar(None, pa.string()))))
+    bad = pc.and_(pc.and_(texts.is_valid(), out.is_null()), pc.invert(refused))
+    return out, bad, refused, why
 
 
-def _one_by_one(
-    texts: pa.Array, out: pa.Array, pattern: str | None, tokens: list[tuple[str, str]]
-) -> pa.Array:
-    py = "".join(_code(k, text, "%f") for k, text in tokens) if pattern is not None else None
-    values: list[dt.datetime | None] = []
-    for text, done in zip(texts.to_pylist(), out.to_pylist()):
-        parsed = done
-        if parsed is None and text is not None:
-            parsed = _parse_one(text, py)
-        values.append(parsed)
-    return pa.array(values, pa.timestamp("ms", "UTC"))
-
-
-def _parse_one(text: str, py: str | None) -> dt.datetime | None:
-    for attempt in (py, None):
-        try:
-            if attempt is None:
-                parsed = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-            else:
-                parsed = dt.datetime.strptime(text, attempt)
-        except ValueError:
-            continue
-        return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=dt.UTC)
-    return None
+def _iso(texts: pa.Array) -> pa.Array:
+    """ISO-8601 texts as UTC timestamps (a text without a zone is UTC; null where not
+    ISO-8601): column-wise for zone-less ones, the others one by one."""
+    try:
+        return pc.assume_timezone(texts.cast(pa.timestamp("us")), "UTC").cast(_MS)
+    except _CAST_ERRORS:
+        values: list[dt.datetime | None] = []
+        for text in texts.to_pylist():
+            try:
+                parsed = dt.datetime.fromisoformat(text.replace("Z", "+00:00")) if text else None
+            except ValueError:
+                parsed = None
+            if parsed is not None and parsed.tzinfo is None:
+                parsed = parsed.replace(tzinfo=dt.UTC)
+            values.append(parsed)
+        return pa.array(values, _MS)
 
 
 class TimestampConverter(Transform):
     """``TimestampConverter$Key|$Value``: the operand (``field`` empty) or its field
     ``field`` converted to ``target.type``: ``string`` (by ``format``, a SimpleDateFormat
-    pattern, UTC), ``unix`` (an integer in ``unix.precision``, default milliseconds),
-    ``Timestamp``, ``Date`` (the day, midnight UTC) or ``Time`` (the time of day). The
-    input's kind follows its type: a timestamp, an integer (unix, by precision) or
-    text — parsed by ``format``, or as ISO-8601 (the JSON connectors here write
-    timestamps so, where Connect's JDBC source hands it a ``Timestamp``). A null stays
-    null."""
+    pattern, UTC, English names: ``javadates``), ``unix`` (an integer in
+    ``unix.precision``, default milliseconds), ``Timestamp``, ``Date`` (the day, midnight
+    UTC) or ``Time`` (the time of day). The input's kind follows its type: a timestamp, an
+    integer (unix, by precision) or text — parsed by ``format`` as ``SimpleDateFormat``
+    parses it, or as ISO-8601 (the JSON connectors here write timestamps so, where
+    Connect's JDBC source hands it a ``Timestamp``). A null stays null. A text with a
+    zone name Java looks up in its table of names is refused (``javadates.ZONE_NAMES``),
+    as is text read by a pattern ``javadates.parse_refusal`` names."""
 
     options: ClassVar[frozenset[str]] = frozenset(
         {"field", "target.type", "format", "unix.precision", _NULL_DEFAULT}
@@ -291,55 +216,61 @@ class TimestampConverter(Transform):
         self.target = opts.choice("target.type", ("string", "unix", "Date", "Time", "Timestamp"))
         self.format = opts.text("format", "") or None
         self.unit = _UNITS[opts.choice("unix.precision", tuple(_UNITS), "milliseconds")]
+        #: where two-digit years start, fixed when the transform is made (as Java's format)
+        self.century = javadates.century_start()
         opts.boolean(_NULL_DEFAULT, True)
         if self.target == "string" and not self.format:
             opts.problem(
                 "format", "is required with target.type string (a SimpleDateFormat pattern)"
             )
         if self.format:
-            why = check_pattern(self.format)
+            why = javadates.check_pattern(self.format)
             if why:
                 opts.problem("format", why)
 
     def apply(self, records: Records) -> Outcome:
         column = self.operand(records)
+        what = f"field {self.field}" if self.field else "the value"
         if not self.field:
-            out, bad = self._convert(column)
+            out, bad, refused, why = self._convert(column)
             records = self.with_operand(records, out)
-            kept, refused = refuse_where(
-                records, bad, "the value is not a timestamp this format reads"
-            )
-            return Outcome(kept, refused)
-        if pa.types.is_null(column.type):
+        else:
+            if pa.types.is_null(column.type):
+                return Outcome(records)
+            if not pa.types.is_struct(column.type):
+                return refuse_all(
+                    records,
+                    "Only Struct objects supported for [converting timestamp formats], found: "
+                    f"{column.type}",
+                )
+            names = fields_of(column)
+            if self.field not in names:
+                return refuse_all(records, f"{self.field} is not a valid field name")
+            cols = [pc.struct_field(column, [i]) for i in range(len(names))]
+            at = names.index(self.field)
+            cols[at], bad, refused, why = self._convert(cols[at])
+            out = struct_of(names, cols, column.is_valid(), len(records))
+            records = self.with_operand(records, out)
+        both = pc.or_(bad, refused)
+        if not pc.any(both).as_py():
             return Outcome(records)
-        if not pa.types.is_struct(column.type):
-            return refuse_all(
-                records,
-                "Only Struct objects supported for [converting timestamp formats], found: "
-                f"{column.type}",
-            )
-        names = fields_of(column)
-        if self.field not in names:
-            return refuse_all(records, f"{self.field} is not a valid field name")
-        cols = [pc.struct_field(column, [i]) for i in range(len(names))]
-        at = names.index(self.field)
-        cols[at], bad = self._convert(cols[at])
-        out = struct_of(names, cols, column.is_valid(), len(records))
-        kept, refused = refuse_where(
-            self.with_operand(records, out),
-            bad,
-            f"field {self.field} is not a timestamp this format reads",
-        )
-        return Outcome(kept, refused)
+        reasons = []
+        for mask, reason in (
+            (bad, f"{what} is not a timestamp this format reads"),
+            (refused, f"{what} {why}"),
+        ):
+            if pc.any(mask).as_py():
+                reasons.append(Refused(records.index.filter(mask), reason))
+        return Outcome(records.filter(pc.invert(both)), tuple(reasons))
 
-    def _convert(self, col: pa.Array) -> tuple[pa.Array, pa.Array]:
-        ts, bad = self._timestamps(col)
+    def _convert(self, col: pa.Array) -> tuple[pa.Array, pa.Array, pa.Array, str]:
+        ts, bad, refused, why = self._timestamps(col)
         if self.target == "string":
-            return format_timestamps(ts, self.format or ""), bad
+            return javadates.format_timestamps(ts, self.format or ""), bad, refused, why
         if self.target == "unix":
-            return ts.cast(pa.timestamp(self.unit, "UTC")).cast(pa.int64()), bad
+            return ts.cast(pa.timestamp(self.unit, "UTC")).cast(pa.int64()), bad, refused, why
         if self.target == "Date":
-            return ts.cast(pa.date32()), bad
+            return ts.cast(pa.date32()), bad, refused, why
         if self.target == "Time":
             ticks = ts.cast(pa.int64())
             of_day = pc.subtract(
@@ -349,22 +280,22 @@ class TimestampConverter(Transform):
                     86_400_000,
                 ),
             )
-            return of_day.cast(pa.int32()).cast(pa.time32("ms")), bad
-        return ts, bad
+            return of_day.cast(pa.int32()).cast(pa.time32("ms")), bad, refused, why
+        return ts, bad, refused, why
 
-    def _timestamps(self, col: pa.Array) -> tuple[pa.Array, pa.Array]:
+    def _timestamps(self, col: pa.Array) -> tuple[pa.Array, pa.Array, pa.Array, str]:
         t = col.type
         none = pa.array([False] * len(col), pa.bool_())
         if pa.types.is_null(t):
-            return pa.nulls(len(col), pa.timestamp("ms", "UTC")), none
+            return pa.nulls(len(col), _MS), none, none, ""
         if pa.types.is_timestamp(t):
             zoned = col if t.tz else pc.assume_timezone(col, "UTC")
-            return zoned.cast(pa.timestamp("ms", "UTC")), none
+            return zoned.cast(_MS), none, none, ""
         if pa.types.is_date(t):
-            return col.cast(pa.timestamp("ms")).cast(pa.timestamp("ms", "UTC")), none
+            return col.cast(pa.timestamp("ms")).cast(_MS), none, none, ""
         if pa.types.is_integer(t):
             ticks = col.cast(pa.int64()).cast(pa.timestamp(self.unit, "UTC"))
-            return ticks.cast(pa.timestamp("ms", "UTC"), safe=False), none
+            return ticks.cast(_MS, safe=False), none, none, ""
         if pa.types.is_string(t):
-            return parse_timestamps(col, self.format)
-        return pa.nulls(len(col), pa.timestamp("ms", "UTC")), pc.is_valid(col)
+            return parse_timestamps(col, self.format, self.century)
+        return pa.nulls(len(col), _MS), pc.is_valid(col), none, ""

@@ -199,6 +199,7 @@ def _unknown(
         return f"{key}: {what} {cls} is not supported: {refused[cls]}"
     short = sorted({n.rsplit(".", 1)[-1].split("$")[0] for n in known})
     return (
-        f"{key}: {what} class {cls} is not supported (Kafka Connect's built-in "
-        f"{'transforms' if what == 'transform' else 'predicates'} are: {', '.join(short)})"
+        f"{key}: {what} class {cls} is not supported (the "
+        f"{'transforms' if what == 'transform' else 'predicates'} supported are: "
+        f"{', '.join(short)})"
     )

@@ -29,7 +29,7 @@ from sparkpipes.sources.connect.smt.base import (
     refuse_where,
     struct_of,
 )
-from sparkpipes.sources.connect.smt.casts import check_pattern, format_timestamps
+from sparkpipes.sources.connect.smt.javadates import check_pattern, format_timestamps
 from sparkpipes.util.regex import compile_user
 
 _NULL_DEFAULT = "replace.null.with.default"
@@ -72,7 +72,7 @@ def java_replacement(text: str) -> str:
     return "".join(out)
 
 
-def _per_topic(topics: pa.Array, fn: object) -> pa.Array:
+def per_topic(topics: pa.Array, fn: object) -> pa.Array:
     """``fn`` (topic → new topic) over each distinct topic, mapped back column-wise."""
     distinct = pc.unique(topics)
     mapped = pa.array([fn(t) for t in distinct.to_pylist()], pa.string())  # type: ignore[operator]
@@ -121,7 +121,7 @@ class RegexRouter(Transform):
                 return regex.sub(self.replacement, topic, count=1)
             return topic
 
-        return Outcome(records.replace(topic=_per_topic(records.topic, route)))
+        return Outcome(records.replace(topic=per_topic(records.topic, route)))
 
 
 class TimestampRouter(Transform):

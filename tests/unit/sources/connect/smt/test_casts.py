@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from sparkpipes.sources.connect.smt.casts import check_pattern
 from tests.unit.sources.connect.smt.helpers import keys, one, problems, records, values
 
 
@@ -91,9 +90,38 @@ def test_timestamp_text_by_pattern_with_millis_or_as_iso():
     assert [v["t"] for v in values(out)] == [1704067201250, 2000]
 
 
-def test_month_names_are_refused_not_written_as_numbers():
-    """SimpleDateFormat's MMM is ``Jan``, MMMM ``January``: a pattern with them is refused
-    by name rather than loaded as ``001``."""
-    assert "month names" in (check_pattern("dd-MMM-yyyy") or "")
-    assert "month names" in (check_pattern("MMMM d, yyyy") or "")
-    assert check_pattern("yyyy-MM-dd HH:mm:ss.SSS") is None
+def test_the_demo_scene_pattern_with_day_month_and_zone_names():
+    """demo-scene's day 8: ``EEE MMM dd HH:mm:ss zzz yyyy`` reads ``java.util.Date``'s
+    text (``Thu Dec 10 17:06:59 GMT 2020``) into a Timestamp; a zone name Java would
+    look up in its table of every zone's names is refused for its record, with why."""
+    out = one(
+        "TimestampConverter$Value",
+        field="txn_date",
+        **{"format": "EEE MMM dd HH:mm:ss zzz yyyy", "target.type": "unix"},
+    ).apply(
+        records(
+            [
+                {"txn_date": "Thu Dec 10 17:06:59 GMT 2020"},
+                {"txn_date": "Sat Dec 05 16:39:40 UTC 2020"},
+                {"txn_date": "Sun Dec 13 20:30:21 PST 2020"},
+                {"txn_date": "Wed Dec 09 06:18:31 GMT+01:00 2020"},
+            ]
+        )
+    )
+    assert [v["txn_date"] for v in values(out)] == [
+        1607620019000,
+        1607186380000,
+        1607491111000,
+    ]
+    (refused,) = out.refused
+    assert refused.index.to_pylist() == [2]
+    assert "time-zone name other than GMT or UTC" in refused.reason
+
+
+def test_names_are_written_in_english_and_utc():
+    out = one(
+        "TimestampConverter$Value",
+        field="t",
+        **{"target.type": "string", "format": "EEEE, d MMMM yyyy HH:mm zzz (EEE MMM, z)"},
+    ).apply(records([{"t": 1607620019000}]))
+    assert values(out) == [{"t": "Thursday, 10 December 2020 17:06 UTC (Thu Dec, UTC)"}]
