@@ -10,7 +10,7 @@ import pyarrow as pa
 
 from sparkpipes.config import CsvOptions, FieldMapping, NestedSpec, RecordProgram
 from sparkpipes.config.transforms import ConnectRecords
-from sparkpipes.formats.base import Decoded, Decoder, RecordError
+from sparkpipes.formats.base import Decoded, Decoder, OptionsDecoder, RecordError
 from sparkpipes.formats.connect import ConnectDecoder
 from sparkpipes.formats.nested import NestedDecoder, NestedPlan
 from sparkpipes.formats.programs import ProgramDecoder, build_program
@@ -40,8 +40,6 @@ FORMATS.register(
     "sparkpipes.formats.confluent:ConfluentJsonDecoder",
     install_hint="pip install protobuf",
 )
-#: the formats whose decoders take the format's options (``FormatSpec.options``)
-WITH_OPTIONS = frozenset({"pinot-csv", "protobuf", "protobuf-registry", "json-registry"})
 
 
 def build_decoder(
@@ -93,10 +91,10 @@ def _decoder(
         from sparkpipes.formats.stream import StreamDecoder
 
         return StreamDecoder(schema, mapping, csv, options=options or {})
-    if name in WITH_OPTIONS:
-        cls = FORMATS.get(name)
+    cls = FORMATS.get(name)
+    if isinstance(cls, type) and issubclass(cls, OptionsDecoder):  # takes FormatSpec.options
         return cls(schema, mapping, csv, options=options or {}, text_values=text_values)
-    return FORMATS.get(name)(schema, mapping, csv, text_values=text_values)
+    return cls(schema, mapping, csv, text_values=text_values)
 
 
 __all__ = ["FORMATS", "Decoded", "Decoder", "RecordError", "build_decoder"]

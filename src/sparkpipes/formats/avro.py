@@ -21,19 +21,22 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import pyarrow as pa
 
-from sparkpipes.config import REDACTED, CsvOptions, FieldMapping, urls
+from sparkpipes.config import REDACTED, urls
 from sparkpipes.errors import ConfigError, SourceUnavailableError
 from sparkpipes.formats.avro_values import AvroValues
-from sparkpipes.formats.base import Decoder, Mismatch
+from sparkpipes.formats.base import Mismatch, OptionsDecoder
+from sparkpipes.sources.avro_framing import AvroStreamFraming, zero_width_items
 from sparkpipes.sources.base import Framing
-from sparkpipes.sources.framing import AvroStreamFraming
 
 MAGIC = 0
+#: how deep a schema's JSON may nest (a nested record takes three levels: itself, its
+#: fields, a field); parsing and decoding recurse once a level
+MAX_SCHEMA_DEPTH = 256
 #: the decoder option naming the registry
 URL_OPTION = "schema.registry.url"
 #: registry client keys users give with the ``schema.registry.`` prefix (Pinot's decoder
@@ -91,37 +94,77 @@ def registry_client(url: str, options: Mapping[str, str] | None = None) -> Any:
     return SchemaRegistryClient(registry_conf(url, options))
 
 
+def schema_json(text: str) -> Any:
+    """A schema's JSON text as a value; ConfigError if it is not JSON or nests deeper than
+    :data:`MAX_SCHEMA_DEPTH` (a registry's answer is not trusted to be shallow, and
+    parsing and decoding recurse once a level)."""
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        value = None
+    except ValueError as e:
+        raise ConfigError(f"the Avro schema does not parse: {e}") from None
+    if value is None or _depth(value) > MAX_SCHEMA_DEPTH:
+        raise ConfigError(f"the Avro schema nests deeper than {MAX_SCHEMA_DEPTH} levels")
+    return value
+
+
+def _depth(value: Any) -> int:
+    """How deep ``value``'s objects and arrays nest (without recursion)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        v, depth = stack.pop()
+        if isinstance(v, dict):
+            v = list(v.values())
+        if isinstance(v, list):
+            deepest = max(deepest, depth)
+            stack.extend((item, depth + 1) for item in v)
+    return deepest
+
+
 def parsed(schema_text: str) -> Any:
-    """A schema (JSON text) parsed by fastavro; ConfigError naming what is wrong."""
+    """A schema (JSON text) parsed by fastavro; ConfigError naming what is wrong. A
+    schema with an array of items encoded in zero bytes (null, an empty record) is
+    refused: such an array's count alone says how many there are, and two bytes of a
+    message could claim billions, decoded one by one."""
     import fastavro
 
+    value = schema_json(schema_text)
     try:
-        return fastavro.parse_schema(json.loads(schema_text))
+        schema = fastavro.parse_schema(value)
     except (ValueError, fastavro.schema.SchemaParseException) as e:
         raise ConfigError(f"the Avro schema does not parse: {e}") from None
     except Exception as e:  # a JSON value that is no schema (an object without "type")
         raise ConfigError(
             f"the Avro schema does not parse: {type(e).__name__} (not an Avro schema)"
         ) from None
+    endless = zero_width_items(schema)
+    if endless:
+        raise ConfigError(
+            f"the Avro schema's array {endless} holds items encoded in zero bytes (null, "
+            "an empty record): its count alone would say how many, and two bytes could "
+            "claim billions"
+        )
+    return schema
 
 
-class AvroMessageDecoder(Decoder):
+class AvroMessageDecoder(OptionsDecoder):
     """See the module docstring. Pickled to executors: the client is made on first use."""
 
-    def __init__(
-        self,
-        schema: pa.Schema,
-        mapping: Sequence[FieldMapping] = (),
-        csv: CsvOptions | None = None,
-        *,
-        options: Mapping[str, str],
-        text_values: bool = False,
-    ) -> None:
-        super().__init__(schema, mapping, csv, text_values=text_values)
-        self.options = dict(options)
+    def configure(self) -> None:
         #: SingleStore's extraction and conversion (``formats.avro_values``), for
         #: pipelines from SingleStore SQL
-        self.values = AvroValues(schema, self.paths, self.on_missing) if text_values else None
+        self.values = (
+            AvroValues(self.schema, self.paths, self.on_missing) if self.text_values else None
+        )
+        self._schemas: dict[Any, Any] = {}
+        self._client: Any = None
+        self._fixed: Any = None
+        self.writer_schemas()
+
+    def writer_schemas(self) -> None:
+        """Where writer schemas come from (:meth:`_writer` asks there): the registry, or
+        the one fixed schema."""
         url = self.options.get(URL_OPTION)
         #: the registry as messages name it: its password, if any, redacted
         self.url = urls.redact(url) if url else url
@@ -132,9 +175,6 @@ class AvroMessageDecoder(Decoder):
             parsed(self.fixed)  # a schema that does not parse fails CREATE PIPELINE
         else:
             registry_conf(url or "", self.options)  # a login it cannot take fails it too
-        self._schemas: dict[int, Any] = {}
-        self._client: Any = None
-        self._fixed: Any = None
 
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_client": None, "_schemas": {}, "_fixed": None}
@@ -201,6 +241,8 @@ class AvroMessageDecoder(Decoder):
             )
         sid = int.from_bytes(raw[1:5], "big")
         found = self._schemas.get(sid)
+        if isinstance(found, str):  # why its schema does not parse (asked once a task)
+            raise ValueError(found)
         if found is None:
             if self._client is None:
                 self._client = registry_client(self.options.get(URL_OPTION) or "", self.options)
@@ -214,7 +256,13 @@ class AvroMessageDecoder(Decoder):
                 raise SourceUnavailableError(
                     f"cannot get schema id {sid} from the schema registry at {self.url}: {e}"
                 ) from None
-            found = self._schemas[sid] = parsed(text)
+            try:
+                found = self._schemas[sid] = parsed(text)
+            except ConfigError as e:
+                why = self._schemas[sid] = (
+                    f"schema id {sid} of the schema registry at {self.url}: {e.message}"
+                )
+                raise ValueError(why) from None
         return found, 5
 
     def _parse_one(self, raw: bytes) -> dict[str, Any]:

@@ -22,18 +22,16 @@ a row is only ever read with its writer's schema.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from typing import Any
 
 import httpx
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sparkpipes.config import CsvOptions, FieldMapping, urls
+from sparkpipes.config import urls
 from sparkpipes.errors import ConfigError, SourceUnavailableError
 from sparkpipes.formats.avro import AvroMessageDecoder, parsed
-from sparkpipes.formats.avro_values import AvroValues
-from sparkpipes.formats.base import Decoded, Decoder, RecordError
+from sparkpipes.formats.base import Decoded, RecordError
 
 #: the decoder option naming the repository (Pinot's ``schema.registry.rest.url``), as
 #: for the Confluent framing
@@ -74,24 +72,11 @@ class PinotAvroMessageDecoder(AvroMessageDecoder):
     """See the module docstring. Decodes as :class:`AvroMessageDecoder` does (fastavro,
     the same columns and values); only the framing and the schema lookup differ."""
 
-    def __init__(
-        self,
-        schema: pa.Schema,
-        mapping: Sequence[FieldMapping] = (),
-        csv: CsvOptions | None = None,
-        *,
-        options: Mapping[str, str],
-        text_values: bool = False,
-    ) -> None:
-        Decoder.__init__(self, schema, mapping, csv, text_values=text_values)
-        self.options = dict(options)
-        self.values = AvroValues(schema, self.paths, self.on_missing) if text_values else None
+    def writer_schemas(self) -> None:
+        """The repository's URLs (by the schema's hash), never a fixed schema."""
         self.urls = repository_urls(self.options.get(URL_OPTION, ""))
         self.url = ",".join(self.urls)
         self.fixed = None
-        self._schemas: dict[bytes, Any] = {}  # type: ignore[assignment]
-        self._client = None
-        self._fixed = None
 
     def decode(self, values: pa.Array) -> Decoded:
         """Empty messages give no row (Pinot's decoder returns null); the others decode."""

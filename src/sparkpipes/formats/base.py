@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import abc
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -170,6 +170,32 @@ class Decoder(abc.ABC):
             {f.name: pa.array(rows[f.name], f.type) for f in self.schema}, schema=self.schema
         )
         return Decoded(table, pa.array(kept, pa.int32()), tuple(errors))
+
+
+class OptionsDecoder(Decoder):
+    """A decoder its format's options configure as well (``FormatSpec.decoder_options``:
+    Pinot's ``decoder.prop.*``, a schema registry's URL and login, a descriptor set).
+    Every such decoder is built alike, by :func:`formats.build_decoder`; a subclass
+    states what it makes of :attr:`options` in :meth:`configure` (no I/O: decoders are
+    pickled to executors) and raises ConfigError naming an option that is wrong."""
+
+    def __init__(
+        self,
+        schema: pa.Schema,
+        mapping: Sequence[FieldMapping] = (),
+        csv: CsvOptions | None = None,
+        *,
+        options: Mapping[str, str],
+        text_values: bool = False,
+    ) -> None:
+        super().__init__(schema, mapping, csv, text_values=text_values)
+        self.mapping = tuple(mapping)
+        self.options = dict(options)
+        self.configure()
+
+    @abc.abstractmethod
+    def configure(self) -> None:
+        """Read :attr:`options` into what decoding needs."""
 
 
 class Mismatch(Exception):

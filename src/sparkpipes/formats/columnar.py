@@ -25,8 +25,9 @@ from sparkpipes.errors import ConfigError
 from sparkpipes.formats.avro_values import ERROR_COLUMN, AvroValues
 from sparkpipes.formats.base import Decoded, Decoder, RecordError, all_kept
 from sparkpipes.formats.coerce import coerce_column
+from sparkpipes.sources.avro_framing import AvroFraming
 from sparkpipes.sources.base import Framing
-from sparkpipes.sources.framing import AvroFraming, ParquetFraming
+from sparkpipes.sources.framing import ParquetFraming
 
 _CAST_ERRORS = (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError)
 

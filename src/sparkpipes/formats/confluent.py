@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -52,10 +52,10 @@ from google.protobuf import (
 )
 from google.protobuf.message import DecodeError
 
-from sparkpipes.config import CsvOptions, FieldMapping, urls
+from sparkpipes.config import urls
 from sparkpipes.errors import SourceUnavailableError
 from sparkpipes.formats.avro import URL_OPTION, registry_client, registry_conf
-from sparkpipes.formats.base import Decoded, Decoder, Mismatch, RecordError
+from sparkpipes.formats.base import Decoded, Mismatch, OptionsDecoder, RecordError
 from sparkpipes.formats.json import JsonDecoder
 from sparkpipes.formats.protobuf import arrow_columns, field_value
 
@@ -73,6 +73,12 @@ WELL_KNOWN = {
     )
 }
 HEADER = 5  # the magic byte and the schema id
+#: how deep a Protobuf schema's references may nest, and how many schemas they may name
+#: in all (each is a request to the registry): a registry's answers are not trusted to end
+MAX_REFERENCE_DEPTH = 32
+MAX_REFERENCES = 256
+#: the name the schema a message names is given in its pool
+ROOT = "default"
 
 
 class SchemaLookup:
@@ -162,20 +168,11 @@ def _schema_id(raw: bytes) -> int:
     return int.from_bytes(raw[1:HEADER], "big")
 
 
-class _Framed(Decoder):
+class _Framed(OptionsDecoder):
     """Discards messages without the magic byte, decodes the others (see the module)."""
 
-    def __init__(
-        self,
-        schema: pa.Schema,
-        mapping: Sequence[FieldMapping] = (),
-        csv: CsvOptions | None = None,
-        *,
-        options: Mapping[str, str],
-        text_values: bool = False,
-    ) -> None:
-        super().__init__(schema, mapping, csv, text_values=text_values)
-        self.lookup = SchemaLookup(options)
+    def configure(self) -> None:
+        self.lookup = SchemaLookup(self.options)
 
     def decode(self, values: pa.Array) -> Decoded:
         kept, _, framed = split_header(values)
@@ -190,17 +187,9 @@ class _Framed(Decoder):
 class ConfluentJsonDecoder(_Framed):
     """JSON bodies after Confluent's header, decoded as Pinot's JSON decoder reads them."""
 
-    def __init__(
-        self,
-        schema: pa.Schema,
-        mapping: Sequence[FieldMapping] = (),
-        csv: CsvOptions | None = None,
-        *,
-        options: Mapping[str, str],
-        text_values: bool = False,
-    ) -> None:
-        super().__init__(schema, mapping, csv, options=options, text_values=text_values)
-        self.body = JsonDecoder(schema, mapping, csv, text_values=text_values)
+    def configure(self) -> None:
+        super().configure()
+        self.body = JsonDecoder(self.schema, self.mapping, self.csv, text_values=self.text_values)
         self._known: set[int] = set()
 
     def __getstate__(self) -> dict[str, Any]:
@@ -239,8 +228,8 @@ class ConfluentJsonDecoder(_Framed):
 class ConfluentProtobufDecoder(_Framed):
     """Protobuf bodies after Confluent's header, read with the writer's message type."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def configure(self) -> None:
+        super().configure()
         self._pools: dict[int, Any] = {}
         self._types: dict[tuple[int, tuple[int, ...]], Any] = {}
         self._fields = {path[0] for path in self.paths.values() if path}
@@ -291,27 +280,62 @@ class ConfluentProtobufDecoder(_Framed):
         return found
 
     def _pool(self, sid: int) -> tuple[Any, descriptor_pb2.FileDescriptorProto]:
-        if sid not in self._pools:
+        """The descriptor pool of schema ``sid`` and its file; a schema whose files do not
+        make one is a bad record, remembered for the task (not asked for again)."""
+        found = self._pools.get(sid)
+        if isinstance(found, str):
+            raise ValueError(found)
+        if found is None:
             schema = self.lookup.by_id(sid, fmt="serialized")
             pool = descriptor_pool.DescriptorPool()
-            root = _file("default", schema.schema_str, sid)
-            self._add(pool, schema, set())
-            _add_imports(pool, root)
-            pool.Add(root)
-            self._pools[sid] = (pool, root)
-        return self._pools[sid]
+            try:
+                root = _file(ROOT, schema.schema_str, sid)
+                self._add(pool, schema, sid)
+                _build(pool, root, sid)
+            except ValueError as e:
+                self._pools[sid] = str(e)
+                raise
+            found = self._pools[sid] = (pool, root)
+        return found
 
-    def _add(self, pool: Any, schema: Any, seen: set[str]) -> None:
-        """The files ``schema`` references, dependencies first."""
-        for ref in schema.references or ():
-            if ref.name in seen or ref.name in WELL_KNOWN:
+    def _add(self, pool: Any, schema: Any, sid: int) -> None:
+        """The files ``schema`` references, dependencies first, as Confluent's
+        ``AbstractSchemaProvider.resolveReferences`` walks them (a name met again is
+        there already). Walked without recursion, at most :data:`MAX_REFERENCE_DEPTH`
+        deep and :data:`MAX_REFERENCES` in all; a reference to a file on its own path is
+        a cycle (Confluent's walk would skip it, and the files would not build)."""
+        added: set[str] = set()
+        path: list[tuple[str, Any, Any]] = [(ROOT, iter(schema.references or ()), None)]
+        asked = 0
+        while path:
+            name, refs, proto = path[-1]
+            ref = next(refs, None)
+            if ref is None:
+                path.pop()
+                if proto is not None:
+                    _build(pool, proto, sid)
+                    added.add(name)
                 continue
-            seen.add(ref.name)
+            if ref.name in added or ref.name in WELL_KNOWN:
+                continue
+            chain = [n for n, _, _ in path[1:]] + [ref.name]
+            if any(n == ref.name for n, _, _ in path):
+                raise ValueError(
+                    f"schema id {sid}: its references form a cycle ({' -> '.join(chain)})"
+                )
+            if len(path) > MAX_REFERENCE_DEPTH:
+                raise ValueError(
+                    f"schema id {sid}: its references nest deeper than {MAX_REFERENCE_DEPTH} "
+                    f"({' -> '.join(chain[:3])} -> …)"
+                )
+            asked += 1
+            if asked > MAX_REFERENCES:
+                raise ValueError(
+                    f"schema id {sid}: it references more than {MAX_REFERENCES} schemas"
+                )
             child = self.lookup.by_version(ref.subject, ref.version)
-            self._add(pool, child, seen)
             proto = _file(ref.name, child.schema_str, ref.subject)
-            _add_imports(pool, proto)
-            pool.Add(proto)
+            path.append((ref.name, iter(child.references or ()), proto))
 
 
 def _file(name: str, text: str | None, what: object) -> descriptor_pb2.FileDescriptorProto:
@@ -326,6 +350,18 @@ def _file(name: str, text: str | None, what: object) -> descriptor_pb2.FileDescr
         ) from None
     proto.name = name
     return proto
+
+
+def _build(pool: Any, proto: descriptor_pb2.FileDescriptorProto, sid: int) -> None:
+    """``proto`` and the well-known types it imports into ``pool``; files that do not
+    build (a missing or clashing dependency) are a bad record."""
+    _add_imports(pool, proto)
+    try:
+        pool.Add(proto)
+    except (TypeError, ValueError) as e:  # protobuf's words for a file that will not build
+        raise ValueError(
+            f"schema id {sid}: file {proto.name} of the registry does not build: {e}"
+        ) from None
 
 
 def _add_imports(pool: Any, proto: descriptor_pb2.FileDescriptorProto) -> None:

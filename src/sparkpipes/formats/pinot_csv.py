@@ -34,7 +34,7 @@ is read message by message with :func:`records`, which follows Commons CSV's lex
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -43,9 +43,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 
-from sparkpipes.config import CsvOptions, FieldMapping
 from sparkpipes.errors import ConfigError
-from sparkpipes.formats.base import Decoder, Mismatch
+from sparkpipes.formats.base import Mismatch, OptionsDecoder
 from sparkpipes.formats.json import newline_joined
 
 #: the decoder props, as Pinot's ``FormatSpec`` options carry them
@@ -270,23 +269,14 @@ def _value(text: str | None, multi: str | None) -> Any:
     return parts if len(parts) > 1 else text
 
 
-class PinotCsvDecoder(Decoder):
+class PinotCsvDecoder(OptionsDecoder):
     """See the module docstring. Built from the ``decoder.prop.*`` options."""
 
-    def __init__(
-        self,
-        schema: pa.Schema,
-        mapping: Sequence[FieldMapping] = (),
-        csv: CsvOptions | None = None,
-        *,
-        options: Mapping[str, str],
-        text_values: bool = False,
-    ) -> None:
-        super().__init__(schema, mapping, csv, text_values=text_values)
+    def configure(self) -> None:
         self.format = csv_format(
-            {k[len(PROP) :]: v for k, v in options.items() if k.startswith(PROP)}
+            {k[len(PROP) :]: v for k, v in self.options.items() if k.startswith(PROP)}
         )
-        self.lists = {f.name for f in schema if pa.types.is_list(f.type)}
+        self.lists = {f.name for f in self.schema if pa.types.is_list(f.type)}
 
     def _fast_ok(self, values: pa.Array) -> bool:
         fmt = self.format

@@ -33,9 +33,8 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import DecodeError, Message
 
-from sparkpipes.config import CsvOptions, FieldMapping
 from sparkpipes.errors import ConfigError
-from sparkpipes.formats.base import Decoder, Mismatch
+from sparkpipes.formats.base import Decoder, Mismatch, OptionsDecoder
 
 #: the option carrying the descriptor set (base64 of its bytes)
 DESCRIPTOR_OPTION = "protobuf.descriptor"
@@ -178,29 +177,20 @@ def arrow_columns(decoder: Decoder, rows: Sequence[Mapping[str, Any]]) -> pa.Tab
     return pa.Table.from_arrays(arrays, schema=decoder.schema)
 
 
-class ProtoBufDecoder(Decoder):
+class ProtoBufDecoder(OptionsDecoder):
     """See the module docstring. Pickled to executors: the message class is made on
     first use from the descriptor set in the options."""
 
-    def __init__(
-        self,
-        schema: pa.Schema,
-        mapping: Sequence[FieldMapping] = (),
-        csv: CsvOptions | None = None,
-        *,
-        options: Mapping[str, str],
-        text_values: bool = False,
-    ) -> None:
-        super().__init__(schema, mapping, csv, text_values=text_values)
+    def configure(self) -> None:
         try:
             self.descriptor_set = base64.b64decode(
-                options.get(DESCRIPTOR_OPTION, ""), validate=True
+                self.options.get(DESCRIPTOR_OPTION, ""), validate=True
             )
         except binascii.Error:
             raise ConfigError("the Protobuf descriptor set is not base64") from None
         if not self.descriptor_set:
             raise ConfigError("ProtoBufMessageDecoder needs a descriptor set (descriptorFile)")
-        self.class_name = options.get(CLASS_OPTION) or None
+        self.class_name = self.options.get(CLASS_OPTION) or None
         self._message: Any = None
         self._fields: dict[str, FieldDescriptor] = {}
 

@@ -5,34 +5,25 @@ payload the decoder rejects (None, or an exception) is a bad record with its rea
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
 
-from sparkpipes.config import CsvOptions, FieldMapping, urls
+from sparkpipes.config import urls
 from sparkpipes.errors import ConfigError
-from sparkpipes.formats.base import Decoder
+from sparkpipes.formats.base import OptionsDecoder
 from sparkpipes.sources.plugin import resolve_decoder
 
 PROP = "decoder.prop."
 
 
-class StreamDecoder(Decoder):
+class StreamDecoder(OptionsDecoder):
     """Options: ``decoder.class`` (a Python path), ``decoder.topic`` and
     ``decoder.prop.<name>`` (the plugin decoder's props, a URL among them with its
     password, sealed as ``url:decoder.prop.<name>``, put back as the user wrote it)."""
 
-    def __init__(
-        self,
-        schema: pa.Schema,
-        mapping: Sequence[FieldMapping] = (),
-        csv: CsvOptions | None = None,
-        *,
-        options: Mapping[str, str],
-    ) -> None:
-        super().__init__(schema, mapping, csv)
-
+    def configure(self) -> None:
+        options = self.options
         self.class_name = options.get("decoder.class") or ""
         if not self.class_name:
             raise ConfigError("a stream plugin decoder needs decoder.class")

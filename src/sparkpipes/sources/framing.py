@@ -1,16 +1,20 @@
 """How an object's bytes become records (the :class:`~sparkpipes.sources.base.Framing` of a
-format): lines for JSON, CSV and raw text; row groups for Parquet; blocks for Avro.
+format): lines for JSON, CSV and raw text; row groups for Parquet; blocks for Avro
+(``sources.avro_framing``).
 
-Memory bound: a framing holds one read block (``BLOCK``, 4 MiB, plus the line that
-straddles it), one Parquet batch of at most ``CHUNK_ROWS`` rows of one row group, or
-``CHUNK_ROWS`` Avro records, at a time — never the object. The task writes what it
-decoded to the destination every ``file_rows`` rows, so an object of any size loads in
-memory bounded by those settings.
+Memory bound: a framing holds one read block (``BLOCK``, 4 MiB) and the record that
+straddles it, at most ``max_record`` bytes (64 MiB unless the source's options say
+otherwise); one Parquet batch of at most ``CHUNK_ROWS`` rows of one row group; or
+``CHUNK_ROWS`` Avro records — never the object. The task writes what it decoded to the
+destination every ``file_rows`` rows, so an object of any size loads in memory bounded
+by those settings.
+
+Time bound: each byte of an object is scanned for where records end once as it is
+read, and once more in the frame that holds it, whatever the length of its record.
 """
 
 from __future__ import annotations
 
-import io
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -23,6 +27,85 @@ from sparkpipes.sources.base import Frame, Framing
 
 BLOCK = 4 << 20
 CHUNK_ROWS = 65_536
+#: how much of an over-long record its error shows
+HEAD_BYTES = 512
+
+
+class _Ends:
+    """Where records end in an object read chunk by chunk: each chunk scanned once, with
+    what an earlier chunk left that matters (a terminator's first bytes, whether a quote
+    is open). :meth:`bounds` gives the first and last end in a chunk, as indexes of the
+    terminators' last bytes (-1, -1: none); :attr:`found`, every end in it, where the
+    scan had to find them all (the frame of those records need not scan them again)."""
+
+    found: np.ndarray | None = None
+
+    def ends(self, chunk: bytes) -> np.ndarray:
+        raise NotImplementedError
+
+    def bounds(self, chunk: bytes) -> tuple[int, int]:
+        ends = self.found = self.ends(chunk)
+        return (int(ends[0]), int(ends[-1])) if len(ends) else (-1, -1)
+
+
+class _Newlines(_Ends):
+    def ends(self, chunk: bytes) -> np.ndarray:
+        return np.flatnonzero(np.frombuffer(chunk, dtype=np.uint8) == 10)
+
+    def bounds(self, chunk: bytes) -> tuple[int, int]:
+        last = chunk.rfind(b"\n")
+        return (chunk.find(b"\n") if last >= 0 else -1), last
+
+
+class _Terminators(_Ends):
+    """A terminator of several bytes may straddle two chunks: the bytes after the last
+    occurrence, up to one less than it has, are scanned again with the next chunk."""
+
+    def __init__(self, terminator: bytes) -> None:
+        self.terminator = terminator
+        self.carry = b""
+
+    def ends(self, chunk: bytes) -> np.ndarray:
+        k = len(self.terminator)
+        data = self.carry + chunk
+        at = occurrences(np.frombuffer(data, dtype=np.uint8), self.terminator)
+        after = data[int(at[-1]) + k :] if len(at) else data
+        self.carry = after[len(after) - k + 1 :] if k > 1 else b""
+        return at + (k - 1 - (len(data) - len(chunk)))
+
+
+class _Quoted(_Ends):
+    """The ends of ``inner`` outside quotes: whether a quote is open, and whether the
+    last byte was the escape character, carry from chunk to chunk."""
+
+    def __init__(self, inner: _Ends, quote: int, escape: int | None) -> None:
+        self.inner, self.quote, self.escape = inner, quote, escape
+        self.open = 0
+        self.last = -1
+
+    def ends(self, chunk: bytes) -> np.ndarray:
+        ends = self.inner.ends(chunk)
+        if not chunk:
+            return ends
+        data = np.frombuffer(chunk, dtype=np.uint8)
+        quotes = data == self.quote
+        if self.escape is not None:
+            escaped = np.empty_like(quotes)
+            escaped[0] = self.last == self.escape
+            escaped[1:] = data[:-1] == self.escape
+            quotes &= ~escaped
+        inside = ((np.cumsum(quotes, dtype=np.int64) + self.open) & 1).astype(bool)
+        self.open = (self.open + int(np.count_nonzero(quotes))) & 1
+        self.last = int(data[-1])
+        return ends[~inside[ends]]
+
+
+class _Overlong:
+    """A record found longer than ``max_record`` before its end: passed over, never held
+    (its first bytes are kept for its error)."""
+
+    def __init__(self, position: int, length: int, head: bytes) -> None:
+        self.position, self.length, self.head = position, length, head
 
 
 class LineFraming(Framing):
@@ -36,7 +119,13 @@ class LineFraming(Framing):
     occurrences instead, newlines being data; such framings are not splittable (a split
     byte cannot tell where a record begins). With ``prefix`` (``LINES STARTING BY``) a
     record is what follows the first occurrence of it in its line; a line without it is
-    no record, as an empty line is not."""
+    no record, as an empty line is not.
+
+    A line longer than ``max_record`` bytes (its terminator not counted, its prefix
+    counted: the cap is on lines) is not loaded: it is passed over without being held,
+    and reported with its position (:attr:`Frame.unreadable`); the lines after it load.
+    A line still open at the end of an object that is still being written waits, as any
+    last line does."""
 
     position_name = "byte"
     splittable = True
@@ -60,10 +149,14 @@ class LineFraming(Framing):
         if terminator != b"\n":
             self.splittable = False
 
+    def _scanner(self) -> _Ends:
+        """A fresh scan for where records end, from a record's start."""
+        return _Newlines() if self.terminator == b"\n" else _Terminators(self.terminator)
+
     def frames(
         self, f: Any, start: int, stop: int | None, *, final: bool, align: bool
     ) -> Iterator[Frame]:
-        pos, tail = start, b""
+        pos, chunk = start, b""
         if align and start > 0:
             f.seek(start - 1)
             pos = start - 1
@@ -73,41 +166,93 @@ class LineFraming(Framing):
                     return
                 i = chunk.find(b"\n")
                 if i >= 0:
-                    pos, tail = pos + i + 1, chunk[i + 1 :]
+                    pos, chunk = pos + i + 1, chunk[i + 1 :]
                     break
                 pos += len(chunk)
         elif start:
             f.seek(start)
         skip = self.skip_lines if start == 0 else 0
         limit = np.iinfo(np.int64).max if stop is None else stop
+        scan = self._scanner()
+        longest = self.max_record + len(self.terminator) - 1  # its end may be cut in two
+        held: list[bytes] = []  # the bytes from ``pos`` on: a record without its end yet
+        size = 0
+        over: _Overlong | None = None
         while pos < limit:
-            chunk = f.read(self.block)
-            buf = tail + chunk if tail else chunk
-            real = len(buf)
             if not chunk:
-                if not buf:
-                    return
-                if final:
-                    buf, tail = buf + self.terminator, b""
-                else:  # a last line still being written waits for its newline
-                    cut = self._last_end(buf)
-                    if cut < 0:
-                        return
-                    buf, tail = buf[: cut + 1], b""
-                    real = len(buf)
-            else:
-                cut = self._last_end(buf)
-                if cut < 0:
-                    tail = buf
-                    continue
-                buf, tail = buf[: cut + 1], buf[cut + 1 :]
-                real = len(buf)
-            frame, skip = self._frame(buf, pos, limit, skip, real)
-            pos += real
-            if frame is not None:
+                chunk = f.read(self.block)
+                if not chunk:
+                    break
+            first, last = scan.bounds(chunk)
+            if last < 0:  # no record ends here
+                if over is not None:
+                    over.length += len(chunk)
+                else:
+                    held.append(chunk)
+                    size += len(chunk)
+                    if size > longest:
+                        over = _Overlong(pos, size, _head(held))
+                        held, size = [], 0
+                chunk = b""
+                continue
+            begin = 0
+            if over is not None:  # it ends at the first end here
+                length = over.length + first + 1 - len(self.terminator)
+                pos = over.position + over.length + first + 1
+                frame, skip = self._passed(over, length, pos, skip)
+                over, begin = None, first + 1
                 yield frame
-            if not chunk:
-                return
+            if last >= begin:
+                body = chunk[begin : last + 1]
+                buf = b"".join([*held, body]) if held else body
+                ends = scan.found
+                if ends is not None:  # where they are in ``buf``
+                    ends = ends[ends >= begin] + (size - begin)
+                held, size = [], 0
+                frame, skip = self._frame(buf, pos, limit, skip, len(buf), ends)
+                pos += len(buf)
+                yield frame
+            rest = chunk[last + 1 :]
+            chunk = b""
+            if rest:
+                held, size = [rest], len(rest)
+                if size > longest:
+                    over = _Overlong(pos, size, rest[:HEAD_BYTES])
+                    held, size = [], 0
+        else:
+            return  # the range is read: what follows belongs to the next
+        if over is not None:
+            if final:  # an object that ends inside the over-long line
+                end = over.position + over.length
+                frame, skip = self._passed(over, over.length, end, skip)
+                yield frame
+            return  # else it may still be being written: it waits for its end
+        if held and final:  # a last line without its terminator is a record (its end
+            buf = b"".join(held) + self.terminator  # is the object's, open quote or not)
+            end = np.array([len(buf) - 1])
+            frame, skip = self._frame(buf, pos, limit, skip, size, end)
+            yield frame
+
+    def _passed(self, over: _Overlong, length: int, end: int, skip: int) -> tuple[Frame, int]:
+        """The frame, ending at ``end``, that reports an over-long line of ``length``
+        bytes (or says nothing of a line ``IGNORE n LINES`` skips); how many lines are
+        still to be skipped."""
+        if skip:
+            return self._empty(end), skip - 1
+        head = over.head[:length]  # what was held may end with a terminator's first bytes
+        return self._empty(end, ((over.position, self._too_long(length), head),)), skip
+
+    def _too_long(self, length: int) -> str:
+        return (
+            f"the line is longer than {self.max_record} bytes ({length} bytes): it is not loaded "
+            "(the source's CONFIG option max_record_bytes raises the limit)"
+        )
+
+    @staticmethod
+    def _empty(end: int, unreadable: tuple[tuple[int, str, bytes | None], ...] = ()) -> Frame:
+        return Frame(
+            pa.array([], pa.int64()), end, values=pa.array([], pa.binary()), unreadable=unreadable
+        )
 
     def _ends(self, data: np.ndarray) -> np.ndarray:
         """Indexes of the last bytes of the terminators that end records in ``data``
@@ -116,21 +261,21 @@ class LineFraming(Framing):
             return np.flatnonzero(data == 10)
         return occurrences(data, self.terminator) + (len(self.terminator) - 1)
 
-    def _last_end(self, buf: bytes) -> int:
-        """Index of the last byte of the last record-ending terminator of ``buf``; -1 if
-        there is none."""
-        if self.terminator == b"\n":
-            return buf.rfind(b"\n")
-        ends = self._ends(np.frombuffer(buf, dtype=np.uint8))
-        return int(ends[-1]) if len(ends) else -1
-
     def _frame(
-        self, buf: bytes, base: int, limit: int, skip: int, real: int
-    ) -> tuple[Frame | None, int]:
-        """The lines of ``buf`` (complete, newline-terminated) that begin before ``limit``,
-        as one frame; and how many lines are still to be skipped."""
+        self,
+        buf: bytes,
+        base: int,
+        limit: int,
+        skip: int,
+        real: int,
+        ends: np.ndarray | None = None,
+    ) -> tuple[Frame, int]:
+        """The lines of ``buf`` (complete, terminated; ``ends``: where, if known) that
+        begin before ``limit``, as one frame, those longer than ``max_record`` reported;
+        and how many lines are still to be skipped."""
         data = np.frombuffer(buf, dtype=np.uint8)
-        ends = self._ends(data)
+        if ends is None:
+            ends = self._ends(data)
         starts = np.empty_like(ends)
         starts[0] = 0
         starts[1:] = ends[:-1] + 1
@@ -140,6 +285,16 @@ class LineFraming(Framing):
             keep[:dropped] = False
             skip -= dropped
         lengths = ends - starts - (len(self.terminator) - 1)
+        long = keep & (lengths > self.max_record)
+        unreadable = tuple(
+            (
+                int(at) + base,
+                self._too_long(int(n)),
+                buf[int(at) : int(at) + min(int(n), HEAD_BYTES)],
+            )
+            for at, n in zip(starts[long], lengths[long], strict=True)
+        )
+        keep &= ~long
         crlf = lengths > 0
         crlf[crlf] = data[ends[crlf] - 1] == 13
         crlf &= not self.keep_cr and self.terminator == b"\n"
@@ -149,7 +304,7 @@ class LineFraming(Framing):
         end = base + (int(ends[n_in - 1]) + 1 if n_in else 0)
         end = min(end, base + real)
         if not keep.any():
-            return (Frame(pa.array([], pa.int64()), end, values=pa.array([], pa.binary())), skip)
+            return self._empty(end, unreadable), skip
         offsets = np.empty(len(starts) + 1, dtype=np.int32)
         offsets[:-1] = starts
         offsets[-1] = len(buf)
@@ -163,7 +318,7 @@ class LineFraming(Framing):
         positions = pa.array(starts[idx] + base, pa.int64())
         if self.prefix:
             lines, positions = self._after_prefix(lines, positions)
-        return Frame(positions, end, values=lines), skip
+        return Frame(positions, end, values=lines, unreadable=unreadable), skip
 
     def _after_prefix(self, lines: pa.Array, positions: pa.Array) -> tuple[pa.Array, pa.Array]:
         """The lines that hold :attr:`prefix`, each from after its first occurrence."""
@@ -171,6 +326,16 @@ class LineFraming(Framing):
         lines, positions = lines.filter(has), positions.filter(has)
         head = "(?s)^.*?" + re.escape(self.prefix.decode("utf-8", "surrogateescape"))
         return pc.replace_substring_regex(lines, head, "", max_replacements=1), positions
+
+
+def _head(pieces: list[bytes]) -> bytes:
+    """The first :data:`HEAD_BYTES` of ``pieces`` joined."""
+    out = b""
+    for piece in pieces:
+        out += piece[: HEAD_BYTES - len(out)]
+        if len(out) >= HEAD_BYTES:
+            break
+    return out
 
 
 def occurrences(data: np.ndarray, pattern: bytes) -> np.ndarray:
@@ -198,7 +363,8 @@ class CsvFraming(LineFraming):
     belongs to the field. Which newlines are inside quotes is known only from a record
     boundary, so an object is read from its start or a committed offset, never from a
     byte a split chose: not splittable. A quote doubled (``""``) or preceded by the
-    escape character is part of the field."""
+    escape character is part of the field. A quote never closed makes the rest of the
+    object one record: longer than ``max_record``, it is reported as such."""
 
     splittable = False
 
@@ -217,6 +383,9 @@ class CsvFraming(LineFraming):
         self.quote = ord(quote)
         self.escape = ord(escape) if escape else None
 
+    def _scanner(self) -> _Ends:
+        return _Quoted(super()._scanner(), self.quote, self.escape)
+
     def _ends(self, data: np.ndarray) -> np.ndarray:
         quotes = data == self.quote
         if self.escape is not None and len(data) > 1:
@@ -226,10 +395,6 @@ class CsvFraming(LineFraming):
         inside = (np.cumsum(quotes, dtype=np.int64) & 1).astype(bool)
         ends = super()._ends(data)
         return ends[~inside[ends]]
-
-    def _last_end(self, buf: bytes) -> int:
-        ends = self._ends(np.frombuffer(buf, dtype=np.uint8))
-        return int(ends[-1]) if len(ends) else -1
 
 
 class ParquetFraming(Framing):
@@ -277,171 +442,3 @@ def _row_group_offset(rg: Any) -> int:
     if col.has_dictionary_page and col.dictionary_page_offset:
         offs.append(col.dictionary_page_offset)
     return min(o for o in offs if o is not None)
-
-
-class AvroFraming(Framing):
-    """Records of an Avro object container file, ``CHUNK_ROWS`` at a time, in columns
-    typed from the file's own writer schema. Positions are record numbers. Not split:
-    an Avro file is read by one task."""
-
-    position_name = "record"
-    splittable = False
-    resumable = False
-    streams = True
-
-    def __init__(self, values: Any = None) -> None:
-        #: with ``values`` (a ``formats.avro_values.AvroValues``), each chunk is what it
-        #: makes of the records and the file's writer schema (SingleStore's extraction,
-        #: which needs each union's selected branch), not the records' own columns
-        self.values = values
-
-    def frames(
-        self, f: Any, start: int, stop: int | None, *, final: bool, align: bool
-    ) -> Iterator[Frame]:
-        import fastavro
-
-        reader = fastavro.reader(f, return_named_type=self.values is not None)
-        schema = avro_schema_to_arrow(reader.writer_schema)
-        rows: list[dict[str, Any]] = []
-        first = 0
-        for rec in reader:
-            rows.append(rec)
-            if len(rows) >= CHUNK_ROWS:
-                yield self._chunk(rows, first, schema, reader.writer_schema)
-                first += len(rows)
-                rows = []
-        if rows:
-            yield self._chunk(rows, first, schema, reader.writer_schema)
-
-    def _chunk(
-        self, rows: list[dict[str, Any]], first: int, schema: pa.Schema | None, writer: Any
-    ) -> Frame:
-        if self.values is None:
-            return self._frame(rows, first, schema)
-        table = self.values.table(writer, rows)
-        return Frame(pa.array(np.arange(first, first + len(rows)), pa.int64()), 0, table=table)
-
-    @staticmethod
-    def _frame(rows: list[dict[str, Any]], first: int, schema: pa.Schema | None) -> Frame:
-        table = None
-        if schema is not None:
-            try:
-                table = pa.Table.from_pylist(rows, schema=schema)
-            except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError):
-                table = None
-        if table is None:
-            table = pa.Table.from_pylist(rows)
-        return Frame(pa.array(np.arange(first, first + len(rows)), pa.int64()), 0, table=table)
-
-
-class AvroStreamFraming(Framing):
-    """Records of a raw Avro stream: binary-encoded values one after another, nothing
-    else (SingleStore's ``FORMAT AVRO SCHEMA '…'`` over a file, its Load Avro Files
-    Example 2), read with the given writer ``schema``; each record's bytes are one
-    payload for the Avro message decoder, ``CHUNK_ROWS`` at a time. Positions are byte
-    offsets; not split (a byte cannot tell where a record begins). Bytes that end inside
-    a record fail the object, naming where. The object is read whole: such streams are
-    files one writer made, not logs (a limit to lift by reading in blocks)."""
-
-    position_name = "byte"
-    splittable = False
-    resumable = False
-    streams = True
-
-    def __init__(self, schema: Any) -> None:
-        self.schema = schema  # parsed by fastavro
-
-    def frames(
-        self, f: Any, start: int, stop: int | None, *, final: bool, align: bool
-    ) -> Iterator[Frame]:
-        import fastavro
-
-        data = f.read()
-        buf = io.BytesIO(data)
-        starts: list[int] = []
-        at = 0
-        while at < len(data):
-            try:
-                fastavro.schemaless_reader(buf, self.schema, None)
-            except Exception as e:  # fastavro raises many kinds on cut bytes
-                raise ValueError(
-                    f"the raw Avro stream does not decode at byte {at} with the pipeline's "
-                    f"SCHEMA: {type(e).__name__}: {e}"
-                ) from None
-            if buf.tell() == at:  # a schema whose values take no bytes: no end to them
-                raise ValueError(
-                    "the pipeline's SCHEMA encodes a record in zero bytes (a record without "
-                    "fields, null, a fixed of size 0): a raw Avro stream of it has no records"
-                )
-            starts.append(at)
-            at = buf.tell()
-            if len(starts) >= CHUNK_ROWS:
-                yield self._frame(data, starts, at)
-                starts = []
-        if starts:
-            yield self._frame(data, starts, at)
-
-    @staticmethod
-    def _frame(data: bytes, starts: list[int], end: int) -> Frame:
-        bounds = [*starts[1:], end]
-        payloads = pa.array([data[a:b] for a, b in zip(starts, bounds, strict=True)], pa.binary())
-        return Frame(pa.array(starts, pa.int64()), end, values=payloads)
-
-
-_AVRO_PRIMITIVES = {
-    "null": pa.null(),
-    "boolean": pa.bool_(),
-    "int": pa.int32(),
-    "long": pa.int64(),
-    "float": pa.float32(),
-    "double": pa.float64(),
-    "bytes": pa.binary(),
-    "string": pa.string(),
-}
-_AVRO_LOGICAL = {
-    "date": pa.date32(),
-    "time-millis": pa.time32("ms"),
-    "time-micros": pa.time64("us"),
-    "timestamp-millis": pa.timestamp("ms", tz="UTC"),
-    "timestamp-micros": pa.timestamp("us", tz="UTC"),
-    "local-timestamp-millis": pa.timestamp("ms"),
-    "local-timestamp-micros": pa.timestamp("us"),
-    "uuid": pa.string(),
-}
-
-
-def avro_schema_to_arrow(schema: Any) -> pa.Schema | None:
-    """The Arrow schema of an Avro record schema (as fastavro parses it), or None when a
-    part has no faithful Arrow form (the reader then infers types from the values)."""
-    try:
-        t = _avro_type(schema)
-    except (KeyError, TypeError, ValueError):
-        return None
-    return pa.schema(list(t)) if pa.types.is_struct(t) else None
-
-
-def _avro_type(t: Any) -> pa.DataType:
-    if isinstance(t, str):
-        return _AVRO_PRIMITIVES[t]
-    if isinstance(t, list):  # a union: [null, T] is a nullable T
-        kinds = [k for k in t if k != "null"]
-        if len(kinds) != 1:
-            raise ValueError("a union of several types")
-        return _avro_type(kinds[0])
-    logical = t.get("logicalType")
-    if logical == "decimal":
-        return pa.decimal128(t["precision"], t.get("scale", 0))
-    if logical in _AVRO_LOGICAL:
-        return _AVRO_LOGICAL[logical]
-    kind = t["type"]
-    if kind == "record":
-        return pa.struct([pa.field(fl["name"], _avro_type(fl["type"])) for fl in t["fields"]])
-    if kind == "array":
-        return pa.list_(_avro_type(t["items"]))
-    if kind == "map":
-        return pa.map_(pa.string(), _avro_type(t["values"]))
-    if kind == "enum":
-        return pa.string()
-    if kind == "fixed":
-        return pa.binary(t["size"])
-    return _avro_type(kind)

@@ -20,7 +20,10 @@ Loading
     formats are cut into byte ranges and small ones packed together by the planner
     (``engine.planning``) so that a batch's tasks get similar work; ``"packing": false``
     in CONFIG keeps seed 004's one object per task. An object whose size is unchanged
-    and whose offset reached it is never read again; DROP FILE forgets it.
+    and whose offset reached it is never read again; DROP FILE forgets it. A record is
+    held in memory up to ``"max_record_bytes"`` (default 64 MiB, ``Framing.max_record``):
+    a longer line is a parse error at its byte (SKIP PARSER ERRORS skips it, and the lines
+    after it load); a longer raw Avro value fails its object.
 
 Completeness
     Objects in S3, Azure and HDFS are complete once listed. A local file may still be
@@ -30,10 +33,8 @@ Completeness
 
 from __future__ import annotations
 
-import bz2
 import copy
 import fnmatch
-import gzip
 import math
 import posixpath
 import time
@@ -54,6 +55,7 @@ from sparkpipes.errors import (
     SparkpipesError,
 )
 from sparkpipes.sources.base import (
+    MAX_RECORD,
     Fetched,
     Frame,
     Framing,
@@ -63,6 +65,7 @@ from sparkpipes.sources.base import (
     Source,
 )
 from sparkpipes.sources.framing import LineFraming
+from sparkpipes.sources.objectio import Guarded, ReadFailed, Salvaging, decompressed
 
 START: dict[str, Any] = {"byte": 0}
 SETTLE_S = 5.0
@@ -88,103 +91,6 @@ def glob_base(pattern: str) -> str:
     return posixpath.dirname(pattern) or "/"
 
 
-class _ReadFailed(Exception):
-    """The store failed to deliver bytes (network, permission, vanished) — as opposed to
-    bytes that do not decode. Raised through decompressors and Parquet readers."""
-
-    def __init__(self, cause: BaseException) -> None:
-        super().__init__(str(cause))
-        self.cause = cause
-
-
-class _Guarded:
-    """A file whose read errors are :class:`_ReadFailed`, so a decoder's own errors
-    (corrupt content) can be told apart from the store's."""
-
-    def __init__(self, f: Any) -> None:
-        self._f = f
-
-    def read(self, n: int = -1) -> bytes:
-        try:
-            return self._f.read(n)
-        except Exception as e:
-            raise _ReadFailed(e) from e
-
-    def readinto(self, b: Any) -> int:
-        data = self.read(len(b))
-        b[: len(data)] = data
-        return len(data)
-
-    def seek(self, pos: int, whence: int = 0) -> int:
-        try:
-            return self._f.seek(pos, whence)
-        except Exception as e:
-            raise _ReadFailed(e) from e
-
-    def tell(self) -> int:
-        return self._f.tell()
-
-    def seekable(self) -> bool:
-        return True
-
-    def readable(self) -> bool:
-        return True
-
-    @property
-    def closed(self) -> bool:
-        return False
-
-    @property
-    def size(self) -> int:
-        return self._f.size
-
-    def close(self) -> None:
-        self._f.close()
-
-
-class _Salvaging:
-    """A decompressed stream read in small steps, so that a stream damaged part-way
-    yields the bytes before the damage and raises on the read after them."""
-
-    STEP = 64 << 10
-
-    def __init__(self, stream: Any) -> None:
-        self._s = stream
-        self._error: BaseException | None = None
-
-    def read(self, n: int = -1) -> bytes:
-        if self._error is not None:
-            raise self._error
-        out = bytearray()
-        while n < 0 or len(out) < n:
-            try:
-                chunk = self._s.read(self.STEP if n < 0 else min(self.STEP, n - len(out)))
-            except _ReadFailed:
-                raise
-            except Exception as e:
-                if not out:
-                    raise
-                self._error = e
-                break
-            if not chunk:
-                break
-            out += chunk
-        return bytes(out)
-
-    def close(self) -> None:
-        self._s.close()
-
-
-def _decompressed(f: Any, codec: str) -> Any:
-    if codec == "gzip":
-        return gzip.GzipFile(fileobj=f, mode="rb")
-    if codec == "bz2":
-        return bz2.BZ2File(f, mode="rb")
-    import zstandard
-
-    return zstandard.ZstdDecompressor().stream_reader(f, read_across_frames=True)
-
-
 class ObjectSource(Source):
     """Objects under a prefix or matching a glob in one store."""
 
@@ -194,7 +100,9 @@ class ObjectSource(Source):
     lists_files = True
     #: objects are complete once listed (a local file may still grow)
     immutable: ClassVar[bool] = True
-    config_keys: ClassVar[frozenset[str]] = frozenset({"suffixes", "packing", "min_split_bytes"})
+    config_keys: ClassVar[frozenset[str]] = frozenset(
+        {"suffixes", "packing", "min_split_bytes", "max_record_bytes"}
+    )
     credential_keys: ClassVar[frozenset[str]] = frozenset()
     what: ClassVar[str] = "object"
 
@@ -225,7 +133,11 @@ class ObjectSource(Source):
         self.min_split = config.get("min_split_bytes", MIN_SPLIT)
         check_int(self.min_split, f"{label} option min_split_bytes", 1)
         self.gunzip = not check_flag(config, "disable_gunzip", False, label)
-        self.framing: Framing = _line_framing()
+        #: the longest record (a line, an Avro value) a framing holds; a longer line is a
+        #: record error, a longer Avro value fails its object (``Framing.max_record``)
+        self.max_record = config.get("max_record_bytes", MAX_RECORD)
+        check_int(self.max_record, f"{label} option max_record_bytes", 1)
+        self.framing: Framing = LineFraming().limited(self.max_record)
         self._fs = filesystem
         self._injected = filesystem is not None
 
@@ -258,7 +170,7 @@ class ObjectSource(Source):
     def framed(self, framing: Framing) -> ObjectSource:
         """A copy of this source reading objects with a format's framing."""
         other = copy.copy(self)
-        other.framing = framing
+        other.framing = framing.limited(self.max_record)
         return other
 
     # -- filesystem -------------------------------------------------------------------
@@ -284,7 +196,7 @@ class ObjectSource(Source):
     def error(self, e: BaseException, doing: str, *, listing: bool = False, **ctx: Any):
         """A store failure as the error a user can act on: refused or missing credentials
         (terminal when listing), nothing there, or unreachable (transient: retried)."""
-        if isinstance(e, _ReadFailed):
+        if isinstance(e, ReadFailed):
             e = e.cause
         if isinstance(e, SparkpipesError):
             return e
@@ -418,10 +330,6 @@ class ObjectSource(Source):
         return {"byte": max(e["byte"] for e in ends)}
 
 
-def _line_framing() -> Framing:
-    return LineFraming()
-
-
 def _mtime(info: Mapping[str, Any]) -> float | None:
     for key in ("mtime", "LastModified", "last_modified", "modificationTime"):
         v = info.get(key)
@@ -531,13 +439,13 @@ class ObjectConsumer(PartitionConsumer):
         end = size if stop is None else min(stop["byte"], size)
         self._done = {"byte": end} if whole else None
         try:
-            raw = _Guarded(src.filesystem.open(self.path, "rb"))
+            raw = Guarded(src.filesystem.open(self.path, "rb"))
         except Exception as e:
             raise src.error(e, f"read {src.what} '{self.path}'", **self._ctx()) from None
         self._f = raw
         final = src.immutable or _settled(info)
         if codec is not None:
-            stream: Any = _Salvaging(_decompressed(raw, codec))
+            stream: Any = Salvaging(decompressed(raw, codec))
             self._frames = framing.frames(stream, 0, None, final=True, align=False)
         else:
             stop_at = None if stop is None else stop["byte"]
@@ -553,7 +461,7 @@ class ObjectConsumer(PartitionConsumer):
             if self._done is not None:
                 self._pos = dict(self._done)
             return Fetched(_EMPTY, pa.array([], pa.int64()), at_end=True)
-        except _ReadFailed as e:
+        except ReadFailed as e:
             raise self.source.error(
                 e, f"read {self.source.what} '{self.path}'", **self._ctx(self._pos)
             ) from None
@@ -564,7 +472,7 @@ class ObjectConsumer(PartitionConsumer):
         if self._resumable:
             self._pos = {"byte": frame.end}
         values = frame.values if frame.values is not None else _EMPTY
-        return Fetched(values, frame.positions, table=frame.table)
+        return Fetched(values, frame.positions, table=frame.table, unreadable=frame.unreadable)
 
     def _corrupt(self, e: BaseException) -> CorruptObjectError:
         src = self.source
