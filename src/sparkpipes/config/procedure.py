@@ -1,8 +1,9 @@
 """``ProcedureSpec``: a stored procedure that a pipeline loads ``INTO PROCEDURE``.
 
 A pipeline procedure takes one parameter of type ``QUERY(col type, …)``: the batch's
-decoded rows. Its body is a list of statements, each ``INSERT|REPLACE INTO t [(cols)]
-SELECT … FROM <param> … [ON DUPLICATE KEY UPDATE …]`` in the SingleStore dialect, run on
+decoded rows (a procedure another one CALLs may take scalar parameters besides it). Its
+body is a list of statements, each ``INSERT|REPLACE INTO t [(cols)] SELECT … FROM
+<param> … [ON DUPLICATE KEY UPDATE …]`` in the SingleStore dialect, run on
 every batch in order, after ``DECLARE``d ``QUERY`` variables (named queries). The SQL
 front end lowers ``CREATE PROCEDURE`` into this spec; the engine stores it and runs it
 (``sparkpipes.sinks.procedure``).
@@ -47,6 +48,14 @@ class ProcedureStatement:
     #: ``CALL call(query)``: the procedure runs with ``query`` (the batch's or a declared
     #: query's name) as its batch; the statement writes no table itself
     call: str | None = None
+    #: ``CALL call(a, …)``: every argument as written (``query`` among them, at the place
+    #: of the callee's QUERY parameter; the others expressions bound to its scalar
+    #: parameters by position); empty: ``(query)`` alone
+    args: tuple[str, ...] = ()
+    #: DELETE / UPDATE ``ORDER BY``: (expression, descending), and ``LIMIT``: at most this
+    #: many of the rows the condition holds for change, the first ones in that order
+    order: tuple[tuple[str, bool], ...] = ()
+    limit: int | None = None
 
     def tables(self) -> tuple[str, ...]:
         return (self.table,)
@@ -77,8 +86,13 @@ class ProcedureSpec:
     #: ``DECLARE name QUERY(…) = SELECT …``: (name, query), in order; each statement of
     #: the body (and each later query) may read the earlier ones by name
     queries: tuple[tuple[str, str], ...] = ()
-    #: ``DECLARE name type [= expr]``: the scalar variables statements read and set
+    #: ``DECLARE name type [= expr]``: the scalar variables statements read and set (the
+    #: scalar parameters first)
     variables: tuple[ProcedureVariable, ...] = ()
+    #: the scalar parameters, in order (each a variable, set by a CALL's argument), and
+    #: where the QUERY parameter stands among all of them
+    scalars: tuple[str, ...] = ()
+    position: int = 0
 
     def __post_init__(self) -> None:
         check_name(self.name, "procedure name")
@@ -112,6 +126,9 @@ class ProcedureSpec:
                     **({"assign": [list(a) for a in s.assign]} if s.assign else {}),
                     **({"alias": s.alias} if s.alias else {}),
                     **({"call": s.call} if s.call else {}),
+                    **({"args": list(s.args)} if s.args else {}),
+                    **({"order": [list(o) for o in s.order]} if s.order else {}),
+                    **({"limit": s.limit} if s.limit is not None else {}),
                 }
                 for s in self.statements
             ],
@@ -123,6 +140,7 @@ class ProcedureSpec:
                 if self.variables
                 else {}
             ),
+            **({"scalars": list(self.scalars), "position": self.position} if self.scalars else {}),
         }
 
     @classmethod
@@ -147,6 +165,9 @@ class ProcedureSpec:
                     tuple((str(c), str(e)) for c, e in s.get("assign", ())),
                     s.get("alias"),
                     s.get("call"),
+                    tuple(str(a) for a in s.get("args", ())),
+                    tuple((str(e), bool(desc)) for e, desc in s.get("order", ())),
+                    s.get("limit"),
                 )
                 for s in d["statements"]
             ),
@@ -154,4 +175,6 @@ class ProcedureSpec:
             not_null=tuple(d.get("not_null", ())),
             queries=tuple((str(n), str(q)) for n, q in d.get("queries", ())),
             variables=tuple(ProcedureVariable(*v) for v in d.get("variables", ())),
+            scalars=tuple(d.get("scalars", ())),
+            position=int(d.get("position", 0)),
         )

@@ -39,6 +39,8 @@ OLD = "__sp_old"
 CHANGED = "__sp_changed"
 HIT = "__sp_hit"
 ARRIVAL = "__sp_arrival"
+ROW = "__sp_row"
+PICKED = "__sp_picked"
 
 #: runs a body query (SingleStore dialect) over the batch with the given table views:
 #: (query, statement, views) → DataFrame
@@ -53,11 +55,21 @@ def set_column(i: int) -> str:
     return f"__sp_set{i}"
 
 
+def order_column(i: int) -> str:
+    return f"__sp_ord{i}"
+
+
+def order_columns(statement: ProcedureStatement) -> list[str]:
+    return [order_column(i) for i in range(len(statement.order))]
+
+
 def hit_query(statement: ProcedureStatement, source: str | None = None) -> str:
     """A DELETE's or UPDATE's query (the dialect) over its table's rows (the view named
     ``source``, by default the table's name): every column, whether the condition holds
-    (:data:`HIT`) and each SET value (:func:`set_column`)."""
+    (:data:`HIT`), each SET value (:func:`set_column`) and each ORDER BY value
+    (:func:`order_column`)."""
     sets = "".join(f", (\n{e}\n) AS {set_column(i)}" for i, (_, e) in enumerate(statement.assign))
+    sets += "".join(f", (\n{e}\n) AS {order_column(i)}" for i, (e, _) in enumerate(statement.order))
     alias = _q(statement.alias or statement.table)
     return (
         f"SELECT *, coalesce((\n{statement.query}\n), FALSE) AS {HIT}{sets} "
@@ -71,7 +83,8 @@ def single_expressions(spark: Any, statement: ProcedureStatement, query: str) ->
     (translated): a text the two lexers read differently (``r'\\' …``) cannot close its
     parentheses and write SQL of its own around them."""
     whole = translate(query)
-    for text in (statement.query, *(e for _, e in statement.assign)):
+    orders = (e for e, _ in statement.order)
+    for text in (statement.query, *(e for _, e in statement.assign), *orders):
         piece = translate(text)
         parser = spark._jsparkSession.sessionState().sqlParser()
         try:  # the whole query is admitted by the sandbox; this is the parse alone
@@ -173,7 +186,25 @@ class ChangedTable:
         query = hit_query(statement, self.source)
         single_expressions(self.state.sparkSession, statement, query)
         hits = run(query, statement, {**views, statement.table: self.state})
-        return hits.localCheckpoint(eager=False)
+        if statement.limit is None:
+            return hits.drop(*order_columns(statement)).localCheckpoint(eager=False)
+        return self._first(hits, statement)
+
+    def _first(self, hits: Any, statement: ProcedureStatement) -> Any:
+        """``ORDER BY … LIMIT n``: the condition holds for the first ``n`` rows it holds
+        for, in that order (MySQL: NULLs first ascending, last descending; ties, and rows
+        without ORDER BY, in the table's order), the others are left as they are."""
+        from pyspark.sql import functions as F
+
+        hits = hits.withColumn(ROW, F.monotonically_increasing_id()).localCheckpoint(eager=True)
+        keys = [
+            F.col(order_column(i)).desc() if desc else F.col(order_column(i)).asc()
+            for i, (_, desc) in enumerate(statement.order)
+        ]
+        first = hits.where(F.col(HIT)).orderBy(*keys, F.col(ROW)).limit(statement.limit or 0)
+        picked = first.select(ROW, F.lit(True).alias(PICKED))
+        chosen = hits.join(picked, ROW, "left").withColumn(HIT, F.col(PICKED).isNotNull())
+        return chosen.drop(ROW, PICKED, *order_columns(statement)).localCheckpoint(eager=False)
 
     def _collect(self, df: Any, statement: ProcedureStatement) -> list[Any]:
         """``df.collect()``; Spark's error (a division by zero, a cast, in this statement or
@@ -314,3 +345,34 @@ def check_change(statement: ProcedureStatement, rec: TableRecord, where: str) ->
                 "here every assignment reads the row as it was (split the SET in two)"
             )
         earlier.add(column.lower())
+
+
+def one_way(name: str, every: Sequence[ProcedureStatement]) -> None:
+    """ConfigError unless each table the body (with the procedures it CALLs) writes is
+    written one way: by statements of one kind, an ON DUPLICATE KEY UPDATE by one
+    statement only; a table it DELETEs from or UPDATEs takes every kind."""
+    for table in dict.fromkeys(o.table for o in every):
+        writes = [o for o in every if o.table == table]
+        if any(o.change for o in writes):
+            continue
+        where = f"procedure '{name}', line {writes[-1].line}"
+        if any(o.update for o in writes) and len(writes) > 1:
+            raise ConfigError(
+                f"{where}: table '{table}' is written by an ON DUPLICATE KEY UPDATE "
+                "statement and another one; one procedure writes such a table once"
+            )
+        modes = {_mode(o) for o in writes}
+        if len(modes) > 1:
+            raise ConfigError(
+                f"{where}: table '{table}' is written by {' and '.join(sorted(modes))} "
+                "statements of the body (or of procedures it CALLs); one procedure writes a "
+                "table one way (or DELETEs from it or UPDATEs it too: then every kind goes)"
+            )
+
+
+def _mode(s: ProcedureStatement) -> str:
+    if s.change:
+        return s.change.upper()
+    if s.update:
+        return "ON DUPLICATE KEY UPDATE"
+    return "REPLACE" if s.replace else "INSERT IGNORE" if s.ignore else "INSERT"

@@ -20,6 +20,7 @@ from sparkpipes.engine import variables
 from sparkpipes.engine.batch.assembly import build_source_of, validate
 from sparkpipes.engine.procedures import Procedures
 from sparkpipes.engine.runtime import Runtime
+from sparkpipes.engine.sampling import Sample, sample
 from sparkpipes.errors import ConfigError, NotFoundError, SparkpipesError
 
 FEATURES = "experimental_features_config"
@@ -87,6 +88,14 @@ class Pipelines:
                 pipeline=spec.name,
             )
         return ddl
+
+    def sample(self, spec: PipelineSpec) -> Sample:
+        """What ``spec``'s source holds now, for inferring its table (``engine.sampling``):
+        read, never loaded."""
+        try:
+            return sample(self.prepare(spec))
+        except SparkpipesError as e:
+            raise e.with_context(pipeline=spec.name) from None
 
     def create(self, spec: PipelineSpec, *, replace: bool = False) -> PipelineSpec:
         """Define a pipeline from a spec any front end lowered (state ``Stopped``)."""

@@ -19,9 +19,11 @@ from sparkpipes.config import PipelineSpec
 from sparkpipes.config.procedure import ProcedureSpec, ProcedureStatement
 from sparkpipes.engine.batch.generated import Generated
 from sparkpipes.engine.batch.transform import REJECT_COLUMN, Transform, apply
+from sparkpipes.engine.calls import arguments, call_query, parameters
 from sparkpipes.engine.changes import (
     ChangedTable,
     check_change,
+    one_way,
     single_expressions,
     statement_query,
 )
@@ -123,7 +125,7 @@ class Procedures:
 
     def _check_call(self, spec: ProcedureSpec, s: ProcedureStatement, where: str) -> None:
         try:
-            self.get(s.call or "")
+            callee = self.get(s.call or "")
         except NotFoundError:
             raise ConfigError(f"{where}: procedure '{s.call}' does not exist") from None
         if s.call == spec.name or spec.name in self.reach(s.call or ""):
@@ -134,6 +136,8 @@ class Procedures:
                 f"{where}: CALL {s.call}({s.query}): its batch is '{spec.param}' or a "
                 "DECLAREd QUERY variable"
             )
+        for _, kind, expr in parameters(callee, s, where):  # as its batches run them
+            self._check_query(spec, f"SELECT CAST(({expr}) AS {kind})", where)
 
     def check(self, spec: ProcedureSpec) -> dict[str, TableRecord]:
         """The tables the body writes; ConfigError naming the statement's line and what
@@ -178,7 +182,7 @@ class Procedures:
             self._check_query(spec, statement_query(s), where)
             if s.change and self.rt.spark_started:
                 single_expressions(self.rt.spark, s, statement_query(s))
-        _one_way(spec.name, every)
+        one_way(spec.name, every)
         return tables
 
     def _check_query(self, spec: ProcedureSpec, query: str, where: str) -> None:
@@ -222,15 +226,21 @@ class Procedures:
                 "lists them)",
                 pipeline=spec.name,
             ) from None
+        if proc.scalars:  # a pipeline gives its procedure the batch and nothing else
+            raise ConfigError(
+                f"INTO PROCEDURE: procedure '{spec.table}' takes scalar parameters "
+                f"({', '.join(proc.scalars)}), which a pipeline cannot give; a procedure "
+                "it loads takes the batch alone (CALL passes the others)",
+                pipeline=spec.name,
+            )
         return self.batch_table(proc)
 
     def database_table(self, spec: PipelineSpec) -> TableRecord:
         """A pipeline into a database: its table as the database has it now (no catalog
         record), staged under the warehouse's ``connectors/<pipeline>``."""
-        from sparkpipes.sinks.database import Destination, reflect
+        from sparkpipes.sinks.database import describe
 
-        dest = Destination.of(spec.sink.config, spec.sink.credentials)
-        schema, not_null, key = reflect(dest, spec.table)
+        schema, not_null, key = describe(spec.sink.config, spec.sink.credentials, spec.table)
         return TableRecord(
             spec.table,
             os.path.join(self.rt.warehouse, "connectors", spec.name),
@@ -311,14 +321,24 @@ class ProcedureBody:
     def primary_key(self, table: str) -> tuple[str, ...]:
         return self.tables[table].primary_key
 
-    def variables(self, spark: Any, view: str) -> dict[str, Any]:
-        """The body's scalar variables at the start of a batch: each its DECLAREd value."""
+    def variables(
+        self, spark: Any, view: str, given: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """The body's scalar variables at the start of a batch: its scalar parameters as
+        the CALL gave them (``given``), the others each its DECLAREd value."""
         values: dict[str, Any] = {}
         for v in self.spec.variables:
+            if v.name in self.spec.scalars:
+                values[v.name] = (given or {}).get(v.name)
+                continue
             values[v.name] = (
                 None if v.default is None else self.value(spark, v.default, v.type, view, values)
             )
         return values
+
+    def arguments(self, spark: Any, s: ProcedureStatement, view: str, values: Any, views: Any):
+        """What ``CALL`` ``s`` of this body gives its callee's scalar parameters."""
+        return arguments(self, self.calls[s.call or ""].spec, spark, s, view, values, views)
 
     def value(
         self,
@@ -491,42 +511,6 @@ class ProcedureBody:
         if ids is not None:
             out = ids.fill(out, ())
         return out
-
-
-def _one_way(name: str, every: Sequence[ProcedureStatement]) -> None:
-    """ConfigError unless each table the body (with the procedures it CALLs) writes is
-    written one way: by statements of one kind, an ON DUPLICATE KEY UPDATE by one
-    statement only; a table it DELETEs from or UPDATEs takes every kind."""
-    for table in dict.fromkeys(o.table for o in every):
-        writes = [o for o in every if o.table == table]
-        if any(o.change for o in writes):
-            continue
-        where = f"procedure '{name}', line {writes[-1].line}"
-        if any(o.update for o in writes) and len(writes) > 1:
-            raise ConfigError(
-                f"{where}: table '{table}' is written by an ON DUPLICATE KEY UPDATE "
-                "statement and another one; one procedure writes such a table once"
-            )
-        modes = {_mode(o) for o in writes}
-        if len(modes) > 1:
-            raise ConfigError(
-                f"{where}: table '{table}' is written by {' and '.join(sorted(modes))} "
-                "statements of the body (or of procedures it CALLs); one procedure writes a "
-                "table one way (or DELETEs from it or UPDATEs it too: then every kind goes)"
-            )
-
-
-def call_query(s: ProcedureStatement) -> str:
-    """The rows ``CALL p(q)`` gives ``p`` as its batch: the query ``q`` names."""
-    return "SELECT * FROM `" + s.query.replace("`", "``") + "`"
-
-
-def _mode(s: ProcedureStatement) -> str:
-    if s.change:
-        return s.change.upper()
-    if s.update:
-        return "ON DUPLICATE KEY UPDATE"
-    return "REPLACE" if s.replace else "INSERT IGNORE" if s.ignore else "INSERT"
 
 
 def bind(query: str, param: str, view: str, queries: Sequence[tuple[str, str]] = ()) -> str:

@@ -149,12 +149,12 @@ class ProcedureSink(Sink):
             TableFiles(t, tuple(f), run.stages.get(t), read.get(t)) for t, f in run.written.items()
         ]
 
-    def _body(self, body: Any, view: str, run: _Run) -> None:
+    def _body(self, body: Any, view: str, run: _Run, given: Any = None) -> None:
         """Run ``body`` (the pipeline's procedure, or one it CALLs) on the batch bound to
-        ``view``, into ``run``."""
+        ``view``, into ``run``; ``given``: a CALL's values of its scalar parameters."""
         spark = run.spark
         kinds = {v.name: v.type for v in body.spec.variables}
-        values = body.variables(spark, view)
+        values = body.variables(spark, view, given)
 
         def query(text: str, statement: Any, tables: dict[str, Any]) -> Any:
             return body.run(spark, text, statement, view, values, tables)
@@ -175,12 +175,13 @@ class ProcedureSink(Sink):
                 continue
             if statement.call is not None:  # its batch: the query named, as it is now
                 callee = body.calls[statement.call]
-                given = query(body.call_query(statement), statement, run.views)
-                given = callee.batch_of(given, body.spec.name, statement)
+                args = body.arguments(spark, statement, view, values, run.views)
+                rows = query(body.call_query(statement), statement, run.views)
+                rows = callee.batch_of(rows, body.spec.name, statement)
                 inner = f"__sp_batch_{uuid.uuid4().hex}"
-                given.createOrReplaceTempView(inner)
+                rows.createOrReplaceTempView(inner)
                 try:
-                    self._body(callee, inner, run)
+                    self._body(callee, inner, run, args)
                 finally:
                     spark.catalog.dropTempView(inner)
                 continue

@@ -342,6 +342,7 @@ def assemble(
         sink_config=spec.sink.config,
         sink_credentials=spec.sink.credentials,
         update=_admitted_updates(spec, table, spark),
+        skipped_duplicates=PROVENANCE if spec.sink.write == "skip_duplicates" else None,
     )
     sink = SINKS.get(spec.sink.kind).for_pipeline(ctx)
     not_null = tuple(

@@ -198,6 +198,9 @@ class CreatePipeline(Statement):
     transform: Transform | None = None
     #: ``ON DUPLICATE KEY UPDATE col = expr, …``: how a row whose key is there changes it
     on_duplicate: tuple[Assignment, ...] = ()
+    #: ``HEADER_DETECTION ON | OFF`` of an inferred pipeline without INTO: whether its CSV
+    #: header is looked for (None: SingleStore's default detection)
+    header_detection: bool | None = None
 
     @property
     def config_json(self) -> dict[str, Any]:
@@ -244,11 +247,10 @@ class CreatePipeline(Statement):
             out.append("SKIP SOURCE CHECK")
         if self.on_conflict is not None:
             out.append(self.on_conflict)
-        if self.target is None:
-            if self.format is not None:
-                out.append(f"FORMAT {self.format}")
-            return " ".join(out)
-        out.append(self.target.to_sql())
+        if self.header_detection is not None:
+            out.append(f"HEADER_DETECTION {'ON' if self.header_detection else 'OFF'}")
+        if self.target is not None:
+            out.append(self.target.to_sql())
         if self.format is not None:
             out.append(f"FORMAT {self.format}")
             if self.schema_registry is not None:
@@ -280,6 +282,34 @@ class CreatePipeline(Statement):
                 "ON DUPLICATE KEY UPDATE " + ", ".join(a.to_sql() for a in self.on_duplicate)
             )
         return " ".join(out)
+
+
+@dataclass(frozen=True)
+class InferPipeline(Statement):
+    """``INFER PIPELINE | TABLE AS LOAD DATA source 'location' …``: the ``CREATE TABLE``
+    (and ``CREATE PIPELINE``) that ``CREATE INFERRED PIPELINE`` would run, inferred from
+    what the source holds now; nothing is made. ``pipeline`` is the load, an INFERRED
+    pipeline without INTO named as the answer names it (``infer_example_pipeline``)."""
+
+    pipeline: CreatePipeline
+    table_only: bool = False
+
+    def to_sql(self) -> str:
+        text = self.pipeline.to_sql()
+        rest = text[text.index(" AS LOAD DATA ") :]
+        return ("INFER TABLE" if self.table_only else "INFER PIPELINE") + rest
+
+
+@dataclass(frozen=True)
+class FlushExtractorPools(Statement):
+    """``FLUSH [NODE] EXTRACTOR POOLS``: SingleStore drops the extractors it caches per
+    node; sparkpipes caches none (each batch opens its consumers), so there is nothing to
+    flush."""
+
+    node: bool = False
+
+    def to_sql(self) -> str:
+        return "FLUSH NODE EXTRACTOR POOLS" if self.node else "FLUSH EXTRACTOR POOLS"
 
 
 @dataclass(frozen=True)

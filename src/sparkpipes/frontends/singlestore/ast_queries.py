@@ -5,8 +5,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sparkpipes.frontends.singlestore.ast_base import Expr, Statement, quote_ident
+from sparkpipes.frontends.singlestore.ast_base import Expr, Node, Statement, quote_ident
 from sparkpipes.frontends.singlestore.ast_pipelines import Assignment
+
+
+@dataclass(frozen=True)
+class OrderItem(Node):
+    """``expr [ASC | DESC]`` of a DELETE's or UPDATE's ``ORDER BY``."""
+
+    expr: Expr
+    desc: bool = False
+
+    def to_sql(self) -> str:
+        return self.expr.to_sql() + (" DESC" if self.desc else "")
+
+
+def _order_limit(order: tuple[OrderItem, ...], limit: int | None) -> str:
+    """`` ORDER BY … LIMIT n`` as written back (empty when neither is given)."""
+    out = " ORDER BY " + ", ".join(o.to_sql() for o in order) if order else ""
+    return out + (f" LIMIT {limit}" if limit is not None else "")
 
 
 @dataclass(frozen=True)
@@ -56,9 +73,11 @@ class Insert(Statement):
 
 @dataclass(frozen=True)
 class Delete(Statement):
-    """``DELETE FROM table [[AS] alias] [WHERE condition]``, or MySQL's multi-table form
-    with one other table: ``DELETE t FROM t [AS a] JOIN u [AS b] [ON c] [WHERE w]`` (the
-    rows of ``t`` that some row of ``u`` joins)."""
+    """``DELETE FROM table [[AS] alias] [WHERE condition] [ORDER BY …] [LIMIT n]``, or
+    MySQL's multi-table form with one other table: ``DELETE t FROM t [AS a] JOIN u [AS b]
+    [ON c] [WHERE w] [LIMIT n]`` (the rows of ``t`` that some row of ``u`` joins).
+    ``limit``: at most this many of the rows the condition holds for go, the first ones in
+    ``order`` (MySQL's single-table form; SingleStore documents LIMIT for both)."""
 
     table: str
     alias: str | None = None
@@ -67,6 +86,8 @@ class Delete(Statement):
     join: str | None = None
     join_alias: str | None = None
     on: Expr | None = None
+    order: tuple[OrderItem, ...] = ()
+    limit: int | None = None
 
     def to_sql(self) -> str:
         name = quote_ident(self.alias or self.table)
@@ -80,7 +101,8 @@ class Delete(Statement):
                 out += f" AS {quote_ident(self.join_alias)}"
             if self.on:
                 out += f" ON {self.on.to_sql()}"
-        return f"{out} WHERE {self.where.to_sql()}" if self.where else out
+        out = f"{out} WHERE {self.where.to_sql()}" if self.where else out
+        return out + _order_limit(self.order, self.limit)
 
     def condition(self) -> str:
         """Which rows go, as one condition over the table's row (the join: EXISTS)."""
@@ -96,16 +118,20 @@ class Delete(Statement):
 
 @dataclass(frozen=True)
 class Update(Statement):
-    """``UPDATE table [[AS] alias] SET col = expr, … [WHERE condition]`` (one table)."""
+    """``UPDATE table [[AS] alias] SET col = expr, … [WHERE condition] [ORDER BY …]
+    [LIMIT n]`` (one table; LIMIT: of the rows the condition holds for, as MySQL counts)."""
 
     table: str
     assignments: tuple[Assignment, ...]
     alias: str | None = None
     where: Expr | None = None
+    order: tuple[OrderItem, ...] = ()
+    limit: int | None = None
 
     def to_sql(self) -> str:
         out = f"UPDATE {quote_ident(self.table)}"
         if self.alias:
             out += f" AS {quote_ident(self.alias)}"
         out += " SET " + ", ".join(a.to_sql() for a in self.assignments)
-        return f"{out} WHERE {self.where.to_sql()}" if self.where else out
+        out = f"{out} WHERE {self.where.to_sql()}" if self.where else out
+        return out + _order_limit(self.order, self.limit)

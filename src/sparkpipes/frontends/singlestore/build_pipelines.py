@@ -23,6 +23,8 @@ from sparkpipes.frontends.singlestore.ast_pipelines import (
     DropPipeline,
     FieldMapping,
     FieldsFormat,
+    FlushExtractorPools,
+    InferPipeline,
     LinesFormat,
     LoadColumn,
     LoadData,
@@ -40,10 +42,26 @@ from sparkpipes.frontends.singlestore.build_base import Builder, _kw, _sub, _sub
 
 FORMATS = frozenset({"JSON", "CSV", "RAW", "AVRO", "PARQUET"})
 _MAPPING_FORMATS = frozenset({"JSON", "AVRO", "PARQUET"})
+#: the load clauses an inferred load (INFER, CREATE INFERRED PIPELINE without INTO) takes
+#: among its options
+_INFER_ITEMS = frozenset(
+    {
+        "fields_clause",
+        "lines_clause",
+        "ignore_lines",
+        "null_defined",
+        "trailing_nullcols",
+        "header_detection",
+    }
+)
+#: the pipeline (and table) an INFER answer names, as SingleStore's docs show it
+INFERRED_PIPELINE = "infer_example_pipeline"
+INFERRED_TABLE = "infer_example_table"
 #: SingleStore's formats that are not done here, and what to do instead
 _NOT_YET_FORMATS = {
-    "ICEBERG": " yet (an Iceberg table through its catalog); a pipeline of FORMAT PARQUET "
-    "loads its data files",
+    "ICEBERG": ": it reads an Iceberg table through its catalog (CONFIG catalog_type), and "
+    "sparkpipes has no Iceberg catalog; a pipeline of FORMAT PARQUET loads the table's data "
+    "files as files",
 }
 
 
@@ -72,7 +90,36 @@ class PipelineBuilder(Builder):
         return raw
 
     def _create_inferred_pipeline(self, tree: Tree) -> CreatePipeline:
-        return self._create_pipeline(tree, inferred=True)
+        made = self._create_pipeline(tree, inferred=True)
+        if made.target is not None and made.header_detection is not None:
+            self.fail(
+                "HEADER_DETECTION says how a CSV header is inferred: it goes without INTO "
+                "(the pipeline inferred makes its own table)",
+                _sub(tree, "header_detection"),
+            )
+        return made
+
+    def _infer_pipeline(self, tree: Tree) -> InferPipeline:
+        if _sub(tree, "as_json") is not None:
+            self.fail(
+                "INFER … AS JSON is not supported: the JSON form of the definitions is not "
+                "documented; INFER without AS JSON answers their SQL",
+                _sub(tree, "as_json"),
+            )
+        source = _sub(tree, "name")
+        link = _sub(tree, "link_source")
+        fields: dict[str, Any] = {
+            "name": INFERRED_PIPELINE,
+            "source": "LINK" if source is None else self.name(source).upper(),
+            "link": None if link is None else self.name(_sub(link, "name")),
+            "location": self.string(_tok(tree, "STRING")),
+            "inferred": True,
+        }
+        pipeline = CreatePipeline(**self.pipeline_body(tree, fields))
+        return InferPipeline(pipeline, table_only=_tok(tree, "TABLE") is not None)
+
+    def _flush_extractor_pools(self, tree: Tree) -> FlushExtractorPools:
+        return FlushExtractorPools(node=_tok(tree, "NODE") is not None)
 
     def _create_pipeline(self, tree: Tree, inferred: bool = False) -> CreatePipeline:
         name, *source = (self.name(n) for n in _subs(tree, "name"))
@@ -141,6 +188,8 @@ class PipelineBuilder(Builder):
                 self.tail_schema_clause(opt, seen, fields)
             elif opt.data.startswith("opt_"):
                 self.setting(opt, seen, fields)
+            elif opt.data in _INFER_ITEMS:  # an inferred load's own CSV clauses (no INTO)
+                getattr(self, f"tail_{opt.data}")(opt, seen, fields)
         fields["hints"] = tuple(hints)
         into = _sub(tree, "into_clause")
         if into is not None:
@@ -148,7 +197,18 @@ class PipelineBuilder(Builder):
             tail = _sub(tree, "load_tail")
             assert tail is not None
             self.load_tail(tail, seen, fields)
+        else:
+            self.csv_only(seen, fields)
         return fields
+
+    def tail_header_detection(
+        self, item: Tree, seen: dict[str, Any], fields: dict[str, Any]
+    ) -> None:
+        self.once(seen, "header_detection", item, "HEADER_DETECTION")
+        word = "ON" if _tok(item, "ON") is not None else self.name(_sub(item, "name")).upper()
+        if word not in ("ON", "OFF"):
+            self.fail(f"HEADER_DETECTION takes ON or OFF, not {word}", item)
+        fields["header_detection"] = word == "ON"
 
     _SETTINGS = {
         "opt_batch_interval": ("batch_interval", 0, "BATCH_INTERVAL"),
@@ -214,7 +274,19 @@ class PipelineBuilder(Builder):
         fmt = fields.get("format")
         if fields.get("mappings") and fmt not in _MAPPING_FORMATS:
             self.fail("field mappings (<-) need FORMAT JSON, AVRO or PARQUET", seen["mappings"])
-        for key in ("fields", "lines", "ignore_lines", "null_defined_by", "trailing_nullcols"):
+        self.csv_only(seen, fields)
+
+    def csv_only(self, seen: dict[str, Any], fields: dict[str, Any]) -> None:
+        """The clauses of CSV given with another FORMAT fail, naming the clause."""
+        fmt = fields.get("format")
+        for key in (
+            "fields",
+            "lines",
+            "ignore_lines",
+            "null_defined_by",
+            "trailing_nullcols",
+            "header_detection",
+        ):
             if key in seen and fmt not in (None, "CSV"):
                 self.fail(f"{key.upper().replace('_', ' ')} applies to CSV only", seen[key])
 

@@ -8,7 +8,7 @@ from lark.exceptions import UnexpectedInput
 
 from sparkpipes.frontends.singlestore import grammar, lexer, script
 from sparkpipes.frontends.singlestore.ast_pipelines import Assignment
-from sparkpipes.frontends.singlestore.ast_queries import Delete, Insert, Query, Update
+from sparkpipes.frontends.singlestore.ast_queries import Delete, Insert, OrderItem, Query, Update
 from sparkpipes.frontends.singlestore.build_base import Builder, _end, _start, _sub, _subs, _tok
 from sparkpipes.frontends.singlestore.errors import ParseError
 
@@ -91,9 +91,22 @@ class QueryBuilder(Builder):
         where = _sub(tree, "where_clause")
         return None if where is None else self.expr(_sub(where, "expr_text"))
 
+    def _order(self, tree: Tree) -> tuple[OrderItem, ...]:
+        """``ORDER BY`` of a DELETE or UPDATE."""
+        order = _sub(tree, "order_by")
+        items = () if order is None else _subs(order, "order_item")
+        return tuple(
+            OrderItem(self.expr(_sub(i, "expr_text")), _tok(i, "DESC") is not None) for i in items
+        )
+
+    def _limit(self, tree: Tree) -> int | None:
+        limit = _sub(tree, "limit")
+        return None if limit is None else self.integer(_sub(limit, "int_value"), 0, "LIMIT")
+
     def _delete(self, tree: Tree) -> Delete:
         table, alias = self._target(tree)
-        return Delete(table, alias, self._where(tree))
+        where = self._where(tree)
+        return Delete(table, alias, where, order=self._order(tree), limit=self._limit(tree))
 
     def _delete_join(self, tree: Tree) -> Delete:
         target = self.name(_sub(tree, "name"))
@@ -112,9 +125,13 @@ class QueryBuilder(Builder):
             join,
             join_alias,
             None if on is None else self.expr(_sub(on, "expr_text")),
+            limit=self._limit(tree),
         )
 
     def _update(self, tree: Tree) -> Update:
         table, alias = self._target(tree)
         assignments = self.assignments(_sub(tree, "set_clause"), "SET")
-        return Update(table, assignments, alias, self._where(tree))
+        where = self._where(tree)
+        return Update(
+            table, assignments, alias, where, order=self._order(tree), limit=self._limit(tree)
+        )

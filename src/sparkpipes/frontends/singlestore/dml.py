@@ -4,8 +4,9 @@
 
 ``DELETE`` and ``UPDATE`` are computed on Spark over the table's current snapshot, as a
 procedure body's are (``engine.changes``), and committed as one MERGE: a condition that
-is NULL does not hold; an UPDATE's rows are cast and checked as an INSERT's; the answer
-is MySQL's ``Query OK, n rows affected``.
+is NULL does not hold; ``ORDER BY … LIMIT n`` changes the first n rows it holds for; an
+UPDATE's rows are cast and checked as an INSERT's; the answer is MySQL's ``Query OK, n
+rows affected``.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from sparkpipes.engine import Engine
 from sparkpipes.engine.changes import check_change
 from sparkpipes.errors import ConfigError
 from sparkpipes.frontends.singlestore import ast as A
+from sparkpipes.frontends.singlestore.lower_procedures import change_statement
 from sparkpipes.frontends.singlestore.results import Result, ok
 
 
@@ -69,16 +71,7 @@ class DmlStatements:
     def _Delete(self, s: A.Delete | A.Update) -> Result:
         """``DELETE`` and ``UPDATE`` of one table (``DELETE t FROM t JOIN u`` too)."""
         rec = self.engine.catalog.tables.get(s.table)
-        if isinstance(s, A.Update):
-            where = s.where.text if s.where is not None else "TRUE"
-            assign = tuple((a.column, a.expr.text) for a in s.assignments)
-            statement = ProcedureStatement(
-                s.table, where, 0, text=s.to_sql(), change="update", assign=assign, alias=s.alias
-            )
-        else:
-            statement = ProcedureStatement(
-                s.table, s.condition(), line=0, text=s.to_sql(), change="delete", alias=s.alias
-            )
+        statement = change_statement(s, 0, s.to_sql())
         check_change(statement, rec, type(s).__name__.upper())
         source = f"__sp_rows_{uuid.uuid4().hex}"
 

@@ -10,6 +10,7 @@ table, with ``information_schema`` views and the SingleStore JSON helpers transl
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import uuid
@@ -36,6 +37,7 @@ from sparkpipes.errors import (
 from sparkpipes.frontends.singlestore import ast as A
 from sparkpipes.frontends.singlestore import quick
 from sparkpipes.frontends.singlestore.dml import DmlStatements
+from sparkpipes.frontends.singlestore.infer import InferStatements
 from sparkpipes.frontends.singlestore.links import LinkStatements
 from sparkpipes.frontends.singlestore.loads import LoadStatements
 from sparkpipes.frontends.singlestore.lower_procedures import to_procedure
@@ -62,7 +64,14 @@ _FILE_URI = re.compile(r"file:[^\s,\]\)]+")
 QUICK_STREAM_ROWS = 10_000
 
 
-class SqlSession(TableStatements, UserStatements, LinkStatements, LoadStatements, DmlStatements):
+class SqlSession(
+    TableStatements,
+    UserStatements,
+    LinkStatements,
+    LoadStatements,
+    DmlStatements,
+    InferStatements,
+):
     def __init__(
         self,
         engine: Engine,
@@ -122,6 +131,8 @@ class SqlSession(TableStatements, UserStatements, LinkStatements, LoadStatements
         self.access.refresh()
         if isinstance(stmt, A.CreatePipeline) and stmt.link is not None:
             stmt = self.resolve(stmt)  # what the pipeline runs with, before any check
+        if isinstance(stmt, A.InferPipeline) and stmt.pipeline.link is not None:
+            stmt = dataclasses.replace(stmt, pipeline=self.resolve(stmt.pipeline))
         authorize(self.access, stmt)
         if self._depth == 0:
             limit = (
@@ -150,6 +161,8 @@ class SqlSession(TableStatements, UserStatements, LinkStatements, LoadStatements
 
     # -- pipelines --------------------------------------------------------------------
     def _CreatePipeline(self, s: A.CreatePipeline) -> Result:
+        if s.inferred and s.target is None and s.source != "KAFKACONNECT":
+            return self.create_inferred(s)  # its table from what the source holds
         if s.if_not_exists and s.name in {p.name for p in self.engine.pipelines()}:
             return ok(0)
         spec = self.engine.prepare_pipeline(

@@ -39,6 +39,7 @@ KEYWORDS: tuple[str, ...] = tuple(
     AGGREGATOR ENABLE DISABLE OUT_OF_ORDER OPTIMIZATION METADATA GC DEFINED TRAILING NULLCOLS
     DATABASE USE EXTENDED DETACH LINK LINKS DESCRIPTION LOCAL INFILE TRANSFORM UPDATE SERIES
     FULLTEXT ASC DELETE INNER
+    FLUSH NODE EXTRACTOR POOLS INFER HEADER_DETECTION
     """.split()  # noqa: SIM905
 )
 
@@ -105,6 +106,8 @@ start: _statement
 
 _statement: create_pipeline
           | create_inferred_pipeline
+          | infer_pipeline
+          | flush_extractor_pools
           | start_pipeline
           | start_all_pipelines
           | stop_pipeline
@@ -165,8 +168,17 @@ if_exists: IF EXISTS
 // ---------------------------------------------------------------- CREATE PIPELINE
 create_pipeline: CREATE or_replace? aggregator? PIPELINE _pipeline_head into_clause load_tail
 aggregator: AGGREGATOR
-create_inferred_pipeline: CREATE or_replace? INFERRED PIPELINE _pipeline_head _inferred_into?
+create_inferred_pipeline: CREATE or_replace? INFERRED PIPELINE _named _infer_item* _inferred_into?
+_named: if_not_exists? qname AS _loaded
 _inferred_into: into_clause load_tail
+// INFER PIPELINE | TABLE: what CREATE INFERRED PIPELINE would make, shown
+infer_pipeline: INFER (PIPELINE | TABLE) AS _loaded _infer_item* as_json?
+_loaded: LOAD DATA (name | link_source) STRING
+_infer_item: pipeline_option | fields_clause | lines_clause | ignore_lines | null_defined
+           | trailing_nullcols | header_detection
+header_detection: HEADER_DETECTION (ON | name)
+as_json: AS name
+flush_extractor_pools: FLUSH NODE? EXTRACTOR POOLS
 _pipeline_head: if_not_exists? qname AS LOAD DATA (name | link_source) STRING pipeline_option*
 link_source: LINK qname
 
@@ -362,12 +374,17 @@ _insert_verb: INSERT IGNORE? | REPLACE
 insert_columns: "(" name ("," name)* ")"
 insert_row: "(" (expr_text ("," expr_text)*)? ")"
 insert_query: LPAR? (SELECT | WITH) REST?
-delete: DELETE FROM qname (AS? name)? where_clause?
-      | DELETE name FROM delete_table _join delete_table delete_on? where_clause? -> delete_join
+delete: DELETE FROM qname (AS? name)? where_clause? order_by? limit?
+      | DELETE name FROM delete_table _join delete_table delete_on? _joined -> delete_join
+_joined: where_clause? limit?
 delete_table: qname (AS? name)?
 _join: INNER? JOIN | ","
 delete_on: ON expr_text
-update: UPDATE qname (AS? name)? set_clause where_clause?
+update: UPDATE qname (AS? name)? set_clause where_clause? order_by? limit?
+// MySQL's single-table DELETE and UPDATE: the first n rows that match, in this order
+order_by: ORDER BY order_item ("," order_item)*
+order_item: expr_text (ASC | DESC)?
+limit: LIMIT int_value
 
 query: (SELECT | WITH | EXPLAIN | LPAR) REST?
 

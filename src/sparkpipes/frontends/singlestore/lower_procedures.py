@@ -10,11 +10,14 @@ What a body may hold (SingleStore's MPSQL, the part that loads a batch):
   ``INSERT INTO t [(cols)] VALUES (…), …``;
 - ``SET name = expr`` / ``name = expr`` of a declared variable (a scalar subquery over the
   batch too: ``(SELECT count(*) FROM batch)``); later statements read its value;
-- ``DELETE FROM t [WHERE …]`` and ``UPDATE t SET col = expr, … [WHERE …]``: each statement
-  sees what the earlier ones left (``engine.changes``), all committed with the batch;
+- ``DELETE FROM t [WHERE …] [ORDER BY …] [LIMIT n]`` and ``UPDATE t SET col = expr, …
+  [WHERE …] [ORDER BY …] [LIMIT n]``: each statement sees what the earlier ones left
+  (``engine.changes``), all committed with the batch;
 - ``IF c THEN … [ELSEIF c THEN …] [ELSE …] END IF`` around any of these;
-- ``CALL p(q)`` of another pipeline procedure, ``q`` (the batch, or a ``DECLARE``d query)
-  its batch: its statements run there, with the caller's, in the same commit;
+- ``CALL p(q [, expr …])`` of another procedure, ``q`` (the batch, or a ``DECLARE``d
+  query) its batch and each other argument the value of one of its scalar parameters (by
+  position, cast to the declared type): its statements run there, with the caller's, in
+  the same commit;
 - ``ECHO SELECT …``: it answers a caller, and a pipeline's batch has none — no effect.
 
 Anything else (loops, an ``EXCEPTION`` handler) is an error that names it.
@@ -28,7 +31,7 @@ import re
 from sparkpipes.config.procedure import ProcedureSpec, ProcedureStatement, ProcedureVariable
 from sparkpipes.errors import ConfigError
 from sparkpipes.frontends.singlestore import ast as A
-from sparkpipes.frontends.singlestore import script
+from sparkpipes.frontends.singlestore import lexer, script
 from sparkpipes.frontends.singlestore.parser import parse_one
 from sparkpipes.frontends.singlestore.types import spark_type
 
@@ -53,12 +56,16 @@ def to_procedure(stmt: A.CreateProcedure, text: str) -> ProcedureSpec:
     its body statements); ConfigError names what a body holds that is not supported."""
     where = f"procedure '{stmt.name}'"
     params = [p for p in stmt.params if p.type.name == "QUERY"]
-    if len(stmt.params) != 1 or not params:
+    if len(params) != 1:
         raise ConfigError(
             f"{where}: a pipeline procedure takes one parameter, the batch, of type "
-            "QUERY(col type, …), e.g. (batch QUERY(topic TEXT, id JSON, record JSON))"
+            "QUERY(col type, …), e.g. (batch QUERY(topic TEXT, id JSON, record JSON)); "
+            "one a body CALLs may take scalar parameters besides it"
         )
     param = params[0]
+    scalars = tuple(
+        ProcedureVariable(p.name, spark_type(p.type)) for p in stmt.params if p is not param
+    )
     columns = tuple((f.name, spark_type(f.type), f.type.to_sql()) for f in param.type.fields)
     if not columns:
         raise ConfigError(f"{where}: QUERY() of parameter '{param.name}' names no columns")
@@ -69,8 +76,13 @@ def to_procedure(stmt: A.CreateProcedure, text: str) -> ProcedureSpec:
         )
     declared = _DECLARE.search(text)
     queries, variables = ((), ()) if declared is None else _declarations(where, declared.group(1))
-    names = {v.name.lower() for v in variables}
-    statements, guards = _statements(where, text, m.group(1), m.start(1), names)
+    variables = (*scalars, *variables)
+    names = [v.name.lower() for v in variables]
+    clash = sorted(n for n in set(names) if names.count(n) > 1 or n.startswith("__sp_"))
+    if clash:
+        raise ConfigError(f"{where}: '{clash[0]}' is a parameter and DECLAREd, or sparkpipes' own")
+    batches = [param.name, *(n for n, _ in queries)]
+    statements, guards = _statements(where, text, m.group(1), m.start(1), set(names), batches)
     if not any(s.table or s.call for s in statements):
         raise ConfigError(f"{where}: the body writes no table")
     not_null = tuple(f.name for f in param.type.fields if f.not_null)
@@ -83,6 +95,8 @@ def to_procedure(stmt: A.CreateProcedure, text: str) -> ProcedureSpec:
         not_null,
         queries,
         (*variables, *guards),
+        tuple(v.name for v in scalars),
+        stmt.params.index(param),
     )
 
 
@@ -114,10 +128,8 @@ def _declarations(
     return tuple(queries), tuple(variables)
 
 
-#: ``CALL [db.]p(q)``: groups database, procedure, argument
-_CALL = re.compile(
-    rf"^CALL\s+(?:{_NAME}\.)?{_NAME}\s*\(\s*{_NAME}\s*\)$", re.IGNORECASE | re.DOTALL
-)
+#: ``CALL [db.]p(args)``: groups database, procedure, arguments
+_CALL = re.compile(rf"^CALL\s+(?:{_NAME}\.)?{_NAME}\s*\((.*)\)$", re.IGNORECASE | re.DOTALL)
 _IF = re.compile(r"^IF\s+(.*?)\s+THEN\b\s*(.*)$", re.IGNORECASE | re.DOTALL)
 _ELSEIF = re.compile(r"^ELSEIF\s+(.*?)\s+THEN\b\s*(.*)$", re.IGNORECASE | re.DOTALL)
 _ELSE = re.compile(r"^ELSE\b\s*(.*)$", re.IGNORECASE | re.DOTALL)
@@ -130,9 +142,11 @@ class _Body:
     the IF stands, under the enclosing branch's) and statements that run only when their
     guard is true (``ProcedureStatement.when``)."""
 
-    def __init__(self, where: str, variables: set[str]) -> None:
+    def __init__(self, where: str, variables: set[str], batches: list[str]) -> None:
         self.where = where
         self.variables = variables
+        #: what a CALL may give as a batch: the batch parameter, the DECLAREd queries
+        self.batches = batches
         self.out: list[ProcedureStatement] = []
         self.guards: list[ProcedureVariable] = []
         #: open IFs: (the guard of the branch, the guard "a branch was taken", outer guard)
@@ -185,15 +199,7 @@ class _Body:
     def _statement(self, written: str, line: int) -> ProcedureStatement:
         at = f"{self.where}, line {line}"
         if re.match(r"CALL\b", written, re.IGNORECASE):
-            call = _CALL.match(written)
-            if call is None:
-                raise ConfigError(
-                    f"{at}: CALL takes a procedure and the query it gets as its batch, "
-                    f"CALL p(batch) or CALL p(a_declared_query); '{written[:60]}' is not "
-                    "supported yet"
-                )
-            name, arg = _unquote(call.group(2)), _unquote(call.group(3))
-            return ProcedureStatement("", arg, line=line, text=written, call=name)
+            return self._call(written, line, at)
         assign = _ASSIGN.match(written)
         if assign is not None and _unquote(assign.group(1)).lower() in self.variables:
             name = _unquote(assign.group(1))
@@ -207,17 +213,7 @@ class _Body:
         except Exception as e:  # a syntax error, located in the body statement
             raise ConfigError(f"{at}: {getattr(e, 'message', e)}") from None
         if isinstance(stmt, (A.Delete, A.Update)):
-            assign = stmt.assignments if isinstance(stmt, A.Update) else ()
-            where = stmt.where.text if stmt.where is not None else "TRUE"
-            return ProcedureStatement(
-                stmt.table,
-                stmt.condition() if isinstance(stmt, A.Delete) else where,
-                line=line,
-                text=written,
-                change="update" if assign else "delete",
-                assign=tuple((a.column, a.expr.text) for a in assign),
-                alias=stmt.alias,
-            )
+            return change_statement(stmt, line, written)
         if not isinstance(stmt, A.Insert):
             raise ConfigError(
                 f"{at}: the body takes INSERT | REPLACE INTO table … SELECT | VALUES, DELETE, "
@@ -236,12 +232,65 @@ class _Body:
             ignore=stmt.ignore,
         )
 
+    def _call(self, written: str, line: int, at: str) -> ProcedureStatement:
+        """``CALL p(q)`` or ``CALL p(a, …)``: ``q`` (the batch, or a DECLAREd query) is the
+        callee's batch; the other arguments are expressions for its scalar parameters,
+        bound by position as the callee declares them (checked against it)."""
+        call = _CALL.match(written)
+        args = _arguments(call.group(3)) if call is not None else []
+        batches = [a for a in args if _unquote(a).lower() in {b.lower() for b in self.batches}]
+        if call is None or len(batches) != 1:
+            raise ConfigError(
+                f"{at}: CALL takes a procedure and, among its arguments, the query it gets "
+                f"as its batch: its batch is '{self.batches[0]}' or a DECLAREd QUERY "
+                f"variable (CALL p({self.batches[0]}), CALL p({self.batches[0]}, 10)); "
+                f"'{written[:60]}' is not supported"
+            )
+        name, query = _unquote(call.group(2)), _unquote(batches[0])
+        given = () if len(args) == 1 else tuple(args)
+        return ProcedureStatement("", query, line=line, text=written, call=name, args=given)
+
+
+def change_statement(stmt: A.Delete | A.Update, line: int, written: str) -> ProcedureStatement:
+    """A DELETE or UPDATE as the statement that runs it (a body's, or one of its own)."""
+    assign = stmt.assignments if isinstance(stmt, A.Update) else ()
+    where = stmt.where.text if stmt.where is not None else "TRUE"
+    return ProcedureStatement(
+        stmt.table,
+        stmt.condition() if isinstance(stmt, A.Delete) else where,
+        line=line,
+        text=written,
+        change="delete" if isinstance(stmt, A.Delete) else "update",
+        assign=tuple((a.column, a.expr.text) for a in assign),
+        alias=stmt.alias,
+        order=tuple((o.expr.text, o.desc) for o in stmt.order),
+        limit=stmt.limit,
+    )
+
+
+def _arguments(text: str) -> list[str]:
+    """A CALL's arguments: ``text`` cut at the commas outside parentheses and literals."""
+    out: list[str] = []
+    depth, start = 0, 0
+    for tok in lexer.lex(text):
+        if tok.type != "OTHER":
+            continue
+        if tok.value in "([":
+            depth += 1
+        elif tok.value in ")]":
+            depth -= 1
+        elif tok.value == "," and depth == 0:
+            out.append(text[start : tok.start_pos].strip())
+            start = (tok.start_pos or 0) + 1
+    out.append(text[start:].strip())
+    return [a for a in out if a] if any(out) else []
+
 
 def _statements(
-    where: str, text: str, inner: str, base: int, variables: set[str]
+    where: str, text: str, inner: str, base: int, variables: set[str], batches: list[str]
 ) -> tuple[tuple[ProcedureStatement, ...], tuple[ProcedureVariable, ...]]:
     """The body's statements and the guard variables of its IFs."""
-    body = _Body(where, variables)
+    body = _Body(where, variables, batches)
     for span in script.split(inner):
         line = text[: base + span.start].count("\n") + 1
         written = script.normalize(inner[span.start : span.end]).rstrip(";").strip()

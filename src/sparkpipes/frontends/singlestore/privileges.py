@@ -23,6 +23,8 @@ CREATE PIPELINE                            CREATE PIPELINE, and INSERT on its ta
                                            name one in CONFIG (``*.location``), or to
                                            sign in as the server (S3, Kinesis
                                            without keys)
+INFER PIPELINE | TABLE                     FILE READ as CREATE PIPELINE needs it
+FLUSH EXTRACTOR POOLS                      nothing (there are none: nothing is done)
 START / STOP / TEST PIPELINE               START PIPELINE
 ALTER PIPELINE                             ALTER PIPELINE
 DROP PIPELINE                              DROP PIPELINE
@@ -43,8 +45,8 @@ from typing import Any
 
 from sparkpipes.catalog.grants import PIPELINE, ROUTINE, TABLE, Access
 from sparkpipes.config.procedure import ProcedureSpec
+from sparkpipes.engine.calls import call_query, scalar_expressions
 from sparkpipes.engine.changes import statement_query
-from sparkpipes.engine.procedures import call_query
 from sparkpipes.errors import SparkpipesError
 from sparkpipes.frontends.singlestore import ast as A
 from sparkpipes.frontends.singlestore.lowering import to_spec
@@ -178,6 +180,7 @@ def procedure_reads(access: Access, spec: ProcedureSpec) -> list[str]:
         if s.call is not None:  # what the procedure called does, its author could; the
             access.require("EXECUTE", s.call, kind="procedure")  # rows it gets are read here
             reads.append(call_query(s))
+            reads += [f"SELECT ({e})" for e in scalar_expressions(s)]
             continue
         needs = {
             "delete": ("DELETE", "SELECT"),
@@ -191,6 +194,15 @@ def procedure_reads(access: Access, spec: ProcedureSpec) -> list[str]:
             access.require(privilege, s.table)
         reads.append(statement_query(s))
     return reads
+
+
+def _infer(access: Access, s: A.InferPipeline) -> None:
+    """``INFER`` reads the source as the pipeline would (so by the same rules: ``FILE
+    READ`` for a file of the server, a server file named in CONFIG, the server's own cloud
+    login); it makes nothing."""
+    p = s.pipeline
+    if p.source.upper() in LOCAL_FILES or _reads_as_server(p):
+        access.require("FILE READ")
 
 
 def _load_data(access: Access, s: A.LoadData) -> None:
@@ -224,6 +236,7 @@ RULES: dict[str, Rule] = {
     "ShowCreatePipeline": _pipeline("SHOW PIPELINE"),
     "SetVariable": _server("SUPER"),
     "LoadData": _load_data,
+    "InferPipeline": _infer,
     "CreateLink": _server("CREATE LINK"),
     "DropLink": _server("DROP LINK"),
     "ShowLinks": _server("SHOW LINK"),

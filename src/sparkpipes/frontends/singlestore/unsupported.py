@@ -20,17 +20,22 @@ STATEMENTS: dict[tuple[str, ...], str] = {
     ("DROP", "DATABASE"): (
         ": a warehouse holds one database (drop its tables and pipelines one by one)"
     ),
-    ("FLUSH",): "",
-    ("CREATE", "TABLES", "AS", "INFER", "PIPELINE"): (
-        " yet; CREATE INFERRED PIPELINE makes the table and the pipeline"
-    ),
-    ("CREATE", "TABLE", "AS", "INFER", "PIPELINE"): (
-        " yet; CREATE INFERRED PIPELINE makes the table and the pipeline"
-    ),
+    **{
+        words: (
+            ": it makes SingleStore's CDC-in tables, procedures and pipelines from a "
+            "MONGODB or MYSQL link, and sparkpipes has no CDC-in source; CREATE INFERRED "
+            "PIPELINE makes a table and its pipeline from files or a topic (INFER PIPELINE "
+            "shows them)"
+        )
+        for words in (
+            ("CREATE", "TABLES", "AS", "INFER", "PIPELINE"),
+            ("CREATE", "TABLE", "AS", "INFER", "PIPELINE"),
+        )
+    },
     ("START", "FAILED", "PIPELINES"): " yet; START ALL PIPELINES starts the stopped ones",
     ("EXCEPTION",): " yet (a procedure body's error handler)",
-    ("CALL",): " yet as a statement of its own (in a pipeline procedure's body, CALL p(batch) "
-    "runs procedure p on the batch)",
+    ("CALL",): " yet as a statement of its own (in a pipeline procedure's body, CALL p(batch "
+    "[, value …]) runs procedure p on the batch)",
     ("BEGIN",): " yet (a block inside a procedure body; or a transaction: each statement "
     "commits by itself)",
     **{
@@ -49,8 +54,14 @@ CLAUSES: dict[tuple[str, ...], str] = {
     ("CHARACTER", "SET"): " yet (files are read as UTF-8)",
     # FORMAT PARQUET's zone of its timestamps (it changes what a DATETIME column holds)
     ("TIMEZONE",): " yet (Parquet timestamps load as UTC)",
-    # SingleStore's CDC pipelines (CREATE TABLES AS INFER PIPELINE writes them)
-    ("REPLACE", "KEY"): " yet (REPLACE INTO TABLE t replaces rows by t's PRIMARY KEY)",
+    # SingleStore's CDC-in pipelines (CREATE TABLES AS INFER PIPELINE writes them): which
+    # change of a key a batch keeps is not documented, and their MONGODB / MYSQL links are
+    # not sources here
+    ("REPLACE", "KEY"): (
+        ": it belongs to SingleStore's CDC-in pipelines (from a MONGODB or MYSQL link, "
+        "which sparkpipes has no source for) and what it does to a batch is not documented; "
+        "REPLACE INTO TABLE t replaces rows by t's PRIMARY KEY"
+    ),
 }
 
 _WORD = re.compile(r"[A-Za-z_]+")

@@ -44,7 +44,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,10 +54,10 @@ from sparkpipes.errors import ConfigError, SinkError
 from sparkpipes.sinks.base import BatchCommit, Committed, Sink, SinkContext, Staged
 from sparkpipes.sinks.delta.checkpoints import CheckpointPolicy
 from sparkpipes.sinks.delta.commits import CommitConflict, StaleChanges, is_conflict, retrying
-from sparkpipes.sinks.delta.keys import no_duplicates, stored_rows
 from sparkpipes.sinks.delta.log import checkpoint_interval, exists, last_checkpoint, log_dir
+from sparkpipes.sinks.delta.merge import merge, merged_rows
 from sparkpipes.sinks.delta.upsert import Upsert
-from sparkpipes.sinks.frames import stream_frame, write_frame
+from sparkpipes.sinks.frames import write_frame
 from sparkpipes.sinks.parquet import AddFile, ParquetWriter, local_path, write_error
 from sparkpipes.util.arrow import to_spark_schema
 from sparkpipes.util.sparkfiles import remote
@@ -123,8 +123,13 @@ class DeltaSink(Sink):
         scratch: str | None = None,
         spark: Callable[[], Any] | None = None,
         read_version: int | None = None,
+        report: tuple[str, ...] = (),
     ) -> None:
         self.uri = uri
+        #: the staged rows' (partition, offset) columns, when the duplicates an ``ignore``
+        #: upsert leaves out are reported (SKIP DUPLICATE KEY ERRORS)
+        self.report = report
+        self._rejected: list[dict[str, Any]] = []
         #: the version the staged changes were computed from (mode ``changes``), or one
         #: before it: the commit is made on it or not at all (:class:`StaleChanges`)
         self.read_version = read_version
@@ -172,6 +177,7 @@ class DeltaSink(Sink):
             refine=ctx.refine,
             scratch=ctx.scratch,
             spark=ctx.spark,
+            report=tuple(ctx.skipped_duplicates or ()),
         )
 
     # -- table lifecycle (driver) ---------------------------------------------------------
@@ -238,6 +244,8 @@ class DeltaSink(Sink):
     def commit(self, staged: Sequence[Staged], batch: BatchCommit) -> bool:
         """Publish a batch atomically. Returns False if it was already committed (replay)."""
         from deltalake import CommitProperties, Transaction
+
+        self._rejected = []
 
         props = CommitProperties(
             app_transactions=[Transaction(batch.app_id, batch.batch_id, int(time.time() * 1000))],
@@ -550,49 +558,19 @@ class DeltaSink(Sink):
         return df.withColumn(SEQ, seq)
 
     def _merge(self, dt, staged: Sequence[Staged], upsert: Upsert, props) -> None:
-        """One MERGE by key from a stream of the refined staged rows, one per key."""
+        """One MERGE by key from a stream of the refined staged rows (``merge``); the
+        duplicates it leaves out kept for :meth:`rejected` when the sink reports them."""
         df = self._staged_frame(staged)
         if self.refine is not None:
-            df = self.refine(df, (SEQ,))
-        schema = self.schema
-        if upsert.mode == "changes":  # the staged rows are the changes (engine.changes)
-            schema = self.staged_schema
-            rows = df.drop(SEQ)
-        elif upsert.mode == "insert":
-            no_duplicates(dt, df, upsert.keys, self.schema, self.name)
-            rows = df.select(*[f"`{c}`" for c in self.schema.names])
-        elif upsert.mode == "update":
-            rows = upsert.fold(
-                df,
-                stored_rows(dt, df, upsert.keys, self.schema),
-                SEQ,
-                self.schema.names,
-                {f.name: f.dataType.simpleString() for f in to_spark_schema(self.schema).fields},
-            )
-        else:
-            rows = upsert.reduce(df, SEQ, self.schema.names)
-        failed: list[SinkError] = []
+            extra = tuple(c for c in self.report if c not in self.schema.names)
+            df = self.refine(df, (SEQ, *extra))
+        rows, schema, self._rejected = merged_rows(
+            dt, df, upsert, self.schema, self.staged_schema, self.name, SEQ, self.report
+        )
+        merge(dt, rows, schema, upsert, props, self.schema.names, self.name, self.uri)
 
-        def batches() -> Iterator[pa.RecordBatch]:
-            try:
-                yield from stream_frame(rows, schema, self.name)
-            except SinkError as e:
-                failed.append(e)  # delta-rs sees a failed stream; this is the reason
-                raise
-
-        source = pa.RecordBatchReader.from_batches(schema, batches())
-        try:
-            merger = dt.merge(
-                source,
-                upsert.predicate(),
-                source_alias="s",
-                target_alias="t",
-                commit_properties=props,
-            )
-            upsert.clauses(merger, self.schema.names).execute()
-        except Exception as e:  # delta-rs raises its own and Rust panics; keep the message
-            if failed:
-                raise failed[0] from None
-            what = f"upsert into Delta table '{self.name}' failed"
-            err = write_error(what, local_path(self.uri), e)
-            raise (CommitConflict(err.message) if is_conflict(e) else err) from None
+    def rejected(self) -> list[dict[str, Any]]:
+        """The rows the last commit's MERGE left out as duplicate keys, where the pipeline
+        reports them (SKIP DUPLICATE KEY ERRORS); each reported once."""
+        out, self._rejected = self._rejected, []
+        return out

@@ -6,7 +6,8 @@ import itertools
 
 from sparkpipes.engine.batch.planning import MIN_TASK_BYTES, Pending, object_tasks, stream_tasks
 from sparkpipes.sources import build_source
-from sparkpipes.sources.framing import AvroFraming, ParquetFraming
+from sparkpipes.sources.avro_framing import AvroFraming
+from sparkpipes.sources.framing import ParquetFraming
 
 MB = 1 << 20
 

@@ -28,16 +28,18 @@ ITEMS = {
 NOT_SUPPORTED = "is not supported"
 #: statement → what its error says
 GAPS = {
-    # not SingleStore statements sparkpipes takes (one database; no links; no one-off loads)
-    "docs-debug-flush-extractor-pools-1": "FLUSH " + NOT_SUPPORTED,
+    # SingleStore's CDC-in from MONGODB / MYSQL links: no such source here
     "field-singlestore-cookbook-github-io-other-1": "CREATE TABLES AS INFER PIPELINE "
-    + NOT_SUPPORTED,
+    + NOT_SUPPORTED
+    + ": it makes SingleStore's CDC-in",
     "ho-telcofraud-other-1": "CREATE TABLES AS INFER PIPELINE " + NOT_SUPPORTED,
-    # clauses not done yet
+    "field-spaces-notebooks-create-pipeline-1": "REPLACE KEY " + NOT_SUPPORTED + ": it belongs",
+    # an Iceberg table is read through its catalog: none here
     "field-demo-ridesharing-sim-create-pipeline-1": "FORMAT ICEBERG " + NOT_SUPPORTED,
-    "field-spaces-notebooks-create-pipeline-1": "REPLACE KEY " + NOT_SUPPORTED,
     "ho-rssnowpark-create_pipeline-1": "FORMAT ICEBERG " + NOT_SUPPORTED,
-    "ho-icebergdocker-create_pipeline-1": "FORMAT ICEBERG " + NOT_SUPPORTED,
+    "ho-icebergdocker-create_pipeline-1": "FORMAT ICEBERG "
+    + NOT_SUPPORTED
+    + ": it reads an Iceberg table through its catalog",
     # not SQL as written: templates with placeholders, a slide's cut-off text
     "field-singlestore-near-analytics-load-data-1": "unexpected '%'",
     "field-singlestore-near-analytics-load-data-2": "unexpected '{table_name}'",
