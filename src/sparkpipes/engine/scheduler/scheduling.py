@@ -183,7 +183,7 @@ class Scheduler(Rooms):
                         cap,
                         plan=plan if attempt == 1 else None,
                         fence=fence,
-                        driver_records=self._values()["pipelines_driver_batch_records"],
+                        driver_records=self._driver_records(),
                         in_driver=in_driver,
                     )
                 except LeaseLostError:
@@ -473,19 +473,20 @@ class Scheduler(Rooms):
             self._note(name, state=PipelineState.ERROR, last_error=str(err))
         return False
 
-    def _small(self, runner: BatchRunner, plan: Plan) -> bool:
-        """Whether the batch runs in this process without asking for room: small for
-        sure, and no cap on concurrent batches set (a cap set is kept by every batch)."""
+    def _driver_records(self) -> int:
+        """``pipelines_driver_batch_records``, or 0 (every batch a Spark job, as seed 004
+        shares the cluster) while a cap on concurrent batches is set."""
         values = self._values()
-        if (
-            values["pipelines_max_concurrent"]
-            or values["pipelines_max_concurrent_batch_partitions"]
-        ):
-            return False
-        return runner.source.runs_in_driver and driver_sized(
-            plan.tasks,
-            runner.spec.batch.max_offsets_per_partition,
-            values["pipelines_driver_batch_records"],
+        caps = ("pipelines_max_concurrent", "pipelines_max_concurrent_batch_partitions")
+        return 0 if any(values[c] for c in caps) else values["pipelines_driver_batch_records"]
+
+    def _small(self, runner: BatchRunner, plan: Plan) -> bool:
+        """Whether the batch runs in this process without asking for room."""
+        limit = self._driver_records()
+        return (
+            bool(limit)
+            and runner.source.runs_in_driver
+            and driver_sized(plan.tasks, runner.spec.batch.max_offsets_per_partition, limit)
         )
 
     def _in_driver(
