@@ -142,29 +142,10 @@ def _verify(wh: str, k: int, rows: int) -> str | None:
 
 def _profile(pid: int, seconds: float, out: str) -> dict[str, int]:
     """py-spy samples of the driver's threads during ``seconds``: samples per thread name."""
-    spy = shutil.which("py-spy") or os.path.join(os.path.dirname(sys.executable), "py-spy")
-    if not os.path.exists(spy):
+    spy = _spy(pid, out, seconds)
+    if spy is None:
         return {}
-    subprocess.run(
-        [
-            spy,
-            "record",
-            "-p",
-            str(pid),
-            "-d",
-            str(int(seconds)),
-            "-r",
-            "50",
-            "-f",
-            "raw",
-            "-o",
-            out,
-            "--threads",
-            "--nonblocking",
-        ],
-        capture_output=True,
-        check=False,
-    )
+    spy.wait()
     by_thread: dict[str, int] = {}
     try:
         with open(out) as f:
@@ -202,28 +183,14 @@ def _thread_delta(a: dict[str, float], b: dict[str, float], seconds: float) -> d
     return dict(sorted(((k, v) for k, v in d.items() if v > 0.001), key=lambda x: -x[1]))
 
 
-def _spy(pid: int, out: str) -> subprocess.Popen | None:
-    """py-spy recording the driver until interrupted (a raw flame file in ``out``)."""
+def _spy(pid: int, out: str, seconds: float = 600) -> subprocess.Popen | None:
+    """py-spy recording the driver for ``seconds`` or until interrupted (raw stacks)."""
     spy = shutil.which("py-spy") or os.path.join(os.path.dirname(sys.executable), "py-spy")
     if not os.path.exists(spy):
         return None
+    argv = [spy, "record", "-p", str(pid), "-d", str(int(seconds)), "-r", "50", "-f", "raw"]
     return subprocess.Popen(
-        [
-            spy,
-            "record",
-            "-p",
-            str(pid),
-            "-d",
-            "600",
-            "-r",
-            "50",
-            "-f",
-            "raw",
-            "-o",
-            out,
-            "--threads",
-            "--nonblocking",
-        ],
+        [*argv, "-o", out, "--threads", "--nonblocking"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
