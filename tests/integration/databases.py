@@ -79,6 +79,21 @@ class ScratchDb:
         self.engine.dispose()
 
 
+def _pid_of(pid_file: str) -> int | None:
+    try:
+        with open(pid_file) as f:
+            return int(f.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _alive(pid: int | None) -> bool:
+    """Whether the process ``pid`` still runs (None: any ``mariadbd`` still runs)."""
+    if pid is None:
+        return subprocess.run(["pgrep", "-x", "mariadbd"], capture_output=True).returncode == 0
+    return os.path.exists(f"/proc/{pid}")
+
+
 def restart_server(kind: str) -> None:
     """Restart the local server (as root, the way this machine kind runs it) and wait
     until it answers again."""
@@ -91,9 +106,11 @@ def restart_server(kind: str) -> None:
         # Debian's init script checks with a maintenance user this machine may not have:
         # shut down as the test user, then start mysqld_safe as the init script would.
         admin = ["mariadb-admin", "-h", "127.0.0.1", "-u", "sparkpipes", "-psparkpipes"]
+        # the machine's own server, by its pid file: the TLS tests run a second mariadbd
+        pid = _pid_of("/run/mysqld/mysqld.pid")
         subprocess.run([*admin, "shutdown"], check=True, capture_output=True, timeout=120)
         deadline = time.time() + 60
-        while subprocess.run(["pgrep", "-x", "mariadbd"], capture_output=True).returncode == 0:
+        while _alive(pid):
             assert time.time() < deadline, "MariaDB did not stop"
             time.sleep(0.2)
         subprocess.Popen(
