@@ -95,6 +95,29 @@ def _committed(db: str) -> tuple[int, int, int]:
         con.close()
 
 
+def _batches_since(db: str, since: str) -> dict:
+    """The batches that loaded rows since ``since`` (UTC, the catalog's format): how many,
+    rows per batch, and their durations (p50/max ms), to tell a slow burst's cause."""
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+    try:
+        got = con.execute(
+            "SELECT rows, duration_ms FROM sp_batches WHERE state = 'Succeeded' AND rows > 0 "
+            "AND started_at >= ? ORDER BY duration_ms",
+            (since,),
+        ).fetchall()
+    finally:
+        con.close()
+    if not got:
+        return {"batches": 0}
+    ms = [d or 0 for _, d in got]
+    return {
+        "batches": len(got),
+        "rows_per_batch": round(sum(r for r, _ in got) / len(got)),
+        "p50_ms": ms[len(ms) // 2],
+        "max_ms": ms[-1],
+    }
+
+
 def _errors(db: str) -> list[str]:
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
     try:
@@ -260,6 +283,7 @@ def run_one(args: argparse.Namespace, bootstrap: str, admin, k: int) -> dict:
         before, _, _ = _committed(db)
         spy = _spy(child.pid, os.path.join(work, f"burst-{k}.txt")) if args.profile else None
         c0, w0 = tree_cpu(proc), time.perf_counter()
+        since = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())
         _produce(bootstrap, prefix, k, rows)
         out["produce_s"] = round(time.perf_counter() - w0, 2)
         while True:
@@ -274,6 +298,7 @@ def run_one(args: argparse.Namespace, bootstrap: str, admin, k: int) -> dict:
         if spy is not None:
             spy.send_signal(signal.SIGINT)
             spy.wait(60)
+        out["burst_batches"] = _batches_since(db, since)
         out["failed_batches"] = failed
         out["errors"] = _errors(db)[:5]
     finally:

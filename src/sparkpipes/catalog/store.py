@@ -16,6 +16,7 @@ credentials redacted. A SQLite catalog file is created owner-only (0600).
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import threading
 from collections.abc import Iterator
@@ -53,6 +54,8 @@ from sparkpipes.catalog.tables import Tables
 from sparkpipes.catalog.users import Users
 from sparkpipes.errors import CatalogError
 
+log = logging.getLogger("sparkpipes.catalog")
+
 #: PostgreSQL ends a catalog session idle inside a transaction for this long (ms)
 IDLE_TX_MS = 30_000
 
@@ -72,6 +75,18 @@ def _owner_only(url: str) -> None:
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
 
 
+def _write_ahead(dbapi_conn: Any, _record: Any) -> None:
+    """A SQLite catalog file keeps a write-ahead log: a commit appends to it (one sync)
+    instead of writing and deleting a rollback journal (several), and readers do not
+    wait for a writer; hundreds of pipelines commit batches and renew leases in it. As
+    durable as before (``synchronous`` stays FULL); engines sharing the file must share
+    its host (as for any SQLite file), which the lease rows already assumed."""
+    try:
+        dbapi_conn.execute("PRAGMA journal_mode=WAL")
+    except Exception as e:  # a read-only file keeps its mode; the catalog still opens
+        log.debug("catalog: journal mode unchanged: %s", e)
+
+
 class Catalog:
     def __init__(self, url: str, secrets: SecretBox | None = None) -> None:
         """``secrets`` seals credentials; by default the key of $SPARKPIPES_SECRET_KEY or,
@@ -89,6 +104,8 @@ class Catalog:
             }
         try:
             self.engine = sa.create_engine(url, **kwargs)
+            if _sqlite_path(url) is not None:
+                sa.event.listen(self.engine, "connect", _write_ahead)
             _owner_only(url)
             migrate(self.engine, meta, target=SCHEMA_VERSION, url=self.safe_url, secrets=self._box)
         except (OperationalError, sa.exc.ArgumentError) as e:

@@ -41,7 +41,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from sparkpipes.catalog import TableRecord
+from sparkpipes.catalog import PipelineRecord, TableRecord
 from sparkpipes.engine import variables
 from sparkpipes.engine.batch.protocol import app_id
 from sparkpipes.engine.runtime import Runtime
@@ -120,6 +120,10 @@ class Housekeeper:
         values = self._values()
         own = set(self._own_names()) if self._own else set()
         out: dict[str, dict[str, Any]] = {}
+        pipelines = self.rt.catalog.pipelines.states()  # once a round: no definitions
+        loaders: dict[str, list[PipelineRecord]] = {}
+        for p in pipelines:
+            loaders.setdefault(p.table, []).append(p)
         for rec in self.rt.catalog.tables.all():
             if rec.name not in own and self._nothing_due(rec, values):
                 continue  # no lease taken: a quiet table costs a file status
@@ -127,13 +131,22 @@ class Housekeeper:
                 if not held:
                     continue
                 try:
-                    out[rec.name] = self._maintain(rec, values, own=rec.name in own)
+                    out[rec.name] = self._maintain(
+                        rec, values, own=rec.name in own, loaders=loaders.get(rec.name, [])
+                    )
                 except SparkpipesError as e:
                     log.warning("maintaining table %s: %s", rec.name, e.message)
-        self.prune(values)
+        self.prune(values, {p.id for p in pipelines})
         return out
 
-    def _maintain(self, rec: TableRecord, values: Mapping[str, Any], *, own: bool) -> dict:
+    def _maintain(
+        self,
+        rec: TableRecord,
+        values: Mapping[str, Any],
+        *,
+        own: bool,
+        loaders: list[PipelineRecord] | None = None,
+    ) -> dict:
         done: dict[str, Any] = {}
         own = own and self._own is not None
         quiet = not own and self._settled(rec, values)
@@ -152,14 +165,16 @@ class Housekeeper:
         elif not quiet and values["table_compaction_min_files"] > 0:
             metrics = self.optimize(rec, trigger="auto", force=False, values=values)
             done["compacted"] = (metrics or {}).get("numFilesRemoved", 0)
-        if not quiet and self._consistent(rec):
+        if not quiet and self._consistent(rec, loaders):
             trimmed = trim_log(rec.location, values["table_log_retention_commits"])
             done["log_trimmed"] = trimmed.removed
             if not own and not trimmed.young and not done.get("compacted"):
                 self._settle(rec.name)
         every = values["table_vacuum_interval_ms"]
         if every > 0:
-            last = self.rt.catalog.history.last_done(rec.name, "VACUUM")
+            # a new table is first vacuumed an interval after it was made: hundreds of
+            # tables made at once are not all vacuumed, with nothing to delete, at once
+            last = self.rt.catalog.history.last_done(rec.name, "VACUUM") or rec.created_at
             self._vacuumed[rec.name] = last
             if last is None or (_now() - last).total_seconds() * 1000 >= every:
                 retain = values["table_vacuum_retain_hours"]
@@ -168,18 +183,20 @@ class Housekeeper:
                 self._vacuumed[rec.name] = _now()
         return done
 
-    def prune(self, values: Mapping[str, Any] | None = None) -> int:
-        """Prune every pipeline's batch and error history to the variables' retention."""
+    def prune(
+        self, values: Mapping[str, Any] | None = None, pipeline_ids: set[str] | None = None
+    ) -> int:
+        """Prune every pipeline's batch and error history to the variables' retention
+        (``pipeline_ids``: the pipelines' ids, when the caller has read them)."""
         values = values or self._values()
         keep = max(1, values["pipelines_batches_metadata_to_keep"])
         before = _now() - dt.timedelta(minutes=values["pipelines_errors_retention_minutes"])
+        if pipeline_ids is None:
+            pipeline_ids = {p.id for p in self.rt.catalog.pipelines.states()}
         deleted = 0
         due = self.rt.catalog.history.due(keep_batches=keep, errors_before=before)
-        for p in self.rt.catalog.pipelines.all():
-            if p.id in due:
-                deleted += self.rt.catalog.history.prune(
-                    p.id, keep_batches=keep, errors_before=before
-                )
+        for pid in sorted(due & pipeline_ids):
+            deleted += self.rt.catalog.history.prune(pid, keep_batches=keep, errors_before=before)
         return deleted
 
     # -- operations (also OPTIMIZE TABLE and VACUUM) ------------------------------------
@@ -286,13 +303,15 @@ class Housekeeper:
         key, version, _ = self._seen[table]
         self._seen[table] = (key, version, True)
 
-    def _consistent(self, rec: TableRecord) -> bool:
+    def _consistent(self, rec: TableRecord, loaders: list[PipelineRecord] | None = None) -> bool:
         """Whether the catalog records the last batch every pipeline loading the table
-        committed to it: a pipeline whose last commit the catalog missed (a crash right
-        after it) needs that commit's info in the log to resume."""
+        (``loaders``; read here when not given) committed to it: a pipeline whose last
+        commit the catalog missed (a crash right after it) needs that commit's info in
+        the log to resume."""
         from deltalake import DeltaTable
 
-        loaders = [p for p in self.rt.catalog.pipelines.all() if p.table == rec.name]
+        if loaders is None:
+            loaders = [p for p in self.rt.catalog.pipelines.states() if p.table == rec.name]
         if not loaders:
             return True
         dt = DeltaTable(rec.location)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import abc
 import copy
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -75,6 +75,39 @@ class Fetched:
 
     def __len__(self) -> int:
         return len(self.positions)
+
+    def joins(self, other: Fetched) -> bool:
+        """Whether ``other`` can be decoded together with this fetch (``joined``): both
+        carry payloads, not a table, and the same per-record columns."""
+        return (
+            self.table is None
+            and other.table is None
+            and (self.keys is None) == (other.keys is None)
+            and (self.timestamps is None) == (other.timestamps is None)
+            and (self.headers is None) == (other.headers is None)
+        )
+
+    @staticmethod
+    def joined(parts: Sequence[Fetched]) -> Fetched:
+        """Consecutive fetches of one partition as one (each pair ``joins``): a decoder's
+        fixed cost per call is paid once for many small fetches of a steady stream."""
+        if len(parts) == 1:
+            return parts[0]
+
+        def cat(arrays: list[pa.Array | None]) -> pa.Array | None:
+            return None if arrays[0] is None else pa.concat_arrays(arrays)
+
+        return Fetched(
+            values=pa.concat_arrays([p.values for p in parts]),
+            positions=pa.concat_arrays([p.positions for p in parts]),
+            keys=cat([p.keys for p in parts]),
+            timestamps=cat([p.timestamps for p in parts]),
+            at_end=parts[-1].at_end,
+            headers=cat([p.headers for p in parts]),
+            rejected=tuple(r for p in parts for r in p.rejected),
+            dropped=sum(p.dropped for p in parts),
+            unreadable=tuple(u for p in parts for u in p.unreadable),
+        )
 
     def raw(self, index: int) -> bytes | None:
         """Record ``index`` as bytes, for an error's excerpt."""
