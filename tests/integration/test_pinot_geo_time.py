@@ -5,6 +5,7 @@ one — checked by the rows of the table."""
 
 from __future__ import annotations
 
+import json
 import struct
 
 from tests.integration.test_pinot_tables import produce, rows, table_config
@@ -119,3 +120,58 @@ def test_geospatial_transforms_and_a_legacy_time_spec(engine, broker, topic):
     # them with continueOnError (without it, Pinot fails the record)
     assert (two["shape"], two["wkt"], two["kind"], two["inside"]) == (b"", "null", "null", -(2**31))
     assert two["location"][0] == 0x80
+
+
+def test_transforms_reading_other_transforms_load_the_rows_pinot_loads(engine, broker, topic):
+    """Pinot runs transforms in the order they read each other and skips one whose column
+    the record already holds; the filter reads what they made (``frontends/pinot/chain``)."""
+    s = {
+        "schemaName": "s",
+        "dimensionFieldSpecs": [
+            {"name": "id", "dataType": "INT"},
+            {"name": "wkt", "dataType": "STRING"},
+            {"name": "point", "dataType": "BYTES"},
+            {"name": "level", "dataType": "STRING"},
+            {"name": "loud", "dataType": "STRING", "transformFunction": "upper(level)"},
+        ],
+    }
+    t = table_config(
+        broker,
+        topic,
+        ingestionConfig={
+            "transformConfigs": [
+                {"columnName": "wkt", "transformFunction": "ST_AsText(point)"},
+                {"columnName": "point", "transformFunction": "stPoint(lon, lat)"},
+                # an intermediate, no column: parsed once, read by the next
+                {"columnName": "msg", "transformFunction": "jsonPathString(payload, '$.msg')"},
+                {"columnName": "level", "transformFunction": "jsonPathString(msg, '$.level')"},
+            ],
+            "filterConfig": {"filterFunction": "loud = 'DEBUG'"},
+        },
+    )
+    del t["segmentsConfig"]["timeColumnName"]
+
+    def payload(level):
+        return json.dumps({"msg": json.dumps({"level": level})})
+
+    produce(
+        broker,
+        topic,
+        [
+            (None, {"id": 1, "lon": 1.5, "lat": 2, "payload": payload("warn")}, None),
+            # the record's own level wins over the transform, and loud reads it
+            (
+                None,
+                {"id": 2, "lon": 0, "lat": 0, "payload": payload("warn"), "level": "info"},
+                None,
+            ),
+            (None, {"id": 3, "lon": 0, "lat": 0, "payload": payload("debug")}, None),  # dropped
+        ],
+    )
+    engine.pinot.add(t, s)
+    engine.run_batches("t_REALTIME", 10, until_idle=True)
+    got = rows(engine)
+    assert set(got) == {1, 2}
+    assert (got[1]["wkt"], got[1]["level"], got[1]["loud"]) == ("POINT (1.5 2)", "warn", "WARN")
+    assert got[1]["point"] == b"\x00" + struct.pack(">dd", 1.5, 2.0)
+    assert (got[2]["wkt"], got[2]["level"], got[2]["loud"]) == ("POINT (0 0)", "info", "INFO")

@@ -22,7 +22,11 @@ decoder only the value. Its ``stream.kafka.hlc.*`` keys other than the bootstrap
 and a ``consumer.prop.group.id`` concern the consumer group and are reported as not
 applicable (:mod:`.keys`). The Kafka 0.9 high-level consumer finds the brokers through
 ZooKeeper (``stream.kafka.hlc.zk.connect.string``): that is refused by name, with the way
-out (give the brokers).
+out (give the brokers). Current Apache Pinot refuses every ``highlevel`` table
+(``StreamConfig``: "Realtime tables with HLC consumer (consumer.type=highlevel) is no
+longer supported in Apache Pinot"); the Kafka 2.0 ones are still read here, as their rows
+are the low-level consumer's, while the Kafka 0.9 ones would need the brokers looked up in
+ZooKeeper, which nothing here does.
 """
 
 from __future__ import annotations
@@ -74,6 +78,8 @@ def brokers(given: Mapping[str, str], p: str, where: str) -> str | None:
         raise ConfigError(
             f"{where}: {p}consumer.type highlevel with the brokers found through ZooKeeper "
             f"({p}{ZOOKEEPER}, Pinot's Kafka 0.9 consumer) is not supported: give the "
-            f"brokers in {p}{BOOTSTRAP} or {p}broker.list (host:port)"
+            f"brokers in {p}{BOOTSTRAP} or {p}broker.list (host:port). Current Apache Pinot "
+            'refuses every high-level consumer too: "Realtime tables with HLC consumer '
+            '(consumer.type=highlevel) is no longer supported in Apache Pinot"'
         )
     return found

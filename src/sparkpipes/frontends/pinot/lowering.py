@@ -9,8 +9,11 @@ How Pinot's parts land:
 * each schema field is a column, loaded from the record field of the same name;
   ``transformConfigs`` (and a field's own ``transformFunction``) become ``SET`` expressions
   over the record fields they read (loaded as variables), Pinot's geospatial functions in
-  them ``FunctionCall``s computed first; ``filterConfig`` becomes a ``WHERE`` keeping the
-  rows the filter does not drop;
+  them ``FunctionCall``s computed first; a field another transform makes is read as that
+  transform's value, and a record's own non-null value of a transform's column wins, as
+  in Pinot's ``ExpressionTransformer`` (:mod:`~sparkpipes.frontends.pinot.chain`);
+  ``filterConfig`` becomes a ``WHERE`` keeping the rows the filter does not drop, judged
+  on what the transforms made;
 * what a field the record leaves empty stores (its default null value, unless null
   handling keeps the null) and how long its text may be are rules of the table's columns
   (:mod:`~sparkpipes.frontends.pinot.nulls`), applied after the ``SET``, as Pinot's
@@ -51,9 +54,10 @@ from sparkpipes.config.parts import (
 )
 from sparkpipes.config.spec import PipelineSpec
 from sparkpipes.config.tables import ColumnSpec, TableKey, TableSpec
+from sparkpipes.frontends.pinot import chain
 from sparkpipes.frontends.pinot.aggregation import per_record
 from sparkpipes.frontends.pinot.decoders import OWN_KINDS, REGISTRY_FORMATS, format_options
-from sparkpipes.frontends.pinot.expr import PinotExpr, filter_sql, translate
+from sparkpipes.frontends.pinot.expr import Budget, PinotExpr, filter_sql, first_existing
 from sparkpipes.frontends.pinot.kinesis import source_spec as kinesis_source
 from sparkpipes.frontends.pinot.model import PinotSchema, PinotTableConfig
 from sparkpipes.frontends.pinot.multistream import pipeline_names
@@ -112,28 +116,27 @@ def lower(
     defaults = defaults or {}
     stream = cfg.streams[index]
     rolled = _rolled_up(cfg)
-    sources = cfg.aggregation.sources if cfg.aggregation is not None else frozenset()
-    # a transformConfig may make a field an aggregation reads rather than a column
-    made = {c: t for c, t in cfg.transforms if c in sources}
-    transforms = {c: t for c, t in cfg.transforms if c not in sources}
+    # every transform, as Pinot's ExpressionTransformer holds them: transformConfigs, then
+    # the schema fields' own; each translated over the record's fields only (.chain)
+    every = dict(cfg.transforms)
     for f in schema.fields:
-        if f.transform and f.name not in transforms:
-            transforms[f.name] = f.transform
+        if f.transform and f.name not in every:
+            every[f.name] = f.transform
+    budget = Budget()  # spent as the model spent it checking: resolve, sources, filter
+    made = chain.resolve(every, budget)
+    # the columns they fill (the others make a field an aggregation or a transform reads)
+    transforms = [c for c in every if c in schema.names]
     reads: list[str] = []
     assignments: list[tuple[str, str]] = []
     calls: dict[str, FunctionCall] = {}
-    for col, text in transforms.items():
-        expr = translate(text, where=f"transform of column '{col}'")
+    for col in transforms:
+        expr = _stored(made[col], schema.field(col).ddl_type)
+        expr = first_existing(col, expr)  # the record's own value wins, as in Pinot
         reads += expr.fields
         calls.update((c.column, c) for c in expr.calls)
-        sql = expr.sql
-        if schema.field(col).ddl_type == "TIMESTAMP" and expr.type in _NUMBERS:
-            sql = f"timestamp_millis(CAST({sql} AS BIGINT))"  # Pinot's times are epoch millis
-        if schema.field(col).ddl_type == "STRING" and expr.type == "BINARY":
-            sql = f"lower(hex({sql}))"  # Pinot's BYTES → STRING is hex
-        assignments.append((col, sql))
+        assignments.append((col, expr.sql))
     for column, (function, source) in rolled.items():
-        expr = None if source is None else _source(source, made)
+        expr = None if source is None else chain.source(source, made, budget)
         if expr is not None:
             reads += expr.fields
             calls.update((c.column, c) for c in expr.calls)
@@ -143,7 +146,13 @@ def lower(
         assignments = [(c, e) for c, e in assignments if c != column] + [(column, sql)]
     where = None
     if cfg.filter:
-        expr = filter_sql(cfg.filter, where="ingestionConfig.filterConfig.filterFunction")
+        # Pinot filters after its transforms: a field one makes is read as made
+        expr = filter_sql(
+            cfg.filter,
+            where="ingestionConfig.filterConfig.filterFunction",
+            derived=made,
+            budget=budget,
+        )
         reads += expr.fields
         calls.update((c.column, c) for c in expr.calls)
         where = expr.sql
@@ -245,12 +254,14 @@ def _rolled_up(cfg: PinotTableConfig) -> dict[str, tuple[str, str | None]]:
     return {m.column: (m.function, m.source) for m in agg.metrics}
 
 
-def _source(field: str, made: Mapping[str, str]) -> PinotExpr:
-    """The SQL of the field an aggregation reads: the record's, or its transformConfig's."""
-    if field in made:
-        return translate(made[field], where=f"transform of field '{field}'")
-    quoted = '"' + field.replace('"', '""') + '"'
-    return translate(quoted, where=f"source field '{field}' of an aggregation")
+def _stored(expr: PinotExpr, ddl_type: str) -> PinotExpr:
+    """``expr`` as a column of ``ddl_type`` reads it where Pinot's conversion differs from
+    Spark's cast: a number into a TIMESTAMP is epoch millis, BYTES into a STRING hex."""
+    if ddl_type == "TIMESTAMP" and expr.type in _NUMBERS:
+        return replace(expr, sql=f"timestamp_millis(CAST({expr.sql} AS BIGINT))", type="TIMESTAMP")
+    if ddl_type == "STRING" and expr.type == "BINARY":
+        return replace(expr, sql=f"lower(hex({expr.sql}))", type="STRING")
+    return expr
 
 
 def _sink(schema: PinotSchema, cfg: PinotTableConfig) -> SinkSpec:

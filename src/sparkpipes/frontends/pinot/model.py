@@ -29,10 +29,10 @@ from typing import Any
 from sparkpipes.config import urls
 from sparkpipes.config.core import REDACTED, is_metadata_column, parse_json_object
 from sparkpipes.errors import ConfigError
-from sparkpipes.frontends.pinot import keys
+from sparkpipes.frontends.pinot import chain, keys
 from sparkpipes.frontends.pinot.aggregation import IngestionAggregation, aggregation_config
 from sparkpipes.frontends.pinot.complex import ComplexTypeConfig, complex_type_config
-from sparkpipes.frontends.pinot.expr import filter_sql, translate
+from sparkpipes.frontends.pinot.expr import Budget, PinotExpr, filter_sql, translate
 from sparkpipes.frontends.pinot.kinesis import STREAM_TYPE, load_kinesis
 from sparkpipes.frontends.pinot.multistream import check as check_streams
 from sparkpipes.frontends.pinot.problems import Problems, raise_all
@@ -222,13 +222,22 @@ def load_table(
         )
     sources = aggregation.sources if aggregation is not None else frozenset()
     complex_types = complex_type_config(ingestion, schema, found)
-    transforms = _transforms(ingestion, schema, found, sources)
+    made: dict[str, PinotExpr] = {}
+    budget = Budget()  # the SQL of all the table's expressions (.chain)
+    transforms = _transforms(ingestion, schema, found, sources, made, budget)
+    if not made:  # none, or refused: what reads them is checked by itself
+        budget = Budget()
+    # spent in the lowering's order: the transforms, what the aggregations read, the filter
+    for path, read in _aggregated(ingestion, aggregation):
+        with found.at(path):
+            chain.source(read, made, budget)
     filt = _object(ingestion, "filterConfig", "ingestionConfig.", found)
     where = "ingestionConfig.filterConfig"
     found.sort(filt, ("filterFunction",), where, where)
     if filt.get("filterFunction"):
-        with found.at("ingestionConfig.filterConfig.filterFunction"):
-            filter_sql(filt["filterFunction"], where="ingestionConfig.filterConfig.filterFunction")
+        where += ".filterFunction"
+        with found.at(where):  # (after the transforms: reads what they make)
+            filter_sql(filt["filterFunction"], where=where, derived=made, budget=budget)
     retention = upsert = None
     dedup = False
     with found.at("segmentsConfig"):
@@ -285,21 +294,57 @@ def load_table(
     )
 
 
+def _aggregated(
+    ingestion: Mapping[str, Any], aggregation: IngestionAggregation | None
+) -> list[tuple[str, str]]:
+    """(JSON path, source field) of each metric that reads a field, in the order the
+    lowering reads them."""
+    if aggregation is None:
+        return []
+    configs = ingestion.get("aggregationConfigs")
+    paths = {
+        c.get("columnName"): f"ingestionConfig.aggregationConfigs[{i}]"
+        for i, c in enumerate(configs if isinstance(configs, list) else [])
+        if isinstance(c, dict)
+    }
+    return [
+        (paths.get(m.column, "tableIndexConfig.aggregateMetrics"), m.source)
+        for m in aggregation.metrics
+        if m.source is not None
+    ]
+
+
 def _transforms(
     ingestion: Mapping[str, Any],
     schema: PinotSchema | None,
     found: Problems,
     sources: frozenset[str] = frozenset(),
+    made: dict[str, PinotExpr] | None = None,
+    budget: Budget | None = None,
 ) -> list[tuple[str, str]]:
     """``transformConfigs`` (and, with the schema, its fields' own ``transformFunction``),
-    each expression translated once here so that all their errors come at once. A
-    transform may make a column of the schema or a field an aggregation reads
-    (``sources``), as Pinot allows."""
-    transforms = []
+    each expression translated once here so that all their errors come at once, with
+    Pinot's own rules (``TableConfigUtils``, ``ExpressionTransformer``): one transform per
+    column, none reading its own column, none in a cycle of transforms reading each
+    other (:mod:`.chain`). A transform may make a column of the schema, a field an
+    aggregation reads (``sources``) or a field another transform reads (an intermediate,
+    as the newest Pinot allows). ``made`` receives each transform as others read it,
+    their SQL spent from ``budget`` (the table's; a chain past it is refused at the
+    transform where it ran out)."""
     configs = ingestion.get("transformConfigs") or []
     if not isinstance(configs, list):
         found.add("ingestionConfig.transformConfigs", "transformConfigs must be a list")
         configs = []
+    # Pinot's pre-pass: every field a transformConfig reads (such a destination may be an
+    # intermediate, no schema column)
+    given = {
+        str(i): t["transformFunction"]
+        for i, t in enumerate(configs)
+        if isinstance(t, dict) and isinstance(t.get("transformFunction"), str)
+    }
+    read = {f for args in chain.arguments(given).values() for f in args}
+    paths: dict[str, str] = {}
+    transforms: list[tuple[str, str]] = []
     for i, t in enumerate(configs):
         where = f"ingestionConfig.transformConfigs[{i}]"
         if not isinstance(t, dict):
@@ -310,17 +355,49 @@ def _transforms(
         if not isinstance(col, str) or not isinstance(fn, str) or not fn.strip():
             found.add(where, f"{where} needs columnName and transformFunction")
             continue
-        with found.at(where):
-            if schema is not None and col not in sources:
-                schema.field(col)
-            translate(fn, where=f"transform of column '{col}'")
+        if col in paths:
+            found.add(
+                where,
+                f"column '{col}' has a transform at {paths[col]} already; Pinot refuses a "
+                f"second one too (\"Duplicate transform config found for column '{col}'\")",
+            )
+            continue
+        paths[col] = where
         transforms.append((col, fn))
+        with found.at(where):
+            args = translate(fn, where=chain.where(col)).fields
+            if col in args:
+                transforms.pop()  # (not a cycle as well)
+                raise ConfigError(
+                    f"{chain.where(col)} reads its own column; Pinot refuses it too "
+                    f"(\"Arguments of a transform function '[{', '.join(args)}]' cannot "
+                    f"contain the destination column '{col}'\")"
+                )
+            if schema is not None and col not in {*sources, *read, *schema.names}:
+                raise ConfigError(
+                    f"{chain.where(col)}: schema '{schema.name}' has no column '{col}', "
+                    "and no transform or aggregation reads it (Pinot's rule: \"The "
+                    f"destination column '{col}' of the transform function must be "
+                    "present in the schema, be consumed as the input of another transform "
+                    'function, or be a source column for aggregations"; columns: '
+                    f"{', '.join(schema.names)})"
+                )
     if schema is not None:
-        done = {c for c, _ in transforms}
         for f in schema.fields:
-            if f.transform and f.name not in done:
-                with found.at(f"schema field '{f.name}'.transformFunction"):
-                    translate(f.transform, where=f"transform of column '{f.name}'")
+            if f.transform and f.name not in paths:
+                paths[f.name] = f"schema field '{f.name}'.transformFunction"
+                with found.at(paths[f.name]):
+                    translate(f.transform, where=chain.where(f.name))
+        every = dict(transforms)
+        every.update((f.name, f.transform) for f in schema.fields if f.transform)
+        every.update(transforms)  # a transformConfig wins over the field's own, as in Pinot
+        translated = chain.arguments(every)  # (one that does not is reported above)
+        try:
+            made = made if made is not None else {}
+            resolved = {c: t for c, t in every.items() if c in translated}
+            made.update(chain.resolve(resolved, budget))
+        except chain.ChainError as e:
+            found.add(paths[e.column], e.message)
     return transforms
 
 

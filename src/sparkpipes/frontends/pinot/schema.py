@@ -25,6 +25,7 @@ from typing import Any
 from sparkpipes.config.core import parse_json_object
 from sparkpipes.config.tables import EXCEED
 from sparkpipes.errors import ConfigError
+from sparkpipes.frontends.pinot.expr import translate
 from sparkpipes.frontends.pinot.problems import Problems, raise_all
 from sparkpipes.frontends.pinot.timespec import time_field
 from sparkpipes.frontends.pinot.units import TIME_UNITS_MS
@@ -185,11 +186,13 @@ def load_schema(doc: str | Mapping[str, Any], problems: Problems | None = None) 
         name = "?"
     fields: list[FieldSpec] = []
     expected = 0  # field specs given
+    given: dict[str, tuple[str, str]] = {}  # path → (column, its own transformFunction)
     for key, role in ROLES.items():
         if key == "dateTimeFieldSpecs" and "timeFieldSpec" in d:  # Pinot's time column first
             expected += 1
             with found.at("timeFieldSpec"):
                 fields.append(_time_field(d["timeFieldSpec"], found))
+                _given(d["timeFieldSpec"], fields[-1].name, "timeFieldSpec", given)
         specs = d.get(key) or []
         if not isinstance(specs, list):
             found.add(key, f"schema '{name}': {key} must be a list of field specs")
@@ -198,6 +201,8 @@ def load_schema(doc: str | Mapping[str, Any], problems: Problems | None = None) 
         for i, spec in enumerate(specs):
             with found.at(f"{key}[{i}]"):
                 fields.append(_field(spec, role, f"{key}[{i}]", found))
+                _given(spec, fields[-1].name, f"{key}[{i}]", given)
+    _unchained(given, found)
     if not fields and not found.errors:
         found.add("dimensionFieldSpecs", f"schema '{name}' has no field specs")
     seen: set[str] = set()
@@ -229,6 +234,53 @@ def load_schema(doc: str | Mapping[str, Any], problems: Problems | None = None) 
     return PinotSchema(
         name, tuple(fields), tuple(pk), d, tuple(found.unrecognized), column_nulls is True
     )
+
+
+def _given(spec: Any, column: str, path: str, given: dict[str, tuple[str, str]]) -> None:
+    """Note the field's own ``transformFunction`` as given (a ``timeFieldSpec``'s
+    conversion between its specs is none: Pinot's rule below does not see it either)."""
+    fn = spec.get("transformFunction") if isinstance(spec, dict) else None
+    if isinstance(fn, str) and fn.strip():
+        given[f"{path}.transformFunction"] = (column, fn)
+
+
+def _unchained(given: Mapping[str, tuple[str, str]], found: Problems) -> None:
+    """Pinot's rule on the schema's own transforms (``SchemaUtils.validate``): none reads
+    its own column, and none reads a column another makes ("chained transforms … not
+    supported"). A table config's ``transformConfigs`` may read each other (Pinot sorts
+    them, :mod:`~sparkpipes.frontends.pinot.chain`); these may not, so a schema Pinot
+    refuses is refused here too, in its words. An expression that does not translate is
+    left to the table config's checks, which name what is wrong with it."""
+    reads: dict[str, tuple[str, ...]] = {}
+    for path, (column, fn) in given.items():
+        try:
+            args = translate(fn, where=f"transform of column '{column}'").fields
+        except ConfigError:
+            continue
+        if column in args:
+            found.add(
+                path,
+                f"the transformFunction of column '{column}' reads its own column; Pinot "
+                f'refuses the schema too ("Exception in getting arguments for transform '
+                f"function '{fn}' for column '{column}'\": \"The arguments of transform "
+                f'function {fn} should not contain the destination column {column}")',
+            )
+        else:
+            reads[path] = args
+    made = {given[path][0] for path in reads}
+    for path, args in reads.items():
+        chained = [a for a in args if a in made]
+        if chained:
+            names = ", ".join(chained)
+            found.add(
+                path,
+                f"the transformFunction of column '{given[path][0]}' reads {names}, which "
+                "another field's transformFunction makes; Pinot refuses the schema too "
+                f'("Columns: [{names}] are a result of transformations, and cannot be used '
+                'as arguments to other transform functions"). Give these transforms as '
+                "the table config's ingestionConfig.transformConfigs instead: those may read "
+                "each other",
+            )
 
 
 def _time_field(spec: Any, found: Problems) -> FieldSpec:

@@ -192,13 +192,22 @@ def test_pinpoints_tables_bucket_their_event_time_as_pinot_does(spark, item):
     cfg = load_table(json.loads((corpus / f"{item}.table.json").read_text()), schema)
     spec = lower(schema, cfg)
     sql = dict(spec.transform.assignments)["roundedEventTime"]
-    assert sql.startswith("timestamp_millis(")  # a BIGINT of epoch millis into a TIMESTAMP
-    assert "@eventTime" in {m.column for m in spec.format.mapping}
-    events = ["1700000012345", "1700000039999", None]
+    assert "timestamp_millis(CAST(" in sql  # a BIGINT of epoch millis into a TIMESTAMP
+    # the record's own roundedEventTime, when it has one, wins (Pinot skips the transform)
+    assert {"@eventTime", "@roundedEventTime"} <= {m.column for m in spec.format.mapping}
+    events = [("1700000012345", None), ("1700000039999", None), (None, None)]
+    events.append(("1700000039999", "1600000000000"))
     df = spark.createDataFrame(
-        [(e,) for e in events], StructType([StructField("@eventTime", StringType())])
+        events,
+        StructType(
+            [
+                StructField("@eventTime", StringType()),
+                StructField("@roundedEventTime", StringType()),
+            ]
+        ),
     )
     got = [r[0] for r in df.selectExpr(f"unix_millis({sql})").collect()]
     bucket = PINPOINT[item]
-    assert got[:2] == [int(e) // bucket * bucket for e in events[:2]]
+    assert got[:2] == [int(e) // bucket * bucket for e, _ in events[:2]]
     assert got[2] is None  # a record without eventTime: NULL, then the column's null value
+    assert got[3] == 1600000000000

@@ -89,6 +89,11 @@ def test_brokers_found_through_zookeeper_are_refused_with_the_way_out():
         load_table(table, load_schema(schema_doc))
     assert "found through ZooKeeper (stream.kafka.hlc.zk.connect.string" in str(e.value)
     assert "give the brokers in stream.kafka.hlc.bootstrap.server" in str(e.value)
+    # and says that current Pinot refuses every high-level consumer (its StreamConfig)
+    assert (
+        "Realtime tables with HLC consumer (consumer.type=highlevel) is no longer supported "
+        "in Apache Pinot" in str(e.value)
+    )
     _streams(table)["stream.kafka.hlc.bootstrap.server"] = "127.0.0.1:9092"
     cfg = load_table(table, load_schema(schema_doc))
     assert cfg.stream.brokers == "127.0.0.1:9092" and cfg.stream.high_level

@@ -32,6 +32,7 @@ geospatial functions are not SQL: they are computed first, as :attr:`PinotExpr.c
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from sparkpipes.config import FunctionCall
@@ -41,10 +42,21 @@ from sparkpipes.config import FunctionCall
 from sparkpipes.frontends.pinot.expr import times  # noqa: F401  # isort: skip
 from sparkpipes.frontends.pinot.expr import functions  # noqa: F401  # isort: skip
 from sparkpipes.frontends.pinot.expr import convert  # noqa: F401  # isort: skip
-from sparkpipes.frontends.pinot.expr.core import FUNCTIONS, Function, _as
+from sparkpipes.frontends.pinot.expr.budget import MAX_SQL, Budget, TooLarge
+from sparkpipes.frontends.pinot.expr.core import FUNCTIONS, Function, _as, _first_existing, _Node
 from sparkpipes.frontends.pinot.expr.parser import _Parser
 
-__all__ = ["FUNCTIONS", "Function", "PinotExpr", "filter_sql", "translate"]
+__all__ = [
+    "FUNCTIONS",
+    "MAX_SQL",
+    "Budget",
+    "Function",
+    "PinotExpr",
+    "TooLarge",
+    "filter_sql",
+    "first_existing",
+    "translate",
+]
 
 
 @dataclass(frozen=True)
@@ -65,27 +77,60 @@ class PinotExpr:
     calls: tuple[FunctionCall, ...] = ()
 
 
-def translate(expr: str, *, where: str) -> PinotExpr:
+def translate(
+    expr: str,
+    *,
+    where: str,
+    derived: Mapping[str, PinotExpr] | None = None,
+    budget: Budget | None = None,
+) -> PinotExpr:
     """The Spark SQL of the Pinot expression ``expr`` (a ``transformFunction``).
+
+    ``derived`` maps the fields other transforms make to their translations: a field
+    named there is read as that transform's value (the record's own value of it first,
+    :func:`first_existing`), as Pinot runs transforms in the order they read each other
+    (:mod:`sparkpipes.frontends.pinot.chain`); any other field is the record's.
+
+    ``budget`` is what the SQL of the table's expressions may still come to, shared by
+    all of them and spent by this one (without it: :data:`MAX_SQL` for this one alone).
 
     Raises :class:`ConfigError`, its message starting with ``where``, for an empty or
     malformed expression, an unknown function (naming the nearest known one), a wrong
     number of arguments, an argument a function needs as a literal (a date pattern, a JSON
-    type …) given otherwise, and ``Groovy(...)``.
+    type …) given otherwise, and ``Groovy(...)``; :class:`TooLarge` for SQL over the
+    budget.
     """
-    parser = _Parser(expr, where, "transform")
+    parser = _Parser(expr, where, "transform", derived, budget)
     node, fields = parser.parse()
     return PinotExpr(node.sql, fields, node.type, tuple(parser.calls.values()))
 
 
-def filter_sql(expr: str, *, where: str) -> PinotExpr:
+def first_existing(column: str, expr: PinotExpr) -> PinotExpr:
+    """The value Pinot's ``ExpressionTransformer`` leaves in ``column``, the destination of
+    ``expr``: the record's own non-null value of ``column`` if it has one (Pinot skips the
+    transform then), else ``expr``'s. Reads the record's ``column`` as one more field."""
+    node = _first_existing(column, _Node(expr.sql, expr.type))
+    return PinotExpr(
+        node.sql, (column, *(f for f in expr.fields if f != column)), node.type, expr.calls
+    )
+
+
+def filter_sql(
+    expr: str,
+    *,
+    where: str,
+    derived: Mapping[str, PinotExpr] | None = None,
+    budget: Budget | None = None,
+) -> PinotExpr:
     """The Spark SQL condition of the records a Pinot ``filterFunction`` keeps.
 
     Pinot drops a record for which the filter is true, so this is
     ``NOT coalesce((<filter>), false)``: a record whose filter is false or NULL is kept.
-    Errors as for :func:`translate`.
+    Pinot filters after its transforms, so a field in ``derived`` is read as the
+    transform's value (see :func:`translate`, and for ``budget``). Errors as for
+    :func:`translate`.
     """
-    parser = _Parser(expr, where, "filter")
+    parser = _Parser(expr, where, "filter", derived, budget)
     node, fields = parser.parse()
     cond = _as(node, "BOOLEAN").sql
     return PinotExpr(f"(NOT coalesce(({cond}), false))", fields, None, tuple(parser.calls.values()))

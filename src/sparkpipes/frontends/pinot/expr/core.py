@@ -208,6 +208,27 @@ def _from_local(millis: str, tz: _Node | None) -> str:
     return f"unix_millis(to_utc_timestamp(timestamp_millis({millis}), {tz.sql}))"
 
 
+def _var(name: str) -> str:
+    """The pipeline variable holding the record's field ``name`` (its text)."""
+    return "`@" + name.replace("`", "``") + "`"
+
+
+def _first_existing(name: str, value: _Node) -> _Node:
+    """What a transform's destination ``name`` holds after Pinot's ``ExpressionTransformer``:
+    it skips a transform when the record already has a non-null value for the column (the
+    record extractor reads every destination for that reason), so the record's own value
+    wins, converted as the transform's value would be, and ``value`` fills the rest."""
+    var = _Node(_var(name), None)
+    t = value.type
+    if t is None or value.is_null:  # text, or not known: the record's text as it is
+        return _Node(f"coalesce({var.sql}, {value.sql})", None)
+    if t.startswith("ARRAY"):  # a multi-value field's JSON text; a single value: one element
+        own = f"coalesce(from_json({var.sql}, '{t}'), array({var.sql}))"
+    else:
+        own = _as(var, t).sql
+    return _Node(f"CASE WHEN {var.sql} IS NOT NULL THEN {own} ELSE {value.sql} END", t)
+
+
 def _floordiv(a: str, n: int) -> str:
     return f"(({a}) - pmod({a}, {n})) div {n}"
 

@@ -26,7 +26,6 @@ for _names, _tmpl, _doc in (
     ("upper", "upper({0})", "upper case"),
     ("lower", "lower({0})", "lower case"),
     ("reverse", "reverse({0})", "the characters in reverse order"),
-    ("length", "char_length({0})", "the number of characters"),
     (
         "trim",
         "regexp_replace({0}, '^[\\\\x00-\\\\x20]+|[\\\\x00-\\\\x20]+$', '')",
@@ -38,6 +37,12 @@ for _names, _tmpl, _doc in (
     ("decodeUrl", "try_url_decode({0})", "URL-decoded; NULL if malformed"),
 ):
     _def(f"{_names}(input:S) -> S", _tmpl, _doc)
+# Java's String.length(): UTF-16 units (a character outside the BMP counts 2), an int
+_def(
+    "length(input:S) -> I",
+    "(octet_length(encode({0}, 'UTF-16BE')) div 2)",
+    "the number of UTF-16 units (Java's String.length)",
+)
 _defs_s = (
     ("startsWith(input:S, prefix:S) -> Z", "startswith({0}, {1})"),
     ("endsWith(input:S, suffix:S) -> Z", "endswith({0}, {1})"),

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 from sparkpipes.config import FunctionCall
 from sparkpipes.errors import ConfigError
 from sparkpipes.frontends.pinot.expr import geo
+from sparkpipes.frontends.pinot.expr.budget import Budget
 from sparkpipes.frontends.pinot.expr.core import (
     _INTEGRAL,
     _NOT,
@@ -19,12 +21,28 @@ from sparkpipes.frontends.pinot.expr.core import (
     _canonical,
     _compare_types,
     _Fail,
+    _first_existing,
     _Literal,
     _Node,
     _numeric,
     _s,
     _unify,
+    _var,
 )
+
+
+class Derived(Protocol):
+    """A translated transform another expression may read (``PinotExpr``)."""
+
+    @property
+    def sql(self) -> str: ...
+    @property
+    def type(self) -> str | None: ...
+    @property
+    def fields(self) -> tuple[str, ...]: ...
+    @property
+    def calls(self) -> tuple[FunctionCall, ...]: ...
+
 
 #: the functions whose result has the type of their arguments (or the one they name)
 _RETURNS_FIRST = {"coalesce", "jsonextractscalar"}
@@ -90,8 +108,19 @@ class _Tok:
 
 
 class _Parser:
-    def __init__(self, text: str, where: str, kind: str) -> None:
+    def __init__(
+        self,
+        text: str,
+        where: str,
+        kind: str,
+        derived: Mapping[str, Derived] | None = None,
+        budget: Budget | None = None,
+    ) -> None:
         self.text, self.where, self.kind = text, where, kind
+        #: the fields other transforms make: read as their values (``_first_existing``)
+        self.derived = derived or {}
+        #: the SQL the table's expressions may still come to (this one's alone: a new one)
+        self.budget = budget if budget is not None else Budget()
         self.fields: dict[str, None] = {}
         #: the geospatial calls the expression makes, inner first, each once (``geo``)
         self.calls: dict[str, FunctionCall] = {}
@@ -151,7 +180,10 @@ class _Parser:
                 if t.lower() == "groovy" and text[end:].lstrip().startswith("("):
                     raise self.error(
                         f"Groovy scripts are not supported ({self.kind} at character "
-                        f"{pos + 1}): a script could run arbitrary code on the engine. Write "
+                        f"{pos + 1}): a script could run arbitrary code on the engine. "
+                        "Pinot's controller refuses them too unless its operator sets "
+                        "controller.disable.ingestion.groovy=false (true by default: "
+                        '"Groovy transform functions are disabled for table config"). Write '
                         "the same logic with scalar functions and operators, e.g. "
                         "Groovy({ts / 1000}, ts) → toEpochSeconds(ts), "
                         "Groovy({a + ' ' + b}, a, b) → concat(a, b, ' '), "
@@ -199,14 +231,24 @@ class _Parser:
     # --- grammar ---
 
     def parse(self) -> tuple[_Node, tuple[str, ...]]:
+        """The expression's node and the record fields it reads; its SQL is counted in
+        the budget (the geospatial calls it adds were counted as they were added)."""
         node = self.expr()
         tok = self.peek()
         if tok.kind != "end":
             raise self.syntax(tok.pos, f"unexpected {self.describe(tok)}")
+        self.budget.spend(len(node.sql), self.where)
         return node, tuple(self.fields)
 
+    def sized(self, node: _Node) -> _Node:
+        """``node``, once its SQL is known to fit the budget: checked at every
+        subexpression, so SQL that grows with each level of nesting is refused at the
+        first level past the budget, not built whole."""
+        self.budget.check(len(node.sql), self.where)
+        return node
+
     def expr(self) -> _Node:
-        return self.disjunction()
+        return self.sized(self.disjunction())
 
     def disjunction(self) -> _Node:
         left = self.conjunction()
@@ -396,12 +438,26 @@ class _Parser:
 
     def field(self, name: str, pos: int) -> _Node:
         self.fields.setdefault(name, None)
-        return _Node("`@" + name.replace("`", "``") + "`", None, pos=pos)
+        made = self.derived.get(name)
+        if made is None:
+            return _Node(_var(name), None, pos=pos)
+        # another transform's destination: its value, the record's own first (Pinot runs
+        # the transforms in the order they read each other and skips one whose column
+        # the record already has); what it reads is read here, its calls computed first
+        # (counted when that transform was translated)
+        self.budget.check(len(made.sql), self.where)
+        for f in made.fields:
+            self.fields.setdefault(f, None)
+        for c in made.calls:
+            self.calls.setdefault(c.column, c)
+        node = _first_existing(name, _Node(made.sql, made.type))
+        return replace(self.sized(node), pos=pos)
 
     def case(self) -> _Node:
         start = self.take()
         subject = None if self.is_kw("WHEN") else self.expr()
         whens: list[tuple[_Node, _Node]] = []
+        size = 0  # of the parts so far: a subject is written again in every WHEN
         while self.is_kw("WHEN"):
             self.take()
             cond = self.expr()
@@ -410,6 +466,8 @@ class _Parser:
                 cond = _Node(f"({a.sql} = {b.sql})", "BOOLEAN")
             self.expect_kw("THEN", " after the WHEN condition")
             whens.append((_as(cond, "BOOLEAN"), self.expr()))
+            size += len(whens[-1][0].sql) + len(whens[-1][1].sql)
+            self.budget.check(size, self.where)
         if not whens:
             raise self.syntax(self.peek().pos, f"expected WHEN, found {self.describe(self.peek())}")
         other = None
@@ -479,7 +537,9 @@ class _Parser:
                 node, computed = geo.call(geo.GEOSPATIAL[key], args)
             except _Fail as e:
                 raise self.error(f"{e} (character {tok.pos + 1})") from None
-            self.calls.setdefault(computed.column, computed)
+            if computed.column not in self.calls:  # its arguments' SQL is the engine's too
+                self.budget.spend(sum(len(a) for a in computed.args), self.where)
+                self.calls[computed.column] = computed
             return replace(node, pos=tok.pos)
         if fn is None:
             near = difflib.get_close_matches(key, FUNCTIONS, n=1, cutoff=0.6)
@@ -501,7 +561,7 @@ class _Parser:
             sql, returns = sql.sql, sql.type
         elif key in _RETURNS_FIRST:
             returns = self.first_type(key, args)
-        return _Node(sql, returns, pos=tok.pos)
+        return self.sized(_Node(sql, returns, pos=tok.pos))
 
     @staticmethod
     def first_type(key: str, args: list[_Node]) -> str | None:
