@@ -12,6 +12,7 @@ User-facing front ends (the CLI, the demo) print ``str(err)`` and never a traceb
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 
@@ -252,6 +253,91 @@ class EngineError(SparkpipesError):
     code = "SP600"
     kind = "engine"
     transient = True
+
+
+class LostExecutorDataError(EngineError):
+    """A Spark job needed rows only an executor held, and that executor is gone: a block
+    of a local checkpoint (``DataFrame.localCheckpoint``, which a procedure body's and a
+    ``DELETE``'s or ``UPDATE``'s rows are kept in between statements) lives in the memory
+    and disk of the executor that computed it, not in storage, so an executor lost on a
+    cluster takes it along. Computing the batch again makes it anew: transient."""
+
+
+#: Spark's error condition for data an executor held and took with it
+#: (``SparkCoreErrors.checkpointRDDBlockIdNotFoundError``: "Checkpoint block
+#: rdd_<rdd>_<partition> not found! Either the executor that originally checkpointed this
+#: partition is no longer alive, or the original RDD is unpersisted.")
+LOST_BLOCK_CONDITION = "CHECKPOINT_RDD_BLOCK_ID_NOT_FOUND"
+_BLOCK = re.compile(r"Checkpoint block (rdd_\d+_\d+) not found")
+#: the same as text, where no exception of Spark's is there to ask: only as a line of its
+#: own that Spark began — its exception, or the abort of a job whose task failed for it —
+#: never where a SQL text or a value quoted in another error could put it
+_LOST_LINE = re.compile(
+    r"^(?:: )?org\.apache\.spark\.SparkException: "
+    r"(?:Job aborted due to stage failure: Task \d+ in stage [\d.]+ failed \d+ times?, "
+    r"most recent failure: Lost task [\d.]+ in stage [\d.]+ \(TID \d+\) \([^()\n]*\): "
+    r"org\.apache\.spark\.SparkException: )?"
+    r"(?:\[CHECKPOINT_RDD_BLOCK_ID_NOT_FOUND\] )?Checkpoint block (rdd_\d+_\d+) not found!",
+    re.MULTILINE,
+)
+#: causes followed down a Java exception's chain
+_CHAIN = 16
+
+
+def lost_executor_data(e: BaseException) -> LostExecutorDataError | None:
+    """The transient error for a Spark failure a new attempt cures because it only lost
+    data an executor held (a local checkpoint's block), else None. Told by the error
+    condition of the Java exception behind ``e`` (py4j's ``java_exception``; PySpark's
+    captured exceptions keep it as their origin) or of one it was caused by (the abort
+    of a job whose task failed for it), not by ``e``'s text, which carries the user's SQL
+    and values (a failed cast quotes the value). Only where there is no such exception
+    is the text asked, for a line Spark began (:data:`_LOST_LINE`); callers classify
+    with this before they blame the user's SQL or the data."""
+    java = getattr(e, "java_exception", None) or getattr(e, "_origin", None)
+    if java is not None:
+        block = _lost_in_chain(java)
+    else:
+        own = _call(e, "getCondition")  # PySpark's exception without a JVM (Connect)
+        if own is not None:
+            block = _block(e) if own == LOST_BLOCK_CONDITION else None
+        else:
+            found = _LOST_LINE.search(str(e))
+            block = found[1] if found else None
+    if block is None:
+        return None
+    what = f"block {block} of " if block else ""
+    return LostExecutorDataError(
+        f"Spark lost {what}a local checkpoint of the rows with the executor that held it "
+        f"({LOST_BLOCK_CONDITION}); transient: a pipeline's batch is computed again, a "
+        "statement can be run again"
+    )
+
+
+def _lost_in_chain(java: Any) -> str | None:
+    """The block a Java exception (or one down its chain of causes) says was lost, ""
+    if it does not name it; None if none of them has the condition."""
+    for _ in range(_CHAIN):
+        if java is None:
+            return None
+        condition = _call(java, "getCondition") or _call(java, "getErrorClass")
+        if condition == LOST_BLOCK_CONDITION:
+            return _block(java)
+        java = _call(java, "getCause")
+    return None
+
+
+def _block(e: Any) -> str:
+    found = _BLOCK.search(str(_call(e, "getMessage") or e))
+    return found[1] if found else ""
+
+
+def _call(obj: Any, method: str) -> Any:
+    """``obj.method()``, or None where it has no such method or calling it fails (a
+    Java object through py4j, a Spark without error conditions)."""
+    try:
+        return getattr(obj, method)()
+    except Exception:
+        return None
 
 
 class InternalError(SparkpipesError):

@@ -371,3 +371,35 @@ def test_changes_are_never_applied_over_what_another_writer_committed_meanwhile(
     engine.run_batches("c", 3, until_idle=True)
     assert _table(sql, "SELECT n FROM totals") == [(103,)]
     assert engine.offsets("c")
+
+
+def test_an_update_of_a_keyless_table_that_fails_after_its_commit_is_not_reported_failed(
+    engine, monkeypatch
+):
+    """``UPDATE`` of a table without a primary key counts the rows it changed (MySQL's rows
+    affected) before its MERGE commits: a count that failed after the commit (an executor
+    lost: transient, "a statement can be run again") would have a client run the UPDATE
+    again and apply it twice."""
+    from sparkpipes.engine.changes import ChangedTable
+    from sparkpipes.errors import LostExecutorDataError
+
+    sql = SqlSession(engine)
+    sql.execute("CREATE TABLE bag (n INT); INSERT INTO bag VALUES (1), (1), (5)")
+    counted = ChangedTable.affected
+    lost: list[bool] = []
+
+    def affected(self) -> int:
+        if not lost:
+            lost.append(True)
+            raise LostExecutorDataError("an executor took the rows with it")
+        return counted(self)
+
+    monkeypatch.setattr(ChangedTable, "affected", affected)
+    statement = "UPDATE bag SET n = n + 1"
+    try:
+        (updated,) = sql.execute(statement)
+    except LostExecutorDataError:  # transient: the client runs the statement again
+        (updated,) = sql.execute(statement)
+    assert lost == [True]
+    assert updated.message.startswith("Query OK, 3 rows affected")
+    assert _table(sql, "SELECT n FROM bag") == [(2,), (2,), (6,)]  # once

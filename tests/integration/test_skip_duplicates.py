@@ -71,3 +71,54 @@ def test_with_set_clauses_and_skip_all_errors_too_and_never_for_ignore(sql, engi
         (str(data / "a.json"), starts[1])
     ]
     assert engine.errors("ig") == []
+
+
+def test_listed_once_when_the_batch_fails_after_its_commit(sql, engine, tmp_path, monkeypatch):
+    """The MERGE's skipped rows are listed before it commits (``BatchCommit.report``): a
+    failure after the commit, before the engine records the batch, loses none, and the
+    retry (which finds the batch committed) lists none twice."""
+    import sparkpipes.engine.batch.protocol as protocol
+    from sparkpipes.errors import EngineError
+
+    data = tmp_path / "d"
+    data.mkdir()
+    starts = _lines(data / "a.json", ['{"k": 1, "v": "a"}', '{"k": 1, "v": "b"}'])
+    sql("CREATE TABLE once (k INT, v TEXT, PRIMARY KEY (k))")
+    sql(
+        f"CREATE PIPELINE once AS LOAD DATA FS '{data}/*.json' SKIP DUPLICATE KEY ERRORS "
+        "INTO TABLE once FORMAT JSON"
+    )
+    failed: list[str] = []
+
+    def crash(point: str) -> None:
+        if point == "after_commit" and not failed:
+            failed.append(point)
+            raise EngineError("failed after the commit")
+
+    monkeypatch.setattr(protocol, "crash_point", crash)
+    engine.run_batches("once", 3, until_idle=True)
+    assert failed == ["after_commit"]
+    assert sql("SELECT k, v FROM once").rows == [(1, "a")]
+    assert [e["offset"] for e in engine.errors("once")] == [starts[1]]
+
+
+def test_an_attempt_that_finds_its_batch_committed_keeps_the_winners_list(sql, engine, tmp_path):
+    """Two attempts of one batch (as a stale runner's and the one that committed): the
+    attempt whose commit finds the batch there writes nothing to the list, where its
+    own errors (a line it could not parse) would replace the winner's skipped rows."""
+    data = tmp_path / "d"
+    data.mkdir()
+    starts = _lines(data / "a.json", ['{"k": 1, "v": "a"}', "{not json", '{"k": 1, "v": "b"}'])
+    sql("CREATE TABLE twice (k INT, v TEXT, PRIMARY KEY (k))")
+    sql(
+        f"CREATE PIPELINE twice AS LOAD DATA FS '{data}/*.json' SKIP ALL ERRORS "
+        "INTO TABLE twice FORMAT JSON"
+    )
+    runner = engine._runner("twice")
+    plan = runner.plan()
+    assert runner.commit(runner.extract(plan)).state == "Succeeded"
+    listed = [(e["offset"], e["reason"]) for e in engine.errors("twice")]
+    assert [o for o, _ in listed] == starts[1:]  # the line not parsed, the duplicate
+    assert runner.commit(runner.extract(plan, attempt=2), attempt=2).state == "Replayed"
+    assert [(e["offset"], e["reason"]) for e in engine.errors("twice")] == listed
+    assert sql("SELECT k, v FROM twice").rows == [(1, "a")]

@@ -32,7 +32,7 @@ from sparkpipes.catalog import TableRecord
 from sparkpipes.config.procedure import ProcedureStatement
 from sparkpipes.engine.batch.transform import REJECT_COLUMN, Transform, apply
 from sparkpipes.engine.sql.dialect import TokenType, _tokens, translate
-from sparkpipes.errors import ConfigError, DuplicateKeyError
+from sparkpipes.errors import ConfigError, DuplicateKeyError, lost_executor_data
 from sparkpipes.sinks.delta.upsert import CHANGE_OP, Upsert, old_column
 
 OLD = "__sp_old"
@@ -208,12 +208,19 @@ class ChangedTable:
 
     def _collect(self, df: Any, statement: ProcedureStatement) -> list[Any]:
         """``df.collect()``; Spark's error (a division by zero, a cast, in this statement or
-        an earlier one of the table) as the statement's error."""
+        an earlier one of the table) as the statement's error, but a local checkpoint of
+        the table's rows lost with an executor as the transient error it is."""
+        from py4j.protocol import Py4JJavaError
         from pyspark.errors import PySparkException
 
         try:
             return df.collect()
-        except PySparkException as e:
+        except (PySparkException, Py4JJavaError) as e:
+            lost = lost_executor_data(e)
+            if lost is not None:
+                raise lost from None
+            if not isinstance(e, PySparkException):
+                raise
             at = f"line {statement.line}: " if statement.line else ""
             first = (str(e).strip().splitlines() or [type(e).__name__])[0][:400]
             raise self.fails(f"{at}{first} ({statement.text[:80]})") from None
@@ -235,6 +242,8 @@ class ChangedTable:
         moved = None
         for c, s in sets.items():
             differs = ~F.col(s).eqNullSafe(F.col(_q(c)))
+            if _floating(rec.schema.field(c).type):  # MySQL compares the stored bytes
+                differs = differs | _other_zero(F.col(s), F.col(_q(c)))
             moved = differs if moved is None else moved | differs
         values = []
         for c in self.columns:
@@ -268,11 +277,32 @@ class ChangedTable:
         """One row per change: the table's columns (the new row; a deleted row's stored
         one), its kind (:data:`CHANGE_OP`) and the stored row's match columns
         (``old_column(i)``). A key that an inserted row shares with a row of the table
-        as the body leaves it fails the batch, as SingleStore's INSERT does."""
-        from pyspark.sql import functions as F
-
+        as the body leaves it fails the batch, as SingleStore's INSERT does. In a table
+        without a primary key, equal rows change alike (the MERGE matches them all by
+        their values), so one change stands for each set of them (:func:`_once`)."""
         if self.keyed and self.inserted:
             self._no_duplicates()
+        inserts, others = self._changed_rows()
+        if not self.keyed:
+            others = _once(others)
+        return inserts.unionByName(others)
+
+    def affected(self) -> int:
+        """MySQL's rows affected by the statements: each row inserted, each stored row
+        deleted, each row an UPDATE changed (not one it set to the values it had) —
+        counted before :meth:`changes` makes one change of equal rows, so that deleting
+        two equal rows of a table without a primary key counts two."""
+        from pyspark.sql import functions as F
+
+        inserts, others = self._changed_rows()
+        both = inserts.unionByName(others).agg(F.count(F.lit(1)).alias("n"))
+        return int(self._collect(both, ProcedureStatement(self.rec.name, "", line=0))[0]["n"])
+
+    def _changed_rows(self) -> tuple[Any, Any]:
+        """The inserted rows and the other changes (updates, deletes), as :meth:`changes`
+        gives them, before equal changes become one."""
+        from pyspark.sql import functions as F
+
         old = F.col(OLD)
         olds = [old.getField(c).alias(old_column(i)) for i, c in enumerate(self.match)]
         cols = [F.col(_q(c)) for c in self.columns]
@@ -285,9 +315,7 @@ class ChangedTable:
             others = others.unionByName(
                 gone.select(*stored, F.lit("delete").alias(CHANGE_OP), *olds)
             )
-        if not self.keyed:  # equal rows change alike: one source row for all of them
-            others = others.distinct()
-        return inserts.unionByName(others)
+        return inserts, others
 
     def _no_duplicates(self) -> None:
         from pyspark.sql import functions as F
@@ -306,6 +334,34 @@ class ChangedTable:
                 f"Duplicate entry '{key}' for key 'PRIMARY' of table '{self.rec.name}': "
                 "INSERT IGNORE, REPLACE or ON DUPLICATE KEY UPDATE say what a duplicate does"
             )
+
+
+def _once(rows: Any) -> Any:
+    """One row of each set of rows equal as SQL compares them (the set a MERGE by value
+    matches alike), its values as they are: ``distinct()`` would group them the same way
+    but give the grouped values back normalized (a ``-0.0`` set by an UPDATE stored as
+    ``0.0``); a window keeps one row of the group untouched."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    group = Window.partitionBy(*[F.col(_q(c)) for c in rows.columns]).orderBy(F.lit(0))
+    picked = rows.withColumn(PICKED, F.row_number().over(group))
+    return picked.where(F.col(PICKED) == 1).drop(PICKED)
+
+
+def _floating(t: pa.DataType) -> bool:
+    return pa.types.is_floating(t)
+
+
+def _other_zero(new: Any, stored: Any) -> Any:
+    """Whether ``new`` and ``stored`` are zeros of different signs: equal to SQL, but
+    different values to MySQL, which counts (and stores) ``-0.0`` over ``0.0`` as a
+    change."""
+
+    def sign(c: Any) -> Any:
+        return c.cast("double").cast("string").startswith("-")
+
+    return (new == 0) & (stored == 0) & (sign(new) != sign(stored))
 
 
 def changed_tables(statements: Sequence[ProcedureStatement]) -> tuple[str, ...]:

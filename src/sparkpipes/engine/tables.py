@@ -255,7 +255,8 @@ class Tables(AlterTable):
         registered as ``source``) computed on Spark over the current snapshot and applied
         in one MERGE (``engine.changes``) on that snapshot: computed again when another
         writer committed meanwhile (:class:`StaleChanges`), at most
-        :data:`CHANGE_ATTEMPTS` times. Returns the number of rows changed."""
+        :data:`CHANGE_ATTEMPTS` times. Returns MySQL's rows affected (each row deleted,
+        each row an UPDATE changed)."""
         for attempt in range(1, CHANGE_ATTEMPTS + 1):
             try:
                 return self._change(table, statement, run, source)
@@ -284,11 +285,16 @@ class Tables(AlterTable):
         try:
             writer = ParquetWriter(scratch, staged, table)
             files = write_frame(changed.changes(), writer, "part-change", table)
+            written = sum(f.num_records for f in files)
+            # a keyed table's changes are one per row; a keyless one's, one per equal
+            # rows: those are counted before the commit, as nothing may fail after it (a
+            # statement reported failed would be run again, and applied twice)
+            affected = written if changed.keyed or not written else changed.affected()
             if files:
                 sink.apply(files)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
-        return sum(f.num_records for f in files)
+        return affected
 
     def frame(self, name: str):
         """The table's current snapshot as a Spark DataFrame."""

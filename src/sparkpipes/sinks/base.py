@@ -28,7 +28,7 @@ so that nothing a strategy needs leaks into the batch runner.
 from __future__ import annotations
 
 import abc
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -55,7 +55,17 @@ class BatchCommit:
     end offset of every partition the pipeline knows (not only those this batch read);
     for the partitions it read, where it started (``starts``) and the rows it decoded
     from each (``rows``), which a database sink's metadata rows record; and the records
-    it skipped (``errors``, rows of PIPELINES_ERRORS), for a dead-letter table."""
+    it skipped (``errors``, rows of PIPELINES_ERRORS), for a dead-letter table.
+
+    ``report``, where the engine gives it, lists the records the commit itself skips
+    (rows of PIPELINES_ERRORS, with ``errors``) for the batch, replacing what an earlier
+    attempt of it listed: a sink that can calls it before the commit is final, so that a
+    failure between the commit and the engine's record of it loses none, and a retry
+    lists its own once. :meth:`Sink.rejected` still returns them after the commit. A
+    sink that says so (:attr:`Sink.reports_in_commit`) calls it in every commit it
+    makes, and only once it knows the batch is not there already: the engine then writes
+    ``errors`` nowhere else, so that an attempt that finds the batch committed by
+    another leaves the winner's list as it is."""
 
     app_id: str
     pipeline: str
@@ -65,6 +75,7 @@ class BatchCommit:
     starts: Mapping[str, Any] = field(default_factory=dict)
     rows: Mapping[str, int] = field(default_factory=dict)
     errors: Sequence[Mapping[str, Any]] = ()
+    report: Callable[[Sequence[Mapping[str, Any]]], None] | None = None
 
 
 class SinkWriter(abc.ABC):
@@ -132,6 +143,13 @@ class Sink(abc.ABC):
     def committed(self, app_id: str, hint: Committed | None = None) -> Committed | None:
         """The last batch of ``app_id`` the destination holds. ``hint`` (the catalog's
         record) may be used only where the destination confirms it."""
+
+    @property
+    def reports_in_commit(self) -> bool:
+        """Whether every :meth:`commit` that makes the batch calls ``BatchCommit.report``
+        (with ``errors`` and what it skips), after finding the batch not committed yet; if
+        not, the engine stores ``errors`` before the commit."""
+        return False
 
     def rejected(self) -> list[dict[str, Any]]:
         """Records the last :meth:`commit` skipped because the destination refused them

@@ -17,7 +17,12 @@ One batch is one database transaction:
    (a duplicate key, a value a column does not take) are written again one at a time,
    each in a savepoint, and the ones refused again are reported (:meth:`DatabaseSink
    .rejected`) instead of failing the batch, as Confluent's JDBC sink reports each
-   record of a failed write to its errant-record reporter.
+   record of a failed write to its errant-record reporter. With ``SKIP DUPLICATE KEY
+   ERRORS`` the rows skipped as duplicate keys are found in the transaction and listed
+   with their source partition and offset (``database_duplicates``), as the Delta
+   sink lists them. What a commit skips is handed to the engine's ``report`` before
+   ``COMMIT`` (``BatchCommit.report``): a batch whose commit is final has its list,
+   however the process fails after, and a retry replaces an earlier attempt's.
 3. **Resume.** :meth:`DatabaseSink.committed` reads the metadata table: each partition's
    end offset from its latest row, and the greatest batch id.
 
@@ -41,8 +46,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from sparkpipes.errors import ConfigError, SchemaMismatchError, SinkError
+from sparkpipes.errors import ConfigError, SchemaMismatchError, SinkError, SparkpipesError
 from sparkpipes.sinks.base import BatchCommit, Committed, Sink, SinkContext, Staged
+from sparkpipes.sinks.database_duplicates import insert_skipping
 from sparkpipes.sinks.database_load import (
     MODES,
     OFFSET_COLUMN,
@@ -116,6 +122,13 @@ class DatabaseSink(Sink):
             )
         #: errors.tolerance=all: rows the database refuses are reported, not fatal
         self.tolerate = bool(cfg.get("tolerate"))
+        #: SKIP DUPLICATE KEY ERRORS: the rows skipped as duplicates are listed
+        self.report = bool(ctx.skipped_duplicates) and self.writes.mode == "ignore"
+        if self.report and (marked is not None or self.tolerate):
+            raise ConfigError(
+                f"SKIP DUPLICATE KEY ERRORS into table '{self.table}' of {self.dest.where()} "
+                "is not supported with deletes or errors.tolerance"
+            )
         self._rejected: list[dict[str, Any]] = []
         self._engine: Any = None
         self._held = _Held()
@@ -192,10 +205,12 @@ class DatabaseSink(Sink):
                     errors = [*batch.errors, *rejected]
                     if self.dead_letters is not None and errors:
                         self._dead_letters(conn, batch, errors)
+                    if batch.report is not None and self.reports_in_commit:
+                        batch.report(rejected)  # before COMMIT: none lost after it
                     crash_point("in_database_transaction")
             except _AlreadyThere:
                 return False
-            except SinkError:
+            except SparkpipesError:
                 raise
             except Exception as e:
                 raise self._load_error(e, batch) from None
@@ -203,6 +218,12 @@ class DatabaseSink(Sink):
         self._held.batch_id = batch.batch_id
         self._rejected = rejected
         return True
+
+    @property
+    def reports_in_commit(self) -> bool:
+        """SKIP DUPLICATE KEY ERRORS and ``errors.tolerance=all`` report in the batch's
+        transaction, after :meth:`_mark` found the batch not there."""
+        return self.report or self.tolerate
 
     def rejected(self) -> list[dict[str, Any]]:
         """The rows the last commit's database refused and skipped (``tolerate``), as
@@ -213,8 +234,13 @@ class DatabaseSink(Sink):
     def _write(self, conn: Any, rows: pa.Table, batch: BatchCommit) -> list[dict[str, Any]]:
         """Apply ``rows``; with ``tolerate``, rows the database refuses are written again
         one at a time and those it refuses again are returned as error rows."""
-        target = self._qualified(conn, self.table)
         dialect = self.dest.dialect
+        if self.report:  # SKIP DUPLICATE KEY ERRORS
+            import sqlalchemy as sa
+
+            keys = sa.table(self.table, *map(sa.column, self.writes.keys), schema=self.dest.schema)
+            return insert_skipping(conn, dialect, keys, rows, self.writes, self.table)
+        target = self._qualified(conn, self.table)
         if not self.tolerate:
             apply(conn, dialect, target, rows, self.writes)
             return []

@@ -10,8 +10,11 @@ modes of the database sink (:class:`Writes`) and the statements of each dialect.
   the statements of Confluent's JDBC sink dialects.
 - ``update``: ``UPDATE … SET … WHERE keys``: a row of a key the table does not hold
   changes nothing.
-- ``ignore``: ``INSERT IGNORE`` / ``ON CONFLICT DO NOTHING`` (seed 001's upserts that keep
-  the old row).
+- ``ignore``: the first row of each key in the batch, then ``INSERT IGNORE`` / ``ON
+  CONFLICT DO NOTHING`` (seed 001's upserts that keep the old row; SingleStore's
+  ``IGNORE`` and ``SKIP DUPLICATE KEY ERRORS``, which keep a key's first row). The rows
+  ``SKIP DUPLICATE KEY ERRORS`` skips are found and listed by ``database_duplicates``,
+  with a statement that tolerates a duplicate key and nothing else (:func:`insert_new`).
 
 With ``deletes`` (a Kafka Connect JDBC sink's ``delete.enabled``) rows marked in that
 staged column are tombstones: ``DELETE … WHERE keys``. The batch's outcome is the
@@ -31,7 +34,7 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pyarrow as pa
@@ -68,7 +71,7 @@ def apply(conn: Any, dialect: str, target: str, rows: pa.Table, writes: Writes) 
     """Write ``rows`` (staged order; with the delete mark if ``writes.deletes``)."""
     if not rows.num_rows:
         return
-    rows = _zoned(rows, writes)
+    rows = zoned(rows, writes)
     if writes.deletes is None:
         _rows(conn, dialect, target, _last(rows, writes), writes)
         return
@@ -98,9 +101,46 @@ def apply(conn: Any, dialect: str, target: str, rows: pa.Table, writes: Writes) 
 
 
 def _last(rows: pa.Table, writes: Writes) -> pa.Table:
-    if writes.mode in ("upsert", "update", "ignore") and writes.keys and rows.num_rows:
-        return last_by_key(rows, writes.keys)
+    """The row of each key the mode keeps: the first for ``ignore`` (a later one is the
+    duplicate), the last for the others (a later record wins, as it would later)."""
+    if writes.keys and rows.num_rows:
+        if writes.mode == "ignore":
+            return first_by_key(rows, writes.keys)
+        if writes.mode in ("upsert", "update"):
+            return last_by_key(rows, writes.keys)
     return rows
+
+
+def insert_new(conn: Any, dialect: str, target: str, rows: pa.Table, writes: Writes) -> int:
+    """``rows`` (one per key, staged values) inserted unless the table holds their key;
+    the number the database inserted. Only a duplicate key is tolerated, as SingleStore's
+    ``SKIP DUPLICATE KEY ERRORS`` tolerates nothing else: PostgreSQL and SQLite ``ON
+    CONFLICT (keys) DO NOTHING``; MySQL a plain ``INSERT``, whose duplicate key raises
+    (:func:`duplicate_key`) — ``INSERT IGNORE`` would turn every strict-mode error (NULL
+    into NOT NULL, a value too long, a foreign key) into a warning and drop or clip the
+    row, and ``ON DUPLICATE KEY UPDATE k = k`` counts a kept row as inserted under the
+    ``FOUND_ROWS`` flag SQLAlchemy connects with. Any other failure raises."""
+    if not rows.num_rows:
+        return 0
+    return _rows(conn, dialect, target, zoned(rows, writes), replace(writes, mode="new"))
+
+
+#: a driver's error for a duplicate key: MySQL ``ER_DUP_ENTRY``, PostgreSQL
+#: ``unique_violation``, SQLite ``SQLITE_CONSTRAINT_PRIMARYKEY`` / ``_UNIQUE``
+_DUPLICATE_CODES = {"mysql": (1062,), "postgresql": ("23505",), "sqlite": (1555, 2067)}
+
+
+def duplicate_key(e: BaseException, dialect: str) -> bool:
+    """Whether ``e`` (a driver's error, or SQLAlchemy's wrapping of one) is a duplicate
+    key and nothing else."""
+    orig = getattr(e, "orig", None) or e
+    args = getattr(orig, "args", ())
+    code = (
+        getattr(orig, "pgcode", None)
+        or getattr(orig, "sqlite_errorcode", None)
+        or (args[0] if args and isinstance(args[0], int) else None)
+    )
+    return code in _DUPLICATE_CODES.get(dialect, _DUPLICATE_CODES["mysql"])
 
 
 def _runs(gone: pa.Array) -> list[tuple[int, int, bool]]:
@@ -114,18 +154,19 @@ def _runs(gone: pa.Array) -> list[tuple[int, int, bool]]:
     return out
 
 
-def _rows(conn: Any, dialect: str, target: str, rows: pa.Table, writes: Writes) -> None:
+def _rows(conn: Any, dialect: str, target: str, rows: pa.Table, writes: Writes) -> int:
+    """Write ``rows``; how many the database says it wrote (for ``ignore``: inserted)."""
     if not rows.num_rows:
-        return
+        return 0
     rows = rows.select(writes.columns(rows))
     if writes.mode == "update":
         _update(conn, target, rows, writes.keys)
-    elif dialect == "postgresql":
-        _copy(conn, target, rows, writes)
-    elif dialect == "sqlite":
-        _sqlite(conn, target, rows, writes)
-    else:
-        _insert(conn, target, rows, writes)
+        return rows.num_rows
+    if dialect == "postgresql":
+        return _copy(conn, target, rows, writes)
+    if dialect == "sqlite":
+        return _sqlite(conn, target, rows, writes)
+    return _insert(conn, target, rows, writes)
 
 
 def _quoted(conn: Any, names: Sequence[str]) -> list[str]:
@@ -133,9 +174,9 @@ def _quoted(conn: Any, names: Sequence[str]) -> list[str]:
     return [q(n) for n in names]
 
 
-def _copy(conn: Any, target: str, rows: pa.Table, writes: Writes) -> None:
+def _copy(conn: Any, target: str, rows: pa.Table, writes: Writes) -> int:
     """PostgreSQL: ``COPY`` into the table, or into a staging table then ``INSERT …
-    SELECT … ON CONFLICT`` for an upsert."""
+    SELECT … ON CONFLICT`` for an upsert; the rows written."""
     cols = ", ".join(_quoted(conn, rows.column_names))
     raw = conn.connection.dbapi_connection
     buf = io.BytesIO()
@@ -147,7 +188,7 @@ def _copy(conn: Any, target: str, rows: pa.Table, writes: Writes) -> None:
     with raw.cursor() as cur:
         if writes.mode == "insert":
             cur.copy_expert(copy.format(target, cols), buf)
-            return
+            return rows.num_rows
         cur.execute(
             f"CREATE TEMP TABLE __sp_stage (LIKE {target} INCLUDING DEFAULTS) ON COMMIT DROP"
         )
@@ -156,20 +197,23 @@ def _copy(conn: Any, target: str, rows: pa.Table, writes: Writes) -> None:
         others = [c for c in rows.column_names if c not in writes.keys]
         action = (
             "DO NOTHING"
-            if writes.mode == "ignore" or not others
+            if writes.mode in ("ignore", "new") or not others
             else "DO UPDATE SET " + ", ".join(f"{c} = EXCLUDED.{c}" for c in _quoted(conn, others))
         )
         cur.execute(
             f"INSERT INTO {target} ({cols}) SELECT {cols} FROM __sp_stage "
             f"ON CONFLICT ({keys}) {action}"
         )
+        written = cur.rowcount
         cur.execute("DROP TABLE __sp_stage")
+        return written
 
 
-def _insert(conn: Any, target: str, rows: pa.Table, writes: Writes) -> None:
-    """MySQL: multi-row ``INSERT`` (``IGNORE``, or ``ON DUPLICATE KEY UPDATE``)."""
+def _insert(conn: Any, target: str, rows: pa.Table, writes: Writes) -> int:
+    """MySQL: multi-row ``INSERT`` (``IGNORE``, or ``ON DUPLICATE KEY UPDATE``); the rows
+    affected (an ignored row is none)."""
     names = _quoted(conn, rows.column_names)
-    verb = "INSERT IGNORE" if writes.mode == "ignore" else "INSERT"
+    verb = "INSERT IGNORE" if writes.mode == "ignore" else "INSERT"  # "new": plain
     tail = ""
     if writes.mode == "upsert":
         others = [c for c in rows.column_names if c not in writes.keys] or list(writes.keys)
@@ -181,22 +225,30 @@ def _insert(conn: Any, target: str, rows: pa.Table, writes: Writes) -> None:
     sql = f"{head}({marks}){tail.replace('%', '%%')}"  # PyMySQL formats the statement
     columns = [db_values(c, "mysql") for c in rows.columns]
     raw = conn.connection.dbapi_connection
+    written = 0
     with raw.cursor() as cur:
         for start in range(0, rows.num_rows, INSERT_ROWS):
             chunk = list(zip(*(c[start : start + INSERT_ROWS] for c in columns), strict=True))
             cur.executemany(sql, chunk)
+            written += max(cur.rowcount, 0)
+    return written
 
 
-def _sqlite(conn: Any, target: str, rows: pa.Table, writes: Writes) -> None:
+def _sqlite(conn: Any, target: str, rows: pa.Table, writes: Writes) -> int:
     """SQLite: ``INSERT`` (``OR REPLACE`` for an upsert, ``OR IGNORE``), as Confluent's
-    SQLite dialect writes them."""
+    SQLite dialect writes them, or ``ON CONFLICT (keys) DO NOTHING`` (``new``: nothing
+    but the key is ignored); the rows written."""
     verb = {"upsert": "INSERT OR REPLACE", "ignore": "INSERT OR IGNORE"}.get(writes.mode, "INSERT")
     names = ", ".join(_quoted(conn, rows.column_names))
     marks = ", ".join(["?"] * rows.num_columns)
+    tail = ""
+    if writes.mode == "new":
+        tail = f" ON CONFLICT ({', '.join(_quoted(conn, writes.keys))}) DO NOTHING"
     columns = [db_values(c, "sqlite") for c in rows.columns]
-    conn.exec_driver_sql(
-        f"{verb} INTO {target} ({names}) VALUES ({marks})", list(zip(*columns, strict=True))
+    done = conn.exec_driver_sql(
+        f"{verb} INTO {target} ({names}) VALUES ({marks}){tail}", list(zip(*columns, strict=True))
     )
+    return max(done.rowcount, 0)
 
 
 def _update(conn: Any, target: str, rows: pa.Table, keys: Sequence[str]) -> None:
@@ -238,18 +290,32 @@ def _many(conn: Any, sql: str, params: list[dict[str, Any]]) -> None:
 
 def last_by_key(table: pa.Table, keys: Sequence[str]) -> pa.Table:
     """The last row of each key (a later record of a batch wins, as it would later)."""
+    return table.take(_by_key(table, keys, "max"))
+
+
+def first_by_key(table: pa.Table, keys: Sequence[str]) -> pa.Table:
+    """The first row of each key (the others are its duplicates)."""
+    return table.take(first_of_keys(table, keys))
+
+
+def first_of_keys(table: pa.Table, keys: Sequence[str]) -> pa.Array:
+    """The index of each key's first row, in order."""
+    return _by_key(table, keys, "min")
+
+
+def _by_key(table: pa.Table, keys: Sequence[str], pick: str) -> pa.Array:
     idx = pa.array(range(table.num_rows), pa.int64())
     picked = (
         table.select(list(keys))
         .append_column("__i", idx)
         .group_by(list(keys), use_threads=False)
-        .aggregate([("__i", "max")])
+        .aggregate([("__i", pick)])
     )
-    last = picked.column("__i_max").combine_chunks()
-    return table.take(last.take(pc.sort_indices(last)))
+    chosen = picked.column(f"__i_{pick}").combine_chunks()
+    return chosen.take(pc.sort_indices(chosen))
 
 
-def _zoned(rows: pa.Table, writes: Writes) -> pa.Table:
+def zoned(rows: pa.Table, writes: Writes) -> pa.Table:
     """Naive timestamps (UTC wall-clock) as wall-clock time in ``writes.timezone``, and
     dates as the day midnight UTC is there (unless ``dates_in_utc``)."""
     zone = writes.timezone

@@ -15,7 +15,12 @@ from typing import Any
 
 import pyarrow as pa
 
-from sparkpipes.errors import SchemaMismatchError, SinkError, SparkpipesError
+from sparkpipes.errors import (
+    SchemaMismatchError,
+    SinkError,
+    SparkpipesError,
+    lost_executor_data,
+)
 from sparkpipes.sinks.parquet import ADD_FILE_SCHEMA, AddFile, ParquetWriter
 
 
@@ -87,14 +92,18 @@ _OURS = re.compile(r"sparkpipes(?:\.\w+)*\.(\w+Error): (?:\[SP\d+\] )?(.*)")
 
 def spark_call(fn: Callable[[], Any], table: str) -> Any:
     """Run a Spark action; one of our errors raised in its tasks (a full disk while
-    writing a data file) comes back as itself, any other failure in it (a bad value for
-    a column, a SQL error in ingest-time SQL) becomes a SchemaMismatchError naming the
-    table."""
+    writing a data file) comes back as itself, data an executor took with it when it was
+    lost (a local checkpoint's block) is a transient error (the batch is computed
+    again), any other failure in it (a bad value for a column, a SQL error in ingest-time
+    SQL) becomes a SchemaMismatchError naming the table."""
     try:
         return fn()
     except SinkError:
         raise
     except Exception as e:
+        lost = lost_executor_data(e)
+        if lost is not None:
+            raise lost from None
         text = str(e)
         for line in text.splitlines():
             ours = _OURS.fullmatch(line.strip())

@@ -8,15 +8,23 @@ Exactly once per table, across a crash between the tables' commits:
    statement's rows become data files of its table (``INSERT``), or staged files kept
    for a MERGE by primary key (``REPLACE``, ``ON DUPLICATE KEY UPDATE``), none of them
    visible yet.
-3. **Commit** (``commit``). First a manifest of the batch (per table: its files; the
-   end offsets) is written durably under the procedure's directory; then each table,
-   in a fixed order, gets one Delta commit with the app transaction ``(app id, batch)``
-   and the offsets. A table that already holds the batch is skipped.
+3. **Commit** (``commit``). First a manifest of the batch (per table: its files and
+   how it takes them — location, schema, the MERGE's mode, match columns and
+   assignments; the end offsets) is written durably under the procedure's directory
+   (``procedure_manifest``); then each table, in a fixed order, gets one Delta commit
+   with the app transaction ``(app id, batch)`` and the offsets. A table that already
+   holds the batch is skipped.
 4. **Recover** (``committed``). The batch a pipeline has committed is the one every
    table of its manifest holds. If a crash left some tables holding batch *B* and
    others not, the missing commits are made from *B*'s manifest (its files are still
-   there) before anything else: the source is never read again for a half-committed
-   batch, because a second read could find more records than the first.
+   there, and the way each table takes them) before anything else: the source is never
+   read again for a half-committed batch, because a second read could find more
+   records than the first; and a procedure replaced meanwhile does not change how the
+   rest of *B* is committed (its staged files fit the way they were made). A table of
+   *B* that is missing and no longer the procedure's (replaced, then the table dropped)
+   is skipped with a warning, never made again.
+5. **Done.** Once every table holds *B*, its manifest is marked done (it keeps *B*'s
+   offsets, no table): no later start opens *B*'s tables.
 
 A table with no rows in a batch still gets its commit (without files), so every table
 of the procedure moves through the same batches.
@@ -24,7 +32,7 @@ of the procedure moves through the same batches.
 
 from __future__ import annotations
 
-import json
+import logging
 import os
 import shutil
 import uuid
@@ -34,15 +42,25 @@ from typing import Any
 
 import pyarrow as pa
 
+from sparkpipes.errors import SparkpipesError, lost_executor_data
 from sparkpipes.sinks.base import BatchCommit, Committed, Sink, SinkContext, Staged
 from sparkpipes.sinks.delta.keys import no_duplicates
 from sparkpipes.sinks.delta.sink import DeltaSink, Upsert
 from sparkpipes.sinks.delta.upsert import change_schema
 from sparkpipes.sinks.frames import write_frame
 from sparkpipes.sinks.parquet import AddFile, ParquetWriter
+from sparkpipes.sinks.procedure_manifest import (
+    TableCommit,
+    manifest_batches,
+    mark_done,
+    read_manifest,
+    write_manifest,
+)
 from sparkpipes.util.arrow import to_spark_schema
 from sparkpipes.util.faults import crash_point
 from sparkpipes.util.sparkfiles import read_parquet
+
+log = logging.getLogger("sparkpipes.sinks")
 
 
 @dataclass(frozen=True)
@@ -140,8 +158,11 @@ class ProcedureSink(Sink):
             for t, table in run.changed.items():
                 run.written[t] += self._write(table.changes(), t, batch_id, run.stages)
             self._no_duplicates(run)
-        except BaseException:
+        except BaseException as e:
             self.abort([TableFiles(t, tuple(f), run.stages.get(t)) for t, f in run.written.items()])
+            lost = None if isinstance(e, SparkpipesError) else lost_executor_data(e)
+            if lost is not None:  # a local checkpoint of the body's rows went with an executor
+                raise lost from None
             raise
         finally:
             spark.catalog.dropTempView(view)
@@ -237,8 +258,18 @@ class ProcedureSink(Sink):
         if not parts:  # offsets moved by hand: every table records the move
             parts = {t: TableFiles(t, ()) for t in self.tables}
         parts = self._durable(parts, batch)
-        self._write_manifest(batch, parts)
-        return self._commit_tables(batch, parts)
+        how = {t: self._how(t) for t in parts}
+        doc = self._write_manifest(batch, parts, how)
+        fresh = self._commit_tables(batch, parts, how)
+        self._done(batch.app_id, doc)
+        return fresh
+
+    def _how(self, t: str) -> TableCommit:
+        """How table ``t`` takes this procedure's batches (kept in the manifest)."""
+        sink = self.tables[t]
+        if t not in self.staging:
+            return TableCommit(sink.uri, sink.schema)
+        return TableCommit(sink.uri, sink.schema, self._staged_schema(t), self._strategy(t))
 
     def _durable(self, parts: dict[str, TableFiles], batch: BatchCommit) -> dict[str, TableFiles]:
         """REPLACE files move from the scratch area (removed after every attempt) to the
@@ -255,25 +286,29 @@ class ProcedureSink(Sink):
             out[t] = TableFiles(t, part.files, target, part.read_version)
         return out
 
-    def _write_manifest(self, batch: BatchCommit, parts: dict[str, TableFiles]) -> None:
-        root = self._manifests(batch.app_id)
-        os.makedirs(root, exist_ok=True)
+    def _write_manifest(
+        self, batch: BatchCommit, parts: dict[str, TableFiles], how: dict[str, TableCommit]
+    ) -> dict[str, Any]:
         doc = {
             "batch": batch.batch_id,
             "pipeline": batch.pipeline,
             "offsets": dict(batch.offsets),
             "extra": dict(batch.extra),
-            "tables": [parts[t].to_dict() for t in sorted(parts)],
+            "tables": [{**parts[t].to_dict(), "commit": how[t].to_dict()} for t in sorted(parts)],
         }
-        path = os.path.join(root, f"batch-{batch.batch_id:08d}.json")
-        tmp = f"{path}.{uuid.uuid4().hex}.tmp"
-        with open(tmp, "w") as f:
-            json.dump(doc, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        write_manifest(self._manifests(batch.app_id), doc)
+        return doc
 
-    def _commit_tables(self, batch: BatchCommit, parts: dict[str, TableFiles]) -> bool:
+    def _done(self, app_id: str, doc: dict[str, Any]) -> None:
+        """Every table of ``doc``'s batch holds it: the manifest is marked done, so that no
+        recovery opens its tables again (one may be dropped once the procedure no longer
+        writes it). Its staged files go with the next batch's commit (``_forget_before``),
+        as before: an attempt of the same batch elsewhere may still be reading them."""
+        mark_done(self._manifests(app_id), doc)
+
+    def _commit_tables(
+        self, batch: BatchCommit, parts: dict[str, TableFiles], how: dict[str, TableCommit]
+    ) -> bool:
         """Each table's commit; those of changes computed from a version go first, so
         that when another writer changed the first such table meanwhile, the batch fails
         before any of its tables holds it and computes everything again
@@ -285,15 +320,17 @@ class ProcedureSink(Sink):
         for i, t in enumerate(sorted(parts, key=lambda t: (parts[t].read_version is None, t))):
             if i:
                 crash_point("between_procedure_tables")
-            part = parts[t]
-            sink = self.tables[t]
+            part, way = parts[t], how[t]
+            sink = self.tables.get(t)
+            if sink is None or sink.uri != way.location:  # no longer the procedure's
+                sink = DeltaSink(way.location, way.schema, t)
             if part.stage is not None:
                 sink = DeltaSink(
-                    sink.uri,
-                    sink.schema,
+                    way.location,
+                    way.schema,
                     t,
-                    strategy=self._strategy(t),
-                    staged_schema=self._staged_schema(t),
+                    strategy=way.upsert,
+                    staged_schema=way.staged_schema,
                     scratch=part.stage,
                     spark=self.spark,
                     read_version=part.read_version,
@@ -336,24 +373,70 @@ class ProcedureSink(Sink):
                     os.remove(path)
 
     def committed(self, app_id: str, hint: Committed | None = None) -> Committed | None:
-        held = {t: s.committed(app_id) for t, s in self.tables.items()}
-        versions = {t: (c.batch_id if c else 0) for t, c in held.items()}
-        if not versions or max(versions.values()) == 0:
-            return None
-        top = max(versions.values())
-        manifest = os.path.join(self._manifests(app_id), f"batch-{top:08d}.json")
-        if os.path.exists(manifest):
-            with open(manifest) as f:
-                doc = json.load(f)
-            parts = {p["table"]: TableFiles.from_dict(p) for p in doc["tables"]}
-            behind = {t: p for t, p in parts.items() if t in self.tables and versions[t] < top}
+        finished = self._finish(app_id)
+        held = [c for c in (s.committed(app_id) for s in self.tables.values()) if c is not None]
+        done = max(held, key=lambda c: c.batch_id, default=None)
+        if finished is not None and (done is None or finished.batch_id > done.batch_id):
+            return finished  # the procedure no longer writes the tables that hold it
+        return done
+
+    def _finish(self, app_id: str) -> Committed | None:
+        """The last batch a commit was begun for, made whole: if a crash left some tables
+        of its manifest holding it and others not, the missing commits are made from the
+        manifest, as the batch was staged (its files, and how each table takes them:
+        ``procedure_manifest``), before anything else. A batch whose manifest is done is
+        not looked for in its tables. A batch no table holds never began its commit (it
+        is run again): the one before it is the last committed."""
+        root = self._manifests(app_id)
+        for top in manifest_batches(root):
+            doc = read_manifest(root, top)
+            if doc is None:
+                continue
+            if doc.get("done"):
+                return Committed(top, dict(doc["offsets"]))
+            parts, how = {}, {}
+            for p in doc["tables"]:
+                t = p["table"]
+                if "commit" in p:
+                    how[t] = TableCommit.from_dict(p["commit"])
+                elif t in self.tables:  # a manifest of an earlier release: today's way
+                    how[t] = self._how(t)
+                else:
+                    continue
+                parts[t] = TableFiles.from_dict(p)
+            holds = {t: self._held(app_id, t, how[t], top) for t in parts}
+            holds = {t: h for t, h in holds.items() if h is not None}
+            if not holds or max(holds.values()) < top:
+                continue
+            behind = {t: parts[t] for t, h in holds.items() if h < top}
             if behind:  # a crash between the tables' commits: finish the batch
                 batch = BatchCommit(
                     app_id, doc["pipeline"], top, doc["offsets"], doc.get("extra", {})
                 )
-                self._commit_tables(batch, behind)
-        done = next(c for c in held.values() if c is not None and c.batch_id == top)
-        return done
+                self._commit_tables(batch, behind, how)
+            self._done(app_id, doc)
+            return Committed(top, dict(doc["offsets"]))
+        return None
+
+    def _held(self, app_id: str, t: str, way: TableCommit, batch_id: int) -> int | None:
+        """The last batch of ``app_id`` table ``t`` (where ``way`` says it is) holds; None
+        (with a warning) for a table that is missing and no longer the procedure's: it
+        was dropped, and batch ``batch_id`` is finished without it, never made again."""
+        sink = self.tables.get(t)
+        if sink is None or sink.uri != way.location:
+            sink = DeltaSink(way.location, way.schema, t)
+            if not sink.exists():
+                log.warning(
+                    "procedure '%s': table '%s' of batch %d is missing at %s and no longer "
+                    "written by the procedure; the batch is finished without it",
+                    self.spec.name,
+                    t,
+                    batch_id,
+                    way.location,
+                )
+                return None
+        held = sink.committed(app_id)
+        return held.batch_id if held is not None else 0
 
     def discard(self) -> None:
         if self.scratch is not None:

@@ -395,10 +395,19 @@ class BatchRunner:
                 self._know(Committed(plan.batch_id - 1, dict(plan.committed)))
             return result
 
-        if w.errors:
+        errors = tuple(e.to_dict() for e in w.errors)
+        # a sink that reports in its commit stores them there, once it knows the batch is
+        # its to commit: stored here, they would replace the list of an attempt that won
+        if errors and not self.sink.reports_in_commit:
             self.catalog.batches.replace_errors(
-                self.pipeline_id, self.spec.name, plan.batch_id, [e.to_dict() for e in w.errors]
+                self.pipeline_id, self.spec.name, plan.batch_id, list(errors)
             )
+
+        def report(skipped) -> None:  # what the commit skips, before it is final
+            self.catalog.batches.replace_errors(
+                self.pipeline_id, self.spec.name, plan.batch_id, [*errors, *skipped]
+            )
+
         batch = BatchCommit(
             self.app_id,
             self.spec.name,
@@ -407,7 +416,8 @@ class BatchRunner:
             {"sparkpipes.pipeline_name": self.spec.name},
             starts=plan.offsets,
             rows=w.part_rows,
-            errors=tuple(e.to_dict() for e in w.errors),
+            errors=errors,
+            report=report,
         )
         try:
             if fence is not None:

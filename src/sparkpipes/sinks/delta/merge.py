@@ -2,15 +2,12 @@
 refined, made the rows the mode merges (:mod:`.upsert`) and streamed into one delta-rs
 MERGE, never collected into driver memory.
 
-``SKIP DUPLICATE KEY ERRORS`` (mode ``ignore`` with ``report``): SingleStore skips a row
-whose key the table holds, and lists it, as each row a ``SKIP … ERRORS`` skipped, in
-``information_schema.PIPELINES_ERRORS`` (its ``Warning`` rows: an error that did not stop
-the pipeline; ``LOAD_DATA_ERRORS`` documents the same for ``LOAD DATA``). Here the rows
-the MERGE leaves out — a key's rows after its first, in arrival order, and its first when
-the table version the MERGE applies to holds the key — are reported with their source
-partition and offset (:func:`duplicates`), at most :data:`MAX_REPORTED` of a batch one
-by one and the rest counted in one more row. ``IGNORE`` skips them without a word, as
-SingleStore's ``IGNORE`` does.
+``SKIP DUPLICATE KEY ERRORS`` (mode ``ignore`` with ``report``): the rows the MERGE
+leaves out — a key's rows after its first, in arrival order, and its first when the
+table version the MERGE applies to holds the key — are reported with their source
+partition and offset (:func:`duplicates`, as ``sinks.duplicates`` lists them), at most
+:data:`MAX_REPORTED` of a batch one by one and the rest counted in one more row.
+``IGNORE`` skips them without a word, as SingleStore's ``IGNORE`` does.
 """
 
 from __future__ import annotations
@@ -20,16 +17,21 @@ from typing import Any
 
 import pyarrow as pa
 
-from sparkpipes.errors import DuplicateKeyError, SinkError
+from sparkpipes.errors import SinkError
 from sparkpipes.sinks.delta.commits import CommitConflict, is_conflict
 from sparkpipes.sinks.delta.keys import no_duplicates, stored_rows
 from sparkpipes.sinks.delta.upsert import Upsert
+from sparkpipes.sinks.duplicates import (
+    MAX_REPORTED,
+    THERE,
+    TWICE,
+    capped,
+    key_text,
+    skipped_row,
+)
 from sparkpipes.sinks.frames import stream_frame
 from sparkpipes.sinks.parquet import local_path, write_error
 from sparkpipes.util.arrow import to_spark_schema
-
-#: skipped duplicates a batch reports one by one (the rest are counted)
-MAX_REPORTED = 10_000
 
 
 def _q(name: str) -> str:
@@ -83,33 +85,12 @@ def duplicates(
     firsts = ranked.where("__sp_rank = 1")
     held = stored_rows(dt, firsts, keys, schema).select(*[_q(k) for k in keys]).distinct()
     shown = [F.col(_q(part)), F.col(_q(offset)), *[F.col(_q(k)) for k in keys]]
-    later = ranked.where("__sp_rank > 1").select(*shown, F.lit("twice in the batch").alias("w"))
-    there = firsts.join(held, list(keys), "left_semi").select(
-        *shown, F.lit("in the table already").alias("w")
-    )
+    later = ranked.where("__sp_rank > 1").select(*shown, F.lit(TWICE).alias("w"))
+    there = firsts.join(held, list(keys), "left_semi").select(*shown, F.lit(THERE).alias("w"))
     found = later.unionByName(there)
     rows = found.orderBy(_q(part), _q(offset)).limit(MAX_REPORTED + 1).collect()
-    out = [_record(r[0], r[1], "-".join(str(r[k]) for k in keys), r["w"], table) for r in rows]
-    if len(out) > MAX_REPORTED:
-        more = found.count() - MAX_REPORTED
-        out[-1] = {
-            **out[-1],
-            "reason": f"{more} more rows were skipped as duplicate keys of table '{table}' "
-            f"(SKIP DUPLICATE KEY ERRORS); the first {MAX_REPORTED} are listed",
-        }
-    return out
-
-
-def _record(partition: Any, offset: Any, key: str, where: str, table: str) -> dict[str, Any]:
-    return {
-        "partition": str(partition),
-        "offset": offset,
-        "code": DuplicateKeyError.code,
-        "kind": DuplicateKeyError.kind,
-        "reason": f"Duplicate entry '{key}' for key 'PRIMARY' of table '{table}' ({where}): "
-        "the row is skipped (SKIP DUPLICATE KEY ERRORS)",
-        "excerpt": None,
-    }
+    out = [skipped_row(r[0], r[1], key_text([r[k] for k in keys]), r["w"], table) for r in rows]
+    return capped(out, found.count() if len(out) > MAX_REPORTED else len(out), table)
 
 
 def merge(

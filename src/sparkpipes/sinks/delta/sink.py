@@ -268,8 +268,10 @@ class DeltaSink(Sink):
             if staged:
                 self._check_columns(dt)
             if isinstance(self.strategy, Upsert) and staged:
-                self._merge(dt, staged, self.strategy, props)
+                self._merge(dt, staged, self.strategy, props, batch.report)
             else:
+                if self.reports_in_commit and batch.report is not None:
+                    batch.report([])  # the batch's own errors: nothing merged to skip
                 self._add(dt, staged, props, "commit to")
             return True
 
@@ -557,9 +559,10 @@ class DeltaSink(Sink):
         )
         return df.withColumn(SEQ, seq)
 
-    def _merge(self, dt, staged: Sequence[Staged], upsert: Upsert, props) -> None:
+    def _merge(self, dt, staged: Sequence[Staged], upsert: Upsert, props, listing=None) -> None:
         """One MERGE by key from a stream of the refined staged rows (``merge``); the
-        duplicates it leaves out kept for :meth:`rejected` when the sink reports them."""
+        duplicates it leaves out kept for :meth:`rejected` when the sink reports them,
+        and handed to ``listing`` (``BatchCommit.report``) before the MERGE commits."""
         df = self._staged_frame(staged)
         if self.refine is not None:
             extra = tuple(c for c in self.report if c not in self.schema.names)
@@ -567,7 +570,15 @@ class DeltaSink(Sink):
         rows, schema, self._rejected = merged_rows(
             dt, df, upsert, self.schema, self.staged_schema, self.name, SEQ, self.report
         )
+        if listing is not None and self.reports_in_commit:
+            listing(self._rejected)
         merge(dt, rows, schema, upsert, props, self.schema.names, self.name, self.uri)
+
+    @property
+    def reports_in_commit(self) -> bool:
+        """SKIP DUPLICATE KEY ERRORS: the MERGE's skipped rows (and the batch's errors)
+        are reported once the app transaction says the batch is not there."""
+        return bool(self.report)
 
     def rejected(self) -> list[dict[str, Any]]:
         """The rows the last commit's MERGE left out as duplicate keys, where the pipeline
