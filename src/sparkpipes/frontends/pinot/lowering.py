@@ -256,9 +256,18 @@ def _rolled_up(cfg: PinotTableConfig) -> dict[str, tuple[str, str | None]]:
 
 def _stored(expr: PinotExpr, ddl_type: str) -> PinotExpr:
     """``expr`` as a column of ``ddl_type`` reads it where Pinot's conversion differs from
-    Spark's cast: a number into a TIMESTAMP is epoch millis, BYTES into a STRING hex."""
+    Spark's cast: a number into a TIMESTAMP is epoch millis, and so is a text of digits
+    (a record's field copied as it is: Pinot's ``TimestampUtils`` reads a long's text as
+    millis, any other text as a timestamp); BYTES into a STRING is hex."""
     if ddl_type == "TIMESTAMP" and expr.type in _NUMBERS:
         return replace(expr, sql=f"timestamp_millis(CAST({expr.sql} AS BIGINT))", type="TIMESTAMP")
+    if ddl_type == "TIMESTAMP" and expr.type in (None, "STRING"):
+        v = expr.sql
+        sql = (
+            f"CASE WHEN trim({v}) RLIKE '^-?[0-9]+$' THEN timestamp_millis(CAST(trim({v}) AS "
+            f"BIGINT)) ELSE CAST({v} AS TIMESTAMP) END"
+        )
+        return replace(expr, sql=sql, type="TIMESTAMP")
     if ddl_type == "STRING" and expr.type == "BINARY":
         return replace(expr, sql=f"lower(hex({expr.sql}))", type="STRING")
     return expr

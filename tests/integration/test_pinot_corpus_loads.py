@@ -1,0 +1,327 @@
+"""The Pinot corpus (``tests/corpus/pinot``) loads rows: every accepted (table config,
+schema) pair whose stream is Kafka with a JSON decoder, pointed at the test broker and a
+fresh topic, is added as a user adds it (schema + config), and records made from its
+schema — a value of the field's type, a time in the field's format — become its rows,
+with no record in the errors view. A user relies on a Pinot table config written for
+Pinot loading here as it is. A pair that cannot run here is in ``NOT_RUN`` with why."""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import itertools
+import json
+import pathlib
+import re
+import time
+import uuid
+
+import pytest
+import yaml
+
+from sparkpipes import Engine
+from tests.unit.frontends.pinot.test_corpus import GAPS
+
+CORPUS = pathlib.Path(__file__).parents[1] / "corpus" / "pinot"
+ITEMS = {item["id"]: item for item in yaml.safe_load((CORPUS / "index.yaml").read_text())}
+N = 5
+
+
+ACCEPTED = sorted(set(ITEMS) - set(GAPS))
+
+#: accepted pairs not run here, and why
+NOT_RUN: dict[str, str] = {
+    "apache-pinot-history/examples-stream-githubEvents-pullRequestMergedEvents-kinesis-realtime-table-config": (
+        "Kinesis stream (test_kinesis.py runs Kinesis tables against a mock)"
+    ),
+    "apache-pinot/stream-pullRequestMergedEvents-pullRequestMergedEvents-kinesis-realtime-table-config": (
+        "Kinesis stream (test_kinesis.py runs Kinesis tables against a mock)"
+    ),
+    "pinot-recipes/ingest-avro-config-table": (
+        "Confluent Avro decoder: needs a schema registry with the writer schema "
+        "(test_avro_messages.py)"
+    ),
+}
+
+#: pair → (how many records go to the errors view, why); none so far
+EXPECTED_ERRORS: dict[str, tuple[int, str]] = {}
+
+
+# -- the fields the transforms and aggregations read that the schema does not hold -----
+def _meetup_json(i: int, t: int) -> dict:
+    return {
+        "event": {"event_id": f"e{i}", "event_name": "talk", "time": t},
+        "group": {"group_id": i, "group_name": "g", "group_city": "Oslo"},
+        "member": {"member_id": i, "member_name": "ann"},
+        "venue": {"venue_id": i, "venue_name": "hall"},
+    }
+
+
+_GEO = {
+    "pointString": "POINT (10.75 59.91)",
+    "polygonString": "POLYGON ((0 0, 1 0, 1 1, 0 1, 0 0))",
+    "multiPolygonString": "MULTIPOLYGON (((0 0, 1 0, 1 1, 0 0)), ((2 2, 3 2, 3 3, 2 2)))",
+    "lineStringString": "LINESTRING (0 0, 1 1, 2 1)",
+    "geometryCollectionString": "GEOMETRYCOLLECTION (POINT (1 2), LINESTRING (0 0, 1 1))",
+}
+
+
+def _utc(t: int) -> dt.datetime:
+    return dt.datetime.fromtimestamp(t / 1000, dt.UTC)
+
+
+RAW = {
+    "apache-pinot-history/examples-stream-meetupRsvp-json-meetupRsvp-realtime-table-config": _meetup_json,
+    "apache-pinot-history/examples-stream-meetupRsvp-upsert-json-meetupRsvp-realtime-table-config": _meetup_json,
+    "apache-pinot/stream-meetupRsvpJson-meetupRsvpJson-realtime-table-config": _meetup_json,
+    "apache-pinot/stream-upsertJsonMeetupRsvp-upsertJsonMeetupRsvp-realtime-table-config": _meetup_json,
+    "apache-pinot/stream-dailySales-dailySales-realtime-table-config": lambda i, t: {
+        "timestamp": t,
+        "price": 10.5 + i,
+    },
+    "pinot-recipes/datetime-string-to-timestamp-config-table": lambda i, t: {
+        "timestamp1": t,
+        "timestamp2": _utc(t).strftime("%Y-%m-%d %H:%M:%S"),
+        "timestamp3": _utc(t).strftime("%m/%d/%YT%H:%M:%S"),
+    },
+    "pinot-recipes/debezium-cdc-config-rental-table-config": lambda i, t: {
+        "payload": {"rental_id": i, "op": "c", "ts_ms": t}
+    },
+    "pinot-recipes/geospatial-config-table": lambda i, t: _GEO,
+    "pinot-recipes/geospatial-config-table-geoindex": lambda i, t: _GEO,
+    "pinot-recipes/geospatial-default-config-table": lambda i, t: _GEO,
+    "pinot-recipes/geospatial-indexing-config-table": lambda i, t: _GEO,
+    "pinot-recipes/pause-resume-config-table": lambda i, t: {
+        "tsString": _utc(t).strftime("%Y-%m-%dT%H:%M:%S.") + "12Z"
+    },
+    "pinot-recipes/pause-resume-config-table-fixed": lambda i, t: {
+        "tsString": _utc(t).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    },
+    "pinpoint/collector-pinot-heatmap-stat-application-realtime-table": lambda i, t: {
+        "eventTime": t
+    },
+    "pinpoint/inspector-module-inspector-collector-pinot-inspector-stat-application-realtime-table": lambda i, t: {
+        "eventTime": t,
+        "fieldValue": 1.5 + i,
+    },
+}
+
+
+# -- records from a schema ---------------------------------------------------------------
+UNIT_MS = {
+    "MILLISECONDS": 1,
+    "SECONDS": 1000,
+    "MINUTES": 60_000,
+    "HOURS": 3_600_000,
+    "DAYS": 86_400_000,
+}
+#: Java date pattern letters → strftime
+JAVA_DATE = {
+    "yyyy": "%Y",
+    "YYYY": "%Y",
+    "MM": "%m",
+    "dd": "%d",
+    "HH": "%H",
+    "mm": "%M",
+    "ss": "%S",
+    "Z": "%z",
+}
+
+
+def _java_date(pattern: str, t: int) -> str:
+    """``t`` (epoch millis) formatted by a Java ``SimpleDateFormat`` pattern."""
+    out = []
+    for m in re.finditer(r"'((?:[^']|'')*)'|([A-Za-z])\2*|(.)", pattern):
+        quoted, token = m.group(1), m.group(0)
+        if quoted is not None:
+            out.append(quoted.replace("''", "'") or "'")
+        elif token[0] == "S":
+            out.append(f"{t % 1000:03d}"[: len(token)].ljust(len(token), "0"))
+        elif m.group(2):
+            out.append(_utc(t).strftime(JAVA_DATE[token]))
+        else:
+            out.append(token)
+    return "".join(out)
+
+
+def _time(fmt: str, t: int):
+    """``t`` (epoch millis) in a Pinot dateTime format, old (``1:DAYS:EPOCH``) or new
+    (``EPOCH|DAYS|1``)."""
+    if "|" in fmt:
+        kind, *rest = fmt.split("|")
+        if kind == "SIMPLE_DATE_FORMAT":
+            return _java_date(rest[0], t)
+        unit, size = [*rest, "MILLISECONDS", "1"][:2]
+    elif fmt in ("EPOCH", "TIMESTAMP"):
+        kind, unit, size = fmt, "MILLISECONDS", "1"
+    else:
+        size, unit, kind, *pattern = fmt.split(":", 3)
+        if kind == "SIMPLE_DATE_FORMAT":
+            return _java_date(pattern[0], t)
+    if kind == "TIMESTAMP":
+        return t
+    return t // (UNIT_MS[unit] * int(size))
+
+
+def _value(spec: dict, i: int, t: int):
+    name, kind = spec["name"], spec.get("dataType", "STRING")
+    if "format" in spec:
+        return _time(spec["format"], t)
+    one = {
+        "INT": 100 + i,
+        "LONG": 1000 + i,
+        "FLOAT": i + 0.5,
+        "DOUBLE": i + 0.25,
+        "BIG_DECIMAL": i + 0.5,
+        "BOOLEAN": i % 2 == 0,
+        "STRING": f"{name}-{i}",
+        "BYTES": f"{i:02x}ab",
+        "JSON": {"n": i, "s": "x"},
+        "TIMESTAMP": t,
+    }[kind]
+    if spec.get("singleValueField", True):
+        return one
+    return [one, _value({**spec, "singleValueField": True}, i + N, t)]
+
+
+def _nest(record: dict, unnest: list[str], delimiter: str) -> dict:
+    """Dotted names as the nested objects a complexTypeConfig flattens; a field to unnest
+    as a list of one object."""
+    out: dict = {}
+    for key, value in record.items():
+        parts = key.split(delimiter)
+        node = out
+        for n, part in enumerate(parts[:-1]):
+            path = delimiter.join(parts[: n + 1])
+            node = node.setdefault(part, [{}])[0] if path in unnest else node.setdefault(part, {})
+        node[parts[-1]] = value
+    return out
+
+
+def records(item_id: str, schema: dict, table: dict) -> list[dict]:
+    """N records from the schema, the fields transforms compute left out."""
+    ingestion = table.get("ingestionConfig") or {}
+    computed = {c["columnName"] for c in ingestion.get("transformConfigs") or []}
+    computed |= {c["columnName"] for c in ingestion.get("aggregationConfigs") or []}
+    specs = [
+        f
+        for key in ("dimensionFieldSpecs", "metricFieldSpecs", "dateTimeFieldSpecs")
+        for f in schema.get(key) or []
+    ]
+    old_time = (schema.get("timeFieldSpec") or {}).get("incomingGranularitySpec")
+    now = int(time.time()) // 3600 * 3_600_000
+    out = []
+    for i in range(N):
+        t = now - i * 3_600_000 - i * 1_234
+        rec = {f["name"]: _value(f, i, t) for f in specs if f["name"] not in computed}
+        if old_time:
+            size = int(old_time.get("timeUnitSize", 1))
+            rec[old_time["name"]] = t // (UNIT_MS[old_time["timeType"]] * size)
+        rec |= RAW.get(item_id, lambda i, t: {})(i, t)
+        complex_type = ingestion.get("complexTypeConfig")
+        if complex_type is not None:
+            rec = _nest(
+                rec, complex_type.get("fieldsToUnnest") or [], complex_type.get("delimiter", ".")
+            )
+        out.append(rec)
+    return out
+
+
+# -- the config pointed at the test broker ------------------------------------------------
+def _streams(table: dict) -> list[dict]:
+    maps = ((table.get("ingestionConfig") or {}).get("streamIngestionConfig") or {}).get(
+        "streamConfigMaps"
+    )
+    return maps or [table["tableIndexConfig"]["streamConfigs"]]
+
+
+def _is_kafka_json(table: dict) -> bool:
+    return all(
+        s.get("streamType") == "kafka"
+        and s.get("stream.kafka.decoder.class.name", "JSONMessageDecoder").endswith(
+            "JSONMessageDecoder"
+        )
+        for s in _streams(table)
+    )
+
+
+#: a stream config's keys that would reach another broker, or a security setup the test
+#: broker (plaintext) has not
+SECURITY = re.compile(r"^(security\.protocol|sasl\.|ssl\.)")
+
+
+def pointed(table: dict, bootstrap: str, topic: str) -> dict:
+    """The config reading ``topic`` on the test broker from its start."""
+    table = copy.deepcopy(table)
+    [stream] = _streams(table)
+    for key in list(stream):
+        if SECURITY.match(key):
+            del stream[key]
+    stream["stream.kafka.broker.list"] = bootstrap
+    if "stream.kafka.hlc.bootstrap.server" in stream:
+        stream["stream.kafka.hlc.bootstrap.server"] = bootstrap
+    stream["stream.kafka.topic.name"] = topic
+    stream["stream.kafka.consumer.prop.auto.offset.reset"] = "smallest"
+    return table
+
+
+def _partition(table: dict) -> int:
+    """The first partition the stream reads (``stream.kafka.partition.ids``), else 0."""
+    [stream] = _streams(table)
+    ids = stream.get("stream.kafka.partition.ids", "").replace("-", ",").split(",")
+    return min((int(i) for i in ids if i.strip()), default=0)
+
+
+def _read(item_id: str, key: str) -> dict:
+    return json.loads((CORPUS / ITEMS[item_id][key]).read_text(encoding="utf-8"))
+
+
+RUN = [i for i in ACCEPTED if _is_kafka_json(_read(i, "table"))]
+_topics = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory):
+    """One engine for every pair: each is deleted (table and schema) after its run."""
+    with Engine(str(tmp_path_factory.mktemp("pinot_corpus_loads"))) as eng:
+        yield eng
+
+
+def test_not_run_is_exactly_the_pairs_that_are_not_kafka_json():
+    assert sorted(NOT_RUN) == sorted(set(ACCEPTED) - set(RUN))
+    assert set(EXPECTED_ERRORS) <= set(RUN)
+    assert len(RUN) + len(NOT_RUN) + len(GAPS) == len(ITEMS)
+
+
+@pytest.mark.parametrize("item_id", RUN)
+def test_each_kafka_json_pair_loads_its_records(engine, broker, item_id):
+    table, schema = _read(item_id, "table"), _read(item_id, "schema")
+    topic = f"corpus{next(_topics)}_{uuid.uuid4().hex[:6]}"
+    partition = _partition(table)
+    broker.create_topic(topic, partition + 1)
+    sent = records(item_id, schema, table)
+    assert broker.produce(topic, [json.dumps(r) for r in sent], partition=partition) == N
+
+    out = engine.pinot.add(pointed(table, broker.bootstrap, topic), schema)
+    try:
+        [pipeline] = out["pipelines"]
+        results = engine.run_batches(pipeline, 10, until_idle=True)
+        assert results[-1].state == "NoData", results
+        errors = engine.errors(pipeline)
+        n_rows = engine.table_arrow(out["table"]).num_rows
+        state = engine.catalog.pipelines.get(pipeline)
+    finally:
+        engine.pinot.delete(out["table"])
+        engine.pinot.delete_schema(out["schema"])
+        broker.delete_topic(topic)
+
+    expected_errors = EXPECTED_ERRORS.get(item_id, (0, ""))[0]
+    assert len(errors) == expected_errors, errors
+    assert state.last_error is None, state.last_error
+    ingestion = table.get("ingestionConfig") or {}
+    if ingestion.get("aggregationConfigs") or table["tableIndexConfig"].get("aggregateMetrics"):
+        assert 1 <= n_rows <= N  # rolled up by dimensions and time
+    elif ingestion.get("filterConfig"):
+        assert n_rows <= N - expected_errors
+    else:
+        assert n_rows == N - expected_errors
