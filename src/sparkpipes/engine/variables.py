@@ -60,6 +60,14 @@ VARIABLES = {
             "runs in the engine's process instead of as a Spark job (0: every batch is one)",
         ),
         Variable(
+            "pipelines_batch_gap_ms",
+            750,
+            int,
+            "milliseconds at least from the start of a stream batch that loaded all there "
+            "was to the start of the pipeline's next one (its BATCH_INTERVAL if shorter; "
+            "0: at once)",
+        ),
+        Variable(
             "pipelines_max_concurrent",
             0,
             int,

@@ -134,9 +134,12 @@ class MetadataProvider(abc.ABC):
 
     #: for a source that shares its answers among pipelines: :meth:`partitions` and
     #: :meth:`watermark` may answer from a reading asked for at or after this
-    #: ``time.monotonic()`` (None: asked for now); the scheduler sets it to its previous
-    #: look at the pipeline, so many pipelines share one reading and none misses news
+    #: ``time.monotonic()`` (None: asked for now); the scheduler sets it past the reading
+    #: its previous look used, so many pipelines share one reading and none misses news
     since: float | None = None
+    #: when the shared reading last answered was asked for (``time.monotonic()``), or
+    #: None when the answers are this provider's own (asked for when called)
+    read_at: float | None = None
 
     @abc.abstractmethod
     def partitions(self) -> list[str]:

@@ -42,7 +42,11 @@ class KafkaMetadata(MetadataProvider):
         """The topic's latest offsets from the process's shared watch, at most
         read since ``since`` (None: ask this provider's own client)."""
         since = time.monotonic() if self.since is None else self.since
-        return self._cluster().latest(self.source.topic, since)
+        got = self._cluster().reading(self.source.topic, since)
+        if got is None:
+            return None
+        self.read_at = got[0]
+        return got[1]
 
     def _cluster(self) -> ClusterWatch:
         if self._shared_watch is None:
@@ -157,9 +161,10 @@ class KafkaMetadata(MetadataProvider):
         partition read is in ``offsets`` and its latest offset is not past the one there
         (below it: a broker that reports its last record batch's first offset + 1, as
         Tansu does; a topic made again is met by the plan every ``IDLE_RECHECK_S``)."""
-        latest = self._cluster().latest(self.source.topic, since)
-        if latest is None:
+        got = self._cluster().reading(self.source.topic, since)
+        if got is None:
             return False
+        self.read_at, latest = got
         only = self.source.only
         read = {str(p): o for p, o in latest.items() if only is None or p in only}
         if set(read) != set(offsets):

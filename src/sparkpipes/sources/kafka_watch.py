@@ -71,24 +71,29 @@ class ClusterWatch:
         """Partition → latest offset of ``topic``, from a refresh asked for at or after
         ``since`` (``time.monotonic()``; now: a refresh now); None when the cluster or the
         topic cannot be read now."""
+        got = self.reading(topic, since)
+        return None if got is None else got[1]
+
+    def reading(self, topic: str, since: float) -> tuple[float, dict[int, int]] | None:
+        """:meth:`latest` with when its refresh was asked for."""
         with self._lock:
             self._asked[topic] = time.monotonic()
             got = self._marks.get(topic)
         if got is not None and got[0] >= since:
-            return got[1]
+            return got
         if self._in_trouble():
             return None
         with self._refreshing:
             got = self._marks.get(topic)
             if got is not None and got[0] >= since:
-                return got[1]  # another pipeline's refresh, while this one waited
+                return got  # another pipeline's refresh, while this one waited
             try:
                 self._refresh()
             except Exception as e:  # a hint only: the batch's plan meets the real error
                 log.debug("refreshing the latest offsets failed: %s", e)
                 return None
             got = self._marks.get(topic)
-        return got[1] if got is not None and got[0] >= since else None
+        return got if got is not None and got[0] >= since else None
 
     def _client(self) -> Any:
         if self._admin is None:

@@ -85,6 +85,9 @@ class BatchResult:
     seconds: float = 0.0
     partitions: list[dict[str, Any]] = field(default_factory=list)
     offsets: dict[str, Any] = field(default_factory=dict)
+    #: every partition it read was read to its planned watermark: all there was when
+    #: the batch was planned is loaded (what the scheduler paces on)
+    caught_up: bool = False
 
 
 def app_id(pipeline_id: str) -> str:
@@ -100,6 +103,9 @@ class Plan:
     offsets: dict[str, Any]  # every known partition's offset before the batch
     watermarks: dict[str, Any] = field(default_factory=dict)  # of the partitions it reads
     tasks: tuple[tuple[Piece, ...], ...] = ()  # what each Spark task reads
+    #: every partition or object with something to read is in the batch (none left out
+    #: by MAX_PARTITIONS_PER_BATCH's window or an object batch's budget)
+    complete: bool = False
 
     @property
     def width(self) -> int:
@@ -120,6 +126,7 @@ class Written:
     nbytes: int
     t0: float
     part_rows: dict[str, int] = field(default_factory=dict)
+    caught_up: bool = False
 
 
 class BatchRunner:
@@ -150,6 +157,11 @@ class BatchRunner:
         if self._meta is None:
             self._meta = self.source.metadata()
         return self._meta
+
+    def read_at(self) -> float | None:
+        """When the source's shared reading this runner last used was asked for (None:
+        none, or the source answers from its own requests)."""
+        return None if self._meta is None else self._meta.read_at
 
     def close(self) -> None:
         if self._meta is not None:
@@ -241,6 +253,7 @@ class BatchRunner:
             offsets,
             {p: marks[p] for p in chosen},
             tuple(tuple(t) for t in tasks),
+            complete=len(chosen) == len(items),
         )
 
     def _parallelism(self) -> int:
@@ -248,6 +261,10 @@ class BatchRunner:
             return max(1, int(self._spark().sparkContext.defaultParallelism))
         except Exception:  # no cluster to ask (a dry plan): one task per object batch
             return 2
+
+    def _reached(self, partition: str, end: Any, plan: Plan) -> bool:
+        watermark = plan.watermarks.get(partition)
+        return watermark is not None and self.source.reached(end, watermark)
 
     def _current(self, plan: Plan) -> bool:
         committed = self._resume_point()
@@ -365,7 +382,12 @@ class BatchRunner:
             errors.extend(refiner.drain())
         parts = [line for r in results for line in r.report()]
         nbytes = sum(r.bytes for r in results)
-        return Written(plan, staged, errors, ends, parts, rows, nbytes, t0, part_rows)
+        caught_up = plan.complete and all(
+            piece.drained or self._reached(piece.partition, piece.end, plan)
+            for r in results
+            for piece in r.pieces
+        )
+        return Written(plan, staged, errors, ends, parts, rows, nbytes, t0, part_rows, caught_up)
 
     # -- steps 3 and 4 ----------------------------------------------------------------
     def commit(
@@ -387,6 +409,7 @@ class BatchRunner:
             len(w.errors),
             partitions=w.parts,
             offsets=w.ends,
+            caught_up=w.caught_up,
         )
         if not w.staged and w.ends == plan.committed:
             result.state = BatchState.NO_DATA

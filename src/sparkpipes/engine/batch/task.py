@@ -49,8 +49,6 @@ from sparkpipes.sources import Fetched, Gap
 
 __all__ = ["OFFSET_COLUMN", "PARTITION_COLUMN", "TaskResult", "TaskSpec", "run_task"]
 
-#: how long a stream task reads on past its planned watermark (see ``_Task.piece``)
-FOLLOW_S = 0.25
 #: small fetches are decoded together once they hold this many records (or bytes): a
 #: decoder's fixed cost per call (~0.35 ms for JSON) would otherwise dominate a steady
 #: stream's fetches of a few dozen records each
@@ -130,10 +128,10 @@ class _Task:
     def piece(self, piece: Piece) -> PieceResult:
         """Read one piece: to the end of its range or object (``whole``), else until
         ``max_records``, the source's end report or an empty fetch — but not while short
-        of the piece's watermark, and not for more than ``FOLLOW_S`` past it (a watermark
-        may under-report the end, so reading goes on a little; a steady stream would
-        otherwise never give an empty fetch and the batch, with its records, would wait
-        for the stream to pause)."""
+        of the piece's watermark, and no further once it is reached: a steady stream
+        never gives an empty fetch, and what came after the plan is the next batch's
+        (the scheduler spaces a caught-up pipeline's batches, ``pipelines_batch_gap_ms``;
+        following the stream here cost a fetch per few records, for every partition)."""
         spec = self.spec
         consumer = spec.source.consumer(
             piece.partition, out_of_range=spec.out_of_range, pipeline=spec.pipeline
@@ -145,7 +143,6 @@ class _Task:
         end = None
         remaining = float("inf") if spec.whole else spec.max_records
         first = True
-        past = 0.0  # when the read first reached the watermark
         try:
             while remaining > 0:
                 timeout = spec.fetch_timeout_s * (4 if first else 1)
@@ -171,9 +168,6 @@ class _Task:
                         if spec.whole or piece.watermark is None:
                             continue
                         if not spec.source.reached(consumer.position(), piece.watermark):
-                            continue
-                        past = past or time.monotonic()
-                        if time.monotonic() - past < FOLLOW_S:
                             continue
                         break  # a steady stream: what came after the plan is the next batch's
                 if spec.whole:

@@ -31,8 +31,11 @@ once, without Spark room), where a Spark job's fixed cost would dominate it.
 Promises: a batch starts only while its pipeline is ``Running`` (checked under its lock:
 once ``stop`` returns, no batch of the pipeline runs); concurrent batches never take more
 than the room they were admitted with (a re-plan is capped to it); a pipeline whose turn
-loaded data goes again at once; one with nothing new waits, from an eighth of its
-``batch_interval_ms`` doubling while it stays idle, up to the interval itself
+loaded data goes again at once if more may be waiting, and once ``pipelines_batch_gap_ms``
+(at most its interval) has passed since the turn began if the batch read all there was
+(a steady stream: batches that far apart, not back to back); one with nothing new waits,
+from an eighth of its ``batch_interval_ms`` doubling while it stays idle, up to the interval
+itself
 (:func:`idle_wait`); ``close`` (or the ``halt`` given to ``run_forever``) ends every worker
 after its batch in flight, and returns once they have. The admission's state (who runs
 with how many partitions, who waits) is noted in the catalog on every change, for
@@ -47,6 +50,7 @@ the dispatcher renews held leases; each batch's commit is fenced by a last renew
 
 from __future__ import annotations
 
+import enum
 import logging
 import threading
 import time
@@ -71,6 +75,8 @@ log = logging.getLogger("sparkpipes.engine")
 
 #: small batches run in this process at once (``_in_driver``)
 DRIVER_BATCHES = 8
+#: a small batch that waited this long for one of them is planned again before it runs
+REPLAN_S = 0.1
 MAX_BACKOFF_S = 10.0
 #: an idle pipeline's first wait is its interval divided by 2 ** IDLE_STEPS
 IDLE_STEPS = 3
@@ -87,6 +93,23 @@ def idle_wait(interval_s: float, idle: int) -> float:
     found nothing new: an eighth of its interval, doubling, up to the interval."""
     step = min(max(idle, 1) - 1, IDLE_STEPS)
     return max(MIN_IDLE_S, interval_s / 2 ** (IDLE_STEPS - step))
+
+
+class Ran(enum.Enum):
+    """What a turn did, which decides when the pipeline's next turn comes."""
+
+    NOTHING = 0  # nothing new, or it failed: the next turn waits as an idle one does
+    MORE = 1  # loaded, and more may be waiting: the next turn at once
+    CAUGHT_UP = 2  # loaded all there was when it was planned: the next after the gap
+
+    def __bool__(self) -> bool:
+        return self is not Ran.NOTHING
+
+    @classmethod
+    def of(cls, result: BatchResult) -> Ran:
+        if result.state == BatchState.NO_DATA:
+            return cls.NOTHING
+        return cls.CAUGHT_UP if result.caught_up else cls.MORE
 
 
 class Scheduler(Rooms):
@@ -374,10 +397,12 @@ class Scheduler(Rooms):
                     seen = now
                     self._forget_seen(name)
                 looked = time.monotonic()
-                loaded = not self._quiet(name, idle) and self._turn(name, halt, state.id)
-                self._looked[name] = looked  # the next look takes no reading older
-                if loaded:
+                ran = Ran.NOTHING if self._quiet(name, idle) else self._turn(name, halt, state.id)
+                self._looked[name] = self._next_look(name, looked)
+                if ran:
                     idle = 0
+                    if ran is Ran.CAUGHT_UP:
+                        halt.wait(max(0.0, looked + self._gap_s(name) - time.monotonic()))
                     continue
                 idle += 1
                 halt.wait(idle_wait(self._interval_s(name), idle))
@@ -402,6 +427,16 @@ class Scheduler(Rooms):
         if runner is not None:
             runner.forget_idle()
 
+    def _next_look(self, name: str, looked: float) -> float:
+        """What the pipeline's next look asks of the source's shared reading: one asked
+        for after the reading this turn used (another pipeline's will do), not merely
+        after this turn began: this turn's own reading would pass that, and the next look
+        would see nothing that came since (an idle pipeline then noticed news a turn
+        late). A source without a shared reading: after this turn began."""
+        runner = self.rt.assembled(name)
+        read_at = runner.read_at() if runner is not None else None
+        return looked if read_at is None else max(looked, read_at + 1e-6)
+
     def _quiet(self, name: str, idle: int) -> bool:
         """Whether the turn can be skipped: the source tells, cheaply, that nothing was
         added since the pipeline's last turn (never before its first)."""
@@ -423,31 +458,43 @@ class Scheduler(Rooms):
             return 2.5
         return rec.definition.get("batch", {}).get("interval_ms", 2500) / 1000
 
-    def _turn(self, name: str, halt: threading.Event, pipeline_id: str) -> bool:
-        """Plan, wait for room, run one batch; whether it loaded anything. Errors are
-        recorded, not raised: the other pipelines go on."""
+    def _gap_s(self, name: str) -> float:
+        """How long after a caught-up batch started the pipeline's next one may start:
+        ``pipelines_batch_gap_ms``, or its ``BATCH_INTERVAL`` if shorter. A steady stream
+        is then loaded in batches this far apart instead of back to back; each batch has
+        a fixed cost (readers, a commit, a file), and back to back they came as fast as
+        the broker answered."""
+        try:
+            gap = self._values()["pipelines_batch_gap_ms"] / 1000
+        except SparkpipesError:  # the catalog unreachable: its default
+            gap = variables.VARIABLES["pipelines_batch_gap_ms"].default / 1000
+        return min(gap, self._interval_s(name))
+
+    def _turn(self, name: str, halt: threading.Event, pipeline_id: str) -> Ran:
+        """Plan, wait for room, run one batch; what it loaded. Errors are recorded, not
+        raised: the other pipelines go on."""
         try:
             cap, most = self._limits()
             plan: Plan | None = None
             with self.rt.lock(name):
                 if not self._still_running(name):
-                    return False
+                    return Ran.NOTHING
                 planner = self.rt.runner(name)
                 try:
                     plan = planner.plan(cap, since=self._looked.get(name))
                 except SparkpipesError:
                     pass  # the batch fails the same way, under the retry policy
             if plan is not None and plan.width == 0:
-                return False  # nothing new: no batch, no room
+                return Ran.NOTHING  # nothing new: no batch, no room
             if plan is not None and self._small(planner, plan):
                 return self._in_driver(name, planner, plan, halt, pipeline_id)
             width = self._wait_for_room(name, plan.width if plan else 1, cap, most, halt)
             if not width:
-                return False
+                return Ran.NOTHING
             try:
                 with self.rt.lock(name):
                     if not self._still_running(name):
-                        return False  # stopped while it waited for room
+                        return Ran.NOTHING  # stopped while it waited for room
                     if plan is not None and (
                         plan.width > width or self.rt.runner(name) is not planner
                     ):
@@ -460,7 +507,7 @@ class Scheduler(Rooms):
                         pause=lambda delay: self._pause(name, width, halt, delay),
                         fence=lambda: self.leases.fence(pipeline_id, name),
                     )
-                return result.state != BatchState.NO_DATA
+                return Ran.of(result)
             finally:
                 self._free(name)
         except LeaseLostError as e:
@@ -471,7 +518,7 @@ class Scheduler(Rooms):
             log.exception("unexpected failure in pipeline %s", name)
             err = InternalError(f"unexpected failure: {type(e).__name__}: {e}", pipeline=name)
             self._note(name, state=PipelineState.ERROR, last_error=str(err))
-        return False
+        return Ran.NOTHING
 
     def _driver_records(self) -> int:
         """``pipelines_driver_batch_records``, or 0 (every batch a Spark job, as seed 004
@@ -491,19 +538,26 @@ class Scheduler(Rooms):
 
     def _in_driver(
         self, name: str, planner: BatchRunner, plan: Plan, halt: threading.Event, pid: str
-    ) -> bool:
+    ) -> Ran:
         """Run a small batch in this process: it takes no Spark room, only one of
         ``DRIVER_BATCHES`` slots (its cost is mostly waiting on the broker, the table's
         storage and the catalog, so a few overlap well)."""
+        waiting = time.monotonic()
         while not self._driver_slots.acquire(timeout=0.2):
             if self._halted(halt):
-                return False
+                return Ran.NOTHING
         try:
             with self.rt.lock(name):
                 if not self._still_running(name):
-                    return False
+                    return Ran.NOTHING
                 if self.rt.runner(name) is not planner:
-                    return True  # the pipeline changed: the next turn plans again
+                    return Ran.MORE  # the pipeline changed: the next turn plans again
+                if time.monotonic() - waiting > REPLAN_S:
+                    # it waited for a slot while its records kept coming: a plan made
+                    # now takes them too (a reading taken while it waited will do)
+                    plan = planner.plan(plan.width, since=waiting)
+                    if plan.width == 0:
+                        return Ran.NOTHING
 
                 def pause(delay: float) -> int:
                     gone = halt.wait(delay) or self._halted(halt)
@@ -517,7 +571,7 @@ class Scheduler(Rooms):
                     fence=lambda: self.leases.fence(pid, name),
                     in_driver=True,
                 )
-            return result.state != BatchState.NO_DATA
+            return Ran.of(result)
         finally:
             self._driver_slots.release()
 
