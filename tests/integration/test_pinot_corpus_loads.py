@@ -3,7 +3,14 @@ schema) pair whose stream is Kafka with a JSON decoder, pointed at the test brok
 fresh topic, is added as a user adds it (schema + config), and records made from its
 schema — a value of the field's type, a time in the field's format — become its rows,
 with no record in the errors view. A user relies on a Pinot table config written for
-Pinot loading here as it is. A pair that cannot run here is in ``NOT_RUN`` with why."""
+Pinot loading here as it is. A pair that cannot run here is in ``NOT_RUN`` with why.
+
+Each stored value is then compared, column by column, with what Pinot stores for the same
+records, worked out by hand from Pinot's source (``pinot_expected``: its type conversion,
+default null values and the corpus's transform functions). The records are made a little
+richer where Pinot's reading differs from a plain copy (:func:`richer`): numbers given as
+JSON text, a real into a whole-number column, a field left out, one value given as a
+list of one, a single value into a multi-value field."""
 
 from __future__ import annotations
 
@@ -20,6 +27,7 @@ import pytest
 import yaml
 
 from sparkpipes import Engine
+from tests.integration import pinot_expected as pinot
 from tests.unit.frontends.pinot.test_corpus import GAPS
 
 CORPUS = pathlib.Path(__file__).parents[1] / "corpus" / "pinot"
@@ -198,28 +206,98 @@ def _nest(record: dict, unnest: list[str], delimiter: str) -> dict:
     return out
 
 
-def records(item_id: str, schema: dict, table: dict) -> list[dict]:
+#: where the stored value is known to differ from Pinot's, and why (issue 34: left)
+KNOWN = {
+    "complexTypeConfig": "a flattened field's value is converted by FORMAT JSON's rules, "
+    "not Pinot's (formats/nested.py: 100.75 into an INT column is a bad record, Pinot "
+    "stores 100; a list of one into a text column is its JSON text, Pinot stores the "
+    "element), so such records are not made richer with reals or lists",
+    "JSON default": "a JSON dimension left out stores NULL; Pinot stores its default null "
+    "value, the text 'null' (FieldSpec.DEFAULT_DIMENSION_NULL_VALUE_OF_JSON)",
+}
+
+
+def richer(rec: dict, specs: list[dict], i: int, keep: set[str], *, nested: bool = False) -> dict:
+    """Record ``i`` as real producers also write it, where Pinot's conversion is not a
+    plain copy: 1 — whole and real numbers as JSON text (``"101"``); 2 — a real into a
+    whole-number field (``1002.75``: Pinot stores 1002); 3 — the first optional
+    dimension and metric left out (their default null value); 4 — a text given as a list
+    of one (``["x"]``) and a multi-value field as a single value. Fields in ``keep``
+    (keys, time, fields transforms or aggregations read) stay as made."""
+    rec = dict(rec)
+    free = [f for f in specs if f["name"] in rec and f["name"] not in keep and "format" not in f]
+    single = [f for f in free if f.get("singleValueField", True)]
+    if i == 1:
+        for f in single:
+            if f.get("dataType") in ("INT", "LONG", "FLOAT", "DOUBLE"):
+                rec[f["name"]] = str(rec[f["name"]])
+    elif i == 2 and not nested:  # KNOWN below: not yet so under a complexTypeConfig
+        for f in single:
+            if f.get("dataType") in ("INT", "LONG"):
+                rec[f["name"]] += 0.75
+    elif i == 3:
+        for role in ("dimension", "metric"):
+            left = [f for f in single if f["_role"] == role]
+            if left:
+                del rec[left[0]["name"]]
+    elif i == 4 and not nested:  # KNOWN: not yet so under a complexTypeConfig
+        for f in free:
+            if f.get("dataType") == "STRING" and f.get("singleValueField", True):
+                rec[f["name"]] = [rec[f["name"]]]
+            elif not f.get("singleValueField", True):
+                rec[f["name"]] = rec[f["name"]][0]
+    return rec
+
+
+def _specs(schema: dict) -> list[dict]:
+    roles = {"dimensionFieldSpecs": "dimension", "metricFieldSpecs": "metric"}
+    roles["dateTimeFieldSpecs"] = "dateTime"
+    return [{**f, "_role": r} for key, r in roles.items() for f in schema.get(key) or []]
+
+
+def _kept(table: dict, schema: dict) -> set[str]:
+    """The fields :func:`richer` leaves as made: keys, the time column, what transforms,
+    aggregations and the filter read, and all of a table that rolls rows up."""
+    ingestion = table.get("ingestionConfig") or {}
+    keep = set(schema.get("primaryKeyColumns") or [])
+    keep.add((table.get("segmentsConfig") or {}).get("timeColumnName"))
+    texts = [c["transformFunction"] for c in ingestion.get("transformConfigs") or []]
+    texts += [c["aggregationFunction"] for c in ingestion.get("aggregationConfigs") or []]
+    texts += [f.get("transformFunction") or "" for f in _specs(schema)]
+    texts.append((ingestion.get("filterConfig") or {}).get("filterFunction") or "")
+    for f in _specs(schema):
+        if any(re.search(rf"\b{re.escape(f['name'])}\b", t) for t in texts):
+            keep.add(f["name"])
+    if ingestion.get("aggregationConfigs") or table["tableIndexConfig"].get("aggregateMetrics"):
+        keep |= {f["name"] for f in _specs(schema)}
+    return keep
+
+
+def flat_records(item_id: str, schema: dict, table: dict) -> list[dict]:
+    """N records from the schema, before any nesting (what Pinot's columns are of)."""
+    return records(item_id, schema, table, nest=False)
+
+
+def records(item_id: str, schema: dict, table: dict, *, nest: bool = True) -> list[dict]:
     """N records from the schema, the fields transforms compute left out."""
     ingestion = table.get("ingestionConfig") or {}
     computed = {c["columnName"] for c in ingestion.get("transformConfigs") or []}
     computed |= {c["columnName"] for c in ingestion.get("aggregationConfigs") or []}
-    specs = [
-        f
-        for key in ("dimensionFieldSpecs", "metricFieldSpecs", "dateTimeFieldSpecs")
-        for f in schema.get(key) or []
-    ]
+    specs = _specs(schema)
+    keep = _kept(table, schema)
     old_time = (schema.get("timeFieldSpec") or {}).get("incomingGranularitySpec")
     now = int(time.time()) // 3600 * 3_600_000
     out = []
     for i in range(N):
         t = now - i * 3_600_000 - i * 1_234
         rec = {f["name"]: _value(f, i, t) for f in specs if f["name"] not in computed}
+        rec = richer(rec, specs, i, keep, nested="complexTypeConfig" in ingestion)
         if old_time:
             size = int(old_time.get("timeUnitSize", 1))
             rec[old_time["name"]] = t // (UNIT_MS[old_time["timeType"]] * size)
         rec |= RAW.get(item_id, lambda i, t: {})(i, t)
         complex_type = ingestion.get("complexTypeConfig")
-        if complex_type is not None:
+        if complex_type is not None and nest:
             rec = _nest(
                 rec, complex_type.get("fieldsToUnnest") or [], complex_type.get("delimiter", ".")
             )
@@ -308,7 +386,8 @@ def test_each_kafka_json_pair_loads_its_records(engine, broker, item_id):
         results = engine.run_batches(pipeline, 10, until_idle=True)
         assert results[-1].state == "NoData", results
         errors = engine.errors(pipeline)
-        n_rows = engine.table_arrow(out["table"]).num_rows
+        rows = engine.table_arrow(out["table"]).to_pylist()
+        n_rows = len(rows)
         state = engine.catalog.pipelines.get(pipeline)
     finally:
         engine.pinot.delete(out["table"])
@@ -325,3 +404,85 @@ def test_each_kafka_json_pair_loads_its_records(engine, broker, item_id):
         assert n_rows <= N - expected_errors
     else:
         assert n_rows == N - expected_errors
+    if not expected_errors and not rolled_up(table):
+        check_values(item_id, schema, table, rows)
+
+
+def rolled_up(table: dict) -> bool:
+    ingestion = table.get("ingestionConfig") or {}
+    return bool(
+        ingestion.get("aggregationConfigs")
+        or table["tableIndexConfig"].get("aggregateMetrics")
+        or ingestion.get("filterConfig")
+    )
+
+
+def _nullable(spec: dict, schema: dict, table: dict) -> bool:
+    """``MutableSegmentImpl.isNullable``: with column-based null handling each field but
+    the ``notNull`` ones, else every field when the table enables null handling."""
+    if schema.get("enableColumnBasedNullHandling"):
+        return not spec.get("notNull", False)
+    return bool(table["tableIndexConfig"].get("nullHandlingEnabled"))
+
+
+def expected_rows(item_id: str, schema: dict, table: dict) -> list[dict]:
+    """Pinot's row of each record (``pinot_expected``); a column whose value is not
+    worked out here is left out."""
+    ingestion = table.get("ingestionConfig") or {}
+    transforms = {
+        c["columnName"]: c["transformFunction"] for c in ingestion.get("transformConfigs") or []
+    }
+    specs = _specs(schema)
+    for f in specs:
+        if f.get("transformFunction") and f["name"] not in transforms:
+            transforms[f["name"]] = f["transformFunction"]
+    out = []
+    for rec in flat_records(item_id, schema, table):
+        row = {}
+        for f in specs:
+            name = f["name"]
+            if name.startswith("__"):
+                continue  # record metadata: test_pinot_streams.py
+            value = rec.get(name)
+            if value is None and name in transforms:  # ExpressionTransformer
+                expr = transforms[name]
+                if not pinot.checked(expr):
+                    continue
+                value = pinot.TRANSFORMS[expr](rec)
+                if expr.startswith(pinot.JSON_TEXT):
+                    row[name] = value
+                    continue
+            got = pinot.stored(value, f)
+            row[name] = (
+                got
+                if got is not None
+                else pinot.default(f, f["_role"], _nullable(f, schema, table))
+            )
+        out.append(row)
+    return out
+
+
+def check_values(item_id: str, schema: dict, table: dict, rows: list[dict]) -> None:
+    """Each stored value is Pinot's (rows matched by their expected values)."""
+    expected = expected_rows(item_id, schema, table)
+    specs = {f["name"]: f for f in _specs(schema)}
+    json_text = {
+        c["columnName"]
+        for c in (table.get("ingestionConfig") or {}).get("transformConfigs") or []
+        if c["transformFunction"].startswith(pinot.JSON_TEXT)
+    }
+    got = [
+        {c: pinot.normalized(r[c], {**specs[c], "json": c in json_text}) for c in expected[0]}
+        for r in rows
+    ]
+    key = lambda row: json.dumps(row, sort_keys=True, default=str)  # noqa: E731
+    got, expected = sorted(got, key=key), sorted(expected, key=key)
+    for want, have in zip(expected, got, strict=True):
+        diff = {
+            c: (want[c], have[c])
+            for c in want
+            if want[c] != have[c]
+            # KNOWN["JSON default"]
+            and not (specs[c].get("dataType") == "JSON" and want[c] == "null" and have[c] is None)
+        }
+        assert not diff, f"column: (Pinot's, stored) {diff}"

@@ -48,6 +48,9 @@ FORMAT_OPTIONS = (
     "decoder.topic",
     # a Protobuf descriptor set, base64 (Pinot's ProtoBufMessageDecoder: formats.protobuf)
     "protobuf.descriptor",
+    # Pinot's JSON decoder and type conversion (formats.pinot_json)
+    "pinot.json.columns",
+    "pinot.continue.on.error",
 )
 #: the props of a stream plugin's decoder (``FORMAT`` kind ``stream``)
 FORMAT_PROP_PREFIX = "decoder.prop."

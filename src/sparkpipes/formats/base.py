@@ -163,13 +163,43 @@ class Decoder(abc.ABC):
             except ValueError as e:
                 errors.append(RecordError(i, str(e)))
                 continue
+            except RecursionError:
+                errors.append(RecordError(i, "the record is nested too deeply to decode"))
+                continue
             for name, v in converted.items():
                 rows[name].append(v)
             kept.append(i)
-        table = pa.table(
-            {f.name: pa.array(rows[f.name], f.type) for f in self.schema}, schema=self.schema
-        )
+        try:
+            table = pa.table(
+                {f.name: pa.array(rows[f.name], f.type) for f in self.schema}, schema=self.schema
+            )
+        except (UnicodeError, pa.ArrowException, ValueError, TypeError, OverflowError):
+            return self._without_unstorable(rows, kept, errors)
         return Decoded(table, pa.array(kept, pa.int32()), tuple(errors))
+
+    def _without_unstorable(
+        self, rows: dict[str, list[Any]], kept: list[int], errors: list[RecordError]
+    ) -> Decoded:
+        """The rows of :meth:`_slow` less those with a value Arrow cannot store (a lone
+        surrogate ``"\\ud800"`` in a string): each a bad record of its own."""
+        bad: dict[int, str] = {}
+        for f in self.schema:
+            for j, v in enumerate(rows[f.name]):
+                if j in bad:
+                    continue
+                try:
+                    pa.array([v], f.type)
+                except (UnicodeError, pa.ArrowException, ValueError, TypeError, OverflowError) as e:
+                    reason = str(e).split("\n")[0][:200]
+                    bad[j] = f"column '{f.name}': cannot store the value: {reason}"
+        good = [j for j in range(len(kept)) if j not in bad]
+        table = pa.table(
+            {f.name: pa.array([rows[f.name][j] for j in good], f.type) for f in self.schema},
+            schema=self.schema,
+        )
+        more = [RecordError(kept[j], reason) for j, reason in bad.items()]
+        errors = sorted([*errors, *more], key=lambda e: e.index)
+        return Decoded(table, pa.array([kept[j] for j in good], pa.int32()), tuple(errors))
 
 
 class OptionsDecoder(Decoder):

@@ -21,6 +21,10 @@ _INT_RANGES = {
 }
 
 
+#: digits enough for any DECIMAL(76, 76) a column holds, quantized exactly
+_DECIMAL_DIGITS = 160
+
+
 def _short(v: Any) -> str:
     s = json.dumps(v, default=str) if not isinstance(v, str) else repr(v)
     return s if len(s) <= 60 else s[:57] + "..."
@@ -41,7 +45,10 @@ def _decimal(value: decimal.Decimal, t: pa.Decimal128Type) -> decimal.Decimal:
     SingleStore store a DECIMAL; more whole digits than the precision holds is an error."""
     if not value.is_finite():
         raise ValueError("not a number")
-    rounded = value.quantize(decimal.Decimal(1).scaleb(-t.scale), rounding=decimal.ROUND_HALF_UP)
+    with decimal.localcontext(prec=_DECIMAL_DIGITS):  # the default 28 digits fail 11 + 18
+        rounded = value.quantize(
+            decimal.Decimal(1).scaleb(-t.scale), rounding=decimal.ROUND_HALF_UP
+        )
     if rounded.adjusted() >= t.precision - t.scale:
         raise ValueError("out of range")
     return rounded

@@ -55,10 +55,8 @@ class JsonDecoder(Decoder):
     def _parse_schema(self) -> tuple[pa.Schema | None, bool]:
         tree: dict[str, Any] = {}
         for f in self.schema:
-            t = f.type
-            if any(p(t) for p in _VIA_STRING):
-                t = pa.string()
-            elif not any(p(t) for p in _DIRECT):
+            t = self._parse_type(f)
+            if t is None:
                 return None, False
             if not self.paths[f.name]:
                 return None, False  # the whole record: slow path
@@ -80,10 +78,22 @@ class JsonDecoder(Decoder):
 
         return pa.schema(build(tree)), True
 
+    def _parse_type(self, f: pa.Field) -> pa.DataType | None:
+        """The type Arrow's reader reads column ``f`` as (None: it cannot)."""
+        t = f.type
+        if any(p(t) for p in _VIA_STRING):
+            return pa.string()
+        return t if any(p(t) for p in _DIRECT) else None
+
     def _fast_ok(self, values: pa.Array) -> bool:
         return self.fast and pc.min(pc.binary_length(values)).as_py() > 0
 
     def _fast(self, values: pa.Array) -> pa.Table:
+        return conform(pa.table(self._read(values)), self.schema)
+
+    def _read(self, values: pa.Array) -> dict[str, pa.ChunkedArray]:
+        """Each column as Arrow's reader reads it (of its :meth:`_parse_type`)."""
+        _valid_utf8(values)  # Arrow's reader lets invalid UTF-8 into a string column
         buf = newline_joined(values)
         table = pj.read_json(
             pa.BufferReader(buf),
@@ -103,15 +113,16 @@ class JsonDecoder(Decoder):
             if f.name in self.on_missing and col.null_count:
                 raise Mismatch  # a missing path or a null: the record by record path tells
             cols[f.name] = col
-        return conform(pa.table(cols), self.schema)
+        return cols
+
+    def _loads(self, raw: bytes) -> Any:
+        if self.text_values:
+            return json.loads(raw, parse_int=_Number, parse_float=_Number)
+        return json.loads(raw)
 
     def _parse_one(self, raw: bytes) -> dict[str, Any]:
         try:
-            rec = (
-                json.loads(raw, parse_int=_Number, parse_float=_Number)
-                if self.text_values
-                else json.loads(raw)
-            )
+            rec = self._loads(raw)
         except json.JSONDecodeError as e:  # its text says where: "…: line 1 column 7 (char 6)"
             raise ValueError(f"invalid JSON: {e}") from None
         except UnicodeDecodeError as e:
@@ -124,6 +135,15 @@ class JsonDecoder(Decoder):
                 if not pa.types.is_nested(f.type):
                     picked[f.name] = as_text(picked[f.name])
         return picked
+
+
+def _valid_utf8(values: pa.Array) -> None:
+    """Raise ArrowInvalid unless every payload is UTF-8 (then record by record tells
+    which are not)."""
+    if pa.types.is_large_binary(values.type) or pa.types.is_large_string(values.type):
+        values.view(pa.large_string()).validate(full=True)
+    elif pa.types.is_binary(values.type) or pa.types.is_string(values.type):
+        values.view(pa.string()).validate(full=True)
 
 
 class _Number(str):

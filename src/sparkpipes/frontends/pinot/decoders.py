@@ -153,3 +153,23 @@ def format_options(kind: str, props: Mapping[str, str], where: str = "") -> dict
 def check_props(kind: str, props: Mapping[str, str], where: str) -> None:
     """:func:`format_options`, for its checks only."""
     format_options(kind, props, where)
+
+
+_JSON_EXTRACTOR = "org.apache.pinot.plugin.inputformat.json.JSONRecordExtractor"
+
+
+def check_json_props(given: Mapping[str, str], p: str, where: str) -> None:
+    """``JSONMessageDecoder``'s props that would change its reading: refused by name."""
+    fmt = given.get(p + "decoder.prop.jsonFormat", "")
+    if fmt.strip() and fmt.strip().upper() != "TEXT":
+        raise ConfigError(
+            f"{where}: {p}decoder.prop.jsonFormat '{fmt}' is not supported: messages are "
+            "read as JSON text (jsonFormat TEXT, the default), not SMILE, CBOR, "
+            "POSTGRES_JSONB, SQLITE_JSONB or AUTO"
+        )
+    extractor = given.get(p + "decoder.prop.recordExtractorClass")
+    if extractor is not None and extractor.strip() != _JSON_EXTRACTOR:
+        raise ConfigError(
+            f"{where}: {p}decoder.prop.recordExtractorClass '{extractor}' is not supported: "
+            f"records are extracted as Pinot's {_JSON_EXTRACTOR} does (remove the prop)"
+        )

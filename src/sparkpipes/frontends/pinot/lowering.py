@@ -58,6 +58,7 @@ from sparkpipes.frontends.pinot import chain
 from sparkpipes.frontends.pinot.aggregation import per_record
 from sparkpipes.frontends.pinot.decoders import OWN_KINDS, REGISTRY_FORMATS, format_options
 from sparkpipes.frontends.pinot.expr import Budget, PinotExpr, filter_sql, first_existing
+from sparkpipes.frontends.pinot.expr.core import millis_ts
 from sparkpipes.frontends.pinot.kinesis import source_spec as kinesis_source
 from sparkpipes.frontends.pinot.model import PinotSchema, PinotTableConfig
 from sparkpipes.frontends.pinot.multistream import pipeline_names
@@ -182,8 +183,9 @@ def lower(
     elif stream.decoder in OWN_KINDS:  # Pinot's decoders with props (.decoders)
         kind = stream.decoder
         fmt_opts = format_options(stream.decoder, stream.decoder_props)
-    else:
-        kind = "json"
+    else:  # Pinot's JSONMessageDecoder, values converted by its rules (formats.pinot_json)
+        kind = "pinot-json"
+        fmt_opts = _json_options(schema, cfg)
     source = SOURCES.get(stream.stream_type, _plugin_source)(stream)
     keyed = source.kind == "kafka" and not stream.high_level  # (highlevel: the value only)
     if keyed and not stream.metadata_populate and "__key" in schema.names:
@@ -209,6 +211,17 @@ def lower(
         sink=_sink(schema, cfg),
         batch=batch,
     )
+
+
+def _json_options(schema: PinotSchema, cfg: PinotTableConfig) -> dict[str, str]:
+    """The options of ``pinot-json``: the JSON columns (text in them stored as Pinot's
+    ``PinotDataType.toJson`` writes it) and whether a value that does not convert to its
+    column's type is null (then its default null value) with the row kept, as Pinot's
+    ``DataTypeTransformer`` does under ``continueOnError``, or a bad record."""
+    opts = {"pinot.json.columns": ",".join(f.name for f in schema.fields if f.data_type == "JSON")}
+    if cfg.continue_on_error:
+        opts["pinot.continue.on.error"] = "true"
+    return opts
 
 
 def _kafka_source(stream: StreamConfig) -> SourceSpec:
@@ -260,12 +273,13 @@ def _stored(expr: PinotExpr, ddl_type: str) -> PinotExpr:
     (a record's field copied as it is: Pinot's ``TimestampUtils`` reads a long's text as
     millis, any other text as a timestamp); BYTES into a STRING is hex."""
     if ddl_type == "TIMESTAMP" and expr.type in _NUMBERS:
-        return replace(expr, sql=f"timestamp_millis(CAST({expr.sql} AS BIGINT))", type="TIMESTAMP")
+        sql = millis_ts(f"CAST({expr.sql} AS BIGINT)")
+        return replace(expr, sql=sql, type="TIMESTAMP")
     if ddl_type == "TIMESTAMP" and expr.type in (None, "STRING"):
         v = expr.sql
         sql = (
-            f"CASE WHEN trim({v}) RLIKE '^-?[0-9]+$' THEN timestamp_millis(CAST(trim({v}) AS "
-            f"BIGINT)) ELSE CAST({v} AS TIMESTAMP) END"
+            f"CASE WHEN trim({v}) RLIKE '^-?[0-9]+$' THEN "
+            f"{millis_ts(f'try_cast(trim({v}) AS BIGINT)')} ELSE CAST({v} AS TIMESTAMP) END"
         )
         return replace(expr, sql=sql, type="TIMESTAMP")
     if ddl_type == "STRING" and expr.type == "BINARY":

@@ -26,6 +26,7 @@ from sparkpipes.frontends.pinot.decoders import (
     OWN_KINDS,
     REGISTRY_DECODERS,
     REGISTRY_KINDS,
+    check_json_props,
     check_props,
     own_props,
     refuse,
@@ -249,6 +250,8 @@ def _load_stream(d: Mapping[str, Any], where: str, found: Problems) -> StreamCon
     decoder, avro_schema = attempt(_decoder, ("json", None), given, p, where)
     decoder_props = _decoder_props(given, p, decoder)
     attempt(check_props, None, decoder, decoder_props, where)
+    if decoder == "json":
+        attempt(check_json_props, None, given, p, where)
     registry_url = (
         given.get(p + "schema.registry.url")
         or given.get(p + "decoder.prop.schema.registry.rest.url")

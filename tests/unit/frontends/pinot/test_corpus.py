@@ -165,7 +165,7 @@ PLANS = {
     # lowlevel (test_highlevel.py)
     "apache-pinot-history/sample-data-kafka-2-0-meetupRsvp-realtime-table-config": (
         "kafka localhost:19092/meetupRSVPEvents",
-        "json",
+        "pinot-json",
         "latest",
         "highlevel: read as lowlevel",
     ),
@@ -173,13 +173,13 @@ PLANS = {
     # rolled up by aggregationConfigs (test_datetime_convert.py, test_aggregation.py)
     "pinpoint/collector-pinot-heatmap-stat-application-realtime-table": (
         "kafka localhost:19092/heatmap-stat-app-00",
-        "json",
+        "pinot-json",
         None,
         None,
     ),
     "pinpoint/inspector-module-inspector-collector-pinot-inspector-stat-application-realtime-table": (
         "kafka localhost:19092/inspector-stat-app",
-        "json",
+        "pinot-json",
         None,
         None,
     ),

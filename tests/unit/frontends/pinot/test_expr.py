@@ -422,7 +422,7 @@ OPERATORS = [
     ("CAST(ts AS LONG)", TS),
     ("CAST(price AS DOUBLE)", 99.5),
     ("CAST(CAST(price AS DOUBLE) AS INT)", 99),
-    ("CAST(price AS INT)", None),
+    ("CAST(price AS INT)", 99),  # Pinot's cast: (int) Double.parseDouble, as "10.0" is 10
     ("CAST(price AS BIG_DECIMAL)", Decimal("99.5").quantize(Decimal("1e-18"))),
     ("CAST(price AS DECIMAL(5, 1))", Decimal("99.5")),
     ("CAST(flag AS BOOLEAN)", True),
@@ -491,4 +491,50 @@ def test_filter_sql_shape():
     assert expr == PinotExpr(
         "(NOT coalesce(((try_cast(`@ts` AS DECIMAL(38, 9)) < 1589007600000L)), false))",
         ("ts",),
+    )
+
+
+def test_cast_as_long_of_a_long_past_timestamp_millis_range(spark):
+    # Spark's timestamp_millis throws past ~9.22e15 (failing the batch); Pinot's CAST
+    # gives the long, and a timestamp's text is still its epoch millis
+    record = {"ns": "1700000000000000000", "neg": "-9223372036854775808", "iso": "2022-02-11"}
+    _check(
+        spark,
+        [
+            ("CAST(ns AS LONG)", 1700000000000000000),
+            ("CAST(ns AS BIGINT)", 1700000000000000000),
+            ("CAST(neg AS LONG)", LONG_MIN),
+            ("CAST(iso AS LONG)", 1644537600000),
+            ("toTimestamp(CAST(ns AS LONG))", None),
+            ("CAST(ns AS TIMESTAMP)", None),
+        ],
+        record,
+    )
+
+
+def test_deep_scan_before_a_bracket_is_refused():
+    from sparkpipes.errors import ConfigError
+
+    for path in ("$..[0]", "$..[*]", "$.a..[1]"):
+        with pytest.raises(ConfigError, match="deep scan"):
+            translate(f"jsonPathString(payload, '{path}')", where=WHERE)
+    assert "'$[0]'" in translate("jsonPathString(payload, '$.[0]')", where=WHERE).sql
+
+
+def test_json_path_numbers_read_a_boolean_but_not_the_string_true(spark):
+    record = {"j": '{"b":true,"f":false,"s":"true","a":[true],"k":{"x y":"false"}}'}
+    _check(
+        spark,
+        [
+            ("jsonPathLong(j, '$.b')", 1),
+            ("jsonPathLong(j, '$.f', 9)", 0),
+            ("jsonPathLong(j, '$.s', 9)", 9),
+            ("jsonPathLong(j, '$.s')", LONG_MIN),
+            ("jsonPathInt(j, '$.a[0]')", 1),
+            ("jsonPathInt(j, '$.s', 7)", 7),
+            ('jsonPathInt(j, \'$["k"]["x y"]\', 7)', 7),
+            ("jsonPathDouble(j, '$.b')", 1.0),
+            ("jsonPathDouble(j, '$.s', 2.5)", 2.5),
+        ],
+        record,
     )

@@ -42,7 +42,7 @@ def test_the_kafka_2_high_level_config_is_read_as_the_low_level_one():
         "localhost:19092/meetupRSVPEvents",
         "latest",
     )
-    assert spec.format.kind == "json"
+    assert spec.format.kind == "pinot-json"
     assert RECORD_METADATA not in spec.source.config
     assert cfg.stream.high_level and not cfg.stream.metadata_populate
     # the consumer group's ZooKeeper keys change nothing here: reported, not applied

@@ -181,5 +181,5 @@ def test_dedup_and_decoders_may_differ_as_in_pinot():
     )
     t = load_table(_table(_topic("a"), avro, dedupConfig={"dedupEnabled": True}), s)
     specs = lower_all(s, t)
-    assert [p.format.kind for p in specs] == ["json", "avro"]
+    assert [p.format.kind for p in specs] == ["pinot-json", "avro"]
     assert {p.sink.write for p in specs} == {"ignore"}

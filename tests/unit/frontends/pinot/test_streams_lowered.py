@@ -119,7 +119,7 @@ def test_kinesis_lowers_onto_the_kinesis_records_source():
         "events",
         "earliest",
     )
-    assert spec.format.kind == "json"
+    assert spec.format.kind == "pinot-json"
     source = build_source(
         spec.source.kind, spec.source.location, spec.source.config, spec.source.credentials
     )

@@ -118,7 +118,7 @@ def _as(n: _Node, t: str) -> _Node:
         return _typed(f"try_cast({x} AS BOOLEAN)", t)
     if t == "TIMESTAMP":
         if _numeric(src):
-            return _typed(f"timestamp_millis({_as(n, 'BIGINT').sql})", t)
+            return _typed(millis_ts(_as(n, "BIGINT").sql), t)
         return _typed(_text_to_timestamp(x), t)
     if t == "BINARY":
         if src in (None, "STRING"):
@@ -129,6 +129,26 @@ def _as(n: _Node, t: str) -> _Node:
             return _typed(f"CAST({x} AS ARRAY<STRING>)", t)
         return _typed(f"array({_as(n, 'STRING').sql})", t)
     return _typed(f"try_cast({x} AS {t})", t)
+
+
+def _cast_whole(n: _Node, t: str) -> _Node:
+    """Pinot's ``CAST(text AS INT / LONG)`` (``DataTypeConversionFunctions.cast``), which
+    differs from its argument conversion: text that is no whole number is read as a double
+    and cut by Java's ``(int)`` / ``(long)`` (``'10.0'`` is 10; NaN 0; past the range, its
+    end); LONG first reads a timestamp's epoch millis (``TimestampUtils``)."""
+    x = n.sql
+    lo, hi = (
+        ("(-2147483647 - 1)", "2147483647") if t == "INT" else (_LONG_MIN, "9223372036854775807L")
+    )
+    d = f"try_cast({x} AS DOUBLE)"
+    cut = (
+        f"CASE WHEN isnan({d}) THEN 0 WHEN {d} >= {hi} THEN {hi} WHEN {d} <= {lo} THEN {lo} "
+        f"ELSE CAST({d} AS {t}) END"
+    )
+    whole = f"try_cast({x} AS {t})"
+    if t == "BIGINT":  # a whole number is that long; other text may be a timestamp
+        whole = f"coalesce({whole}, unix_millis({_text_to_timestamp(x)}))"
+    return _Node(f"coalesce({whole}, {cut})", t)
 
 
 def _unify(nodes: Sequence[_Node]) -> list[_Node]:
@@ -163,6 +183,19 @@ def _compare_types(nodes: Sequence[_Node]) -> list[_Node]:
     return _unify(nodes)
 
 
+#: the epoch millis Spark's ``timestamp_millis`` takes (past them it throws, failing the
+#: whole batch: ``Math.multiplyExact`` into micros)
+_MILLIS_MAX = "9223372036854775"
+
+
+def millis_ts(millis: str) -> str:
+    """``timestamp_millis(millis)``, null where Spark's would overflow."""
+    return (
+        f"CASE WHEN ({millis}) BETWEEN -{_MILLIS_MAX} AND {_MILLIS_MAX} "
+        f"THEN timestamp_millis({millis}) END"
+    )
+
+
 def _ntz(millis: str) -> str:
     """The TIMESTAMP_NTZ wall clock of ``millis`` read in UTC."""
     return f"timestampadd(MILLISECOND, {millis}, {_EPOCH})"
@@ -180,7 +213,7 @@ def _text_to_timestamp(x: str) -> str:
     zoned = _str(r"(?i)\d:\d\d.*(z|utc|[+-]\d\d(:?\d\d)?)$")
     naive = f"timestamp_millis({_ntz_millis(f'try_cast({x} AS TIMESTAMP_NTZ)')})"
     return (
-        f"coalesce(timestamp_millis(try_cast({x} AS BIGINT)), CASE WHEN {x} RLIKE {zoned} "
+        f"coalesce({millis_ts(f'try_cast({x} AS BIGINT)')}, CASE WHEN {x} RLIKE {zoned} "
         f"THEN try_cast({x} AS TIMESTAMP) ELSE {naive} END)"
     )
 
@@ -197,7 +230,7 @@ def _to_local(millis: str, tz: _Node | None) -> str:
     if _utc(tz):
         return millis
     assert tz is not None
-    return f"unix_millis(from_utc_timestamp(timestamp_millis({millis}), {tz.sql}))"
+    return f"unix_millis(from_utc_timestamp({millis_ts(millis)}, {tz.sql}))"
 
 
 def _from_local(millis: str, tz: _Node | None) -> str:
@@ -205,7 +238,7 @@ def _from_local(millis: str, tz: _Node | None) -> str:
     if _utc(tz):
         return millis
     assert tz is not None
-    return f"unix_millis(to_utc_timestamp(timestamp_millis({millis}), {tz.sql}))"
+    return f"unix_millis(to_utc_timestamp({millis_ts(millis)}, {tz.sql}))"
 
 
 def _var(name: str) -> str:

@@ -18,6 +18,7 @@ from sparkpipes.frontends.pinot.expr.core import (
     _numeric,
     _str,
     _unify,
+    millis_ts,
 )
 
 # --- strings --------------------------------------------------------------------------
@@ -61,7 +62,11 @@ _defs_s = (
     ("sha(input:B) -> S", "sha1({0})"),
     ("sha256(input:B) -> S", "sha2({0}, 256)"),
     ("sha512(input:B) -> S", "sha2({0}, 512)"),
-    ("isJson(input:S) -> Z", "({0} IS NULL OR try_parse_json({0}) IS NOT NULL)"),
+    # Jackson's readTree reads '' (or only whitespace) as a missing node, not an error
+    (
+        "isJson(input:S) -> Z",
+        "({0} RLIKE '^[ \\\\t\\\\r\\\\n]*$' OR try_parse_json({0}) IS NOT NULL)",
+    ),
 )
 for _spec, _tmpl in _defs_s:
     _def(_spec, _tmpl)
@@ -162,14 +167,17 @@ def _java_quote(text: str) -> str:
 
 
 def _tokens(s: _Node, delim: _Node) -> str:
-    """Commons-lang's splitByWholeSeparator: pieces between whole delimiters, no empty
-    ones."""
+    """Commons-lang's splitByWholeSeparator: the pieces between whole delimiters, empty
+    ones dropped but the last (``'a,b,'`` is ``a``, ``b``, ``''``: its scan adds what
+    follows the last delimiter as it ends); none for ``''``. An empty delimiter splits on
+    whitespace and keeps no empty piece."""
     d = delim.literal(str)
-    if d is _NOT:
-        regex = f"concat('\\\\Q', {delim.sql}, '\\\\E')"
-    else:
-        regex = _str("\\s+" if d == "" else _java_quote(d))
-    return f"filter(split({s.sql}, {regex}), x -> x != '')"
+    if d == "":
+        return f"filter(split({s.sql}, '\\\\s+'), x -> x != '')"
+    regex = f"concat('\\\\Q', {delim.sql}, '\\\\E')" if d is _NOT else _str(_java_quote(d))
+    pieces = f"split({s.sql}, {regex}, -1)"
+    kept = f"filter({pieces}, (x, i) -> x != '' OR i = size({pieces}) - 1)"
+    return f"CASE WHEN {s.sql} = '' THEN CAST(array() AS ARRAY<STRING>) ELSE {kept} END"
 
 
 _def(
@@ -253,10 +261,24 @@ _def(
 
 # --- math -----------------------------------------------------------------------------
 
+#: 2^52: a double this large is a whole number (and NaN compares above it in Spark)
+_WHOLE = "4503599627370496D"
+
+
+def _clamp_long(x: str) -> str:
+    """Java's ``(long)`` of a double that is not NaN, kept a double: clamped to a long."""
+    return f"greatest(least({x}, 9.223372036854775807E18D), -9.223372036854775808E18D)"
+
+
 for _names, _tmpl in (
     ("abs", "abs({0})"),
-    ("ceil|ceiling", "CAST(ceil({0}) AS DOUBLE)"),
-    ("floor", "CAST(floor({0}) AS DOUBLE)"),
+    # Spark's floor / ceil of a DOUBLE is a BIGINT, which fails the batch past 2^63 (and on
+    # Infinity): a double of 2^52 or more is whole already, NaN and Infinity stay as they are
+    (
+        "ceil|ceiling",
+        f"CASE WHEN abs({{0}}) >= {_WHOLE} THEN {{0}} ELSE CAST(ceil({{0}}) AS DOUBLE) END",
+    ),
+    ("floor", f"CASE WHEN abs({{0}}) >= {_WHOLE} THEN {{0}} ELSE CAST(floor({{0}}) AS DOUBLE) END"),
     ("exp", "exp({0})"),
     ("ln|log", "ln({0})"),
     ("log2", "log2({0})"),
@@ -269,7 +291,6 @@ for _names, _tmpl in (
     ("plus|add", "({0} + {1})"),
     ("minus|sub", "({0} - {1})"),
     ("times|mult", "({0} * {1})"),
-    ("divide|div", "try_divide({0}, {1})"),
     ("mod", "try_mod({0}, {1})"),
     ("power|pow", "power({0}, {1})"),
     ("least", "CASE WHEN {0} IS NULL OR {1} IS NULL THEN NULL ELSE least({0}, {1}) END"),
@@ -277,8 +298,20 @@ for _names, _tmpl in (
 ):
     _def(f"{_names}(a:D, b:D) -> D", _tmpl, "on DOUBLE, as Pinot; / and % by zero are NULL")
 _def(
+    "divide|div(a:D, b:D, default:D?) -> D",
+    {2: "try_divide({0}, {1})", 3: "CASE WHEN {1} = 0 THEN {2} ELSE try_divide({0}, {1}) END"},
+    "on DOUBLE, as Pinot; by zero: default if given, else NULL",
+)
+_def(
     "roundDecimal(a:D, scale:I?) -> D",
-    {1: "CAST(floor({0} + 0.5D) AS DOUBLE)", 2: "round({0}, {1})"},
+    {
+        # Math.round, kept a double: NaN and Infinity as they are (Pinot checks them first),
+        # a whole double as it is, the rest half up
+        1: f"CASE WHEN isnan({{0}}) OR abs({{0}}) = double('Infinity') THEN {{0}} "
+        f"WHEN abs({{0}}) >= {_WHOLE} THEN {_clamp_long('{0}')} "
+        "ELSE CAST(floor({0} + 0.5D) AS DOUBLE) END",
+        2: "round({0}, {1})",
+    },
     "a rounded half up to scale decimals (none: to a whole number)",
 )
 
@@ -288,12 +321,17 @@ _def(
 def _json_path(node: _Node) -> str:
     """The SQL of a JSONPath for get_json_object, checked when it is a literal."""
     path = node.literal(str)
-    if path is _NOT:
-        return node.sql
+    return node.sql if path is _NOT else _str(_jayway(path))
+
+
+def _jayway(path: str) -> str:
+    """A literal JSONPath as get_json_object reads Jayway's; refused where it cannot."""
     p = path.strip()
     if not p.startswith("$"):
         p = "$." + p  # Jayway JsonPath reads 'a.b' as '$.a.b'
     p = re.sub(r'\["((?:[^"\\]|\\.)*)"\]', lambda m: "['" + m.group(1) + "']", p)
+    # Jayway reads '$.[0]' as '$[0]' (a lone dot: '$..[0]' is a deep scan, refused below)
+    p = re.sub(r"(?<!\.)\.\[", "[", p)
     for bad, what in (
         ("..", "deep scan ('..')"),
         ("?(", "a filter ('?(...)')"),
@@ -304,24 +342,55 @@ def _json_path(node: _Node) -> str:
     ):
         if bad in p:
             raise _Fail(f"JSON path '{path}' uses {what}, which sparkpipes does not support")
-    return _str(p)
+    return p
 
 
 def _json_value(args: list[_Node]) -> str:
     return f"get_json_object({args[0].sql}, {_json_path(args[1])})"
 
 
-def _json_long(v: str) -> str:
-    return f"coalesce(try_cast({v} AS BIGINT), try_cast(try_cast({v} AS DOUBLE) AS BIGINT))"
+#: a JSONPath ``variant_get`` reads as ``get_json_object`` does (keys and indices)
+_SIMPLE_PATH = re.compile(r"\$(?:\.\w+|\['[^'\\]*'\]|\[\d+\])*", re.ASCII)
 
 
-def _json_int(v: str) -> str:
-    return f"coalesce(try_cast({v} AS INT), try_cast(try_cast({v} AS DOUBLE) AS INT))"
+def _is_boolean(args: list[_Node]) -> str:
+    """SQL: the value at the path is a JSON boolean, not the string ``"true"`` (which
+    get_json_object gives alike, and which Pinot reads as no number)."""
+    path = args[1].literal(str)
+    if path is _NOT:
+        return "false"
+    p = _jayway(path)
+    if not _SIMPLE_PATH.fullmatch(p):
+        return "false"
+    value = f"try_variant_get(try_parse_json({args[0].sql}), {_str(p)})"
+    return f"coalesce(schema_of_variant({value}) = 'BOOLEAN', false)"
 
 
-def _json_typed(conv: Callable[[str], str], missing: str) -> _Build:
+def _flag(v: str, is_bool: str, one: str, zero: str) -> str:
+    pick = f"CASE {v} WHEN 'true' THEN {one} ELSE {zero} END"
+    return f"CASE WHEN {v} IN ('true', 'false') AND {is_bool} THEN {pick} END"
+
+
+def _json_long(v: str, is_bool: str = "true") -> str:
+    """A JSON value as Pinot's jsonPathLong reads it: a number cut to a whole one, a
+    boolean 1 or 0 (JsonFunctions' numeric convention; ``is_bool``: SQL telling a boolean
+    from the string ``"true"``)."""
+    flag = _flag(v, is_bool, "1L", "0L")
+    return f"coalesce(try_cast({v} AS BIGINT), try_cast(try_cast({v} AS DOUBLE) AS BIGINT), {flag})"
+
+
+def _json_int(v: str, is_bool: str = "true") -> str:
+    flag = _flag(v, is_bool, "1", "0")
+    return f"coalesce(try_cast({v} AS INT), try_cast(try_cast({v} AS DOUBLE) AS INT), {flag})"
+
+
+def _json_double(v: str, is_bool: str = "true") -> str:
+    return f"coalesce(try_cast({v} AS DOUBLE), {_flag(v, is_bool, '1D', '0D')})"
+
+
+def _json_typed(conv: Callable[[str, str], str], missing: str) -> _Build:
     def build(args: list[_Node]) -> str:
-        value = conv(_json_value(args))
+        value = conv(_json_value(args), _is_boolean(args))
         if len(args) > 2:
             return f"coalesce({value}, {args[2].sql})"
         return f"CASE WHEN {args[0].sql} IS NULL THEN NULL ELSE coalesce({value}, {missing}) END"
@@ -348,17 +417,39 @@ _def(
 )
 _def(
     "jsonPathDouble(json:S, path:S, default:D?) -> D",
-    _json_typed(lambda v: f"try_cast({v} AS DOUBLE)", "CAST('NaN' AS DOUBLE)"),
+    _json_typed(_json_double, "CAST('NaN' AS DOUBLE)"),
     "the value at path as DOUBLE; default, or NaN, if absent or not a number",
 )
 
 
+def _indefinite(path: _Node) -> bool:
+    """Whether Jayway reads ``path`` as indefinite (a wildcard): it then gives a list of the
+    matches, empty when nothing matches, never "absent"."""
+    p = path.literal(str)
+    return p is not _NOT and ("[*]" in p or ".*" in p)
+
+
 def _json_array(args: list[_Node]) -> str:
     v = _json_value(args)
-    return (
+    found = (
         f"CASE WHEN {v} IS NULL THEN NULL WHEN startswith(ltrim({v}), '[') "
         f"THEN from_json({v}, 'array<string>') ELSE array({v}) END"
     )
+    if not _indefinite(args[1]):
+        return found
+    return (
+        f"CASE WHEN try_parse_json({args[0].sql}) IS NOT NULL "
+        f"THEN coalesce({found}, CAST(array() AS ARRAY<STRING>)) END"
+    )
+
+
+def _json_exists(args: list[_Node]) -> str:
+    """Pinot's evaluator gives NULL for a NULL argument; a wildcard path exists in any
+    JSON document (its list of matches may be empty)."""
+    j, p = args[0].sql, args[1].sql
+    found = f"try_parse_json({j}) IS NOT NULL" if _indefinite(args[1]) else None
+    found = found or f"{_json_value(args)} IS NOT NULL"
+    return f"CASE WHEN {j} IS NULL OR {p} IS NULL THEN NULL ELSE ({found}) END"
 
 
 _def(
@@ -374,7 +465,7 @@ _def(
 )
 _def(
     "jsonPathExists(json:S, path:S) -> Z",
-    lambda a: f"({_json_value(a)} IS NOT NULL)",
+    _json_exists,
     "whether path has a non-null value",
 )
 
@@ -413,7 +504,7 @@ def _json_extract_scalar(args: list[_Node]) -> str:
         "JSON": ("STRING", value, "NULL"),
         "INT": ("INT", _json_int(value), _INT_MIN),
         "LONG": ("BIGINT", _json_long(value), _LONG_MIN),
-        "TIMESTAMP": ("TIMESTAMP", f"timestamp_millis({_json_long(value)})", "NULL"),
+        "TIMESTAMP": ("TIMESTAMP", millis_ts(_json_long(value)), "NULL"),
         "FLOAT": ("FLOAT", f"try_cast({value} AS FLOAT)", "NULL"),
         "DOUBLE": ("DOUBLE", f"try_cast({value} AS DOUBLE)", "4.9E-324D"),
         "BIG_DECIMAL": ("DECIMAL(38,18)", f"try_cast({value} AS DECIMAL(38,18))", "NULL"),

@@ -19,6 +19,7 @@ from sparkpipes.frontends.pinot.expr.core import (
     FUNCTIONS,
     _as,
     _canonical,
+    _cast_whole,
     _compare_types,
     _Fail,
     _first_existing,
@@ -513,6 +514,8 @@ class _Parser:
             if t.startswith("DECIMAL"):
                 t = f"DECIMAL({', '.join(s.text for s in sizes)})"
         self.expect_op(")", " closing CAST")
+        if t in _INTEGRAL and inner.type in (None, "STRING") and not inner.is_null:
+            return replace(_cast_whole(inner, t), pos=start.pos)
         return replace(_as(inner, t), pos=start.pos)
 
     def call(self, tok: _Tok) -> _Node:

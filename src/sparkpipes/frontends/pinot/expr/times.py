@@ -23,6 +23,7 @@ from sparkpipes.frontends.pinot.expr.core import (
     _str,
     _to_local,
     _utc,
+    millis_ts,
 )
 
 _UNITS = {
@@ -63,7 +64,7 @@ _def(
     "(({0} div {1}) * {1})",
     "Pinot's round: timeValue rounded down to a multiple of roundToNearest (BIGINT)",
 )
-_def("toTimestamp(millis:L) -> T", "timestamp_millis({0})", "epoch millis → TIMESTAMP")
+_def("toTimestamp(millis:L) -> T", millis_ts("{0}"), "epoch millis → TIMESTAMP")
 _def("fromTimestamp(timestamp:T) -> L", "unix_millis({0})", "TIMESTAMP → epoch millis")
 _def("now() -> L", "unix_millis(current_timestamp())", "the batch's start, in epoch millis")
 

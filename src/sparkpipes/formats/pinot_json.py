@@ -1,0 +1,155 @@
+"""JSON messages as Pinot's ``JSONMessageDecoder`` and ingestion store them: each column's
+value converted by Pinot's rules (:mod:`~sparkpipes.formats.pinot_values`: its
+``DataTypeTransformer``, ``PinotDataType`` and ``SpecialValueTransformer``), not by the
+lenient coercion of ``FORMAT JSON``.
+
+Options (set by the Pinot front end): ``pinot.json.columns``, the JSON columns
+(comma-separated; text in them is stored as Pinot's ``toJson`` writes it), and
+``pinot.continue.on.error`` (``true``: a value that does not convert is null, then the
+column's default null value, and the row is kept, as Pinot's ``DataTypeTransformer`` does
+under ``continueOnError``; otherwise the record is a bad record). Variables (``@name``,
+the fields transforms read) are taken as ``FORMAT JSON`` takes them, and so are the
+records a ``complexTypeConfig`` flattens.
+
+The fast path (``pyarrow.json``) is kept for chunks whose columns are whole numbers,
+reals, booleans, text (or lists of them but reals), TIMESTAMP or BYTES, where Arrow's
+strict reading, when it succeeds, is Pinot's conversion (a real into a whole-number
+column, text into a number column or a scalar into a list fails Arrow's reading and goes
+record by record); a ``-0.0`` is then made ``0.0``. A TIMESTAMP is read as a whole number,
+its epoch millis (one that fits an int, which Pinot refuses, or text: record by record);
+BYTES as text, then converted column-wide. A chunk whose payloads name ``NaN`` or
+``Infinity``, which Pinot's JSON parser refuses, goes record by record, where such a
+record is a bad record. BIG_DECIMAL and JSON columns and lists of reals are decoded
+record by record.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from sparkpipes.formats.base import Mismatch, OptionsDecoder, conform
+from sparkpipes.formats.json import JsonDecoder
+from sparkpipes.formats.pinot_values import convert
+
+JSON_COLUMNS = "pinot.json.columns"
+CONTINUE_ON_ERROR = "pinot.continue.on.error"
+
+
+def _plain(t: pa.DataType) -> bool:
+    return (
+        pa.types.is_integer(t)
+        or pa.types.is_floating(t)
+        or pa.types.is_boolean(t)
+        or pa.types.is_string(t)
+    )
+
+
+#: Java's ``Integer`` range, which ``INT.toTimestamp`` refuses, and the epoch millis a
+#: timestamp of years 1 to 9999 has (past them the per-record path refuses the value)
+_INT32 = 2**31
+_MILLIS = (-62135596800000, 253402300799999)
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"invalid JSON: {name} is not a JSON number (Pinot's parser refuses it)")
+
+
+def _nested(t: pa.DataType) -> bool:
+    """A record, or a list of records: what a ``complexTypeConfig`` flattens
+    (``formats.nested``), whose leaves are taken as ``FORMAT JSON`` takes them."""
+    return pa.types.is_struct(t) or (pa.types.is_list(t) and _nested(t.value_type))
+
+
+class PinotJsonDecoder(OptionsDecoder, JsonDecoder):
+    def configure(self) -> None:
+        self.json_columns = frozenset(c for c in self.options.get(JSON_COLUMNS, "").split(",") if c)
+        self.continue_on_error = self.options.get(CONTINUE_ON_ERROR, "") == "true"
+        self.converted = [
+            f for f in self.schema if not f.name.startswith("@") and not _nested(f.type)
+        ]
+        fast_types = all(
+            (_column_fast(f.type) and f.name not in self.json_columns)
+            or (
+                pa.types.is_list(f.type)
+                and _plain(f.type.value_type)
+                and not pa.types.is_floating(f.type.value_type)
+            )
+            for f in self.converted
+        )
+        self.fast = self.fast and fast_types
+
+    def _parse_type(self, f: pa.Field) -> pa.DataType | None:
+        if pa.types.is_timestamp(f.type) and not f.name.startswith("@"):  # as converted
+            return pa.int64()  # epoch millis; converted in _fast
+        return super()._parse_type(f)
+
+    def _loads(self, raw: bytes) -> Any:
+        return json.loads(raw, parse_constant=_refuse_constant)
+
+    def _fast(self, values: pa.Array) -> pa.Table:
+        if pc.any(pc.match_substring_regex(values, "NaN|Infinity")).as_py():
+            raise Mismatch  # Pinot refuses the record; maybe text: record by record tells
+        cols = self._read(values)
+        for f in self.converted:
+            col = cols[f.name]
+            if pa.types.is_list(f.type) and pc.sum(pc.is_null(pc.list_flatten(col))).as_py():
+                raise Mismatch  # Pinot drops the nulls in a list: record by record
+            if pa.types.is_floating(f.type):
+                if pc.all(pc.is_finite(col)).as_py() not in (True, None):
+                    raise Mismatch  # NaN and infinities: record by record
+                cols[f.name] = pc.add(col, pa.scalar(0.0, col.type))  # -0.0 → 0.0
+            elif pa.types.is_timestamp(f.type):
+                cols[f.name] = _epoch_millis(col, f.type)
+            elif pa.types.is_binary(f.type) or pa.types.is_large_binary(f.type):
+                cols[f.name] = _converted(col, f.type)
+        return conform(pa.table(cols), self.schema)
+
+    def _parse_one(self, raw: bytes) -> dict[str, Any]:
+        picked = super()._parse_one(raw)
+        for f in self.converted:
+            try:
+                picked[f.name] = convert(
+                    picked[f.name], f.type, is_json=f.name in self.json_columns
+                )
+            except (ValueError, ArithmeticError) as e:
+                if not self.continue_on_error:
+                    raise ValueError(
+                        f"column '{f.name}': cannot convert {picked[f.name]!r} to {f.type}: {e}"
+                    ) from None
+                picked[f.name] = None  # its default null value, as Pinot stores it
+        return picked
+
+
+def _column_fast(t: pa.DataType) -> bool:
+    """A column the fast path reads (then converts column-wide) as Pinot converts it."""
+    return (
+        _plain(t)
+        or pa.types.is_timestamp(t)
+        or pa.types.is_binary(t)
+        or pa.types.is_large_binary(t)
+    )
+
+
+def _epoch_millis(col: pa.ChunkedArray, t: pa.TimestampType) -> pa.ChunkedArray:
+    """Whole numbers into a TIMESTAMP column: epoch millis, unless one fits an int
+    (``INT.toTimestamp`` refuses it) or is past the years 1 to 9999: record by record."""
+    valid = col.drop_null()
+    if len(valid):
+        fits_int = pc.and_(pc.greater_equal(valid, -_INT32), pc.less(valid, _INT32))
+        outside = pc.or_(pc.less(valid, _MILLIS[0]), pc.greater(valid, _MILLIS[1]))
+        if pc.any(pc.or_(fits_int, outside)).as_py():
+            raise Mismatch
+    return col.cast(pa.timestamp("ms", tz=t.tz))
+
+
+def _converted(col: pa.ChunkedArray, t: pa.DataType) -> pa.Array:
+    """``convert`` of each value of ``col`` (read as text); a value that does not
+    convert: record by record (its error, or null under ``continueOnError``)."""
+    try:
+        return pa.array([convert(v, t) for v in col.to_pylist()], t)
+    except (ValueError, ArithmeticError):
+        raise Mismatch from None
