@@ -119,7 +119,7 @@ def test_ordinary_patterns_answer_as_before(server):
         ANA,
     ) == (("t1",), ("tx",))
     out = http_query(server, "SHOW VARIABLES LIKE 'PIPELINES\\_BATCH\\_%'")  # sparkpipes' own
-    assert [r[0] for r in out["rows"]] == ["pipelines_batch_interval"], out
+    assert [r[0] for r in out["rows"]] == ["pipelines_batch_gap_ms", "pipelines_batch_interval"]
     out = http_query(server, "SHOW VARIABLES LIKE 'pipelines%'")
     assert len(out["rows"]) > 1 and all(r[0].startswith("pipelines") for r in out["rows"]), out
     out = http_query(server, "SHOW TABLES LIKE 't%'", ANA)

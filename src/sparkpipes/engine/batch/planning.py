@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sparkpipes.engine.batch.contract import Piece
+from sparkpipes.engine.batch.contract import Piece, PieceResult
 from sparkpipes.sources import Source
 
 TASK_BYTES = 256 << 20
@@ -120,3 +120,16 @@ def driver_sized(tasks: Sequence[Sequence[Piece]], max_records: int, limit: int)
             if total > limit:
                 return False
     return True
+
+
+def caught_up(source: Source, watermarks: Mapping[str, Any], pieces: Sequence[PieceResult]) -> bool:
+    """Whether every piece read was drained or read to its partition's planned watermark:
+    all there was when the batch was planned is loaded (what the scheduler paces on)."""
+    return all(
+        p.drained
+        or (
+            watermarks.get(p.partition) is not None
+            and source.reached(p.end, watermarks[p.partition])
+        )
+        for p in pieces
+    )

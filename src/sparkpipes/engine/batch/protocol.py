@@ -85,9 +85,7 @@ class BatchResult:
     seconds: float = 0.0
     partitions: list[dict[str, Any]] = field(default_factory=list)
     offsets: dict[str, Any] = field(default_factory=dict)
-    #: every partition it read was read to its planned watermark: all there was when
-    #: the batch was planned is loaded (what the scheduler paces on)
-    caught_up: bool = False
+    caught_up: bool = False  # all there was at the plan is loaded (planning.caught_up)
 
 
 def app_id(pipeline_id: str) -> str:
@@ -103,9 +101,7 @@ class Plan:
     offsets: dict[str, Any]  # every known partition's offset before the batch
     watermarks: dict[str, Any] = field(default_factory=dict)  # of the partitions it reads
     tasks: tuple[tuple[Piece, ...], ...] = ()  # what each Spark task reads
-    #: every partition or object with something to read is in the batch (none left out
-    #: by MAX_PARTITIONS_PER_BATCH's window or an object batch's budget)
-    complete: bool = False
+    complete: bool = False  # nothing to read was left out (a window, an object budget)
 
     @property
     def width(self) -> int:
@@ -159,8 +155,7 @@ class BatchRunner:
         return self._meta
 
     def read_at(self) -> float | None:
-        """When the source's shared reading this runner last used was asked for (None:
-        none, or the source answers from its own requests)."""
+        """When the source's shared reading this runner last used was asked for."""
         return None if self._meta is None else self._meta.read_at
 
     def close(self) -> None:
@@ -261,10 +256,6 @@ class BatchRunner:
             return max(1, int(self._spark().sparkContext.defaultParallelism))
         except Exception:  # no cluster to ask (a dry plan): one task per object batch
             return 2
-
-    def _reached(self, partition: str, end: Any, plan: Plan) -> bool:
-        watermark = plan.watermarks.get(partition)
-        return watermark is not None and self.source.reached(end, watermark)
 
     def _current(self, plan: Plan) -> bool:
         committed = self._resume_point()
@@ -382,12 +373,10 @@ class BatchRunner:
             errors.extend(refiner.drain())
         parts = [line for r in results for line in r.report()]
         nbytes = sum(r.bytes for r in results)
-        caught_up = plan.complete and all(
-            piece.drained or self._reached(piece.partition, piece.end, plan)
-            for r in results
-            for piece in r.pieces
+        done = plan.complete and planning.caught_up(
+            self.source, plan.watermarks, [p for r in results for p in r.pieces]
         )
-        return Written(plan, staged, errors, ends, parts, rows, nbytes, t0, part_rows, caught_up)
+        return Written(plan, staged, errors, ends, parts, rows, nbytes, t0, part_rows, done)
 
     # -- steps 3 and 4 ----------------------------------------------------------------
     def commit(

@@ -555,7 +555,10 @@ class Scheduler(Rooms):
                 if time.monotonic() - waiting > REPLAN_S:
                     # it waited for a slot while its records kept coming: a plan made
                     # now takes them too (a reading taken while it waited will do)
-                    plan = planner.plan(plan.width, since=waiting)
+                    try:
+                        plan = planner.plan(plan.width, since=waiting)
+                    except SparkpipesError:
+                        pass  # the first plan runs, and meets the error under the retry policy
                     if plan.width == 0:
                         return Ran.NOTHING
 
