@@ -3,8 +3,8 @@
 once, ``ProtoBufMessageDecoder`` (``formats.protobuf``) with Pinot's own descriptor file; a
 ``KafkaConfluentSchemaRegistryProtoBufMessageDecoder`` and ``…JsonMessageDecoder``
 (``formats.confluent``) with schemas from the stand-in registry; a message that does not
-decode in the errors store with its partition and offset
-(``continueOnError``), or failing the batch without it, as Pinot's other decoders here."""
+decode in the errors store with its partition and offset, loading going on after it (as
+Pinot's consumer drops it), or failing the batch with ``stopOnDecodeError``."""
 
 from __future__ import annotations
 
@@ -82,11 +82,27 @@ def test_csv_messages_load_once_and_bad_ones_go_to_the_errors_store(engine, brok
     assert "'id'" in error["reason"]
 
 
-def test_without_continue_on_error_a_bad_message_fails_the_batch(engine, broker, topic):
+def test_without_continue_on_error_a_bad_message_is_dropped_and_loading_goes_on(
+    engine, broker, topic
+):
+    # Pinot's consumer drops a record its transforms cannot load (a segment error) and
+    # consumes on: here it goes to the errors store, and the rows after it load
+    _produce(broker, topic, [b"1;Paris;;1", b"#;;;", b"2;Rome;;2"])
+    load(engine, _csv_table(broker, topic), _schema())
+    assert sorted(rows(engine)) == [1, 2]
+    [error] = engine.errors("t_REALTIME")
+    assert error["partition"] == "0" and error["offset"] == 1
+    assert "'id'" in error["reason"]
+
+
+def test_stop_on_decode_error_fails_the_batch_at_the_bad_message(engine, broker, topic):
     _produce(broker, topic, [b"1;Paris;;1", b"#;;;"])
-    engine.pinot.add(_csv_table(broker, topic), _schema())
+    t = _csv_table(broker, topic)
+    t["tableIndexConfig"]["streamConfigs"]["stopOnDecodeError"] = "true"
+    engine.pinot.add(t, _schema())
     with pytest.raises(SparkpipesError, match=r"partition 0 offset 1: column .id."):
         engine.run_batches("t_REALTIME", 1)
+    assert rows(engine) == {}  # the batch failed as a whole: the good row waits too
 
 
 PROTOBUF = "org.apache.pinot.plugin.inputformat.protobuf.ProtoBufMessageDecoder"

@@ -32,6 +32,7 @@ from sparkpipes.errors import ConfigError
 from sparkpipes.frontends.pinot.flush import KEYS as FLUSH_KEYS
 from sparkpipes.frontends.pinot.flush import FlushThresholds, flush_thresholds
 from sparkpipes.frontends.pinot.keys import near
+from sparkpipes.frontends.pinot.onerror import STOP_ON_DECODE_ERROR, stop_on_decode_error
 from sparkpipes.frontends.pinot.problems import Problems, collecting
 from sparkpipes.frontends.pinot.stream import (
     StreamConfig,
@@ -55,6 +56,7 @@ MAX_RECORDS = 10_000
 #: keys read here (Pinot's Kinesis keys have no ``stream.kinesis.`` prefix)
 KEYS = (
     "streamType",
+    STOP_ON_DECODE_ERROR,
     "region",
     "accessKey",
     "secretKey",
@@ -128,6 +130,7 @@ def _load(d: Mapping[str, Any], where: str, found: Problems) -> StreamConfig:
     secrets = attempt(_secrets, {}, given, where)
     fetch = given.get(P + "fetch.timeout.millis")
     notes: list[str] = []
+    stop = stop_on_decode_error(given, notes)
     return StreamConfig(
         stream_type=STREAM_TYPE,
         topic=topic,
@@ -144,6 +147,7 @@ def _load(d: Mapping[str, Any], where: str, found: Problems) -> StreamConfig:
         plugin_secrets=secrets,
         decoder_class=given.get(P + "decoder.class.name") if decoder == "stream" else None,
         decoder_props=_decoder_props(given, P, decoder),
+        stop_on_decode_error=stop,
     )
 
 

@@ -63,6 +63,7 @@ from sparkpipes.frontends.pinot.kinesis import source_spec as kinesis_source
 from sparkpipes.frontends.pinot.model import PinotSchema, PinotTableConfig
 from sparkpipes.frontends.pinot.multistream import pipeline_names
 from sparkpipes.frontends.pinot.nulls import max_length, null_fill, nullable
+from sparkpipes.frontends.pinot.onerror import skip_flags
 from sparkpipes.frontends.pinot.stream import StreamConfig
 from sparkpipes.sources.kafka import KEY_ONLY, PARTITIONS, RECORD_METADATA
 
@@ -201,8 +202,7 @@ def lower(
         format=FormatSpec(
             kind=kind,
             mapping=tuple(mapping),
-            skip_parser_errors=cfg.continue_on_error,
-            skip_constraint_errors=cfg.continue_on_error,
+            **skip_flags(stream.stop_on_decode_error),
             options=fmt_opts,
             credentials=fmt_creds,
             nested=cfg.complex.nested() if cfg.complex is not None else None,

@@ -39,6 +39,8 @@ from sparkpipes.frontends.pinot.flush import (
     parse_size,  # noqa: F401  (public here since seed 002)
 )
 from sparkpipes.frontends.pinot.keys import near
+from sparkpipes.frontends.pinot.onerror import STOP_ON_DECODE_ERROR, stop_on_decode_error
+from sparkpipes.frontends.pinot.partitions import partition_ids
 from sparkpipes.frontends.pinot.problems import Problems, collecting
 from sparkpipes.frontends.pinot.security import (
     CLIENT_KEYS,
@@ -89,6 +91,7 @@ STREAM_KEYS = tuple(
 )
 TOP_KEYS = (
     "streamType",
+    STOP_ON_DECODE_ERROR,
     "schema.registry.url",
     "sasl.jaas.config",
     "metadata.populate",
@@ -170,6 +173,7 @@ class StreamConfig:
     #: ``consumer.type highlevel``: read as lowlevel, but the decoder gets only each
     #: record's value (no ``__key``, no metadata), as Pinot's (:mod:`.highlevel`)
     high_level: bool = False
+    stop_on_decode_error: bool = False  # (.onerror)
 
 
 def load_stream(
@@ -301,6 +305,7 @@ def _load_stream(d: Mapping[str, Any], where: str, found: Problems) -> StreamCon
         client["socket.connection.setup.timeout.ms"] = str(
             max(1000, timeouts["connection.timeout.millis"])
         )
+    stop = stop_on_decode_error(given, notes)
     return StreamConfig(
         stream_type=stype,
         topic=topic,
@@ -323,11 +328,14 @@ def _load_stream(d: Mapping[str, Any], where: str, found: Problems) -> StreamCon
         decoder_props=decoder_props,
         partition_ids=attempt(partition_ids, None, given.get(p + "partition.ids"), p, where),
         high_level=high,
+        stop_on_decode_error=stop,
     )
 
 
 #: keys outside ``stream.<type>.`` a plugin stream's config may give
-PLUGIN_TOP_KEYS = tuple(k for k in TOP_KEYS if k.startswith(("realtime.", "metadata.", "stream")))
+PLUGIN_TOP_KEYS = tuple(
+    k for k in TOP_KEYS if k.startswith(("realtime.", "metadata.", "stream", STOP_ON_DECODE_ERROR))
+)
 
 
 def _plugin_stream(
@@ -355,6 +363,7 @@ def _plugin_stream(
     }
     secrets = {k: Secret(v) for k, v in given.items() if k.startswith(p) and is_secret_key(k)}
     fetch = given.get(p + "fetch.timeout.millis")
+    stop = stop_on_decode_error(given, notes)
     return StreamConfig(
         stream_type=stype,
         topic=topic,
@@ -382,40 +391,8 @@ def _plugin_stream(
         plugin_secrets=secrets,
         decoder_class=given.get(p + "decoder.class.name") if decoder == "stream" else None,
         decoder_props=_decoder_props(given, p, decoder),
+        stop_on_decode_error=stop,
     )
-
-
-#: the most partitions ``partition.ids`` may name (Pinot's guard against a typo's range)
-MAX_PARTITION_IDS = 10_000
-
-
-def partition_ids(value: str | None, p: str, where: str) -> tuple[int, ...] | None:
-    """``stream.kafka.partition.ids`` as Pinot's ``KafkaPartitionSubsetUtils`` reads it:
-    ids and inclusive ranges, comma-separated (``"0-99,200,300-399"``), deduplicated and
-    sorted, at most 10,000; blank (or only commas) is every partition."""
-    if value is None or not value.strip():
-        return None
-    key = f"{p}partition.ids"
-    ids: set[int] = set()
-    for part in (x.strip() for x in value.split(",")):
-        if not part:
-            continue
-        m = re.fullmatch(r"(\d+)\s*-\s*(\d+)|(\d+)", part)
-        if m is None:
-            raise ConfigError(
-                f"{where}: {key} must be partition ids and ranges (e.g. 0-99,200), got "
-                f"'{value}' ('{part}' is neither)"
-            )
-        low, high = (int(m[1]), int(m[2])) if m[3] is None else (int(m[3]), int(m[3]))
-        if low > high:
-            raise ConfigError(f"{where}: {key}: range start must be <= end in '{part}'")
-        if len(ids) + high - low + 1 > MAX_PARTITION_IDS:
-            raise ConfigError(
-                f"{where}: {key} names more than {MAX_PARTITION_IDS} partitions (as Pinot, "
-                "a guard against a mistyped range)"
-            )
-        ids.update(range(low, high + 1))
-    return tuple(sorted(ids)) if ids else None
 
 
 def _topic(given: Mapping[str, str], p: str, where: str, high_level_ok: bool = False) -> str:
