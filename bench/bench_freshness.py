@@ -68,6 +68,8 @@ from bench_kafka_delta import (  # the sibling bench's measurement helpers
     tree,
     tree_cpu,
     tree_cpu_by_kind,
+    tree_cpu_by_pid,
+    window_cpu,
 )
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -562,6 +564,7 @@ def child_sparkpipes(args: argparse.Namespace) -> None:
                 "t": time.time(),
                 "cpu": tree_cpu(me),
                 "cpu_by_process": tree_cpu_by_kind(me),
+                "cpu_by_pid": tree_cpu_by_pid(me),
                 **trace.counters(),
             },
         )
@@ -802,6 +805,12 @@ def _window(a: Snapshot, b: Snapshot) -> dict[str, Any]:
         k: round(v - a.engine.get("cpu_by_process", {}).get(k, 0.0), 3)
         for k, v in b.engine.get("cpu_by_process", {}).items()
     }
+    if "cpu_by_pid" in a.engine:  # sparkpipes: robust to processes leaving the tree
+        by_process = {
+            k: round(v, 3)
+            for k, v in window_cpu(a.engine["cpu_by_pid"], b.engine["cpu_by_pid"]).items()
+        }
+        eng = sum(by_process.values())
     return {
         "seconds": round(seconds, 3),
         "engine_cpu_s": round(eng, 3),

@@ -84,6 +84,30 @@ def tree_cpu(proc: psutil.Process) -> float:
     return total
 
 
+def tree_cpu_by_pid(proc: psutil.Process) -> dict[str, list]:
+    """Each process of the tree as ``"pid:start"`` → ``[kind, own user+sys seconds]``
+    (without reaped children), for :func:`window_cpu`."""
+    out: dict[str, list] = {}
+    for p in tree(proc):
+        try:
+            t = p.cpu_times()
+            out[f"{p.pid}:{p.create_time()}"] = [kind(p), t.user + t.system]
+        except psutil.Error:
+            continue
+    return out
+
+
+def window_cpu(a: dict[str, list], b: dict[str, list]) -> dict[str, float]:
+    """CPU-s by kind spent between two :func:`tree_cpu_by_pid` readings: each process's
+    own time since ``a`` (all of it for one started since). A process gone by ``b`` counts
+    nothing (its last seconds are unknown); a tree summed at each end instead loses its
+    whole life (Spark's idle Python workers exit unreaped by the tree: negative windows)."""
+    out: dict[str, float] = {}
+    for key, (k, cpu) in b.items():
+        out[k] = out.get(k, 0.0) + cpu - (a[key][1] if key in a else 0.0)
+    return out
+
+
 def tree_cpu_by_kind(proc: psutil.Process) -> dict[str, float]:
     out: dict[str, float] = {}
     for p in tree(proc):

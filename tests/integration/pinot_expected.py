@@ -19,6 +19,12 @@ rows with, column by column. Nothing here calls sparkpipes.
   query with null handling reads NULL.
 - ``ExpressionTransformer``: a transform's value, then converted as above; a column the
   record gives is not transformed.
+- ``ComplexTypeTransformer`` (``complexTypeConfig``) runs first
+  (``RecordTransformerUtils.getTransformers``): ``flattenMap`` puts each leaf of a nested
+  object under its dotted name as the record gave it (an array of primitives stays an
+  array under ``NON_PRIMITIVE``), ``unnestCollection`` one row per element; each is then a
+  column's value, converted as above by ``DataTypeTransformer`` (so ``stored`` of the
+  flat record's value is also Pinot's value of a flattened field).
 """
 
 from __future__ import annotations
@@ -208,6 +214,8 @@ def normalized(value: Any, spec: dict) -> Any:
         return value.hex()
     if isinstance(value, decimal.Decimal):
         return value.normalize()
+    if kind == "JSON" and value == "null":
+        return value  # the default null value's text, told apart from NULL (None)
     if kind == "JSON" or (isinstance(value, str) and spec.get("json")):
         return json.loads(value)
     return value

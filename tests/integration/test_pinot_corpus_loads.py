@@ -207,23 +207,18 @@ def _nest(record: dict, unnest: list[str], delimiter: str) -> dict:
 
 
 #: where the stored value is known to differ from Pinot's, and why (issue 34: left)
-KNOWN = {
-    "complexTypeConfig": "a flattened field's value is converted by FORMAT JSON's rules, "
-    "not Pinot's (formats/nested.py: 100.75 into an INT column is a bad record, Pinot "
-    "stores 100; a list of one into a text column is its JSON text, Pinot stores the "
-    "element), so such records are not made richer with reals or lists",
-    "JSON default": "a JSON dimension left out stores NULL; Pinot stores its default null "
-    "value, the text 'null' (FieldSpec.DEFAULT_DIMENSION_NULL_VALUE_OF_JSON)",
-}
+KNOWN = {}
 
 
-def richer(rec: dict, specs: list[dict], i: int, keep: set[str], *, nested: bool = False) -> dict:
+def richer(rec: dict, specs: list[dict], i: int, keep: set[str]) -> dict:
     """Record ``i`` as real producers also write it, where Pinot's conversion is not a
     plain copy: 1 — whole and real numbers as JSON text (``"101"``); 2 — a real into a
     whole-number field (``1002.75``: Pinot stores 1002); 3 — the first optional
     dimension and metric left out (their default null value); 4 — a text given as a list
     of one (``["x"]``) and a multi-value field as a single value. Fields in ``keep``
-    (keys, time, fields transforms or aggregations read) stay as made."""
+    (keys, time, fields transforms or aggregations read) stay as made. Under a
+    ``complexTypeConfig`` the same values are nested afterwards: Pinot converts a
+    flattened field as any column's value (``pinot_expected``)."""
     rec = dict(rec)
     free = [f for f in specs if f["name"] in rec and f["name"] not in keep and "format" not in f]
     single = [f for f in free if f.get("singleValueField", True)]
@@ -231,7 +226,7 @@ def richer(rec: dict, specs: list[dict], i: int, keep: set[str], *, nested: bool
         for f in single:
             if f.get("dataType") in ("INT", "LONG", "FLOAT", "DOUBLE"):
                 rec[f["name"]] = str(rec[f["name"]])
-    elif i == 2 and not nested:  # KNOWN below: not yet so under a complexTypeConfig
+    elif i == 2:
         for f in single:
             if f.get("dataType") in ("INT", "LONG"):
                 rec[f["name"]] += 0.75
@@ -240,7 +235,7 @@ def richer(rec: dict, specs: list[dict], i: int, keep: set[str], *, nested: bool
             left = [f for f in single if f["_role"] == role]
             if left:
                 del rec[left[0]["name"]]
-    elif i == 4 and not nested:  # KNOWN: not yet so under a complexTypeConfig
+    elif i == 4:
         for f in free:
             if f.get("dataType") == "STRING" and f.get("singleValueField", True):
                 rec[f["name"]] = [rec[f["name"]]]
@@ -291,7 +286,7 @@ def records(item_id: str, schema: dict, table: dict, *, nest: bool = True) -> li
     for i in range(N):
         t = now - i * 3_600_000 - i * 1_234
         rec = {f["name"]: _value(f, i, t) for f in specs if f["name"] not in computed}
-        rec = richer(rec, specs, i, keep, nested="complexTypeConfig" in ingestion)
+        rec = richer(rec, specs, i, keep)
         if old_time:
             size = int(old_time.get("timeUnitSize", 1))
             rec[old_time["name"]] = t // (UNIT_MS[old_time["timeType"]] * size)
@@ -478,11 +473,5 @@ def check_values(item_id: str, schema: dict, table: dict, rows: list[dict]) -> N
     key = lambda row: json.dumps(row, sort_keys=True, default=str)  # noqa: E731
     got, expected = sorted(got, key=key), sorted(expected, key=key)
     for want, have in zip(expected, got, strict=True):
-        diff = {
-            c: (want[c], have[c])
-            for c in want
-            if want[c] != have[c]
-            # KNOWN["JSON default"]
-            and not (specs[c].get("dataType") == "JSON" and want[c] == "null" and have[c] is None)
-        }
+        diff = {c: (want[c], have[c]) for c in want if want[c] != have[c]}
         assert not diff, f"column: (Pinot's, stored) {diff}"

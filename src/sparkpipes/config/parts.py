@@ -51,6 +51,8 @@ FORMAT_OPTIONS = (
     # Pinot's JSON decoder and type conversion (formats.pinot_json)
     "pinot.json.columns",
     "pinot.continue.on.error",
+    # Pinot's conversion for its other decoders (formats.pinot_convert)
+    "pinot.values",
 )
 #: the props of a stream plugin's decoder (``FORMAT`` kind ``stream``)
 FORMAT_PROP_PREFIX = "decoder.prop."

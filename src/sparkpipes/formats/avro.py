@@ -12,7 +12,9 @@ record, map or array loaded into a text column is JSON text; logical types arriv
 fastavro gives them (timestamp-millis as a timestamp, decimal as a decimal, date as a
 date). Pipelines from SingleStore SQL (``text_values``) extract and convert as SingleStore
 does instead (``formats.avro_values``: union branches in paths, values as text, logical
-types not applied), record by record. A record whose schema id is unknown, that does not
+types not applied), record by record; pipelines of Pinot's Avro decoders (the option
+``pinot.values``) convert as Pinot's ``AvroRecordExtractor`` and ``DataTypeTransformer``
+do (``formats.pinot_convert``). A record whose schema id is unknown, that does not
 start with the magic byte or whose bytes do not decode is a record error (skipped or
 failing, by the pipeline's rules) naming the reason.
 """
@@ -30,6 +32,7 @@ from sparkpipes.config import REDACTED, urls
 from sparkpipes.errors import ConfigError, SourceUnavailableError
 from sparkpipes.formats.avro_values import AvroValues
 from sparkpipes.formats.base import Mismatch, OptionsDecoder
+from sparkpipes.formats.pinot_convert import PINOT_VALUES, PinotValues, arrow, avro_java, pick
 from sparkpipes.sources.avro_framing import AvroStreamFraming, zero_width_items
 from sparkpipes.sources.base import Framing
 
@@ -157,6 +160,14 @@ class AvroMessageDecoder(OptionsDecoder):
         self.values = (
             AvroValues(self.schema, self.paths, self.on_missing) if self.text_values else None
         )
+        #: Pinot's ``DataTypeTransformer`` conversion, for pipelines of Pinot's decoders
+        self.pinot = (
+            PinotValues(self.schema, self.options)
+            if self.options.get(PINOT_VALUES) == "true"
+            else None
+        )
+        #: the top-level fields the columns read: the only ones ``avro_java`` walks
+        self._top = frozenset(path[0] for path in self.paths.values() if path)
         self._schemas: dict[Any, Any] = {}
         self._client: Any = None
         self._fixed: Any = None
@@ -213,6 +224,8 @@ class AvroMessageDecoder(OptionsDecoder):
                 rec = read(io.BytesIO(raw[start:]), writer, None)
             except Exception:  # fastavro raises many kinds on bad bytes
                 raise Mismatch from None
+            if self.pinot is not None:
+                rec = avro_java(writer, rec, self._top)
             for col, path in getters:
                 if isinstance(path, str):
                     col.append(rec.get(path) if isinstance(rec, dict) else None)
@@ -221,12 +234,7 @@ class AvroMessageDecoder(OptionsDecoder):
                 for key in path:
                     v = v.get(key) if isinstance(v, dict) else None
                 col.append(v)
-        arrays = []
-        for f in self.schema:
-            col = columns[f.name]
-            if pa.types.is_string(f.type) and any(isinstance(v, (dict, list)) for v in col):
-                raise Mismatch  # nested values as JSON text: the slow path writes them
-            arrays.append(pa.array(col, f.type))
+        arrays = [arrow(self.pinot, columns[f.name], f) for f in self.schema]
         return pa.Table.from_arrays(arrays, schema=self.schema)
 
     def _writer(self, raw: bytes) -> tuple[Any, int]:
@@ -278,4 +286,6 @@ class AvroMessageDecoder(OptionsDecoder):
             raise ValueError(f"Avro bytes do not decode: {type(e).__name__}: {e}") from None
         if self.values is not None:
             return self.values.row(writer, rec)
+        if self.pinot is not None:
+            return pick(self, self.pinot, avro_java(writer, rec, self._top))
         return self.pick(rec, nested_as_json=True)

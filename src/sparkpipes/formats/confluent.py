@@ -21,7 +21,9 @@ What is promised, each following Pinot's source:
   defaults (``json.fail.invalid.schema=false``), not validated against.
 * **Records.** Protobuf messages are read as Pinot's ``ProtoBufRecordExtractor`` reads
   them (:mod:`formats.protobuf`); JSON bodies as Pinot's JSON decoder reads a message
-  (:class:`formats.json.JsonDecoder`, Arrow's reader on the hot path).
+  (:class:`formats.pinot_json.PinotJsonDecoder` with the option ``pinot.values``, as the
+  Pinot front end gives it). Values are converted as Pinot's ``DataTypeTransformer``
+  converts them, ``continueOnError`` included (``formats.pinot_convert``).
 * **A message whose first byte is not 0** is discarded, no row and no error, as Pinot's
   decoders discard a row on Confluent's "Unknown magic byte!". A message too short for
   its header, a schema id the registry does not know (404) and a body that does not decode
@@ -57,7 +59,9 @@ from sparkpipes.errors import SourceUnavailableError
 from sparkpipes.formats.avro import URL_OPTION, registry_client, registry_conf
 from sparkpipes.formats.base import Decoded, Mismatch, OptionsDecoder, RecordError
 from sparkpipes.formats.json import JsonDecoder
-from sparkpipes.formats.protobuf import arrow_columns, field_value
+from sparkpipes.formats.pinot_convert import PINOT_VALUES, pick
+from sparkpipes.formats.pinot_json import PinotJsonDecoder
+from sparkpipes.formats.protobuf import arrow_columns, field_value, pinot_values
 
 #: the well-known types a schema may import without a reference
 WELL_KNOWN = {
@@ -189,7 +193,14 @@ class ConfluentJsonDecoder(_Framed):
 
     def configure(self) -> None:
         super().configure()
-        self.body = JsonDecoder(self.schema, self.mapping, self.csv, text_values=self.text_values)
+        if self.options.get(PINOT_VALUES) == "true":  # as Pinot's JSON decoder converts
+            self.body: JsonDecoder = PinotJsonDecoder(
+                self.schema, self.mapping, self.csv, options=self.options
+            )
+        else:
+            self.body = JsonDecoder(
+                self.schema, self.mapping, self.csv, text_values=self.text_values
+            )
         self._known: set[int] = set()
 
     def __getstate__(self) -> dict[str, Any]:
@@ -233,6 +244,7 @@ class ConfluentProtobufDecoder(_Framed):
         self._pools: dict[int, Any] = {}
         self._types: dict[tuple[int, tuple[int, ...]], Any] = {}
         self._fields = {path[0] for path in self.paths.values() if path}
+        self.pinot = pinot_values(self)
 
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_pools": {}, "_types": {}}
@@ -248,6 +260,8 @@ class ConfluentProtobufDecoder(_Framed):
         return arrow_columns(self, rows)
 
     def _parse_one(self, raw: bytes) -> dict[str, Any]:
+        if self.pinot is not None:
+            return pick(self, self.pinot, self._record(raw))
         return self.pick(self._record(raw), nested_as_json=True)
 
     def _record(self, raw: bytes) -> dict[str, Any]:

@@ -18,6 +18,10 @@ What is promised, for a :class:`~sparkpipes.config.NestedSpec`:
 - ``renames``: a flattened name starting with a prefix is renamed by the first prefix
   that matches; a row where a renamed and an unrenamed field land on the same column with
   both values is Pinot's "Name conflict", and its record a :class:`RecordError`;
+- the inner decoder's schema says, in its fields' metadata, which column each value
+  fills (:data:`COLUMN`; empty for a variable's or an ``ALL`` array's text) and which
+  arrays unnest (:data:`UNNEST`), so a decoder that converts a value by its column's
+  rules (Pinot's, ``formats.pinot_leaves``) converts each leaf and element as Pinot does;
 - every row keeps the index of its record (``Decoded.kept``, once per row), so a row's
   source partition and offset are its record's; a record is either all its rows or one
   error, never both.
@@ -48,21 +52,34 @@ from sparkpipes.sources.base import Framing
 Path = tuple[str, ...]
 
 
+#: field metadata of the inner decoder's schema: the column a value fills (empty: a
+#: variable's, or an ``ALL`` array's JSON text), and an array unnested into rows
+COLUMN = b"nested.column"
+UNNEST = b"nested.unnest"
+
+
 @dataclass
 class _Node:
     """A node of the record's shape: a record (``children``), an unnested array (``elem``)
-    or a value (``type``)."""
+    or a value (``type``), with the column it fills (``column``)."""
 
     children: dict[str, _Node] = field(default_factory=dict)
     elem: _Node | None = None
     type: pa.DataType | None = None
+    column: str | None = None
 
     def arrow(self) -> pa.DataType:
         if self.elem is not None:
-            return pa.list_(self.elem.arrow())
+            return pa.list_(self.elem.field("item"))
         if self.type is not None:
             return self.type
-        return pa.struct([pa.field(k, c.arrow()) for k, c in self.children.items()])
+        return pa.struct([c.field(k) for k, c in self.children.items()])
+
+    def field(self, name: str) -> pa.Field:
+        meta = {UNNEST: b"1"} if self.elem is not None else {}
+        if self.column is not None:
+            meta[COLUMN] = self.column.encode()
+        return pa.field(name, self.arrow(), metadata=meta or None)
 
 
 @dataclass(frozen=True)
@@ -102,18 +119,20 @@ class NestedPlan:
             originals = self.originals(name)
             paths = tuple(self.split(o) for o in originals)
             many = pa.types.is_list(f.type)
+            text = False  # ALL: the array's JSON text, not the column's value
             if many and any(p in self.unnest for p in paths):
                 wrap, leaf = True, f.type.value_type  # an element, as the one value
             else:
-                wrap = spec.collections == "ALL" and many
+                wrap = text = spec.collections == "ALL" and many
                 leaf = pa.string() if wrap else f.type
+            column = "" if f.name.startswith("@") or text else f.name
             for p in paths:
-                self._place(root, p, leaf)
+                self._place(root, p, leaf, column)
             columns.append(_Column(f, paths, originals, wrap))
         order = {f.name: i for i, f in enumerate(schema)}
         self.columns = tuple(sorted(columns, key=lambda c: order[c.field.name]))
         self.target = schema
-        self.schema = pa.schema([pa.field(k, c.arrow()) for k, c in root.children.items()])
+        self.schema = pa.schema([c.field(k) for k, c in root.children.items()])
         self.mapping = tuple(FieldMapping(k, (k,)) for k in root.children)
 
     def split(self, name: str) -> Path:
@@ -140,9 +159,13 @@ class NestedPlan:
             )
         return tuple(out)
 
-    def _place(self, root: _Node, path: Path, leaf: pa.DataType | None) -> None:
+    def _place(
+        self, root: _Node, path: Path, leaf: pa.DataType | None, column: str | None = None
+    ) -> None:
         """Add ``path`` to the shape: an array where it is unnested, a record above, a
-        value of type ``leaf`` at its end (None: an array to unnest, elements unread)."""
+        value of type ``leaf`` at its end (None: an array to unnest, elements unread),
+        filling ``column`` (empty: a variable's text). A path read twice keeps the first
+        reading, a column's before a variable's."""
         node = root
         for i, key in enumerate(path):
             here, last = path[: i + 1], i == len(path) - 1
@@ -158,7 +181,7 @@ class NestedPlan:
                         if elem.children and elem.type is None:
                             raise self._clash(here)
                         if elem.type is None:
-                            elem.type = leaf
+                            elem.type, elem.column = leaf, column
                     return
                 node = child.elem
                 if node.type is not None:
@@ -166,7 +189,7 @@ class NestedPlan:
                 continue
             if last:
                 if child is None:
-                    node.children[key] = _Node(type=leaf)
+                    node.children[key] = _Node(type=leaf, column=column)
                 elif child.type is None:
                     raise self._clash(here)
                 return

@@ -19,13 +19,21 @@ What is promised, each following Pinot's source:
 * **The values.** An empty field (``a,,b`` and ``a,"",b`` alike) is NULL, as is a field
   equal to ``nullStringValue``; a column the record does not reach is NULL; with
   ``multiValueDelimiter`` a field is split at that character, empty parts dropped, and
-  becomes a list when two or more parts remain (else it stays as written). A multi-value
-  column (an ``ARRAY``) takes a single value as a one-element list, as Pinot's
-  ``DataTypeTransformer`` does; a single-value column given several values is a bad record.
+  becomes a list when two or more parts remain (else it stays as written).
+* **The conversion.** Each text reaches its column as Pinot's ``DataTypeTransformer``
+  converts a ``String`` (:mod:`~sparkpipes.formats.pinot_convert`, the rules of
+  :mod:`~sparkpipes.formats.pinot_values`): ``Integer.parseInt`` for INT (``2.7`` and
+  ``1e3`` do not convert), ``BooleanUtils`` for BOOLEAN (``true`` in any case or ``1``;
+  any other text is false), hex for BYTES, ``TimestampUtils`` for TIMESTAMP. A
+  multi-value column takes a single value as a one-element list; a single-value column
+  given several values does not convert. A value that does not convert makes the record a
+  bad record, or, with the option ``pinot.continue.on.error`` (``continueOnError``), null
+  (then the column's default null value), the row kept.
 * Bytes that are not UTF-8 read as U+FFFD (Java's ``InputStreamReader``), never an error.
 
-The hot path hands the chunk to ``pyarrow.csv`` (all columns as text, then cast by Arrow)
-when its rules and Commons CSV's agree on every message: a header given and no skipped
+The hot path hands the chunk to ``pyarrow.csv`` (all columns as text, then converted
+column-wide where Arrow's cast equals Pinot's: :func:`~sparkpipes.formats.pinot_convert.
+fast_column`) when its rules and Commons CSV's agree on every message: a header given and no skipped
 one, one line per message, no escape, comment marker, surrounding-space trimming or strict
 quote mode, and quotes only at a field's edges. Any other chunk, or one Arrow rejects,
 is read message by message with :func:`records`, which follows Commons CSV's lexer.
@@ -46,6 +54,7 @@ import pyarrow.csv as pcsv
 from sparkpipes.errors import ConfigError
 from sparkpipes.formats.base import Mismatch, OptionsDecoder
 from sparkpipes.formats.json import newline_joined
+from sparkpipes.formats.pinot_convert import PinotValues
 
 #: the decoder props, as Pinot's ``FormatSpec`` options carry them
 PROP = "decoder.prop."
@@ -277,6 +286,7 @@ class PinotCsvDecoder(OptionsDecoder):
             {k[len(PROP) :]: v for k, v in self.options.items() if k.startswith(PROP)}
         )
         self.lists = {f.name for f in self.schema if pa.types.is_list(f.type)}
+        self.values = PinotValues(self.schema, self.options)
 
     def _fast_ok(self, values: pa.Array) -> bool:
         fmt = self.format
@@ -345,19 +355,11 @@ class PinotCsvDecoder(OptionsDecoder):
                 lists = pc.split_pattern(col, multi)
                 if pc.any(pc.equal(pc.list_flatten(lists), "")).as_py():
                     raise Mismatch  # empty parts are dropped: record by record
-            return lists.cast(f.type)
+            return self.values.fast_column(lists, f)
         if multi is not None and pc.any(pc.match_substring(col, multi)).as_py():
             raise Mismatch  # perhaps several values for one: record by record
-        return col.cast(f.type)
+        return self.values.fast_column(col, f)
 
     def _parse_one(self, raw: bytes) -> dict[str, Any]:
         rec = self.pick(extracted(raw.decode("utf-8", errors="replace"), self.format))
-        for name, v in rec.items():
-            if name in self.lists and v is not None and not isinstance(v, list):
-                rec[name] = [v]  # one value of a multi-value column (DataTypeTransformer)
-            elif isinstance(v, list) and name not in self.lists:
-                raise ValueError(
-                    f"column '{name}' is single-value but the record gives {len(v)} values "
-                    f"(split at multiValueDelimiter {self.format.multi_value!r})"
-                )
-        return rec
+        return self.values.row(rec)

@@ -3,13 +3,19 @@ value converted by Pinot's rules (:mod:`~sparkpipes.formats.pinot_values`: its
 ``DataTypeTransformer``, ``PinotDataType`` and ``SpecialValueTransformer``), not by the
 lenient coercion of ``FORMAT JSON``.
 
+A message is read as Pinot's ``JacksonPayloadParser`` reads it
+(:func:`~sparkpipes.formats.pinot_jackson.read_message`): its first JSON value, which must
+be an object; what follows the closing brace is never read (``{"a":1} x`` is a record).
+
 Options (set by the Pinot front end): ``pinot.json.columns``, the JSON columns
 (comma-separated; text in them is stored as Pinot's ``toJson`` writes it), and
 ``pinot.continue.on.error`` (``true``: a value that does not convert is null, then the
 column's default null value, and the row is kept, as Pinot's ``DataTypeTransformer`` does
 under ``continueOnError``; otherwise the record is a bad record). Variables (``@name``,
-the fields transforms read) are taken as ``FORMAT JSON`` takes them, and so are the
-records a ``complexTypeConfig`` flattens.
+the fields transforms read) are taken as ``FORMAT JSON`` takes them. Under a
+``complexTypeConfig`` each leaf a record is flattened into and each element of an array
+to unnest is converted as its column's value (:mod:`~sparkpipes.formats.pinot_leaves`),
+as Pinot's ``DataTypeTransformer`` converts the rows its ``ComplexTypeTransformer`` makes.
 
 The fast path (``pyarrow.json``) is kept for chunks whose columns are whole numbers,
 reals, booleans, text (or lists of them but reals), TIMESTAMP or BYTES, where Arrow's
@@ -19,13 +25,13 @@ record by record); a ``-0.0`` is then made ``0.0``. A TIMESTAMP is read as a who
 its epoch millis (one that fits an int, which Pinot refuses, or text: record by record);
 BYTES as text, then converted column-wide. A chunk whose payloads name ``NaN`` or
 ``Infinity``, which Pinot's JSON parser refuses, goes record by record, where such a
-record is a bad record. BIG_DECIMAL and JSON columns and lists of reals are decoded
+record is a bad record; so does a chunk with a blank payload (Arrow reads it as no row).
+BIG_DECIMAL and JSON columns and lists of reals are decoded
 record by record.
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pyarrow as pa
@@ -33,6 +39,8 @@ import pyarrow.compute as pc
 
 from sparkpipes.formats.base import Mismatch, OptionsDecoder, conform
 from sparkpipes.formats.json import JsonDecoder
+from sparkpipes.formats.pinot_jackson import read_message
+from sparkpipes.formats.pinot_leaves import converted, fix, has_column, leaves, read_type
 from sparkpipes.formats.pinot_values import convert
 
 JSON_COLUMNS = "pinot.json.columns"
@@ -58,70 +66,82 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"invalid JSON: {name} is not a JSON number (Pinot's parser refuses it)")
 
 
-def _nested(t: pa.DataType) -> bool:
-    """A record, or a list of records: what a ``complexTypeConfig`` flattens
-    (``formats.nested``), whose leaves are taken as ``FORMAT JSON`` takes them."""
-    return pa.types.is_struct(t) or (pa.types.is_list(t) and _nested(t.value_type))
+def _read_leaf(t: pa.DataType) -> pa.DataType:
+    """How Arrow's reader reads a converted leaf: a TIMESTAMP as epoch millis and BYTES
+    as text (both converted in ``_fast``)."""
+    if pa.types.is_timestamp(t):
+        return pa.int64()
+    return pa.string() if pa.types.is_binary(t) or pa.types.is_large_binary(t) else t
 
 
 class PinotJsonDecoder(OptionsDecoder, JsonDecoder):
     def configure(self) -> None:
         self.json_columns = frozenset(c for c in self.options.get(JSON_COLUMNS, "").split(",") if c)
         self.continue_on_error = self.options.get(CONTINUE_ON_ERROR, "") == "true"
-        self.converted = [
-            f for f in self.schema if not f.name.startswith("@") and not _nested(f.type)
-        ]
+        #: the fields holding a value a column's rules convert (a record: its leaves)
+        self.converted = [f for f in self.schema if has_column(f)]
         fast_types = all(
-            (_column_fast(f.type) and f.name not in self.json_columns)
+            (_column_fast(t) and column not in self.json_columns)
             or (
-                pa.types.is_list(f.type)
-                and _plain(f.type.value_type)
-                and not pa.types.is_floating(f.type.value_type)
+                pa.types.is_list(t)
+                and _plain(t.value_type)
+                and not pa.types.is_floating(t.value_type)
             )
             for f in self.converted
+            for column, t in leaves(f)
         )
         self.fast = self.fast and fast_types
 
     def _parse_type(self, f: pa.Field) -> pa.DataType | None:
-        if pa.types.is_timestamp(f.type) and not f.name.startswith("@"):  # as converted
-            return pa.int64()  # epoch millis; converted in _fast
+        nested = pa.types.is_struct(f.type) or pa.types.is_list(f.type)
+        if has_column(f) and (nested or pa.types.is_timestamp(f.type)):  # as converted
+            return read_type(f, _read_leaf)
         return super()._parse_type(f)
 
     def _loads(self, raw: bytes) -> Any:
-        return json.loads(raw, parse_constant=_refuse_constant)
+        return read_message(raw, _refuse_constant)  # what follows the value is not read
 
     def _fast(self, values: pa.Array) -> pa.Table:
         if pc.any(pc.match_substring_regex(values, "NaN|Infinity")).as_py():
             raise Mismatch  # Pinot refuses the record; maybe text: record by record tells
+        if pc.any(pc.match_substring_regex(values, "^[ \t\r\n]*$")).as_py():
+            raise Mismatch  # a blank payload is no row to Arrow: rows could shift
         cols = self._read(values)
         for f in self.converted:
-            col = cols[f.name]
-            if pa.types.is_list(f.type) and pc.sum(pc.is_null(pc.list_flatten(col))).as_py():
-                raise Mismatch  # Pinot drops the nulls in a list: record by record
-            if pa.types.is_floating(f.type):
-                if pc.all(pc.is_finite(col)).as_py() not in (True, None):
-                    raise Mismatch  # NaN and infinities: record by record
-                cols[f.name] = pc.add(col, pa.scalar(0.0, col.type))  # -0.0 → 0.0
-            elif pa.types.is_timestamp(f.type):
-                cols[f.name] = _epoch_millis(col, f.type)
-            elif pa.types.is_binary(f.type) or pa.types.is_large_binary(f.type):
-                cols[f.name] = _converted(col, f.type)
+            cols[f.name] = fix(cols[f.name], f, _fixed)
         return conform(pa.table(cols), self.schema)
 
     def _parse_one(self, raw: bytes) -> dict[str, Any]:
         picked = super()._parse_one(raw)
         for f in self.converted:
-            try:
-                picked[f.name] = convert(
-                    picked[f.name], f.type, is_json=f.name in self.json_columns
-                )
-            except (ValueError, ArithmeticError) as e:
-                if not self.continue_on_error:
-                    raise ValueError(
-                        f"column '{f.name}': cannot convert {picked[f.name]!r} to {f.type}: {e}"
-                    ) from None
-                picked[f.name] = None  # its default null value, as Pinot stores it
+            picked[f.name] = converted(picked[f.name], f, self._convert)
         return picked
+
+    def _convert(self, value: Any, t: pa.DataType, column: str) -> Any:
+        try:
+            return convert(value, t, is_json=column in self.json_columns)
+        except (ValueError, ArithmeticError) as e:
+            if not self.continue_on_error:
+                raise ValueError(
+                    f"column '{column}': cannot convert {value!r} to {t}: {e}"
+                ) from None
+            return None  # its default null value, as Pinot stores it
+
+
+def _fixed(col: pa.Array, t: pa.DataType) -> pa.Array:
+    """A converted leaf as Arrow's reader read it, made what Pinot stores; a value whose
+    reading is not Pinot's raises Mismatch (record by record)."""
+    if pa.types.is_list(t) and pc.sum(pc.is_null(pc.list_flatten(col))).as_py():
+        raise Mismatch  # Pinot drops the nulls in a list: record by record
+    if pa.types.is_floating(t):
+        if pc.all(pc.is_finite(col)).as_py() not in (True, None):
+            raise Mismatch  # NaN and infinities: record by record
+        return pc.add(col, pa.scalar(0.0, col.type))  # -0.0 → 0.0
+    if pa.types.is_timestamp(t):
+        return _epoch_millis(col, t)
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return _converted(col, t)
+    return col
 
 
 def _column_fast(t: pa.DataType) -> bool:

@@ -18,6 +18,12 @@ What is promised, each following Pinot's source:
   array. Nested messages become maps of their *set* fields (``Message.getAllFields``),
   repeated fields lists, map fields maps with text keys, enums their value's name (an
   unknown number ``UNKNOWN_ENUM_VALUE_<Enum>_<n>``, as Java's), bytes bytes.
+* **The Java types** of Pinot's extractor are kept: 64-bit numbers ``Long``, ``float``
+  ``Float``, ``uint32``/``uint64`` in Java's signed ``int``/``long`` (4294967295 is -1);
+  with the option ``pinot.values`` (the Pinot front end) each column is converted as
+  Pinot's ``DataTypeTransformer`` converts them (``formats.pinot_convert``): a nested
+  message or map into a single-value column is its values (one: that value; several: it
+  does not convert), ``continueOnError`` as for JSON.
 * Bytes that do not parse as the message are a bad record naming the reason.
 """
 
@@ -35,6 +41,15 @@ from google.protobuf.message import DecodeError, Message
 
 from sparkpipes.errors import ConfigError
 from sparkpipes.formats.base import Decoder, Mismatch, OptionsDecoder
+from sparkpipes.formats.pinot_convert import (
+    PINOT_VALUES,
+    JavaFloat,
+    JavaLong,
+    PinotValues,
+    arrow,
+    java_int,
+    pick,
+)
 
 #: the option carrying the descriptor set (base64 of its bytes)
 DESCRIPTOR_OPTION = "protobuf.descriptor"
@@ -122,7 +137,21 @@ def _single(fd: FieldDescriptor, value: Any) -> Any:
         return found.name if found else f"UNKNOWN_ENUM_VALUE_{fd.enum_type.name}_{value}"
     if fd.type in (FieldDescriptor.TYPE_MESSAGE, FieldDescriptor.TYPE_GROUP):
         return message_map(value)
+    return _JAVA.get(fd.cpp_type, _same)(value)
+
+
+def _same(value: Any) -> Any:
     return value
+
+
+#: Java's types of protobuf's numbers (``getJavaType``): 64-bit ones a ``Long``, ``float``
+#: a ``Float``, unsigned ones in the signed type of their size
+_JAVA = {
+    FieldDescriptor.CPPTYPE_INT64: JavaLong,
+    FieldDescriptor.CPPTYPE_UINT64: lambda v: JavaLong(java_int(v, 64)),
+    FieldDescriptor.CPPTYPE_UINT32: lambda v: java_int(v, 32),
+    FieldDescriptor.CPPTYPE_FLOAT: JavaFloat,
+}
 
 
 def _value(fd: FieldDescriptor, value: Any) -> Any:
@@ -166,15 +195,24 @@ def arrow_columns(decoder: Decoder, rows: Sequence[Mapping[str, Any]]) -> pa.Tab
     one call, which checks the types; raises (Mismatch, Arrow's errors) where a value needs
     the record-by-record path (a nested path, a map for a text column: JSON text)."""
     arrays = []
+    pinot = getattr(decoder, "pinot", None)
     for f in decoder.schema:
         path = decoder.paths[f.name]
         if len(path) != 1 or f.name in decoder.on_missing:
             raise Mismatch
         col = [r.get(path[0]) for r in rows]
-        if any(isinstance(v, dict) for v in col):
+        if pinot is None and any(isinstance(v, dict) for v in col):
             raise Mismatch
-        arrays.append(pa.array(col, f.type))
+        arrays.append(arrow(pinot, col, f))
     return pa.Table.from_arrays(arrays, schema=decoder.schema)
+
+
+def pinot_values(decoder: OptionsDecoder) -> PinotValues | None:
+    """Pinot's ``DataTypeTransformer`` conversion of the decoder's columns, when its
+    options ask for it (``pinot.values``: the Pinot front end's decoders)."""
+    if decoder.options.get(PINOT_VALUES) != "true":
+        return None
+    return PinotValues(decoder.schema, decoder.options)
 
 
 class ProtoBufDecoder(OptionsDecoder):
@@ -191,6 +229,7 @@ class ProtoBufDecoder(OptionsDecoder):
         if not self.descriptor_set:
             raise ConfigError("ProtoBufMessageDecoder needs a descriptor set (descriptorFile)")
         self.class_name = self.options.get(CLASS_OPTION) or None
+        self.pinot = pinot_values(self)
         self._message: Any = None
         self._fields: dict[str, FieldDescriptor] = {}
 
@@ -227,4 +266,7 @@ class ProtoBufDecoder(OptionsDecoder):
         return arrow_columns(self, rows)
 
     def _parse_one(self, raw: bytes) -> dict[str, Any]:
-        return self.pick(self._record(self._parsed(raw)), nested_as_json=True)
+        rec = self._record(self._parsed(raw))
+        if self.pinot is not None:
+            return pick(self, self.pinot, rec)
+        return self.pick(rec, nested_as_json=True)

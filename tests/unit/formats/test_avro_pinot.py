@@ -146,5 +146,8 @@ def test_pinots_sample_config_lowers_onto_this_decoder():
     assert dict(spec.format.options) == {
         URL_OPTION: "http://localhost:2222/schemaRegistry",
         FRAMING_OPTION: FRAMING,
+        # values converted as Pinot's DataTypeTransformer (formats.pinot_convert)
+        "pinot.values": "true",
+        "pinot.json.columns": "",
     }
     assert (spec.source.location, spec.source.start) == ("localhost:19092/kafkaTopicName", "latest")

@@ -362,5 +362,6 @@ def assemble(
         refiner=refiner,
         metadata_columns=metadata_columns(source, table),
         defaults=tuple((c, d) for c, d in table.defaults.items() if c in task_schema.names),
-        rules=table.rules.of(task_schema.names),
+        # a column SET assigns gets its rules after SET (the refiner), not as loaded
+        rules=table.rules.of([c for c in task_schema.names if c not in filled]),
     )

@@ -54,10 +54,17 @@ from sparkpipes.config.parts import (
 )
 from sparkpipes.config.spec import PipelineSpec
 from sparkpipes.config.tables import ColumnSpec, TableKey, TableSpec
+from sparkpipes.formats.pinot_convert import PINOT_VALUES
 from sparkpipes.frontends.pinot import chain
 from sparkpipes.frontends.pinot.aggregation import per_record
 from sparkpipes.frontends.pinot.decoders import OWN_KINDS, REGISTRY_FORMATS, format_options
-from sparkpipes.frontends.pinot.expr import Budget, PinotExpr, filter_sql, first_existing
+from sparkpipes.frontends.pinot.expr import (
+    Budget,
+    PinotExpr,
+    as_type,
+    filter_sql,
+    first_existing,
+)
 from sparkpipes.frontends.pinot.expr.core import millis_ts
 from sparkpipes.frontends.pinot.kinesis import source_spec as kinesis_source
 from sparkpipes.frontends.pinot.model import PinotSchema, PinotTableConfig
@@ -131,9 +138,16 @@ def lower(
     reads: list[str] = []
     assignments: list[tuple[str, str]] = []
     calls: dict[str, FunctionCall] = {}
+    # Pinot's JSON decoder converts a record's own value as it converts any column's
+    # (formats.pinot_json), so it is loaded into the column and the transform fills the rest
+    own_typed = _json_decoded(stream)
     for col in transforms:
-        expr = _stored(made[col], schema.field(col).ddl_type)
-        expr = first_existing(col, expr)  # the record's own value wins, as in Pinot
+        ddl = schema.field(col).ddl_type
+        expr = _stored(made[col], ddl)
+        if own_typed and col not in rolled and not is_metadata_column(col):
+            expr = own_first(col, expr, ddl)
+        else:
+            expr = first_existing(col, expr)  # the record's own value wins, as in Pinot
         reads += expr.fields
         calls.update((c.column, c) for c in expr.calls)
         assignments.append((col, expr.sql))
@@ -160,7 +174,9 @@ def lower(
         where = expr.sql
     mapping: list[FieldMapping] = []
     for f in schema.fields:
-        if is_metadata_column(f.name) or f.name in transforms or f.name in rolled:
+        if is_metadata_column(f.name) or f.name in rolled:
+            continue
+        if f.name in transforms and not own_typed:
             continue
         mapping.append(FieldMapping(f.name, (f.name,)))
     for name in dict.fromkeys(reads):
@@ -168,11 +184,17 @@ def lower(
 
     fmt_opts: dict[str, str] = {}
     fmt_creds = {}
+    # Pinot's decoders' values converted as its DataTypeTransformer (formats.pinot_convert)
+    converted = {PINOT_VALUES: "true", **_json_options(schema, cfg)}
     if stream.decoder == "avro":
-        kind, fmt_opts = "avro", {"schema": stream.avro_schema or ""}
+        kind, fmt_opts = "avro", {"schema": stream.avro_schema or "", **converted}
     elif stream.decoder in REGISTRY_FORMATS:  # Avro, Protobuf or JSON (.decoders)
         kind = REGISTRY_FORMATS[stream.decoder]
-        fmt_opts = {"schema.registry.url": stream.registry_url or "", **stream.registry}
+        fmt_opts = {
+            "schema.registry.url": stream.registry_url or "",
+            **stream.registry,
+            **converted,
+        }
         fmt_creds = dict(stream.registry_secrets)
     elif stream.decoder == "stream":
         kind = "stream"
@@ -183,7 +205,7 @@ def lower(
         }
     elif stream.decoder in OWN_KINDS:  # Pinot's decoders with props (.decoders)
         kind = stream.decoder
-        fmt_opts = format_options(stream.decoder, stream.decoder_props)
+        fmt_opts = {**format_options(stream.decoder, stream.decoder_props), **converted}
     else:  # Pinot's JSONMessageDecoder, values converted by its rules (formats.pinot_json)
         kind = "pinot-json"
         fmt_opts = _json_options(schema, cfg)
@@ -211,6 +233,36 @@ def lower(
         sink=_sink(schema, cfg),
         batch=batch,
     )
+
+
+def _json_decoded(stream: StreamConfig) -> bool:
+    """The stream's records are read by ``pinot-json`` (the last branch of :func:`lower`)."""
+    return stream.decoder not in ("avro", "stream", *REGISTRY_FORMATS, *OWN_KINDS)
+
+
+def own_first(column: str, expr: PinotExpr, ddl_type: str) -> PinotExpr:
+    """What Pinot stores in ``column``, the destination of ``expr``, when the decoder
+    loads the record's own value into it converted by Pinot's rules: that value when the
+    record has one (``ExpressionTransformer`` skips the transform), else ``expr``'s
+    value as ``DataTypeTransformer`` converts it into ``ddl_type``. Text stays text, so a
+    value the column cannot hold is still the row's error when the table is written."""
+    own, t = _quoted(column), expr.type
+    if t is None or t == "STRING":
+        keep = t == ddl_type or not ddl_type.startswith(("BINARY", "ARRAY"))
+    else:
+        keep = t == ddl_type
+    if keep:  # the column's value as text is read back the same (or the types agree)
+        value = own if t == ddl_type else as_type(own, ddl_type, "STRING")
+        sql = f"CASE WHEN {own} IS NOT NULL THEN {value} ELSE {expr.sql} END"
+        return replace(expr, sql=sql, type=t if t == ddl_type else "STRING")
+    made = as_type(expr.sql, t, ddl_type)
+    return replace(
+        expr, sql=f"CASE WHEN {own} IS NOT NULL THEN {own} ELSE {made} END", type=ddl_type
+    )
+
+
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
 
 
 def _json_options(schema: PinotSchema, cfg: PinotTableConfig) -> dict[str, str]:

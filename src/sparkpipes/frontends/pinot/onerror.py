@@ -8,7 +8,8 @@ bad record unless told to:
 - a record its transforms cannot load (a value that does not convert to its column's type,
   a transform that throws, ``maxLengthExceedStrategy: ERROR``) is dropped with a segment
   error; under ``continueOnError`` the type conversion stores the column's default null
-  value instead and keeps the row (decoder ``pinot-json``).
+  value instead and keeps the row (every Pinot decoder: ``formats.pinot_json``, and
+  ``formats.pinot_convert`` for CSV, Avro and Protobuf).
 
 Here a dropped record goes to ``PIPELINES_ERRORS`` with its partition and offset, so nothing
 is lost unseen, and consumption goes on. Stopping is a failed batch: retried, then the

@@ -11,7 +11,6 @@ import copy
 import json
 import struct
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -82,18 +81,13 @@ def spark():
     return build_session(None, {})
 
 
-def _text(value: Any) -> str | None:
-    """A JSON record's field as a pipeline variable holds it."""
-    if value is None or isinstance(value, str):
-        return value
-    return json.dumps(value) if isinstance(value, dict | list | bool) else str(value)
-
-
 def _rows(spark, table: Mapping, schema_doc: Mapping, records: Sequence[Mapping]) -> list[dict]:
-    """The rows ``records`` become: what the decoder hands over (each mapped column, each
-    variable as text), through the pipeline's SET, WHERE and the table's null values."""
+    """The rows ``records`` become: what the pipeline's decoder hands over (each mapped
+    column, each variable as text), through the pipeline's SET, WHERE and the table's
+    null values."""
     from sparkpipes.engine.batch.transform import Transform, apply
     from sparkpipes.engine.schema import to_arrow, to_spark
+    from sparkpipes.formats import build_decoder
 
     schema = load_schema(schema_doc)
     cfg = load_table(table, schema)
@@ -104,13 +98,16 @@ def _rows(spark, table: Mapping, schema_doc: Mapping, records: Sequence[Mapping]
         pa.field(m.column, pa.string() if m.is_variable else target.field(m.column).type)
         for m in spec.format.mapping
     ]
-    columns = {
-        f.name: [
-            _text(r.get(f.name[1:])) if f.name.startswith("@") else r.get(f.name) for r in records
-        ]
-        for f in fields
-    }
-    staged = pa.table(columns, schema=pa.schema(fields))
+    decoder = build_decoder(
+        spec.format.kind,
+        pa.schema(fields),
+        spec.format.mapping,
+        options=spec.format.decoder_options(),
+        nested=spec.format.nested,
+    )
+    decoded = decoder.decode(pa.array([json.dumps(r).encode() for r in records], pa.binary()))
+    assert not decoded.errors, decoded.errors
+    staged = decoded.table
     rows = [tuple(r.values()) for r in staged.to_pylist()]
     t = spec.transform
     out = apply(
@@ -161,8 +158,11 @@ def test_transforms_read_what_other_transforms_make_as_pinot_orders_them(spark):
 
 
 def test_a_record_value_of_a_made_column_wins_in_its_own_type(spark):
-    """The record's own value is converted as the transform's value would be: epoch
-    millis or ISO text into a TIMESTAMP made from a number, hex into BYTES."""
+    """The record's own value is converted as Pinot's ``DataTypeTransformer`` converts
+    any value into the column's type (``ExpressionTransformer`` keeps it, and the
+    conversion runs after it, apache/pinot@210c2951e72 ``RecordTransformerUtils``): epoch
+    millis (a long: ``LONG.toTimestamp``) or ISO text into a TIMESTAMP, a real into a LONG
+    truncated, a single value into a multi-value column as its one element."""
     schema = {
         "schemaName": "people",
         "dimensionFieldSpecs": [
@@ -183,13 +183,13 @@ def test_a_record_value_of_a_made_column_wins_in_its_own_type(spark):
     }
     records = [
         {"id": 1, "ts": TS, "csv": "a,b"},
-        {"id": 2, "ts": TS, "at": 1000, "n": 7, "tags": ["x"], "csv": "a,b"},
+        {"id": 2, "ts": TS, "at": TS - 5000, "n": 7.9, "tags": ["x"], "csv": "a,b"},
         {"id": 3, "ts": TS, "at": "2024-01-02T03:04:05Z", "tags": "solo"},
     ]
     one, two, three = _rows(spark, table, schema, records)
     assert int(one["at"].timestamp() * 1000) == TS + 1000
     assert (one["n"], one["tags"]) == (TS // 1000, ["a", "b"])
-    assert int(two["at"].timestamp() * 1000) == 1000
+    assert int(two["at"].timestamp() * 1000) == TS - 5000
     assert (two["n"], two["tags"]) == (7, ["x"])
     assert three["at"].isoformat().startswith("2024-01-02T03:04:05")
     assert three["tags"] == ["solo"]  # a single value into a multi-value column: one element
@@ -458,3 +458,34 @@ def test_an_aggregation_reads_a_source_made_from_another_transform():
     spec = lower(loaded, load_table(table, loaded))
     sql = dict(spec.transform.assignments)["cents"]
     assert "`@price_cents`" in sql and "`@price`" in sql and "`@payload`" in sql
+
+
+def test_a_transforms_value_is_converted_into_its_column_as_pinot_converts_it(spark):
+    """``DataTypeTransformer`` runs after ``ExpressionTransformer``
+    (apache/pinot@210c2951e72 ``RecordTransformerUtils.getTransformers``), so a transform's
+    value is converted by ``PinotDataType``: a double into an INT truncated
+    (``DOUBLE.toInt``: ``Number.intValue``), text into BYTES as hex
+    (``STRING.toBytes``); the record's own value of the column still wins."""
+    schema = {
+        "schemaName": "people",
+        "dimensionFieldSpecs": [
+            {"name": "id", "dataType": "INT"},
+            {"name": "third", "dataType": "INT"},
+            {"name": "raw", "dataType": "BYTES"},
+        ],
+        "dateTimeFieldSpecs": SCHEMA["dateTimeFieldSpecs"],
+    }
+    table = copy.deepcopy(TABLE)
+    table["ingestionConfig"] = {
+        "transformConfigs": [
+            {"columnName": "third", "transformFunction": "id / 3"},
+            {"columnName": "raw", "transformFunction": "lower(hx)"},
+        ]
+    }
+    records = [
+        {"id": 8, "ts": TS, "hx": "0A0B"},
+        {"id": 9, "ts": TS, "hx": "0A0B", "third": "41", "raw": "ff"},
+    ]
+    one, two = _rows(spark, table, schema, records)
+    assert (one["third"], one["raw"]) == (2, b"\x0a\x0b")
+    assert (two["third"], two["raw"]) == (41, b"\xff")

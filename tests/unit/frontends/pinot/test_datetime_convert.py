@@ -6,6 +6,8 @@ apache/pinot@210c2951e720), and the format forms of ``DateTimeFormatSpec``."""
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
 
 from sparkpipes.errors import ConfigError
@@ -182,7 +184,7 @@ def test_pinpoints_tables_bucket_their_event_time_as_pinot_does(spark, item):
     import json
     import pathlib
 
-    from pyspark.sql.types import StringType, StructField, StructType
+    from pyspark.sql.types import StringType, StructField, StructType, TimestampType
 
     from sparkpipes.frontends.pinot.lowering import lower
     from sparkpipes.frontends.pinot.model import load_schema, load_table
@@ -193,16 +195,18 @@ def test_pinpoints_tables_bucket_their_event_time_as_pinot_does(spark, item):
     spec = lower(schema, cfg)
     sql = dict(spec.transform.assignments)["roundedEventTime"]
     assert "timestamp_millis(CAST(" in sql  # a BIGINT of epoch millis into a TIMESTAMP
-    # the record's own roundedEventTime, when it has one, wins (Pinot skips the transform)
-    assert {"@eventTime", "@roundedEventTime"} <= {m.column for m in spec.format.mapping}
+    # the record's own roundedEventTime, when it has one, wins (Pinot skips the transform);
+    # the JSON decoder loads it into the column, converted as Pinot converts it
+    assert {"@eventTime", "roundedEventTime"} <= {m.column for m in spec.format.mapping}
+    own = dt.datetime.fromtimestamp(1600000000, dt.UTC)
     events = [("1700000012345", None), ("1700000039999", None), (None, None)]
-    events.append(("1700000039999", "1600000000000"))
+    events.append(("1700000039999", own))
     df = spark.createDataFrame(
         events,
         StructType(
             [
                 StructField("@eventTime", StringType()),
-                StructField("@roundedEventTime", StringType()),
+                StructField("roundedEventTime", TimestampType()),
             ]
         ),
     )

@@ -53,6 +53,7 @@ __all__ = [
     "Function",
     "PinotExpr",
     "TooLarge",
+    "as_type",
     "filter_sql",
     "first_existing",
     "translate",
@@ -103,6 +104,12 @@ def translate(
     parser = _Parser(expr, where, "transform", derived, budget)
     node, fields = parser.parse()
     return PinotExpr(node.sql, fields, node.type, tuple(parser.calls.values()))
+
+
+def as_type(sql: str, source: str | None, target: str) -> str:
+    """The SQL of ``sql`` (of Spark type ``source``, None: text) converted to ``target`` as
+    Pinot's ``PinotDataType`` converts a value (NULL where it cannot)."""
+    return _as(_Node(sql, source), target).sql
 
 
 def first_existing(column: str, expr: PinotExpr) -> PinotExpr:
