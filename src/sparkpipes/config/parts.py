@@ -51,6 +51,7 @@ FORMAT_OPTIONS = (
     # Pinot's JSON decoder and type conversion (formats.pinot_json)
     "pinot.json.columns",
     "pinot.continue.on.error",
+    "pinot.own.scalar.columns",
     # Pinot's conversion for its other decoders (formats.pinot_convert)
     "pinot.values",
 )

@@ -40,11 +40,22 @@ import pyarrow.compute as pc
 from sparkpipes.formats.base import Mismatch, OptionsDecoder, conform
 from sparkpipes.formats.json import JsonDecoder
 from sparkpipes.formats.pinot_jackson import read_message
-from sparkpipes.formats.pinot_leaves import converted, fix, has_column, leaves, read_type
+from sparkpipes.formats.pinot_leaves import (
+    column_of,
+    converted,
+    fix,
+    has_column,
+    leaves,
+    read_type,
+)
 from sparkpipes.formats.pinot_values import convert
 
 JSON_COLUMNS = "pinot.json.columns"
 CONTINUE_ON_ERROR = "pinot.continue.on.error"
+#: columns a transform fills whose record value counts only when it is a scalar: Pinot's
+#: ``ExpressionTransformer`` runs the transform over an array or object value and stores
+#: its value unless that is an array or object too (lowering: ``own_first``)
+OWN_SCALAR = "pinot.own.scalar.columns"
 
 
 def _plain(t: pa.DataType) -> bool:
@@ -78,8 +89,13 @@ class PinotJsonDecoder(OptionsDecoder, JsonDecoder):
     def configure(self) -> None:
         self.json_columns = frozenset(c for c in self.options.get(JSON_COLUMNS, "").split(",") if c)
         self.continue_on_error = self.options.get(CONTINUE_ON_ERROR, "") == "true"
+        self.own_scalar = frozenset(c for c in self.options.get(OWN_SCALAR, "").split(",") if c)
         #: the fields holding a value a column's rules convert (a record: its leaves)
         self.converted = [f for f in self.schema if has_column(f)]
+        #: the top-level leaves (column, type) and the records or arrays holding leaves,
+        #: told apart once: the record-by-record path walks only the second
+        self.flat = [(f.name, f.type, c) for f in self.converted if (c := column_of(f))]
+        self.nested = [f for f in self.converted if column_of(f) is None]
         fast_types = all(
             (_column_fast(t) and column not in self.json_columns)
             or (
@@ -107,13 +123,21 @@ class PinotJsonDecoder(OptionsDecoder, JsonDecoder):
         if pc.any(pc.match_substring_regex(values, "^[ \t\r\n]*$")).as_py():
             raise Mismatch  # a blank payload is no row to Arrow: rows could shift
         cols = self._read(values)
+        for c in self.own_scalar & set(cols):
+            if pa.types.is_list(cols[c].type) and cols[c].null_count < len(cols[c]):
+                raise Mismatch  # an array of its own: the transform's value (record by record)
         for f in self.converted:
             cols[f.name] = fix(cols[f.name], f, _fixed)
         return conform(pa.table(cols), self.schema)
 
     def _parse_one(self, raw: bytes) -> dict[str, Any]:
         picked = super()._parse_one(raw)
-        for f in self.converted:
+        for c in self.own_scalar:
+            if isinstance(picked.get(c), (list, dict)):
+                picked[c] = None  # not kept: the transform's value is stored
+        for name, t, column in self.flat:
+            picked[name] = self._convert(picked[name], t, column)
+        for f in self.nested:
             picked[f.name] = converted(picked[f.name], f, self._convert)
         return picked
 

@@ -42,7 +42,6 @@ _INT64 = 2**63
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 #: Java's ``Float.parseFloat`` / ``Double.parseDouble`` (decimal forms; blanks trimmed)
 _JAVA_REAL = re.compile(r"[+-]?(NaN|Infinity|(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?[fFdD]?)", re.ASCII)
-_JAVA_WHOLE = re.compile(r"[+-]?\d+", re.ASCII)
 _DECIMAL_DIGITS = 160
 _FLOAT_MAX = 3.4028234663852886e38  # Float.MAX_VALUE
 _HEX = re.compile(r"(?:[0-9A-Fa-f]{2})*", re.ASCII)
@@ -152,7 +151,7 @@ def _whole(value: Any, bits: int) -> int:
         return _wrap(int(value), bits)  # BigDecimal.intValue / longValue
     if isinstance(value, str):
         text = value.strip(_TRIM)  # String.trim: chars up to U+0020 only
-        if not _JAVA_WHOLE.fullmatch(text):
+        if not _JAVA_INT.fullmatch(text):
             raise ValueError(f"For input string: {value!r}")
         n = int(text)
         if not -(1 << (bits - 1)) <= n < 1 << (bits - 1):

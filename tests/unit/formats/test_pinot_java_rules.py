@@ -241,3 +241,13 @@ def test_avro_union_value_no_float_holds_is_read_from_the_double_branch():
     msgs = pa.array([_avro_message(schema, {"x": x}) for x in (0.123456789, 1.5)])
     assert dec.decode(msgs).table.to_pylist() == [{"x": "0.123456789"}, {"x": "1.5"}]
     assert convert_value(JavaFloat(0.123456789), pa.string()) == "0.12345679"
+
+
+@pytest.mark.parametrize(
+    ("text", "t", "want"),
+    [("١٢", pa.int32(), 12), ("-٣", pa.int64(), -3), ("１２", pa.int32(), 12)],
+)
+def test_whole_numbers_take_unicode_digits_as_java_parses_them(text, t, want):
+    # PinotDataType.java 832/892: STRING.toInt/toLong is Integer.parseInt/Long.parseLong
+    # of the trimmed text, which take any Unicode decimal digit (Character.digit)
+    assert convert(text, t) == want

@@ -55,6 +55,7 @@ from sparkpipes.config.parts import (
 from sparkpipes.config.spec import PipelineSpec
 from sparkpipes.config.tables import ColumnSpec, TableKey, TableSpec
 from sparkpipes.formats.pinot_convert import PINOT_VALUES
+from sparkpipes.formats.pinot_json import CONTINUE_ON_ERROR, JSON_COLUMNS, OWN_SCALAR
 from sparkpipes.frontends.pinot import chain
 from sparkpipes.frontends.pinot.aggregation import per_record
 from sparkpipes.frontends.pinot.decoders import OWN_KINDS, REGISTRY_FORMATS, format_options
@@ -141,10 +142,13 @@ def lower(
     # Pinot's JSON decoder converts a record's own value as it converts any column's
     # (formats.pinot_json), so it is loaded into the column and the transform fills the rest
     own_typed = _json_decoded(stream)
+    own_scalar = []
     for col in transforms:
         ddl = schema.field(col).ddl_type
         expr = _stored(made[col], ddl)
         if own_typed and col not in rolled and not is_metadata_column(col):
+            if not (made[col].type or "").upper().startswith("ARRAY"):
+                own_scalar.append(col)
             expr = own_first(col, expr, ddl)
         else:
             expr = first_existing(col, expr)  # the record's own value wins, as in Pinot
@@ -209,6 +213,8 @@ def lower(
     else:  # Pinot's JSONMessageDecoder, values converted by its rules (formats.pinot_json)
         kind = "pinot-json"
         fmt_opts = _json_options(schema, cfg)
+        if own_scalar:  # (own_typed: the record's own values are loaded)
+            fmt_opts[OWN_SCALAR] = ",".join(own_scalar)
     source = SOURCES.get(stream.stream_type, _plugin_source)(stream)
     keyed = source.kind == "kafka" and not stream.high_level  # (highlevel: the value only)
     if keyed and not stream.metadata_populate and "__key" in schema.names:
@@ -270,9 +276,9 @@ def _json_options(schema: PinotSchema, cfg: PinotTableConfig) -> dict[str, str]:
     ``PinotDataType.toJson`` writes it) and whether a value that does not convert to its
     column's type is null (then its default null value) with the row kept, as Pinot's
     ``DataTypeTransformer`` does under ``continueOnError``, or a bad record."""
-    opts = {"pinot.json.columns": ",".join(f.name for f in schema.fields if f.data_type == "JSON")}
+    opts = {JSON_COLUMNS: ",".join(f.name for f in schema.fields if f.data_type == "JSON")}
     if cfg.continue_on_error:
-        opts["pinot.continue.on.error"] = "true"
+        opts[CONTINUE_ON_ERROR] = "true"
     return opts
 
 

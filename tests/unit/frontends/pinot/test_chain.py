@@ -195,6 +195,45 @@ def test_a_record_value_of_a_made_column_wins_in_its_own_type(spark):
     assert three["tags"] == ["solo"]  # a single value into a multi-value column: one element
 
 
+def test_a_record_array_or_object_of_a_made_column_gives_way_to_the_transform(spark):
+    """Pinot keeps a record's own value of a transform's column only when it is a scalar:
+    over an array or object it runs the transform and stores its value unless that is an
+    array or object too (apache/pinot@210c2951e72 ``ExpressionTransformer.transform``,
+    lines 200-218, ``isTypeCompatible``). A null result replaces it too."""
+    schema = {
+        "schemaName": "people",
+        "dimensionFieldSpecs": [
+            {"name": "id", "dataType": "INT"},
+            {"name": "name", "dataType": "STRING"},
+            {"name": "up", "dataType": "STRING"},
+            {"name": "n", "dataType": "LONG"},
+            {"name": "tags", "dataType": "STRING", "singleValueField": False},
+        ],
+        "dateTimeFieldSpecs": SCHEMA["dateTimeFieldSpecs"],
+    }
+    table = copy.deepcopy(TABLE)
+    table["ingestionConfig"] = {
+        "transformConfigs": [
+            {"columnName": "up", "transformFunction": "upper(name)"},
+            {"columnName": "n", "transformFunction": "toEpochSeconds(ts)"},
+            {"columnName": "tags", "transformFunction": "split(csv, ',')"},
+        ]
+    }
+    records = [
+        {"id": 1, "ts": TS, "name": "bob", "up": ["x"], "n": [7], "tags": ["x"], "csv": "a"},
+        {"id": 2, "ts": TS, "name": "bob", "up": {"k": "v"}, "n": {"k": 7}, "csv": "a"},
+        {"id": 3, "ts": TS, "up": ["x", "y"], "n": 7, "csv": "a"},
+        {"id": 4, "ts": TS, "name": "bob", "up": "own", "n": 7, "csv": "a"},
+    ]
+    one, two, three, four = _rows(spark, table, schema, records)
+    assert (one["up"], one["n"], one["tags"]) == ("BOB", TS // 1000, ["x"])  # arrays: own
+    assert (two["up"], two["n"]) == ("BOB", TS // 1000)
+    assert (three["up"], three["n"]) == ("null", 7)  # upper(null): null, the default
+    assert (four["up"], four["n"]) == ("own", 7)  # scalars: the record's own
+    # a chunk the Arrow path could read (no bad record) gives the same rows
+    assert _rows(spark, table, schema, [records[0], records[3]]) == [one, four]
+
+
 def _problems(table: Mapping, schema_doc: Mapping) -> list[tuple[str, str]]:
     with pytest.raises(PinotConfigError) as e:
         load_table(table, load_schema(schema_doc))
