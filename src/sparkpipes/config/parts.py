@@ -377,9 +377,15 @@ class TransformSpec:
     assignments: tuple[tuple[str, str], ...] = ()
     where: str | None = None
     functions: tuple[FunctionCall, ...] = ()
+    #: ``(condition, reason)``: a record for which the SQL condition (over the same
+    #: variables the ``SET`` expressions read) is true is not loaded; it is rejected with
+    #: the reason, to ``PIPELINES_ERRORS`` with its partition and offset when the format
+    #: skips constraint errors (else it fails the batch). Front ends set it where the system
+    #: they stand for drops such a record (Pinot: a transform function that throws)
+    rejects: tuple[tuple[str, str], ...] = ()
 
     def __bool__(self) -> bool:
-        return bool(self.assignments or self.where or self.functions)
+        return bool(self.assignments or self.where or self.functions or self.rejects)
 
 
 @dataclass(frozen=True)

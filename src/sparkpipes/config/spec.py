@@ -117,6 +117,10 @@ class PipelineSpec:
             ]
         else:
             del d["transform"]["functions"]  # as stored before they existed
+        if self.transform.rejects:
+            d["transform"]["rejects"] = [list(r) for r in self.transform.rejects]
+        else:
+            del d["transform"]["rejects"]  # as stored before they existed
         if self.source.hints:
             d["source"]["hints"] = list(self.source.hints)
         else:
@@ -198,6 +202,7 @@ class PipelineSpec:
             FunctionCall(str(f["column"]), str(f["function"]), tuple(str(a) for a in f["args"]))
             for f in tr.get("functions", ())
         )
+        tr["rejects"] = tuple((str(c), str(r)) for c, r in tr.get("rejects", ()))
         sink = parts["sink"]
         sink["update"] = tuple((str(c), str(e)) for c, e in sink.get("update", ()))
         return cls(name=name, **{k: _COMPONENTS[k](**v) for k, v in parts.items()})

@@ -325,7 +325,10 @@ class AlterTable:
             if c not in load.names
         ]
         t = Transform(
-            spec.transform.assignments, spec.transform.where, functions=spec.transform.functions
+            spec.transform.assignments,
+            spec.transform.where,
+            functions=spec.transform.functions,
+            rejects=spec.transform.rejects,
         )
         why = self._unresolved(rec.schema, t, pa.schema([*load, *extra]))
         return None if why is None else f"would fail in its SET / WHERE: {why}"

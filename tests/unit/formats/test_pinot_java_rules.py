@@ -245,7 +245,7 @@ def test_avro_union_value_no_float_holds_is_read_from_the_double_branch():
 
 @pytest.mark.parametrize(
     ("text", "t", "want"),
-    [("١٢", pa.int32(), 12), ("-٣", pa.int64(), -3), ("１２", pa.int32(), 12)],
+    [("١٢", pa.int32(), 12), ("-٣", pa.int64(), -3), ("\uff11\uff12", pa.int32(), 12)],
 )
 def test_whole_numbers_take_unicode_digits_as_java_parses_them(text, t, want):
     # PinotDataType.java 832/892: STRING.toInt/toLong is Integer.parseInt/Long.parseLong

@@ -290,6 +290,7 @@ def assemble(
         tuple(table.defaults.items()),
         table.rules,
         spec.transform.functions,
+        spec.transform.rejects,
     )
     write = write_mode(spec, table)
     upserts = write != "append"

@@ -43,14 +43,20 @@ class Transform:
     rules: ValueRules = field(default_factory=ValueRules)
     #: columns computed first by named Arrow functions (:func:`computed_by`)
     functions: tuple[FunctionCall, ...] = ()
+    #: ``(condition, reason)``: rows to reject (``TransformSpec.rejects``), judged on the
+    #: row the ``SET`` expressions read
+    rejects: tuple[tuple[str, str], ...] = ()
 
     def __bool__(self) -> bool:  # defaults and members alone need no Spark: tasks do them
-        return bool(self.assignments or self.where or self.computed or self.functions)
+        return bool(
+            self.assignments or self.where or self.computed or self.functions or self.rejects
+        )
 
     def expressions(self) -> list[str]:
         """Every expression, as the user wrote it (the sandbox admits each before use)."""
         out = [a for f in self.functions for a in f.args]
         out += [e for _, e in self.assignments] + [e for _, e in self.computed]
+        out += [c for c, _ in self.rejects]
         return out + ([self.where] if self.where else [])
 
 
@@ -196,6 +202,12 @@ def checked_cast(src: str, target: str, column: str) -> tuple[str, str]:
     return value, reason
 
 
+def _rejects(given: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Each reject's Spark SQL condition (true, not NULL: ``coalesce(.., false)``) and its
+    reason as a SQL literal."""
+    return [(f"coalesce(({translate(c)}), false)", _text(r)) for c, r in given]
+
+
 def apply(
     df,
     transform: Transform,
@@ -211,7 +223,14 @@ def apply(
     INSERT statement fails whole). With ``check`` it is stored as NULL and the row gets
     a reason in :data:`REJECT_COLUMN` (after the carried ones), so one bad record can be
     rejected with its partition and offset instead of failing every batch; an
-    expression that fails by itself (not by its cast) still fails the job."""
+    expression that fails by itself (not by its cast) still fails the job.
+
+    ``transform.rejects`` are judged on the rows the ``SET`` expressions read, before
+    them and before ``WHERE`` (a rejected row is rejected even where ``WHERE`` would
+    leave it out, as a record whose transform throws never reaches Pinot's filter); with
+    ``check`` the first true condition's reason is the row's (before any cast's), without
+    it a rejected row fails the job naming the reason, as a value that does not fit
+    does."""
     from pyspark.errors import PySparkException
     from pyspark.sql import functions as F
 
@@ -242,13 +261,23 @@ def apply(
         for call in transform.functions:
             args = [F.expr(translate(a)) for a in call.args]
             df = df.withColumn(call.column, computed_by(call)(*args))
-        if transform.assignments:
+        rejects = _rejects(transform.rejects)
+        if rejects and not check:  # a filter (Spark prunes an unread column's error)
+            refused = " ".join(f"WHEN {c} THEN raise_error({r})" for c, r in rejects)
+            df = df.where(f"CASE {refused} ELSE true END")
+        judged = [f"CASE WHEN {c} THEN {r} END AS __sp_j{i}" for i, (c, r) in enumerate(rejects)]
+        judged = judged if check else []
+        if transform.assignments or judged:
             assigned = {c for c, _ in transform.assignments}
             keep = [_q(c) for c in df.columns if c not in assigned]
             sets = [f"{translate(e)} AS {_q(c)}" for c, e in transform.assignments]
-            df = df.selectExpr(*keep, *sets)
+            df = df.selectExpr(*keep, *sets, *judged)
+        reasons += [f"__sp_j{i}" for i in range(len(judged))]  # first: Pinot's order
         if transform.where:
-            df = df.where(translate(transform.where))
+            where = translate(transform.where)
+            if judged:
+                where = f"coalesce({', '.join(reasons)}) IS NOT NULL OR ({where})"
+            df = df.where(where)
         have = {f.name: f.dataType.simpleString() for f in df.schema.fields}
         enums = {c: ch for c, ch in transform.rules.choices if not ch.many}
         base = []

@@ -14,6 +14,11 @@ How Pinot's parts land:
   in Pinot's ``ExpressionTransformer`` (:mod:`~sparkpipes.frontends.pinot.chain`);
   ``filterConfig`` becomes a ``WHERE`` keeping the rows the filter does not drop, judged
   on what the transforms made;
+* a transform (or the filter) that throws in Pinot for a record (``PinotExpr.fails``)
+  is, without ``continueOnError``, a reject of the pipeline (``TransformSpec.rejects``):
+  the record goes to ``PIPELINES_ERRORS`` with its partition and offset, as Pinot's
+  consumer drops it; under ``continueOnError`` the column is null there (the filter keeps
+  the record), as Pinot leaves it;
 * what a field the record leaves empty stores (its default null value, unless null
   handling keeps the null) and how long its text may be are rules of the table's columns
   (:mod:`~sparkpipes.frontends.pinot.nulls`), applied after the ``SET``, as Pinot's
@@ -142,6 +147,22 @@ def lower(
     # Pinot's JSON decoder converts a record's own value as it converts any column's
     # (formats.pinot_json), so it is loaded into the column and the transform fills the rest
     own_typed = _json_decoded(stream)
+    # a transform that throws in Pinot drops the record (without continueOnError): each
+    # is a reject where it would, the record's own value of its column first (it does not
+    # run then), intermediates too (Pinot evaluates every one)
+    rejects: list[tuple[str, str]] = []
+    for col in every:
+        if cfg.continue_on_error or made[col].fails is None:
+            continue
+        own = own_typed and col in transforms and col not in rolled
+        if own and not is_metadata_column(col):
+            runs = own_first(col, made[col], schema.field(col).ddl_type)
+        else:
+            runs = first_existing(col, made[col])
+        if runs.fails is None:  # (the record's own value always stands in)
+            continue
+        reads += runs.fields
+        rejects.append((runs.fails, rejected(chain.where(col), every[col])))
     own_scalar = []
     for col in transforms:
         ddl = schema.field(col).ddl_type
@@ -152,6 +173,8 @@ def lower(
             expr = own_first(col, expr, ddl)
         else:
             expr = first_existing(col, expr)  # the record's own value wins, as in Pinot
+        if expr.fails is not None and cfg.continue_on_error:  # Pinot leaves it null
+            expr = replace(expr, sql=f"(CASE WHEN {expr.fails} THEN NULL ELSE {expr.sql} END)")
         reads += expr.fields
         calls.update((c.column, c) for c in expr.calls)
         assignments.append((col, expr.sql))
@@ -176,6 +199,11 @@ def lower(
         reads += expr.fields
         calls.update((c.column, c) for c in expr.calls)
         where = expr.sql
+        if expr.fails is not None and not cfg.continue_on_error:  # after the transforms
+            what = "ingestionConfig.filterConfig.filterFunction"
+            rejects.append((expr.fails, rejected(what, cfg.filter)))
+        elif expr.fails is not None:  # continueOnError: FilterTransformer keeps the record
+            where = f"(coalesce({expr.fails}, false) OR {where})"
     mapping: list[FieldMapping] = []
     for f in schema.fields:
         if is_metadata_column(f.name) or f.name in rolled:
@@ -235,9 +263,19 @@ def lower(
             credentials=fmt_creds,
             nested=cfg.complex.nested() if cfg.complex is not None else None,
         ),
-        transform=TransformSpec(tuple(assignments), where, tuple(calls.values())),
+        transform=TransformSpec(tuple(assignments), where, tuple(calls.values()), tuple(rejects)),
         sink=_sink(schema, cfg),
         batch=batch,
+    )
+
+
+def rejected(where: str, expr: str) -> str:
+    """Why a record is rejected: ``where`` (a transform of a column, or the filter), its
+    Pinot expression ``expr``, throws for it in Pinot."""
+    return (
+        f"{where} ({expr}) fails for this record: Pinot's function throws here (text that "
+        "is not JSON, not a number or not a date where it reads one), and Pinot drops the "
+        "record (with continueOnError it would leave the column null and load the record)"
     )
 
 
@@ -257,6 +295,8 @@ def own_first(column: str, expr: PinotExpr, ddl_type: str) -> PinotExpr:
         keep = t == ddl_type or not ddl_type.startswith(("BINARY", "ARRAY"))
     else:
         keep = t == ddl_type
+    if expr.fails is not None:  # the transform runs, and can fail, only without a value
+        expr = replace(expr, fails=f"({own} IS NULL AND {expr.fails})")
     if keep:  # the column's value as text is read back the same (or the types agree)
         value = own if t == ddl_type else as_type(own, ddl_type, "STRING")
         sql = f"CASE WHEN {own} IS NOT NULL THEN {value} ELSE {expr.sql} END"

@@ -12,10 +12,11 @@ bad record unless told to:
   ``formats.pinot_convert`` for CSV, Avro and Protobuf).
 
 Here a dropped record goes to ``PIPELINES_ERRORS`` with its partition and offset, so nothing
-is lost unseen, and consumption goes on. Stopping is a failed batch: retried, then the
-pipeline stops with the error, its offsets where they were. Under ``stopOnDecodeError`` every
-record the decoder refuses stops it, a value that does not convert included (Pinot's
-transforms drop that one).
+is lost unseen, and consumption goes on (a transform that throws: the pipeline's
+``rejects``, written by the lowering from ``PinotExpr.fails``). Stopping is a failed
+batch: retried, then the pipeline stops with the error, its offsets where they were. Under
+``stopOnDecodeError`` every record the decoder refuses stops it, a value that does not
+convert included (Pinot's transforms drop that one).
 """
 
 from __future__ import annotations

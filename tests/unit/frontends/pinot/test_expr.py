@@ -488,9 +488,12 @@ def test_filter_keeps_the_records_the_filter_does_not_drop(spark):
 
 def test_filter_sql_shape():
     expr = filter_sql("ts < 1589007600000", where="f")
+    # Pinot's lessThan takes doubles in ingestion: text that is no number throws
+    # (PolymorphicComparisonScalarFunction.getFunctionInfo(int): the DOUBLE variant)
     assert expr == PinotExpr(
         "(NOT coalesce(((try_cast(`@ts` AS DECIMAL(38, 9)) < 1589007600000L)), false))",
         ("ts",),
+        fails="((`@ts`) IS NOT NULL AND (try_cast(`@ts` AS DECIMAL(38, 9))) IS NULL)",
     )
 
 

@@ -11,7 +11,9 @@ A case is one of:
   passed through unchanged is text; it must then be Java's text of the value.
 * ``error``: Pinot's function throws for this input, so Pinot's evaluator fails the
   record; sparkpipes gives NULL (a value that does not convert is NULL, never another
-  value).
+  value), and the translation's ``fails`` is true for the record (the lowering rejects
+  it, as Pinot drops it). Every value case's ``fails`` is false: a record Pinot loads is
+  never rejected.
 * ``refused``: a function (or type) sparkpipes does not support; ``translate`` must refuse
   the expression with a ConfigError naming it, never accept it with another value.
 """
@@ -137,8 +139,14 @@ def _values(spark: Any, name: str) -> dict[int, Any]:
                 todo.append((i, c, translate(c["expr"], where=WHERE)))
             except ConfigError as e:  # the case fails with it
                 refused[i] = e
-    got = _evaluate(spark, [e.sql for _, _, e in todo], [c["record"] for _, c, _ in todo])
-    values: dict[int, Any] = {i: (g, e.type) for (i, _, e), g in zip(todo, got)}
+    records = [c["record"] for _, c, _ in todo]
+    got = _evaluate(spark, [e.sql for _, _, e in todo], records)
+    fails = _evaluate(
+        spark, [f"coalesce(({e.fails or 'false'}), false)" for _, _, e in todo], records
+    )
+    values: dict[int, Any] = {
+        i: (g, e.type, f) for (i, _, e), g, f in zip(todo, got, fails, strict=True)
+    }
     return {**values, **refused}
 
 
@@ -155,10 +163,12 @@ def test_pinot_vector(spark, name, index, case):
     value = _values(spark, name)[index]
     if isinstance(value, ConfigError):
         pytest.fail(f"{where}: refused, Pinot gives {case.get('expected')!r}: {value}")
-    got, kind = value
+    got, kind, fails = value
     want = None if "error" in case else case["expected"]
     text = kind in (None, "STRING")
     assert _same(got, want, case["type"], text), f"{where}: got {got!r}, Pinot {want!r}"
+    # Pinot throws exactly for the error cases: those records are rejected, no others
+    assert fails is ("error" in case), f"{where}: fails is {fails}, Pinot throws: {'error' in case}"
 
 
 def test_every_case_names_its_source():

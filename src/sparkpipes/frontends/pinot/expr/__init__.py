@@ -43,7 +43,14 @@ from sparkpipes.frontends.pinot.expr import times  # noqa: F401  # isort: skip
 from sparkpipes.frontends.pinot.expr import functions  # noqa: F401  # isort: skip
 from sparkpipes.frontends.pinot.expr import convert  # noqa: F401  # isort: skip
 from sparkpipes.frontends.pinot.expr.budget import MAX_SQL, Budget, TooLarge
-from sparkpipes.frontends.pinot.expr.core import FUNCTIONS, Function, _as, _first_existing, _Node
+from sparkpipes.frontends.pinot.expr.core import (
+    FUNCTIONS,
+    Function,
+    _as,
+    _first_existing,
+    _Node,
+    _var,
+)
 from sparkpipes.frontends.pinot.expr.parser import _Parser
 
 __all__ = [
@@ -76,6 +83,15 @@ class PinotExpr:
     #: the columns ``sql`` reads that are computed first (Pinot's geospatial functions,
     #: :mod:`.geo`), inner calls first
     calls: tuple[FunctionCall, ...] = ()
+    #: Spark SQL true exactly for the records where Pinot's evaluation throws (a function
+    #: over text it cannot read: not JSON, no number, no date; an argument's failure is
+    #: its call's), None where it cannot. Pinot then drops the record, or under
+    #: ``continueOnError`` leaves the column null (a filter: keeps the record); ``sql``
+    #: gives NULL there, or what an enclosing function makes of a NULL (the lowering
+    #: writes ``CASE WHEN fails THEN NULL ...`` where that matters). A field another
+    #: transform makes is read without that transform's failure: it is that transform's
+    #: own (Pinot evaluates it first, dropping the record there)
+    fails: str | None = None
 
 
 def translate(
@@ -103,7 +119,7 @@ def translate(
     """
     parser = _Parser(expr, where, "transform", derived, budget)
     node, fields = parser.parse()
-    return PinotExpr(node.sql, fields, node.type, tuple(parser.calls.values()))
+    return PinotExpr(node.sql, fields, node.type, tuple(parser.calls.values()), node.fails)
 
 
 def as_type(sql: str, source: str | None, target: str) -> str:
@@ -117,9 +133,10 @@ def first_existing(column: str, expr: PinotExpr) -> PinotExpr:
     ``expr``: the record's own non-null value of ``column`` if it has one (Pinot skips the
     transform then), else ``expr``'s. Reads the record's ``column`` as one more field."""
     node = _first_existing(column, _Node(expr.sql, expr.type))
-    return PinotExpr(
-        node.sql, (column, *(f for f in expr.fields if f != column)), node.type, expr.calls
-    )
+    fields = (column, *(f for f in expr.fields if f != column))
+    # the transform runs (and can fail) only where the record has no value of its own
+    fails = None if expr.fails is None else f"({_var(column)} IS NULL AND {expr.fails})"
+    return PinotExpr(node.sql, fields, node.type, expr.calls, fails)
 
 
 def filter_sql(
@@ -133,6 +150,8 @@ def filter_sql(
 
     Pinot drops a record for which the filter is true, so this is
     ``NOT coalesce((<filter>), false)``: a record whose filter is false or NULL is kept.
+    ``fails`` is where the filter throws (``FilterTransformer``: the record is dropped
+    with an error, or under ``continueOnError`` kept).
     Pinot filters after its transforms, so a field in ``derived`` is read as the
     transform's value (see :func:`translate`, and for ``budget``). Errors as for
     :func:`translate`.
@@ -140,4 +159,5 @@ def filter_sql(
     parser = _Parser(expr, where, "filter", derived, budget)
     node, fields = parser.parse()
     cond = _as(node, "BOOLEAN").sql
-    return PinotExpr(f"(NOT coalesce(({cond}), false))", fields, None, tuple(parser.calls.values()))
+    keep = f"(NOT coalesce(({cond}), false))"
+    return PinotExpr(keep, fields, None, tuple(parser.calls.values()), node.fails)

@@ -34,7 +34,7 @@ granularity under a millisecond, and a time zone Java would read as GMT without 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sparkpipes.frontends.pinot.expr.core import (
     _as,
@@ -51,6 +51,7 @@ from sparkpipes.frontends.pinot.expr.core import (
 from sparkpipes.frontends.pinot.expr.times import (
     _from_date_time,
     _to_date_time,
+    _unparsed,
     _zone_checked,
 )
 
@@ -218,6 +219,28 @@ def _to_millis(value: _Node, fmt: TimeFormat) -> str:
     return f"({scaled} div {-ms})" if ms < 0 else scaled
 
 
+#: the text ``new BigDecimal(String)`` reads (no surrounding blanks)
+_DECIMAL = r"'^[+-]?([0-9]+[.]?[0-9]*|[.][0-9]+)([eE][+-]?[0-9]+)?$'"
+
+
+def _unread(value: _Node, fmt: TimeFormat, millis: str) -> str | None:
+    """Where Pinot's ``DateTimeConvert.fromInputFormatToMillis`` throws for ``value``:
+    text (any value, for SIMPLE_DATE_FORMAT) its input format cannot read
+    (``DateTimeFormatSpec.fromFormatToMillis(String)``: ``new BigDecimal`` for EPOCH,
+    ``TimestampUtils.toMillisSinceEpoch`` for TIMESTAMP, Joda's ``parseMillis`` for
+    SIMPLE_DATE_FORMAT). A number into EPOCH or TIMESTAMP never throws."""
+    if value.is_null:
+        return None
+    x = value.sql
+    if fmt.kind == "SIMPLE_DATE_FORMAT":
+        return _unparsed([_as(value, "STRING"), _s(fmt.pattern or "")])
+    if value.type not in (None, "STRING"):
+        return None
+    if fmt.kind == "TIMESTAMP":
+        return f"(({x}) IS NOT NULL AND ({millis}) IS NULL)"
+    return f"(({x}) IS NOT NULL AND NOT ({x}) RLIKE {_DECIMAL})"
+
+
 def _from_millis(millis: str, fmt: TimeFormat) -> str:
     """``unit.convert(millis, MILLISECONDS) / size``, Java's divisions."""
     ms = fmt.unit_ms
@@ -258,19 +281,20 @@ def _convert(args: list[_Node]) -> _Node:
     target = TimeFormat.parse(_lit(args[2], str, "the output format of dateTimeConvert"))
     g = Granularity.parse(_lit(args[3], str, "the output granularity of dateTimeConvert"))
     millis = _to_millis(args[0], source)
+    fails = _unread(args[0], source, millis)
     out_zone = _zone(target.zone) if target.kind == "SIMPLE_DATE_FORMAT" else None
     if len(args) > 4:
         bucket = _zone(_lit(args[4], str, "the bucketing time zone"))
         cut = _truncate(millis, g, bucket)
         if target.kind == "SIMPLE_DATE_FORMAT":
-            return _format(cut, target, out_zone)
-        return _Node(_from_millis(cut, target), "BIGINT")
+            return replace(_format(cut, target, out_zone), fails=fails)
+        return _Node(_from_millis(cut, target), "BIGINT", fails=fails)
     if target.kind == "SIMPLE_DATE_FORMAT":
-        return _format(_truncate(millis, g, out_zone), target, out_zone)
+        return replace(_format(_truncate(millis, g, out_zone), target, out_zone), fails=fails)
     rounded = f"(({millis} div {g.millis}) * {g.millis})" if g.millis > 1 else millis
     if target.kind == "TIMESTAMP":
-        return _Node(_java_timestamp(rounded), "STRING")
-    return _Node(_from_millis(rounded, target), "BIGINT")
+        return _Node(_java_timestamp(rounded), "STRING", fails=fails)
+    return _Node(_from_millis(rounded, target), "BIGINT", fails=fails)
 
 
 def _format(millis: str, fmt: TimeFormat, zone: _Node | None) -> _Node:

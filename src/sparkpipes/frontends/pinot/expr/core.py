@@ -34,6 +34,9 @@ class _Node:
     type: str | None = None  # Spark type when known (BIGINT, DOUBLE, STRING, ...)
     lit: _Literal | None = None
     pos: int = 0
+    #: Spark SQL true exactly for the records where Pinot's evaluation of this part throws
+    #: (None: it cannot): Pinot then drops the record, unless ``continueOnError``
+    fails: str | None = None
 
     @property
     def is_null(self) -> bool:
@@ -69,8 +72,66 @@ def _typed(sql: str, t: str | None) -> _Node:
     return _Node(sql, t)
 
 
+def _any(*fails: str | None) -> str | None:
+    """The SQL true where any of ``fails`` is (None: none can be)."""
+    some = list(dict.fromkeys(f for f in fails if f is not None))
+    if not some:
+        return None
+    return some[0] if len(some) == 1 else "(" + " OR ".join(some) + ")"
+
+
+def _throws_into(t: str) -> bool:
+    """Whether Pinot's conversion of text into Spark type ``t`` can throw: its
+    ``PinotDataType.STRING`` parses the text (``Integer.parseInt``, ``Long.parseLong``,
+    ``Double.parseDouble``, ``new BigDecimal``, ``TimestampUtils.toTimestamp``,
+    ``BytesUtils.toBytes``) and throws where it cannot; ``toBoolean``
+    (``BooleanUtils.toBoolean``) never throws, nor does text into text."""
+    return _numeric(t) or t in ("TIMESTAMP", "BINARY")
+
+
+def _conv_fails(n: _Node, conv: _Node, t: str) -> str | None:
+    """Where converting ``n``'s text into ``t`` (giving ``conv``) throws in Pinot: the text
+    is there and Spark's conversion of it is NULL, as Pinot's parse of it fails."""
+    if n.type not in (None, "STRING") or n.is_null or not _throws_into(t):
+        return None
+    return f"(({n.sql}) IS NOT NULL AND ({conv.sql}) IS NULL)"
+
+
+def _guarded(fails: str | None, nodes: Sequence[_Node]) -> str | None:
+    """``fails`` where every one of ``nodes`` is non-null: Pinot's evaluator returns null
+    for a call with a null argument before converting any (``FunctionExecutionNode``)."""
+    if fails is None:
+        return None
+    checks = [f"({n.sql}) IS NOT NULL" for n in nodes if n.lit is None]
+    if len(checks) == 1 and fails.startswith(f"({checks[0]} AND "):
+        return fails  # one argument, whose conversion's failure (a conjunction) checks it
+    return f"({' AND '.join(checks)} AND {fails})" if checks else fails
+
+
+def _with(node: _Node, *parts: _Node, extra: str | None = None) -> _Node:
+    """``node`` failing where any of ``parts`` (its operands) or ``extra`` does."""
+    return replace(node, fails=_any(*(p.fails for p in parts), extra))
+
+
+def _operand_fails(given: Sequence[_Node], used: Sequence[_Node]) -> str | None:
+    """Where an operator's text operands (``given``, converted to ``used``) do not convert:
+    in ingestion Pinot's comparison and arithmetic functions take doubles
+    (``PolymorphicComparisonScalarFunction.getFunctionInfo(int)``,
+    ``BaseBinaryArithmeticScalarFunction.getFunctionInfo(int)``: the DOUBLE variant), so
+    text that is no number throws, every operand non-null."""
+    conv = [_conv_fails(g, u, u.type) for g, u in zip(given, used) if u.type is not None]
+    return _guarded(_any(*conv), given)
+
+
 def _as(n: _Node, t: str) -> _Node:
-    """``n`` converted to Spark type ``t`` the way Pinot converts an argument."""
+    """``n`` converted to Spark type ``t`` the way Pinot converts an argument; the
+    result fails where ``n`` does (the conversion's own failure is the caller's:
+    :func:`_conv_fails`)."""
+    out = _as_value(n, t)
+    return out if out.fails == n.fails else replace(out, fails=n.fails)
+
+
+def _as_value(n: _Node, t: str) -> _Node:
     src = n.type
     if src == t or n.is_null:
         return replace(n, type=t)
@@ -148,7 +209,9 @@ def _cast_whole(n: _Node, t: str) -> _Node:
     whole = f"try_cast({x} AS {t})"
     if t == "BIGINT":  # a whole number is that long; other text may be a timestamp
         whole = f"coalesce({whole}, unix_millis({_text_to_timestamp(x)}))"
-    return _Node(f"coalesce({whole}, {cut})", t)
+    out = _Node(f"coalesce({whole}, {cut})", t)
+    # text that is no number (nor, into LONG, a timestamp): Double.parseDouble throws
+    return replace(out, fails=_any(n.fails, _conv_fails(n, out, t)))
 
 
 def _unify(nodes: Sequence[_Node]) -> list[_Node]:
@@ -314,15 +377,31 @@ class Function:
             return f"at least {lo} {n}"
         return f"{lo} {n}" if lo == hi else f"{lo} to {hi} {n}"
 
-    def sql(self, args: list[_Node]) -> str | _Node:
+    def _converted(self, args: list[_Node]) -> list[tuple[_Node, str | None]]:
         types = list(self.types)
         if self.max_args is None:
             types += [types[-1]] * (len(args) - len(types))
-        conv = [a if t is None else _as(a, t) for a, t in zip(args, types)]
+        return [(a if t is None else _as(a, t), t) for a, t in zip(args, types)]
+
+    def sql(self, args: list[_Node]) -> str | _Node:
+        conv = [c for c, _ in self._converted(args)]
         if callable(self.build):
             return self.build(conv)
         template = self.build if isinstance(self.build, str) else self.build[len(args)]
         return template.format(*(a.sql for a in conv))
+
+    def fails(self, args: list[_Node], built: str | _Node) -> str | None:
+        """Where Pinot's call of this function over ``args`` (``built`` by :meth:`sql`)
+        throws: an argument's evaluation throws (Pinot evaluates every argument first),
+        or, every argument non-null, one's text does not convert to the parameter's type
+        (``FunctionInvoker.convertTypes``), or the function itself throws (a builder's
+        node says where)."""
+        conv = [
+            _conv_fails(a, c, t) if t is not None else None
+            for a, (c, t) in zip(args, self._converted(args))
+        ]
+        own = built.fails if isinstance(built, _Node) else None
+        return _any(*(a.fails for a in args), _guarded(_any(*conv), args), own)
 
 
 _TYPES = {

@@ -349,6 +349,28 @@ def _json_value(args: list[_Node]) -> str:
     return f"get_json_object({args[0].sql}, {_json_path(args[1])})"
 
 
+def _not_json(node: _Node) -> str | None:
+    """Where Pinot's ``JsonFunctions.jsonPath`` throws for ``node``'s text: Jayway's
+    ``PARSE_CONTEXT.parse`` of text that is not JSON (``InvalidJsonException``; empty text
+    an ``IllegalArgumentException``). ``Option.SUPPRESS_EXCEPTIONS`` covers only the
+    reading of the path, so a path that is absent gives null without throwing. JSON is
+    judged by Spark's parser (``try_parse_json``), not Jackson's."""
+    if node.type not in (None, "STRING") or node.is_null:
+        return None
+    return f"(({node.sql}) IS NOT NULL AND try_parse_json({node.sql}) IS NULL)"
+
+
+def _json_throwing(build: Callable[[list[_Node]], str], t: str) -> _Build:
+    """``build`` of a JSON-path function whose two-argument form throws for text that is
+    not JSON (``jsonPathString(Object, String)``, ``jsonPath``, ``jsonPathArray``:
+    ``JsonFunctions.java``, no try/catch); the forms with a default catch and return it."""
+
+    def node(args: list[_Node]) -> _Node:
+        return _Node(build(args), t, fails=_not_json(args[0]) if len(args) == 2 else None)
+
+    return node
+
+
 #: a JSONPath ``variant_get`` reads as ``get_json_object`` does (keys and indices)
 _SIMPLE_PATH = re.compile(r"\$(?:\.\w+|\['[^'\\]*'\]|\[\d+\])*", re.ASCII)
 
@@ -400,10 +422,13 @@ def _json_typed(conv: Callable[[str, str], str], missing: str) -> _Build:
 
 _def(
     "jsonPathString(json:S, path:S, default:S?) -> S",
-    lambda a: f"coalesce({_json_value(a)}, {a[2].sql})" if len(a) > 2 else _json_value(a),
+    _json_throwing(
+        lambda a: f"coalesce({_json_value(a)}, {a[2].sql})" if len(a) > 2 else _json_value(a),
+        "STRING",
+    ),
     "the value at path: a string as is, anything else as JSON text; NULL (or default) if absent",
 )
-_def("jsonPath(json:S, path:S) -> S", _json_value, "as jsonPathString")
+_def("jsonPath(json:S, path:S) -> S", _json_throwing(_json_value, "STRING"), "as jsonPathString")
 _def(
     "jsonPathLong(json:S, path:S, default:L?) -> L",
     _json_typed(_json_long, _LONG_MIN),
@@ -454,7 +479,7 @@ def _json_exists(args: list[_Node]) -> str:
 
 _def(
     "jsonPathArray(json:S, path:S) -> A",
-    _json_array,
+    _json_throwing(_json_array, "ARRAY<STRING>"),
     "the array at path as ARRAY<STRING> (strings as is, other elements as JSON text); a "
     "single value becomes a one-element array; NULL if absent",
 )

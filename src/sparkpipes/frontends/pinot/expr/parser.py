@@ -17,18 +17,22 @@ from sparkpipes.frontends.pinot.expr.core import (
     _INTEGRAL,
     _NOT,
     FUNCTIONS,
+    _any,
     _as,
     _canonical,
     _cast_whole,
     _compare_types,
+    _conv_fails,
     _Fail,
     _first_existing,
     _Literal,
     _Node,
     _numeric,
+    _operand_fails,
     _s,
     _unify,
     _var,
+    _with,
 )
 
 
@@ -49,23 +53,8 @@ class Derived(Protocol):
 _RETURNS_FIRST = {"coalesce", "jsonextractscalar"}
 
 _KEYWORDS = {
-    "AND",
-    "OR",
-    "NOT",
-    "TRUE",
-    "FALSE",
-    "NULL",
-    "IS",
-    "IN",
-    "BETWEEN",
-    "LIKE",
-    "CASE",
-    "WHEN",
-    "THEN",
-    "ELSE",
-    "END",
-    "CAST",
-    "AS",
+    *("AND", "OR", "NOT", "TRUE", "FALSE", "NULL", "IS", "IN", "BETWEEN", "LIKE"),
+    *("CASE", "WHEN", "THEN", "ELSE", "END", "CAST", "AS"),
 }
 _TOKEN = re.compile(
     r"""(?P<ws>\s+)
@@ -238,14 +227,14 @@ class _Parser:
         tok = self.peek()
         if tok.kind != "end":
             raise self.syntax(tok.pos, f"unexpected {self.describe(tok)}")
-        self.budget.spend(len(node.sql), self.where)
+        self.budget.spend(len(node.sql) + len(node.fails or ""), self.where)
         return node, tuple(self.fields)
 
     def sized(self, node: _Node) -> _Node:
         """``node``, once its SQL is known to fit the budget: checked at every
         subexpression, so SQL that grows with each level of nesting is refused at the
         first level past the budget, not built whole."""
-        self.budget.check(len(node.sql), self.where)
+        self.budget.check(len(node.sql) + len(node.fails or ""), self.where)
         return node
 
     def expr(self) -> _Node:
@@ -269,14 +258,20 @@ class _Parser:
 
     @staticmethod
     def logical(op: str, a: _Node, b: _Node) -> _Node:
-        sql = f"({_as(a, 'BOOLEAN').sql} {op} {_as(b, 'BOOLEAN').sql})"
-        return _Node(sql, "BOOLEAN", pos=a.pos)
+        x = _as(a, "BOOLEAN").sql
+        sql = f"({x} {op} {_as(b, 'BOOLEAN').sql})"
+        # Pinot's AndExecutionNode / OrExecutionNode stop at the first false / true
+        # operand: a later one's failure counts only where it is evaluated
+        go = f"NOT coalesce({x}, false)" if op == "OR" else f"coalesce({x}, true)"
+        later = None if b.fails is None else f"({go} AND {b.fails})"
+        return _Node(sql, "BOOLEAN", pos=a.pos, fails=_any(a.fails, later))
 
     def negation(self) -> _Node:
         if self.is_kw("NOT"):
             tok = self.take()
             inner = self.negation()
-            return _Node(f"(NOT {_as(inner, 'BOOLEAN').sql})", "BOOLEAN", pos=tok.pos)
+            node = _Node(f"(NOT {_as(inner, 'BOOLEAN').sql})", "BOOLEAN", pos=tok.pos)
+            return _with(node, inner)
         return self.predicate()
 
     def predicate(self) -> _Node:
@@ -286,7 +281,8 @@ class _Parser:
             self.take()
             right = self.additive()
             a, b = _compare_types([left, right])
-            return _Node(f"({a.sql} {_COMPARE[tok.text]} {b.sql})", "BOOLEAN", pos=left.pos)
+            node = _Node(f"({a.sql} {_COMPARE[tok.text]} {b.sql})", "BOOLEAN", pos=left.pos)
+            return _with(node, left, right, extra=_operand_fails([left, right], [a, b]))
         if self.is_kw("IS"):
             self.take()
             negate = " NOT" if self.is_kw("NOT") else ""
@@ -299,7 +295,7 @@ class _Parser:
                 )
             what = self.take().value
             x = left if what == "NULL" else _as(left, "BOOLEAN")
-            return _Node(f"({x.sql} IS{negate} {what})", "BOOLEAN", pos=left.pos)
+            return _with(_Node(f"({x.sql} IS{negate} {what})", "BOOLEAN", pos=left.pos), left)
         negate = ""
         if self.is_kw("NOT") and self.is_kw("IN", "BETWEEN", "LIKE", k=1):
             self.take()
@@ -314,7 +310,8 @@ class _Parser:
             self.expect_op(")", " closing the IN list")
             x, *rest = _compare_types([left, *items])
             inside = ", ".join(n.sql for n in rest)
-            return _Node(f"({x.sql} {negate}IN ({inside}))", "BOOLEAN", pos=left.pos)
+            node = _Node(f"({x.sql} {negate}IN ({inside}))", "BOOLEAN", pos=left.pos)
+            return _with(node, left, *items)
         if self.is_kw("BETWEEN"):
             self.take()
             low = self.additive()
@@ -322,12 +319,13 @@ class _Parser:
             high = self.additive()
             x, lo, hi = _compare_types([left, low, high])
             sql = f"({x.sql} {negate}BETWEEN {lo.sql} AND {hi.sql})"
-            return _Node(sql, "BOOLEAN", pos=left.pos)
+            return _with(_Node(sql, "BOOLEAN", pos=left.pos), left, low, high)
         if self.is_kw("LIKE"):
             self.take()
             pattern = _as(self.additive(), "STRING")
             x = _as(left, "STRING")
-            return _Node(f"({x.sql} {negate}LIKE {pattern.sql})", "BOOLEAN", pos=left.pos)
+            node = _Node(f"({x.sql} {negate}LIKE {pattern.sql})", "BOOLEAN", pos=left.pos)
+            return _with(node, x, pattern)
         if negate:
             raise self.syntax(self.peek().pos, "expected IN, BETWEEN or LIKE after NOT")
         return left
@@ -339,7 +337,7 @@ class _Parser:
             right = self.multiplicative()
             if op == "||":
                 a, b = _as(left, "STRING"), _as(right, "STRING")
-                left = _Node(f"concat({a.sql}, {b.sql})", "STRING", pos=left.pos)
+                left = _with(_Node(f"concat({a.sql}, {b.sql})", "STRING", pos=left.pos), a, b)
             else:
                 left = self.arithmetic(op, left, right)
         return left
@@ -353,7 +351,9 @@ class _Parser:
 
     @staticmethod
     def arithmetic(op: str, a: _Node, b: _Node) -> _Node:
+        given = (a, b)
         a, b = (n if _numeric(n.type) or n.is_null else _as(n, "DOUBLE") for n in (a, b))
+        fails = _any(*(n.fails for n in given), _operand_fails(given, (a, b)))
         types = {a.type, b.type} - {None}
         if types <= set(_INTEGRAL):
             t = "BIGINT"
@@ -369,7 +369,7 @@ class _Parser:
             sql = f"try_mod({a.sql}, {b.sql})"
         else:
             sql = f"({a.sql} {op} {b.sql})"
-        return _Node(sql, t, pos=a.pos)
+        return _Node(sql, t, pos=a.pos, fails=fails)
 
     def unary(self) -> _Node:
         if self.is_op("-", "+"):
@@ -382,7 +382,7 @@ class _Parser:
                 sql = inner.sql[2:-1] if inner.sql.startswith("(-") else f"(-{inner.sql})"
                 return _Node(sql, inner.type, _Literal(-value), tok.pos)
             x = inner if _numeric(inner.type) else _as(inner, "DOUBLE")
-            return _Node(f"(- {x.sql})", x.type, pos=tok.pos)
+            return _with(_Node(f"(- {x.sql})", x.type, pos=tok.pos), x)
         return self.primary()
 
     def primary(self) -> _Node:
@@ -464,7 +464,7 @@ class _Parser:
             cond = self.expr()
             if subject is not None:
                 a, b = _compare_types([subject, cond])
-                cond = _Node(f"({a.sql} = {b.sql})", "BOOLEAN")
+                cond = _with(_Node(f"({a.sql} = {b.sql})", "BOOLEAN"), cond)
             self.expect_kw("THEN", " after the WHEN condition")
             whens.append((_as(cond, "BOOLEAN"), self.expr()))
             size += len(whens[-1][0].sql) + len(whens[-1][1].sql)
@@ -481,7 +481,10 @@ class _Parser:
         if other is not None:
             parts.append(f"ELSE {values[-1].sql}")
         t = next((v.type for v in values if v.type is not None), None)
-        return _Node(f"(CASE {' '.join(parts)} END)", t, pos=start.pos)
+        node = _Node(f"(CASE {' '.join(parts)} END)", t, pos=start.pos)
+        # Pinot's caseWhen is a function: every condition and value is evaluated first
+        every = [*(c for c, _ in whens), *values, *([subject] if subject is not None else [])]
+        return _with(node, *every)
 
     def cast(self) -> _Node:
         start = self.take()
@@ -516,7 +519,10 @@ class _Parser:
         self.expect_op(")", " closing CAST")
         if t in _INTEGRAL and inner.type in (None, "STRING") and not inner.is_null:
             return replace(_cast_whole(inner, t), pos=start.pos)
-        return replace(_as(inner, t), pos=start.pos)
+        # DataTypeConversionFunctions.cast: PinotDataType's conversion, which throws for
+        # text that is no number / timestamp / hex (not into BOOLEAN or text)
+        out = _as(inner, t)
+        return replace(out, pos=start.pos, fails=_any(out.fails, _conv_fails(inner, out, t)))
 
     def call(self, tok: _Tok) -> _Node:
         name = tok.text
@@ -543,7 +549,7 @@ class _Parser:
             if computed.column not in self.calls:  # its arguments' SQL is the engine's too
                 self.budget.spend(sum(len(a) for a in computed.args), self.where)
                 self.calls[computed.column] = computed
-            return replace(node, pos=tok.pos)
+            return replace(node, pos=tok.pos, fails=_any(*(a.fails for a in args)))
         if fn is None:
             near = difflib.get_close_matches(key, FUNCTIONS, n=1, cutoff=0.6)
             hint = f"; did you mean '{FUNCTIONS[near[0]].name}'?" if near else ""
@@ -559,12 +565,12 @@ class _Parser:
             sql = fn.sql(args)
         except _Fail as e:
             raise self.error(f"{fn.signature} at character {tok.pos + 1}: {e}") from None
-        returns = fn.returns
+        returns, fails = fn.returns, fn.fails(args, sql)
         if isinstance(sql, _Node):  # a builder that types its own result
             sql, returns = sql.sql, sql.type
         elif key in _RETURNS_FIRST:
             returns = self.first_type(key, args)
-        return self.sized(_Node(sql, returns, pos=tok.pos))
+        return self.sized(_Node(sql, returns, pos=tok.pos, fails=fails))
 
     @staticmethod
     def first_type(key: str, args: list[_Node]) -> str | None:

@@ -309,9 +309,22 @@ def _from_date_time(args: list[_Node]) -> str:
     return f"coalesce({sql}, {_as(args[3], 'BIGINT').sql})" if len(args) > 3 else sql
 
 
+def _unparsed(args: list[_Node]) -> str:
+    """Where ``fromDateTime(text, pattern)`` throws in Pinot: Joda's ``parseMillis`` of
+    text the pattern does not read (``DateTimePatternHandler.parseWithDstGapFallback``;
+    only the form with a default catches it), judged by Spark's parse of the pattern."""
+    text, (pattern, _) = args[0].sql, _spark_pattern(_lit(args[1], str, "the pattern"))
+    return f"(({text}) IS NOT NULL AND try_to_timestamp({text}, {_str(pattern)}) IS NULL)"
+
+
+def _from_date_time_node(args: list[_Node]) -> _Node:
+    fails = _unparsed(args) if len(args) < 4 and not args[0].is_null else None
+    return _Node(_from_date_time(args), "BIGINT", fails=fails)
+
+
 _def(
     "fromDateTime(text:S, pattern:S, timezone:S?, default:L?) -> L",
-    _from_date_time,
+    _from_date_time_node,
     "text by a Joda-Time pattern → epoch millis, read in UTC or the given time zone "
     "(an offset in the text wins); text that does not parse is NULL, or default",
 )
