@@ -469,6 +469,18 @@ _MAY_CHANGE = {
     ),
     "sink": frozenset({"table", "write", "provenance", "update"}),
 }
+#: options that only decide how values are read, never where anything is sent (Pinot's
+#: conversion: SHOW CREATE PIPELINE, SingleStore's words, has no place for them)
+_MAY_CHANGE_OPTIONS = {
+    "format": frozenset(
+        {
+            "pinot.json.columns",
+            "pinot.continue.on.error",
+            "pinot.own.scalar.columns",
+            "pinot.values",
+        }
+    ),
+}
 #: how an error names a component's fields that are not options
 _FIELD_NAMES = {
     "source": {"kind": "the source kind (LOAD DATA …)", "location": "the location"},

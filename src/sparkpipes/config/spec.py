@@ -41,6 +41,7 @@ from sparkpipes.config.parts import (
     _COMPONENTS,
     _FIELD_NAMES,
     _MAY_CHANGE,
+    _MAY_CHANGE_OPTIONS,
     _OWNED,
     _SECRET_PARTS,
     SPEC_VERSION,
@@ -238,7 +239,8 @@ class PipelineSpec:
 
         A secret is kept only where it would be sent where it was: every field of its
         component but those of ``_MAY_CHANGE`` (the source's kind, location and every
-        CONFIG option; the decoder's kind and options; the sink's kind and options) must
+        CONFIG option; the decoder's kind and options, but those that only decide how
+        values are read, ``_MAY_CHANGE_OPTIONS``; the sink's kind and options) must
         be as stored, else a ConfigError names the secrets and what changed, and asks for
         the values again. The batch options, the mapping, SET / WHERE, the table and the
         other components may change."""
@@ -331,7 +333,8 @@ def _moved(part: str, new: Any, stored: Any) -> list[str]:
         a, b = getattr(new, name), getattr(stored, name)
         if isinstance(a, Mapping) and isinstance(b, Mapping):
             secret = set(stored.credentials)
-            keys = sorted((set(a) | set(b)) - secret, key=str)
+            free = _MAY_CHANGE_OPTIONS.get(part, frozenset())
+            keys = sorted((set(a) | set(b)) - secret - free, key=str)
             out += [
                 f"{_SECRET_PARTS[part]} '{k}'"
                 for k in keys
