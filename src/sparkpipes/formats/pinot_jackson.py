@@ -104,15 +104,23 @@ def _resized(bins: list[list[tuple[int, str]]], cap: int) -> tuple[list, int]:
     return out, new
 
 
-def java_double(value: float) -> str:
-    """Java's ``Double.toString``: ``1.0``, ``1.0E10``, ``1.0E-5``, ``NaN``,
-    ``Infinity``."""
+def java_special(value: float) -> str | None:
+    """Java's text of a NaN, an infinity or a zero (the same for a ``float`` and a
+    ``double``); None for any other value."""
     if math.isnan(value):
         return "NaN"
     if math.isinf(value):
         return "Infinity" if value > 0 else "-Infinity"
     if value == 0:
         return "-0.0" if math.copysign(1, value) < 0 else "0.0"
+    return None
+
+
+def java_double(value: float) -> str:
+    """Java's ``Double.toString``: ``1.0``, ``1.0E10``, ``1.0E-5``, ``NaN``,
+    ``Infinity``."""
+    if (special := java_special(value)) is not None:
+        return special
     if 1e-3 <= abs(value) < 1e7:
         text = repr(value)
         return text if "." in text else text + ".0"

@@ -35,7 +35,13 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from sparkpipes.formats.pinot_jackson import hash_order, java_double, tree_text, write
+from sparkpipes.formats.pinot_jackson import (
+    hash_order,
+    java_double,
+    java_special,
+    tree_text,
+    write,
+)
 
 _INT32 = 2**31
 _INT64 = 2**63
@@ -61,12 +67,8 @@ class JavaFloat(float):
 
 def java_float(value: float) -> str:
     """Java's ``Float.toString``: the shortest digits of the float, ``1.1``, ``1.0E10``."""
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "Infinity" if value > 0 else "-Infinity"
-    if value == 0:
-        return "-0.0" if math.copysign(1, value) < 0 else "0.0"
+    if (special := java_special(value)) is not None:
+        return special
     f = np.float32(value)
     if 1e-3 <= abs(value) < 1e7:
         text = np.format_float_positional(f, unique=True, trim="0")

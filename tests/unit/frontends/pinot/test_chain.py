@@ -81,10 +81,12 @@ def spark():
     return build_session(None, {})
 
 
-def _rows(spark, table: Mapping, schema_doc: Mapping, records: Sequence[Mapping]) -> list[dict]:
+def _rows(
+    spark, table: Mapping, schema_doc: Mapping, records: Sequence[Mapping], *, check: bool = False
+) -> list[dict]:
     """The rows ``records`` become: what the pipeline's decoder hands over (each mapped
     column, each variable as text), through the pipeline's SET, WHERE and the table's
-    null values."""
+    null values; with ``check``, its rejects too (each row's reason in REJECT_COLUMN)."""
     from sparkpipes.engine.batch.transform import Transform, apply
     from sparkpipes.engine.schema import to_arrow, to_spark
     from sparkpipes.formats import build_decoder
@@ -112,8 +114,15 @@ def _rows(spark, table: Mapping, schema_doc: Mapping, records: Sequence[Mapping]
     t = spec.transform
     out = apply(
         spark.createDataFrame(rows, to_spark(staged.schema)),
-        Transform(t.assignments, t.where, functions=t.functions, rules=tspec.rules),
+        Transform(
+            t.assignments,
+            t.where,
+            functions=t.functions,
+            rules=tspec.rules,
+            rejects=t.rejects if check else (),
+        ),
         target,
+        check=check,
     )
     return sorted((r.asDict() for r in out.collect()), key=lambda r: r["id"])
 

@@ -8,14 +8,13 @@ left null and the record kept (``ExpressionTransformer.java:193-199``,
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Mapping, Sequence
 
-import pyarrow as pa
 import pytest
 
-from sparkpipes.frontends.pinot.lowering import lower, table_spec
+from sparkpipes.frontends.pinot.lowering import lower
 from sparkpipes.frontends.pinot.model import load_schema, load_table
+from tests.unit.frontends.pinot.test_chain import _rows
 
 SCHEMA = {
     "schemaName": "t",
@@ -68,37 +67,9 @@ def _table(continue_on_error: bool = False) -> dict:
 
 def _load(spark, table: Mapping, records: Sequence[Mapping]) -> tuple[list, dict]:
     """The rows the records become and the reason each rejected one is rejected for."""
-    from sparkpipes.engine.batch.transform import REJECT_COLUMN, Transform, apply
-    from sparkpipes.engine.schema import to_arrow, to_spark
-    from sparkpipes.formats import build_decoder
+    from sparkpipes.engine.batch.transform import REJECT_COLUMN
 
-    schema = load_schema(SCHEMA)
-    cfg = load_table(table, schema)
-    spec, tspec = lower(schema, cfg), table_spec(schema, cfg)
-    target, _ = to_arrow(tspec.schema)
-    fields = [
-        pa.field(m.column, pa.string() if m.is_variable else target.field(m.column).type)
-        for m in spec.format.mapping
-    ]
-    decoder = build_decoder(
-        spec.format.kind,
-        pa.schema(fields),
-        spec.format.mapping,
-        options=spec.format.decoder_options(),
-    )
-    decoded = decoder.decode(pa.array([json.dumps(r).encode() for r in records], pa.binary()))
-    assert not decoded.errors, decoded.errors
-    staged = decoded.table
-    t = spec.transform
-    out = apply(
-        spark.createDataFrame(
-            [tuple(r.values()) for r in staged.to_pylist()], to_spark(staged.schema)
-        ),
-        Transform(t.assignments, t.where, rules=tspec.rules, rejects=t.rejects),
-        target,
-        check=True,
-    )
-    got = sorted((r.asDict() for r in out.collect()), key=lambda r: r["id"])
+    got = _rows(spark, table, SCHEMA, records, check=True)
     rejected = {r["id"]: r[REJECT_COLUMN] for r in got if r[REJECT_COLUMN] is not None}
     kept = [{k: r[k] for k in ("id", "a", "level")} for r in got if r[REJECT_COLUMN] is None]
     return kept, rejected
