@@ -146,7 +146,7 @@ def test_transforms_reading_other_transforms_load_the_rows_pinot_loads(engine, b
                 {"columnName": "msg", "transformFunction": "jsonPathString(payload, '$.msg')"},
                 {"columnName": "level", "transformFunction": "jsonPathString(msg, '$.level')"},
             ],
-            "filterConfig": {"filterFunction": "loud = 'DEBUG'"},
+            "filterConfig": {"filterFunction": "strcmp(loud, 'DEBUG') = 0"},
         },
     )
     del t["segmentsConfig"]["timeColumnName"]

@@ -69,7 +69,7 @@ TABLE = {
             {"columnName": "point", "transformFunction": "stPoint(lon, lat)"},
         ],
         # Pinot filters after the transforms: a made column is read as made
-        "filterConfig": {"filterFunction": "shout = 'HI MALLORY X'"},
+        "filterConfig": {"filterFunction": "strcmp(shout, 'HI MALLORY X') = 0"},
     },
 }
 
@@ -303,7 +303,9 @@ def test_a_chain_written_out_too_large_is_refused_at_its_path():
         [{"columnName": f"c{i}", "transformFunction": transforms[f"c{i}"]} for i in range(9)]
     )
     schema["dimensionFieldSpecs"].append({"name": "c8", "dataType": "STRING"})
-    table["ingestionConfig"]["filterConfig"] = {"filterFunction": " OR ".join(["c8 = 'x'"] * 40)}
+    table["ingestionConfig"]["filterConfig"] = {
+        "filterFunction": " OR ".join(["strcmp(c8, 'x') = 0"] * 40)
+    }
     [(path, message)] = _problems(table, schema)
     assert path == "ingestionConfig.filterConfig.filterFunction" and "characters" in message
 

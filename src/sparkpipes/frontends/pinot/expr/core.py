@@ -94,6 +94,8 @@ def _conv_fails(n: _Node, conv: _Node, t: str) -> str | None:
     is there and Spark's conversion of it is NULL, as Pinot's parse of it fails."""
     if n.type not in (None, "STRING") or n.is_null or not _throws_into(t):
         return None
+    if conv.lit is not None and not conv.is_null:
+        return None  # a literal converted when planned
     return f"(({n.sql}) IS NOT NULL AND ({conv.sql}) IS NULL)"
 
 

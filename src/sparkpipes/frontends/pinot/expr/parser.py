@@ -11,7 +11,7 @@ from typing import Any, Protocol
 
 from sparkpipes.config import FunctionCall
 from sparkpipes.errors import ConfigError
-from sparkpipes.frontends.pinot.expr import geo
+from sparkpipes.frontends.pinot.expr import compare, geo
 from sparkpipes.frontends.pinot.expr.budget import Budget
 from sparkpipes.frontends.pinot.expr.core import (
     _INTEGRAL,
@@ -21,7 +21,6 @@ from sparkpipes.frontends.pinot.expr.core import (
     _as,
     _canonical,
     _cast_whole,
-    _compare_types,
     _conv_fails,
     _Fail,
     _first_existing,
@@ -279,10 +278,7 @@ class _Parser:
         tok = self.peek()
         if tok.kind == "op" and tok.text in _COMPARE:
             self.take()
-            right = self.additive()
-            a, b = _compare_types([left, right])
-            node = _Node(f"({a.sql} {_COMPARE[tok.text]} {b.sql})", "BOOLEAN", pos=left.pos)
-            return _with(node, left, right, extra=_operand_fails([left, right], [a, b]))
+            return compare.compare(_COMPARE[tok.text], left, self.additive())
         if self.is_kw("IS"):
             self.take()
             negate = " NOT" if self.is_kw("NOT") else ""
@@ -301,31 +297,28 @@ class _Parser:
             self.take()
             negate = "NOT "
         if self.is_kw("IN"):
-            self.take()
-            self.expect_op("(", " after IN")
-            items = [self.expr()]
-            while self.is_op(","):
-                self.take()
-                items.append(self.expr())
-            self.expect_op(")", " closing the IN list")
-            x, *rest = _compare_types([left, *items])
-            inside = ", ".join(n.sql for n in rest)
-            node = _Node(f"({x.sql} {negate}IN ({inside}))", "BOOLEAN", pos=left.pos)
-            return _with(node, left, *items)
+            raise self.error(
+                f"{negate}IN (character {self.peek().pos + 1}) is not supported: Pinot's "
+                "ingestion has no in function, so its "
+                'controller refuses it too ("Unsupported function: in"); compare each value '
+                "instead: x = 1 OR x = 2, or for text strcmp(x, 'a') = 0 OR strcmp(x, 'b') = 0",
+            )
         if self.is_kw("BETWEEN"):
             self.take()
             low = self.additive()
             self.expect_kw("AND", " in BETWEEN ... AND ...")
-            high = self.additive()
-            x, lo, hi = _compare_types([left, low, high])
-            sql = f"({x.sql} {negate}BETWEEN {lo.sql} AND {hi.sql})"
-            return _with(_Node(sql, "BOOLEAN", pos=left.pos), left, low, high)
+            return compare.between(left, low, self.additive(), bool(negate))
         if self.is_kw("LIKE"):
-            self.take()
-            pattern = _as(self.additive(), "STRING")
-            x = _as(left, "STRING")
-            node = _Node(f"({x.sql} {negate}LIKE {pattern.sql})", "BOOLEAN", pos=left.pos)
-            return _with(node, x, pattern)
+            tok = self.take()
+            pattern = self.additive()
+            text = pattern.literal(str)
+            if text is _NOT:
+                raise self.syntax(
+                    tok.pos,
+                    "LIKE takes a text literal as its pattern here: Pinot's like compiles the "
+                    "pattern of the first record it meets and matches every record with it",
+                )
+            return compare.like(left, text, bool(negate))
         if negate:
             raise self.syntax(self.peek().pos, "expected IN, BETWEEN or LIKE after NOT")
         return left
@@ -463,8 +456,7 @@ class _Parser:
             self.take()
             cond = self.expr()
             if subject is not None:
-                a, b = _compare_types([subject, cond])
-                cond = _with(_Node(f"({a.sql} = {b.sql})", "BOOLEAN"), cond)
+                cond = compare.compare("=", subject, cond)
             self.expect_kw("THEN", " after the WHEN condition")
             whens.append((_as(cond, "BOOLEAN"), self.expr()))
             size += len(whens[-1][0].sql) + len(whens[-1][1].sql)
