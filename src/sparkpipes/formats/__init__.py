@@ -27,6 +27,7 @@ FORMATS.register(
 # Pinot's own message decoders, built with their ``decoder.prop.*`` options
 FORMATS.register("pinot-csv", "sparkpipes.formats.pinot_csv:PinotCsvDecoder")
 FORMATS.register("pinot-json", "sparkpipes.formats.pinot_json:PinotJsonDecoder")
+FORMATS.register("pinot-clp", "sparkpipes.formats.pinot_clp:PinotClpDecoder")
 FORMATS.register(
     "protobuf", "sparkpipes.formats.protobuf:ProtoBufDecoder", install_hint="pip install protobuf"
 )

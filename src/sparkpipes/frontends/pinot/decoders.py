@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from urllib.parse import unquote, urlparse
 
 from sparkpipes.errors import ConfigError
-from sparkpipes.formats import pinot_csv, protobuf
+from sparkpipes.formats import pinot_clp, pinot_csv, protobuf
 
 PROP = "decoder.prop."
 
@@ -42,6 +42,11 @@ def _prefixed(props: Mapping[str, str]) -> dict[str, str]:
 
 def _csv_options(props: Mapping[str, str]) -> dict[str, str]:
     pinot_csv.csv_format(props)
+    return _prefixed(props)
+
+
+def _clp_options(props: Mapping[str, str]) -> dict[str, str]:
+    pinot_clp.clp_config(props)
     return _prefixed(props)
 
 
@@ -91,7 +96,12 @@ OWN_DECODERS: Mapping[str, OwnDecoder] = {
     "CSVMessageDecoder": OwnDecoder("pinot-csv", pinot_csv.PROPS, _csv_options),
     # pinot-protobuf: ProtoBufMessageDecoder.init (formats.protobuf)
     "ProtoBufMessageDecoder": OwnDecoder("protobuf", protobuf.PROPS, _protobuf_options),
+    # pinot-clp-log: CLPLogMessageDecoder.init, JSON with CLP-encoded fields (formats.pinot_clp)
+    "CLPLogMessageDecoder": OwnDecoder("pinot-clp", pinot_clp.PROPS, _clp_options),
 }
+#: the format kinds of decoders reading JSON as Pinot's JSON decoder does (a record's own
+#: value of a transform's column loaded as converted: formats.pinot_json)
+JSON_KINDS = frozenset({"pinot-clp"})
 #: the format kinds they lower to
 OWN_KINDS = frozenset(d.kind for d in OWN_DECODERS.values())
 

@@ -23,6 +23,10 @@ How Pinot's parts land:
   handling keeps the null) and how long its text may be are rules of the table's columns
   (:mod:`~sparkpipes.frontends.pinot.nulls`), applied after the ``SET``, as Pinot's
   transformers run after its transform functions;
+* ``rowTimeValueCheck`` checks the time column as Pinot's ``TimeValidationTransformer``
+  does, after the filter and before the null rule: a time that does not parse or falls
+  outside 1971-2071 is a reject, or under ``continueOnError`` NULL (then the column's
+  default) (:mod:`~sparkpipes.frontends.pinot.timecheck`);
 * ``primaryKeyColumns`` is the table's PRIMARY KEY; ``upsertConfig`` makes the pipeline
   replace rows by key (``comparisonColumns``, by default the time column, decide which
   record wins; PARTIAL merges column by column), ``dedupConfig`` keep the first row;
@@ -61,9 +65,14 @@ from sparkpipes.config.spec import PipelineSpec
 from sparkpipes.config.tables import ColumnSpec, TableKey, TableSpec
 from sparkpipes.formats.pinot_convert import PINOT_VALUES
 from sparkpipes.formats.pinot_json import CONTINUE_ON_ERROR, JSON_COLUMNS, OWN_SCALAR
-from sparkpipes.frontends.pinot import chain
+from sparkpipes.frontends.pinot import chain, timecheck
 from sparkpipes.frontends.pinot.aggregation import per_record
-from sparkpipes.frontends.pinot.decoders import OWN_KINDS, REGISTRY_FORMATS, format_options
+from sparkpipes.frontends.pinot.decoders import (
+    JSON_KINDS,
+    OWN_KINDS,
+    REGISTRY_FORMATS,
+    format_options,
+)
 from sparkpipes.frontends.pinot.expr import (
     Budget,
     PinotExpr,
@@ -204,6 +213,12 @@ def lower(
             rejects.append((expr.fails, rejected(what, cfg.filter)))
         elif expr.fails is not None:  # continueOnError: FilterTransformer keeps the record
             where = f"(coalesce({expr.fails}, false) OR {where})"
+    if cfg.row_time_check and cfg.time_column:  # after the filter, as Pinot checks (.timecheck)
+        time_field = schema.field(cfg.time_column)
+        assignments, checked = timecheck.lowered(
+            time_field, assignments, where, cfg.continue_on_error
+        )
+        rejects += checked
     mapping: list[FieldMapping] = []
     for f in schema.fields:
         if is_metadata_column(f.name) or f.name in rolled:
@@ -238,6 +253,8 @@ def lower(
     elif stream.decoder in OWN_KINDS:  # Pinot's decoders with props (.decoders)
         kind = stream.decoder
         fmt_opts = {**format_options(stream.decoder, stream.decoder_props), **converted}
+        if own_scalar and kind in JSON_KINDS:  # JSON as pinot-json reads it (own_typed)
+            fmt_opts[OWN_SCALAR] = ",".join(own_scalar)
     else:  # Pinot's JSONMessageDecoder, values converted by its rules (formats.pinot_json)
         kind = "pinot-json"
         fmt_opts = _json_options(schema, cfg)
@@ -280,7 +297,10 @@ def rejected(where: str, expr: str) -> str:
 
 
 def _json_decoded(stream: StreamConfig) -> bool:
-    """The stream's records are read by ``pinot-json`` (the last branch of :func:`lower`)."""
+    """The stream's records are read by ``pinot-json`` (the last branch of :func:`lower`)
+    or a decoder of JSON like it (``JSON_KINDS``)."""
+    if stream.decoder in JSON_KINDS:
+        return True
     return stream.decoder not in ("avro", "stream", *REGISTRY_FORMATS, *OWN_KINDS)
 
 

@@ -123,12 +123,16 @@ def test_harmless_values_of_refusable_keys_are_accepted():
     ("stream", "message"),
     [
         (
+            # Pinot's CLP log decoder is read (formats.pinot_clp), but not with another
+            # record extractor, which would read the records otherwise
             {
                 "stream.kafka.decoder.class.name": (
                     "org.apache.pinot.plugin.inputformat.clplog.CLPLogMessageDecoder"
-                )
+                ),
+                "stream.kafka.decoder.prop.fieldsForClpEncoding": "message",
+                "stream.kafka.decoder.prop.recordExtractorClass": "com.acme.LogExtractor",
             },
-            "CLPLogMessageDecoder' is not supported",
+            "recordExtractorClass 'com.acme.LogExtractor' is not supported",
         ),
         (
             # Pinot's own Avro framing is read (formats.avro_pinot), from its repository
