@@ -26,6 +26,7 @@ from sparkpipes.config.core import parse_json_object
 from sparkpipes.config.tables import EXCEED
 from sparkpipes.errors import ConfigError
 from sparkpipes.frontends.pinot.expr import translate
+from sparkpipes.frontends.pinot.expr.times import joda_illegal
 from sparkpipes.frontends.pinot.problems import Problems, raise_all
 from sparkpipes.frontends.pinot.timespec import time_field
 from sparkpipes.frontends.pinot.units import TIME_UNITS_MS
@@ -104,6 +105,7 @@ class DateTimeFormat:
                 size = parts[2] if len(parts) > 2 else "1"
                 return cls._epoch(unit, size, bad)
             if kind == "SIMPLE_DATE_FORMAT" and len(parts) >= 2:
+                _check_joda(parts[1], text, where)
                 return cls("SIMPLE_DATE_FORMAT", pattern="|".join(parts[1:]))
             raise bad
         parts = text.split(":", 3)
@@ -113,6 +115,7 @@ class DateTimeFormat:
         if kind == "EPOCH":
             return cls._epoch(unit, size, bad)
         if kind == "SIMPLE_DATE_FORMAT" and len(parts) == 4:
+            _check_joda(parts[3], text, where)
             return cls("SIMPLE_DATE_FORMAT", unit=unit, pattern=parts[3])
         if kind == "TIMESTAMP":
             return cls("TIMESTAMP")
@@ -123,6 +126,23 @@ class DateTimeFormat:
         if unit not in TIME_UNITS_MS or not size.isdigit() or int(size) < 1:
             raise bad
         return cls("EPOCH", unit=unit, size=int(size))
+
+
+#: Pinot's ``SDF_PATTERN_WITH_TIMEZONE``: ``yyyyMMdd tz(America/Chicago)``
+_SDF_WITH_ZONE = re.compile(r"(.+)( tz[ ]*\((.+)\))[ ]*")
+
+
+def _check_joda(pattern: str, text: str, where: str) -> None:
+    """Pinot's ``SchemaUtils.validateDateTimeFieldSpec``: a pattern Joda-Time refuses
+    makes the format invalid (``DateTimeFormatPatternSpec``, after its `` tz(zone)``)."""
+    zoned = _SDF_WITH_ZONE.match(pattern)
+    illegal = joda_illegal(zoned.group(1).strip() if zoned else pattern)
+    if illegal is not None:
+        raise ConfigError(
+            f"{where}: Invalid format: {text} (Pinot: Invalid SIMPLE_DATE_FORMAT pattern: "
+            f"{pattern}; Joda-Time: Illegal pattern component: {illegal}; quote literal "
+            "text: yyyy-MM-dd'T'HH:mm:ss)"
+        )
 
 
 @dataclass(frozen=True)

@@ -389,6 +389,34 @@ def test_datetime_formats_and_units():
     assert parse_size("500M", "x") == 500 << 20 and parse_size("1G", "x") == 1 << 30
 
 
+@pytest.mark.parametrize(
+    "fmt",
+    [
+        "1:DAYS:SIMPLE_DATE_FORMAT:yyyy-MM-ddTHH:MM:ss",
+        "SIMPLE_DATE_FORMAT|yyyy-MM-ddTHH:mm",
+        "1:DAYS:SIMPLE_DATE_FORMAT:uuuu-MM-dd tz(UTC)",
+    ],
+)
+def test_a_pattern_joda_refuses_is_refused_in_pinots_words(fmt):
+    """``DateTimeFormatPatternSpec``: ``DateTimeFormat.forPattern`` throws "Illegal pattern
+    component" for a letter it does not know, and ``SchemaUtils`` refuses the format."""
+    with pytest.raises(ConfigError) as e:
+        DateTimeFormat.parse(fmt, "dateTimeFieldSpecs[0]")
+    assert f"dateTimeFieldSpecs[0]: Invalid format: {fmt}" in str(e.value)
+    assert "Invalid SIMPLE_DATE_FORMAT pattern" in str(e.value)
+    assert "Illegal pattern component: " in str(e.value)
+
+
+def test_patterns_joda_reads_are_kept():
+    for fmt in (
+        "1:DAYS:SIMPLE_DATE_FORMAT:yyyy-MM-dd'T'HH:mm:ss.SSSZ",
+        "1:HOURS:SIMPLE_DATE_FORMAT:yyyyMMddHH tz(America/Chicago)",
+        "1:SECONDS:SIMPLE_DATE_FORMAT:EEE, dd MMM yyyy HH:mm:ss z",
+        "SIMPLE_DATE_FORMAT|yyyy-MM-dd'T",  # an open quote runs to the end in Joda
+    ):
+        assert DateTimeFormat.parse(fmt, "f").kind == "SIMPLE_DATE_FORMAT"
+
+
 def test_upsert_dedup_retention():
     schema = {**SCHEMA, "primaryKeyColumns": ["uuid"], "enableColumnBasedNullHandling": True}
     s = load_schema(schema)

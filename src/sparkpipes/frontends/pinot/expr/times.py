@@ -183,6 +183,25 @@ def _joda(pattern: str) -> list[str | tuple[str, int]]:
     return out
 
 
+#: the pattern letters Joda-Time's ``DateTimeFormat.forPattern`` knows; any other letter
+#: is its "Illegal pattern component"
+JODA_LETTERS = frozenset("GCYxweEDyMdaKhHkmsSzZ")
+
+
+def joda_illegal(pattern: str) -> str | None:
+    """The first run of letters Joda-Time refuses in ``pattern`` (unquoted ``T`` in
+    ``yyyy-MM-ddTHH``), or None. An unterminated quote is no error to Joda (its text runs
+    to the end)."""
+    try:
+        pieces = _joda(pattern)
+    except _Fail:
+        pieces = _joda(pattern + "'")
+    for piece in pieces:
+        if isinstance(piece, tuple) and piece[0] not in JODA_LETTERS:
+            return piece[0] * piece[1]
+    return None
+
+
 def _num(sql: str, n: int) -> str:
     return f"CAST({sql} AS STRING)" if n == 1 else f"format_string('%0{n}d', {sql})"
 
