@@ -103,8 +103,10 @@ NOT_APPLICABLE: dict[str, str] = {
     "ingestionConfig.batchIngestionConfig": (
         "batch (OFFLINE) ingestion; a REALTIME table reads its stream"
     ),
-    "ingestionConfig.segmentTimeValueCheck": "a check of Pinot's segments' time ranges",
-    "ingestionConfig.rowTimeValueCheck": "false: no check (true is refused)",
+    "ingestionConfig.segmentTimeValueCheck": (
+        "a check of uploaded segments' time ranges; Pinot's realtime segments skip it "
+        "(RealtimeSegmentConverter)"
+    ),
     "ingestionConfig.streamIngestionConfig.columnMajorSegmentBuilderEnabled": _SEGMENT,
     "ingestionConfig.streamIngestionConfig.trackFilteredMessageOffsets": _SEGMENT,
     "ingestionConfig.streamIngestionConfig.pauselessConsumptionEnabled": _SEGMENT,
@@ -181,9 +183,6 @@ REFUSED: dict[str, str] = {
     "ingestionConfig.schemaConformingTransformerV2Config": (
         "schemaConformingTransformerV2Config is not supported"
     ),
-    "ingestionConfig.rowTimeValueCheck": (
-        "rowTimeValueCheck (nulling time values outside 1971-2071) is not supported"
-    ),
     "upsertConfig.outOfOrderRecordColumn": (
         "outOfOrderRecordColumn (a column marking out-of-order records) is not supported"
     ),
@@ -196,7 +195,6 @@ REFUSED: dict[str, str] = {
 #: a refusal that holds only for some values; otherwise the key is not applicable
 REFUSED_WHEN: dict[str, Callable[[Any], bool]] = {
     "fieldSpec.virtualColumnProvider": lambda v: v is not None,
-    "ingestionConfig.rowTimeValueCheck": lambda v: v is True or str(v).lower() == "true",
 }
 
 UNKNOWN = "not a key Pinot uses here; Pinot's controller ignores it too"

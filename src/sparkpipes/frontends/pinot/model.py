@@ -29,7 +29,7 @@ from typing import Any
 from sparkpipes.config import urls
 from sparkpipes.config.core import REDACTED, is_metadata_column, parse_json_object
 from sparkpipes.errors import ConfigError
-from sparkpipes.frontends.pinot import chain, keys
+from sparkpipes.frontends.pinot import chain, keys, timecheck
 from sparkpipes.frontends.pinot.aggregation import IngestionAggregation, aggregation_config
 from sparkpipes.frontends.pinot.complex import ComplexTypeConfig, complex_type_config
 from sparkpipes.frontends.pinot.expr import Budget, PinotExpr, filter_sql, translate
@@ -75,6 +75,7 @@ INGESTION_KEYS = (
     "continueOnError",
     "aggregationConfigs",
     "complexTypeConfig",
+    "rowTimeValueCheck",
 )
 
 
@@ -95,6 +96,8 @@ class PinotTableConfig:
     upsert: UpsertConfig | None = None
     dedup: bool = False
     continue_on_error: bool = False
+    #: ``ingestionConfig.rowTimeValueCheck``: the time column checked (:mod:`.timecheck`)
+    row_time_check: bool = False
     #: ``tableIndexConfig.nullHandlingEnabled``: nulls are kept (``frontends.pinot.nulls``)
     null_handling: bool = False
     #: ``aggregationConfigs`` / ``aggregateMetrics`` (:mod:`.aggregation`)
@@ -253,6 +256,7 @@ def load_table(
             f"table '{base}': nullHandlingEnabled must be true or false",
         )
     null_handling = null_handling in (True, "true")
+    row_time_check = _row_time_check(ingestion, schema, time_column, base, found)
     if (
         upsert is not None
         and upsert.mode == "PARTIAL"
@@ -286,11 +290,44 @@ def load_table(
         dedup=dedup,
         continue_on_error=bool(ingestion.get("continueOnError", False)),
         null_handling=null_handling,
+        row_time_check=row_time_check,
         aggregation=aggregation,
         complex=complex_types,
-        warnings=tuple(w for i, s in enumerate(streams) for w in _unfilled(schema, s, i)),
+        warnings=tuple(w for i, s in enumerate(streams) for w in _unfilled(schema, s, i))
+        + _unchecked(row_time_check, time_column),
         raw=redacted(d),
         unrecognized=unrecognized_properties(found.unrecognized),
+    )
+
+
+def _row_time_check(
+    ingestion: Mapping[str, Any],
+    schema: PinotSchema | None,
+    time_column: str | None,
+    base: str,
+    found: Problems,
+) -> bool:
+    """``rowTimeValueCheck`` (true or false, as Jackson reads a boolean; default false),
+    the time column's format checked to be one read here (:mod:`.timecheck`)."""
+    where = timecheck.WHERE
+    given = ingestion.get("rowTimeValueCheck", False)
+    text = str(given).lower() if isinstance(given, (bool, str)) else None
+    if text not in ("true", "false"):
+        found.add(where, f"table '{base}': rowTimeValueCheck must be true or false")
+        return False
+    if text == "true" and schema is not None and time_column is not None:
+        with found.at(where):
+            timecheck.check(schema.field(time_column))
+    return text == "true"
+
+
+def _unchecked(row_time_check: bool, time_column: str | None) -> tuple[str, ...]:
+    """What to say of a ``rowTimeValueCheck`` with no time column to check."""
+    if not row_time_check or time_column:
+        return ()
+    return (
+        "ingestionConfig.rowTimeValueCheck is true but the table has no "
+        "segmentsConfig.timeColumnName: no time is checked, as in Pinot",
     )
 
 

@@ -189,8 +189,8 @@ def _time_fill(f: FieldSpec) -> NullFill:
     assert fmt is not None  # a dateTime field
     ms = None
     try:
-        if fmt.kind == "EPOCH" and f.data_type in ("INT", "LONG"):
-            ms = int(text) * TIME_UNITS_MS[fmt.unit] * fmt.size
+        if fmt.kind == "EPOCH":  # new BigDecimal(text).longValue(), any data type
+            ms = int(decimal.Decimal(_decimal(text))) * TIME_UNITS_MS[fmt.unit] * fmt.size
         elif f.data_type == "TIMESTAMP" or fmt.kind == "TIMESTAMP":
             when = dt.datetime.fromisoformat(_timestamp(text).replace("Z", "+00:00"))
             ms = int(when.timestamp() * 1000)
