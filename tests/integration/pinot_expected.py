@@ -132,62 +132,326 @@ def default(spec: dict, role: str, nullable: bool) -> Any:
 
 
 # -- transform functions, from their Pinot source --------------------------------------------
-def _joda_millis(text: str) -> int:
-    """``DateTimeFunctions.fromDateTime`` of our texts (``DateTimePatternHandler``, Joda,
-    UTC): whole seconds of the date and time, plus the fraction of a second (Joda's
-    ``S…`` is a fraction: ``.12`` is 120 ms, ``.766000`` 766 ms), minus an offset
-    (``Z``: ``+0000``)."""
-    m = re.search(r"(\d{4})\D(\d\d)\D(\d\d)\D+(\d\d):(\d\d):(\d\d)(?:\.(\d+))?", text)
-    if m is None:
-        m2 = re.fullmatch(r"(\d\d)/(\d\d)/(\d{4})T(\d\d):(\d\d):(\d\d)", text)
-        assert m2 is not None, text
-        mo, d, y, h, mi, s = map(int, m2.groups())
-        frac = None
-    else:
-        y, mo, d, h, mi, s = map(int, m.groups()[:6])
-        frac = m.group(7)
-    when = dt.datetime(y, mo, d, h, mi, s, tzinfo=dt.UTC)
-    ms = int(((frac or "") + "000")[:3])
-    return int(when.timestamp()) * 1000 + ms
+# A transform is parsed as Pinot's ``InbuiltFunctionEvaluator`` plans it: a literal is
+# itself, an identifier (bare or in double quotes) the record's value of that column, a
+# function call ``FunctionRegistry.lookupFunctionInfo(canonicalize(name), nArgs)`` with
+# ``canonicalize`` = underscores removed, lower case, and ``a * b`` the function ``mult``.
+# A function whose parameters are not ``nullableParameters`` gives null for a null
+# argument (``FunctionExecutionNode``).
+_TOKEN = re.compile(
+    r"\s*(?:(?P<num>-?\d+(?:\.\d+)?)|'(?P<str>(?:[^']|'')*)'|\"(?P<qid>[^\"]*)\""
+    r"|(?P<id>[A-Za-z_$][\w$.]*)|(?P<op>[(),*]))"
+)
 
 
-def _bucket(ms: int, seconds: int) -> int:
-    """``DateTimeConversionTransformFunction`` (``1:MILLISECONDS:EPOCH`` in and out) with
-    granularity ``<n>:SECONDS``: the millis rounded down to the bucket."""
-    size = seconds * 1000
-    return ms // size * size
+def parse(expr: str) -> tuple:
+    """``("lit", value)``, ``("col", name)`` or ``("call", canonical name, [args])``."""
+    tokens, pos = [], 0
+    while pos < len(expr.rstrip()):
+        m = _TOKEN.match(expr, pos)
+        assert m is not None and m.end() > pos, (expr, pos)
+        tokens.append((m.lastgroup, m.group(m.lastgroup)))
+        pos = m.end()
+    tokens.append(("end", ""))
+    at = 0
+
+    def term() -> tuple:
+        nonlocal at
+        kind, text = tokens[at]
+        at += 1
+        if kind == "num":
+            return ("lit", float(text) if "." in text else int(text))
+        if kind == "str":
+            return ("lit", text.replace("''", "'"))
+        if kind == "qid":
+            return ("col", text)
+        if kind == "op" and text == "(":
+            node = product()
+            assert tokens[at] == ("op", ")"), expr
+            at += 1
+            return node
+        assert kind == "id", (expr, text)
+        if tokens[at] != ("op", "("):
+            return ("col", text)
+        at += 1
+        args = []
+        while tokens[at] != ("op", ")"):
+            args.append(product())
+            if tokens[at] == ("op", ","):
+                at += 1
+        at += 1
+        return ("call", text.replace("_", "").lower(), args)
+
+    def product() -> tuple:
+        nonlocal at
+        node = term()
+        while tokens[at] == ("op", "*"):
+            at += 1
+            node = ("call", "mult", [node, term()])
+        return node
+
+    tree = product()
+    assert tokens[at][0] == "end", expr
+    return tree
 
 
-#: transform expression → its value from the record (``DateTimeFunctions``:
-#: ``fromEpochDays`` ``TimeUnit.DAYS.toMillis``, ``toEpochDays`` ``TimeUnit.MILLISECONDS
-#: .toDays``; ``JsonFunctions.jsonFormat`` ``JsonUtils.objectToString``; a literal is
-#: itself, a column name the column's value)
-TRANSFORMS: dict[str, Callable[[dict], Any]] = {
-    "fromEpochDays(DaysSinceEpoch)": lambda r: r["DaysSinceEpoch"] * 86_400_000,
-    'toEpochDays("timestamp")': lambda r: r["timestamp"] // 86_400_000,
-    "1704067200000": lambda r: 1704067200000,
-    "timestamp1": lambda r: r["timestamp1"],
-    "timestamp2": lambda r: r["timestamp2"],
-    "FromDateTime(timestamp3, 'MM/dd/yyyy''T''HH:mm:ss')": lambda r: _joda_millis(r["timestamp3"]),
-    "FromDateTime(tsString, 'YYYY-MM-dd''T''HH:mm:ss.SS''Z''')": lambda r: _joda_millis(
-        r["tsString"]
-    ),
-    "FromDateTime(tsString, 'YYYY-MM-dd''T''HH:mm:ss.SSSSSS''Z''')": lambda r: _joda_millis(
-        r["tsString"]
-    ),
-    "fromDateTime(created_at, 'yyyy-MM-dd''T''HH:mm:ssZ')": lambda r: _joda_millis(r["created_at"]),
-    "jsonFormat(event)": lambda r: r["event"],
-    'jsonFormat("group")': lambda r: r["group"],
-    "jsonFormat(member)": lambda r: r["member"],
-    "jsonFormat(venue)": lambda r: r["venue"],
-    "json_format(payload)": lambda r: r["payload"],
-    "DATETIME_CONVERT(eventTime, '1:MILLISECONDS:EPOCH', '1:MILLISECONDS:EPOCH', "
-    "'10:SECONDS')": lambda r: _bucket(r["eventTime"], 10),
-    "DATETIME_CONVERT(eventTime, '1:MILLISECONDS:EPOCH', '1:MILLISECONDS:EPOCH', "
-    "'30:SECONDS')": lambda r: _bucket(r["eventTime"], 30),
+def _java_div(a: int, b: int) -> int:
+    """Java's ``long`` division (toward zero), as ``TimeUnit.convert`` does it."""
+    q = abs(a) // b
+    return q if a >= 0 else -q
+
+
+# Joda ``DateTimeFormat.forPattern`` (``parsePatternTo``), UTC, English: the letters the
+# corpus uses. y/Y year (``Y`` is year of era in Joda), M month (3 letters: short text,
+# 4+: full), d day, H hour, m minute, s second, S fraction of second (parsed to millis:
+# digits after the third dropped), E day of week (<4: short text), Z offset (1: ``+0000``,
+# 2: ``+00:00``; ``Z`` parsed as zero), z zone short name (``DateTimeUtils
+# .getDefaultTimeZoneNames``: UT, UTC, GMT are UTC).
+_JODA_TOKEN = re.compile(r"'((?:[^']|'')*)'|([A-Za-z])\2*|([^A-Za-z']+)")
+_MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+_DAYS = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
+_UTC_NAMES = ("UTC", "UT", "GMT")
+
+
+def _joda_tokens(pattern: str) -> list[tuple[str, str]]:
+    """(letter or "" for a literal, text) of each pattern token."""
+    out = []
+    for m in _JODA_TOKEN.finditer(pattern):
+        if m.group(1) is not None:
+            out.append(("", m.group(1).replace("''", "'") or "'"))
+        elif m.group(2):
+            out.append((m.group(2), m.group(0)))
+        else:
+            out.append(("", m.group(3)))
+    return out
+
+
+def joda_print(millis: int, pattern: str) -> str:
+    """``DateTimePatternHandler.parseEpochMillisToDateTimeString``: ``millis`` printed by
+    the Joda pattern in UTC (``DateTimeFunctions.toDateTime``)."""
+    when = dt.datetime.fromtimestamp(millis / 1000, dt.UTC).replace(microsecond=0)
+    out = []
+    for letter, text in _joda_tokens(pattern):
+        n = len(text)
+        if not letter:
+            out.append(text)
+        elif letter in ("y", "Y"):
+            out.append(f"{when.year:0{n}d}" if n != 2 else f"{when.year % 100:02d}")
+        elif letter == "M":
+            out.append(f"{when.month:0{n}d}" if n < 3 else when.strftime("%b" if n == 3 else "%B"))
+        elif letter == "E":
+            out.append(when.strftime("%a" if n < 4 else "%A"))
+        elif letter in "dHms":
+            value = {"d": when.day, "H": when.hour, "m": when.minute, "s": when.second}[letter]
+            out.append(f"{value:0{n}d}")
+        elif letter == "S":
+            out.append(f"{millis % 1000:03d}"[:n].ljust(n, "0"))
+        elif letter == "Z":
+            out.append({1: "+0000", 2: "+00:00"}.get(n, "UTC"))
+        elif letter == "z":
+            out.append("UTC" if n < 4 else "Coordinated Universal Time")
+        else:
+            raise AssertionError(f"Joda letter {letter!r} not worked out here")
+    return "".join(out)
+
+
+def joda_parse(text: str, pattern: str) -> int:
+    """``DateTimePatternHandler.parseDateTimeStringToEpochMillis``: ``text`` read by the
+    Joda pattern in UTC, epoch millis (``DateTimeFunctions.fromDateTime``)."""
+    tokens = _joda_tokens(pattern)
+    regex = []
+    for n, (letter, tok) in enumerate(tokens):
+        after = tokens[n + 1][0] if n + 1 < len(tokens) else ""
+        fixed = bool(after) and after in "yYMdHmsS"  # Joda: a number right before another
+        width = len(tok)
+        if not letter:
+            regex.append(re.escape(tok))
+        elif letter in ("y", "Y"):
+            regex.append(rf"(?P<y>[-+]?\d{{{width}}})" if fixed else r"(?P<y>[-+]?\d{1,9})")
+        elif letter == "M" and width >= 3:
+            regex.append(r"(?P<Mt>[A-Za-z]+)")
+        elif letter in "MdHms":
+            digits = width if fixed else f"1,{max(width, 2)}"
+            regex.append(rf"(?P<{letter}>\d{{{digits}}})")
+        elif letter == "S":
+            regex.append(rf"(?P<S>\d{{1,{width}}})")
+        elif letter == "E":
+            regex.append(r"(?P<E>[A-Za-z]+)")
+        elif letter == "Z":
+            regex.append(r"(?P<Z>Z|[-+]\d\d:?\d\d)")
+        elif letter == "z":
+            regex.append(r"(?P<z>[A-Za-z]+)")
+        else:
+            raise AssertionError(f"Joda letter {letter!r} not worked out here")
+    m = re.fullmatch("".join(regex), text, flags=re.IGNORECASE)
+    assert m is not None, (text, pattern)  # Joda: IllegalArgumentException
+    g = m.groupdict()
+    month = (
+        [x.lower() for x in _MONTHS].index(g["Mt"][:3].lower()) + 1
+        if g.get("Mt")
+        else int(g.get("M") or 1)
+    )
+    when = dt.datetime(
+        int(g.get("y") or 1970),
+        month,
+        int(g.get("d") or 1),
+        int(g.get("H") or 0),
+        int(g.get("m") or 0),
+        int(g.get("s") or 0),
+        tzinfo=dt.UTC,
+    )
+    if g.get("E"):  # a day of week that agrees with the date leaves it as it is
+        assert _DAYS[when.weekday()].lower() == g["E"][:3].lower(), (text, pattern)
+    offset = 0
+    if g.get("Z") and g["Z"].upper() != "Z":
+        sign = -1 if g["Z"][0] == "-" else 1
+        digits = g["Z"][1:].replace(":", "")
+        offset = sign * (int(digits[:2]) * 60 + int(digits[2:])) * 60_000
+    if g.get("z"):
+        assert g["z"].upper() in _UTC_NAMES, (text, pattern)
+    frac = int(((g.get("S") or "") + "000")[:3])
+    return int(when.timestamp()) * 1000 + frac - offset
+
+
+def _datetime_convert(ms: int, in_fmt: str, out_fmt: str, granularity: str) -> int:
+    """``DateTimeConversionTransformFunction`` for ``1:MILLISECONDS:EPOCH`` in and out:
+    the millis rounded down to the granularity (``<n>:SECONDS``, …)."""
+    assert in_fmt == out_fmt == "1:MILLISECONDS:EPOCH", (in_fmt, out_fmt)
+    size, unit = granularity.split(":")
+    size_ms = int(size) * {"MILLISECONDS": 1, "SECONDS": 1000, "MINUTES": 60_000}[unit]
+    return ms // size_ms * size_ms
+
+
+def _json_read(obj: Any, path: str) -> Any:
+    """``JsonFunctions.jsonPath``: text parsed (Jackson), then Jayway ``read`` with
+    ``SUPPRESS_EXCEPTIONS`` (a missing key is null). The paths here: ``$.a.b``; ``….length()``
+    (Jayway ``Length``: an array's or object's size, an ``Integer``); ``$.sum($.[*].k)``
+    (Jayway ``Sum`` via ``AbstractAggregation``: the numbers of the array it is called on,
+    none here as its elements are objects, plus those the parameter path reads from the
+    root, summed as a ``Double``)."""
+    node = json.loads(obj) if isinstance(obj, str) else obj
+    m = re.fullmatch(r"\$\.sum\(\$\.?\[\*\]\.(\w+)\)", path)
+    if m is not None:
+        items = node if isinstance(node, list) else []
+        numbers = [float(e[m.group(1)]) for e in items if isinstance(e, dict) and m.group(1) in e]
+        numbers += [float(e) for e in items if isinstance(e, int | float)]
+        if not numbers:
+            raise ValueError("Aggregation function attempted to calculate value using empty array")
+        return sum(numbers)
+    m = re.fullmatch(r"\$((?:\.\w+)*?)(\.length\(\))?", path)
+    assert m is not None, path
+    for key in m.group(1).split(".")[1:]:
+        if not isinstance(node, dict):
+            return None
+        node = node.get(key)
+    if m.group(2):
+        return len(node) if isinstance(node, list | dict) else None
+    return node
+
+
+def _jackson(value: Any) -> str:
+    """``JsonUtils.objectToString`` (Jackson's ``writeValueAsString``)."""
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _json_path_string(obj: Any, path: str) -> str | None:
+    """``jsonPathString``: a text leaf as it is, anything else its Jackson text
+    (``jsonValueToString``)."""
+    value = _json_read(obj, path)
+    if value is None or isinstance(value, str):
+        return value
+    return _jackson(value)
+
+
+def _json_path_long(obj: Any, path: str, default: int = LONG_MIN) -> int:
+    """``jsonPathLong``: ``Number.longValue`` (truncated), a boolean 1/0, else
+    ``Long.parseLong``; the default (``Long.MIN_VALUE``) for null or a failure."""
+    try:
+        value = _json_read(obj, path) if obj is not None else None
+        if value is None:
+            return default
+        if isinstance(value, bool):
+            return int(value)
+        if isinstance(value, (int, float)):
+            return int(value)
+        return int(str(value))
+    except (ValueError, TypeError):
+        return default
+
+
+def _json_path_double(obj: Any, path: str, default: float = float("nan")) -> float:
+    """``jsonPathDouble``: ``Number.doubleValue``, a boolean 1/0, else
+    ``Double.parseDouble``; the default (``NaN``) for null or a failure."""
+    try:
+        value = _json_read(obj, path) if obj is not None else None
+        if value is None:
+            return default
+        return float(value)
+    except (ValueError, TypeError):
+        return default
+
+
+def _json_path_array(obj: Any, path: str) -> list | None:
+    """``jsonPathArray``: ``convertObjectToArray`` — a list's elements, else one."""
+    value = _json_read(obj, path)
+    if value is None:
+        return None
+    return list(value) if isinstance(value, list) else [value]
+
+
+_MS = {"SECONDS": 1000, "MINUTES": 60_000, "HOURS": 3_600_000, "DAYS": 86_400_000}
+#: canonical function name → (its value from the argument values, nullable parameters)
+#: ``DateTimeFunctions``: ``toEpoch<Unit>`` ``TimeUnit.MILLISECONDS.to<Unit>`` (Java
+#: division), ``fromEpoch<Unit>`` ``TimeUnit.<UNIT>.toMillis``, ``toDateTime`` /
+#: ``fromDateTime`` ``DateTimePatternHandler`` (Joda, UTC); ``JsonFunctions``:
+#: ``jsonFormat`` ``JsonUtils.objectToString``, ``jsonPath*`` above;
+#: ``MultScalarFunction`` by argument count: ``doubleMult``.
+FUNCTIONS: dict[str, tuple[Callable[..., Any], bool]] = {
+    **{
+        f"toepoch{u.lower()}": ((lambda ms, k=k: _java_div(int(ms), k)), False)
+        for u, k in _MS.items()
+    },
+    **{f"fromepoch{u.lower()}": ((lambda n, k=k: int(n) * k), False) for u, k in _MS.items()},
+    "todatetime": (lambda ms, pattern: joda_print(int(ms), pattern), False),
+    "fromdatetime": (lambda text, pattern: joda_parse(str(text), pattern), False),
+    "jsonformat": (_jackson, False),
+    "jsonpath": (_json_read, False),
+    "jsonpathstring": (_json_path_string, False),
+    "jsonpathlong": (_json_path_long, False),  # the 2-argument form: not nullableParameters
+    "jsonpathdouble": (_json_path_double, False),
+    "jsonpatharray": (_json_path_array, False),
+    "mult": (lambda a, b: float(a) * float(b), False),
+    "times": (lambda a, b: float(a) * float(b), False),
+    "datetimeconvert": (_datetime_convert, False),
 }
-#: transforms whose value is JSON text (compared parsed: Jackson writes a ``HashMap``)
-JSON_TEXT = ("jsonFormat(", "json_format(")
+
+
+def evaluate(expr: str | tuple, record: dict, transforms: dict[str, str]) -> Any:
+    """The value of the transform ``expr`` for ``record``. A column the record leaves out
+    that another transform computes is that transform's value (``ExpressionTransformer``
+    runs them in dependency order and puts each value in the record)."""
+    node = parse(expr) if isinstance(expr, str) else expr
+    if node[0] == "lit":
+        return node[1]
+    if node[0] == "col":
+        value = record.get(node[1])
+        if value is None and node[1] in transforms:
+            return evaluate(transforms[node[1]], record, transforms)
+        return value
+    function, nullable = FUNCTIONS[node[1]]
+    args = [evaluate(a, record, transforms) for a in node[2]]
+    if not nullable and any(a is None for a in args):
+        return None
+    return function(*args)
+
+
+def json_text(expr: str) -> bool:
+    """Whether the transform's value is JSON text (``jsonFormat``: compared parsed, since
+    Jackson writes a ``HashMap`` in its own order)."""
+    node = parse(expr)
+    return node[0] == "call" and node[1] == "jsonformat"
+
+
 #: transforms whose value is not worked out here, and why
 NOT_CHECKED = {
     "now()": "the load time",

@@ -80,12 +80,13 @@ from sparkpipes.frontends.pinot.expr import (
     filter_sql,
     first_existing,
 )
-from sparkpipes.frontends.pinot.expr.core import millis_ts
+from sparkpipes.frontends.pinot.expr.core import _any, millis_ts
 from sparkpipes.frontends.pinot.kinesis import source_spec as kinesis_source
 from sparkpipes.frontends.pinot.model import PinotSchema, PinotTableConfig
 from sparkpipes.frontends.pinot.multistream import pipeline_names
 from sparkpipes.frontends.pinot.nulls import max_length, null_fill, nullable
 from sparkpipes.frontends.pinot.onerror import skip_flags
+from sparkpipes.frontends.pinot.schema import FieldSpec
 from sparkpipes.frontends.pinot.stream import StreamConfig
 from sparkpipes.sources.kafka import KEY_ONLY, PARTITIONS, RECORD_METADATA
 
@@ -148,6 +149,8 @@ def lower(
             every[f.name] = f.transform
     budget = Budget()  # spent as the model spent it checking: resolve, sources, filter
     made = chain.resolve(every, budget)
+    # what each transform stores: an array into a single-value column read as Pinot reads it
+    kept = {c: _single(e, schema.field(c)) if c in schema.names else e for c, e in made.items()}
     # the columns they fill (the others make a field an aggregation or a transform reads)
     transforms = [c for c in every if c in schema.names]
     reads: list[str] = []
@@ -161,13 +164,13 @@ def lower(
     # run then), intermediates too (Pinot evaluates every one)
     rejects: list[tuple[str, str]] = []
     for col in every:
-        if cfg.continue_on_error or made[col].fails is None:
+        if cfg.continue_on_error or kept[col].fails is None:
             continue
         own = own_typed and col in transforms and col not in rolled
         if own and not is_metadata_column(col):
-            runs = own_first(col, made[col], schema.field(col).ddl_type)
+            runs = own_first(col, kept[col], schema.field(col).ddl_type)
         else:
-            runs = first_existing(col, made[col])
+            runs = first_existing(col, kept[col])
         if runs.fails is None:  # (the record's own value always stands in)
             continue
         reads += runs.fields
@@ -175,7 +178,7 @@ def lower(
     own_scalar = []
     for col in transforms:
         ddl = schema.field(col).ddl_type
-        expr = _stored(made[col], ddl)
+        expr = _stored(kept[col], ddl)
         if own_typed and col not in rolled and not is_metadata_column(col):
             if not (made[col].type or "").upper().startswith("ARRAY"):
                 own_scalar.append(col)
@@ -383,6 +386,21 @@ def _rolled_up(cfg: PinotTableConfig) -> dict[str, tuple[str, str | None]]:
     if agg is None or agg.own_fields:
         return {}
     return {m.column: (m.function, m.source) for m in agg.metrics}
+
+
+def _single(expr: PinotExpr, field: FieldSpec) -> PinotExpr:
+    """An array a transform gives a single-value column, as Pinot's ``DataTypeTransformer``
+    reads it (``DataTypeTransformerUtils.standardize``): of its non-null elements, none is
+    null, one is that element (``JSONPATHARRAY(items, '$.length()')`` into an INT column),
+    more throw ("Cannot read single-value from Object[]": the record is dropped, or under
+    ``continueOnError`` the column null). A JSON column takes the array whole."""
+    t = (expr.type or "").upper()
+    if not t.startswith("ARRAY<") or not field.single_value or field.data_type == "JSON":
+        return expr
+    kept = f"filter({expr.sql}, x -> x IS NOT NULL)"
+    sql = f"CASE WHEN size({kept}) = 1 THEN element_at({kept}, 1) END"
+    many = f"coalesce(size({kept}) > 1, false)"
+    return replace(expr, sql=sql, type=t[len("ARRAY<") : -1], fails=_any(expr.fails, many))
 
 
 def _stored(expr: PinotExpr, ddl_type: str) -> PinotExpr:

@@ -86,25 +86,16 @@ GAPS: dict[str, str | tuple[str, ...]] = {
     "other/OnestiFilippo-ApachePinot-config-table": "the table config needs a tableName",
     # 'T' unquoted in the SIMPLE_DATE_FORMAT pattern: Joda refuses it ("Illegal pattern
     # component: T"), so SchemaUtils.validateDateTimeFieldSpec does ("Invalid format:
-    # 1:DAYS:SIMPLE_DATE_FORMAT:yyyy-MM-ddTHH:MM:ss"); the error here names another problem of
-    # the same pattern
+    # 1:DAYS:SIMPLE_DATE_FORMAT:yyyy-MM-ddTHH:MM:ss"), refused here in Pinot's words
     "other/mneedham-pinot-github-events-config-table": (
-        "the time column's format pattern 'yyyy-MM-ddTHH:MM:ss' has 'THH'"
+        "Invalid format: 1:DAYS:SIMPLE_DATE_FORMAT:yyyy-MM-ddTHH:MM:ss",
+        "Invalid SIMPLE_DATE_FORMAT pattern",
+        "Illegal pattern component: T",
     ),
     # --- configs Pinot accepts that need what is missing here ---
     # a stream type without a connector here
     "pinot-recipes/pulsar-config-table": "streamType 'pulsar' is not supported",
     "other/tspannhw-pulsar-transit-pinot-config-table": "streamType 'pulsar' is not supported",
-    # ingestionConfig.rowTimeValueCheck: Pinot's TimeValidationTransformer drops a record whose
-    # time does not parse or falls outside 1971-2071 (with continueOnError, as here, nulls it)
-    "other/prithvianilk-kelsa-pinot-tables-work": (
-        "rowTimeValueCheck (nulling time values outside 1971-2071) is not supported"
-    ),
-    # Jayway JSON path functions (Pinot's jsonPath* read paths with Jayway JsonPath):
-    # JSONPATHARRAY(items, '$.length()'), the number of items
-    "other/startreedata-pizza-shop-demo-pinot-config-orders-table": (
-        "JSON path '$.length()' uses a function, which sparkpipes does not support"
-    ),
 }
 #: the gaps current Apache Pinot refuses too (README's "Compatibility with Pinot" counts them)
 PINOT_REFUSES = frozenset(list(GAPS)[:12])
@@ -237,7 +228,7 @@ def test_plans_are_what_pinot_would_do(engine, item_id):
 
 def test_the_share_accepted_does_not_fall():
     """README's "Compatibility with Pinot" gives the count; it only goes up."""
-    assert len(ITEMS) - len(GAPS) >= 138
+    assert len(ITEMS) - len(GAPS) >= 140
 
 
 def test_of_the_configs_pinot_accepts_nine_in_ten_are_accepted_here():
@@ -249,5 +240,5 @@ def test_of_the_configs_pinot_accepts_nine_in_ten_are_accepted_here():
     assert ONLY_OLD_PINOT.isdisjoint(GAPS) and ONLY_OLD_PINOT.issubset(ITEMS)
     pinot_accepts = len(ITEMS) - len(PINOT_REFUSES) - len(ONLY_OLD_PINOT)
     accepted = len(ITEMS) - len(GAPS) - len(ONLY_OLD_PINOT)
-    assert (accepted, pinot_accepts) == (135, 139)  # README's count
+    assert (accepted, pinot_accepts) == (137, 139)  # README's count
     assert accepted / pinot_accepts >= 0.9

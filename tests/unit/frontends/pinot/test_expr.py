@@ -546,3 +546,41 @@ def test_json_path_numbers_read_a_boolean_but_not_the_string_true(spark):
         ],
         record,
     )
+
+
+def test_a_json_null_array_element_is_null_but_the_text_null_is_kept(spark):
+    """Jayway reads a JSON null element as null (Pinot's jsonPathString: null); Spark's
+    get_json_object writes it as the text ``null``, as it writes the string "null"."""
+    record = {"j": '{"arr":[1,null,"null"],"o":null}'}
+    _check(
+        spark,
+        [
+            ("jsonPathString(j, '$.arr[1]')", None),
+            ("jsonPathString(j, '$.arr[2]')", "null"),
+            ("jsonPathString(j, '$.o')", None),
+            ("jsonPathString(j, '$.arr[1]', 'd')", "d"),
+            ("jsonPathLong(j, '$.arr[1]', 5)", 5),
+        ],
+        record,
+    )
+
+
+#: (pattern, text, epoch millis) from Joda-Time 2.14.1's DateTimeFormat.forPattern(pattern)
+#: .withZone(UTC).withLocale(ENGLISH).parseMillis(text), run in a JVM: a day name that is
+#: not the date's moves it to that day of its ISO week
+DAY_NAMES = [
+    ("EE, dd MMM yyyy HH:mm:ss zzz", "Fri, 27 Nov 2026 15:59:58 UTC", 1795795198000),
+    ("EE, dd MMM yyyy HH:mm:ss zzz", "Thu, 27 Nov 2026 15:59:58 UTC", 1795708798000),
+    ("EE, dd MMM yyyy HH:mm:ss zzz", "friday, 27 Nov 2026 15:59:58 UTC", 1795795198000),
+    ("EEEE dd-MM-yyyy", "Sunday 27-11-2026", 1795910400000),
+    ("EEEE dd-MM-yyyy", "Monday 23-11-2026", 1795392000000),
+    ("EEEE dd-MM-yyyy", "Fri 27-11-2026", 1795737600000),
+]
+
+
+def test_from_date_time_reads_day_names_as_joda(spark):
+    """Spark cannot parse ``E`` (the whole batch failed: DATETIME_PATTERN_RECOGNITION);
+    startreedata/examples' wikipedia table parses ``EE, dd MMM yyyy HH:mm:ss zzz``."""
+    for pattern, text, millis in DAY_NAMES:
+        _check(spark, [(f"fromDateTime(t, '{pattern}')", millis)], {"t": text})
+    _check(spark, [("fromDateTime(t, 'EE, dd MMM yyyy', 'UTC', 5)", 5)], {"t": "27 Nov 2026"})

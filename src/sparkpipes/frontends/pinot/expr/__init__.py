@@ -41,6 +41,7 @@ from sparkpipes.config import FunctionCall
 # date and time functions first (FUNCTIONS lists them in that order)
 from sparkpipes.frontends.pinot.expr import times  # noqa: F401  # isort: skip
 from sparkpipes.frontends.pinot.expr import functions  # noqa: F401  # isort: skip
+from sparkpipes.frontends.pinot.expr import json_functions  # noqa: F401  # isort: skip
 from sparkpipes.frontends.pinot.expr import convert  # noqa: F401  # isort: skip
 from sparkpipes.frontends.pinot.expr.budget import MAX_SQL, Budget, TooLarge
 from sparkpipes.frontends.pinot.expr.core import (

@@ -7,6 +7,7 @@ import difflib
 import re
 import zoneinfo
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from decimal import Decimal
 
 from sparkpipes.frontends.pinot.expr.core import (
@@ -286,11 +287,44 @@ _def(
 _ZONE_LETTERS = {"Z": {1: "XX", 2: "XXX"}, "z": {}}
 
 
-def _spark_pattern(pattern: str) -> tuple[str, bool]:
-    """A Joda-Time pattern for parsing, in Spark's pattern letters; and whether it reads
-    a zone or offset."""
-    out, zoned = [], False
-    same = set("GyDMdaKhHkmsSE")
+#: the English day names Joda-Time reads for ``E`` (any case, short or long)
+_DAY_NAME = (
+    "(?i)\\b(monday|tuesday|wednesday|thursday|friday|saturday|sunday"
+    "|mon|tue|wed|thu|fri|sat|sun)\\b"
+)
+_DAY = 86_400_000
+
+
+@dataclass(frozen=True)
+class _Parse:
+    """How Spark parses what a Joda-Time pattern reads: the ``pattern`` in Spark's
+    letters, whether it reads a zone, and whether it reads a day name (``E``, which
+    Spark cannot parse: the name is taken out of the text and applied after)."""
+
+    pattern: str
+    zoned: bool
+    day_name: bool
+
+    def text(self, sql: str) -> str:
+        return f"regexp_replace({sql}, {_str(_DAY_NAME)}, '')" if self.day_name else sql
+
+    def to_named_day(self, text: str, millis: str) -> str:
+        """``millis`` moved to the day the text names in its ISO week, as Joda sets the
+        parsed day of week after the day of month (``DateTimeParserBucket`` applies the
+        fields by range, largest first): a name that matches the date changes nothing."""
+        if not self.day_name:
+            return millis
+        name = f"lower(substr(regexp_extract({text}, {_str(_DAY_NAME)}, 1), 1, 3))"
+        days = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
+        named = "CASE " + " ".join(f"WHEN {name} = '{d}' THEN {i}" for i, d in enumerate(days, 1))
+        iso = f"(pmod(floor(({millis}) / {_DAY}) + 3, 7) + 1)"
+        return f"(({millis}) + (({named} END) - {iso}) * {_DAY})"
+
+
+def _spark_pattern(pattern: str) -> _Parse:
+    """A Joda-Time pattern for parsing, in Spark's pattern letters."""
+    out, zoned, day_name = [], False, False
+    same = set("GyDMdaKhHkmsS")
     for piece in _joda(pattern):
         if isinstance(piece, str):
             plain = not any(ch.isalpha() or ch == "'" for ch in piece)
@@ -301,6 +335,8 @@ def _spark_pattern(pattern: str) -> tuple[str, bool]:
             out.append(c * n)
         elif c == "Y":
             out.append("y" * n)
+        elif c == "E":
+            day_name = True
         elif c == "Z":
             zoned = True
             out.append({1: "XX", 2: "XXX"}.get(n, "VV"))
@@ -309,18 +345,18 @@ def _spark_pattern(pattern: str) -> tuple[str, bool]:
             out.append("z" * n)
         else:
             raise _Fail(f"pattern letter '{c}' of {pattern!r} is not supported for parsing")
-    return "".join(out), zoned
+    return _Parse("".join(out), zoned, day_name)
 
 
 def _from_date_time(args: list[_Node]) -> str:
-    text = args[0].sql
-    pattern, zoned = _spark_pattern(_lit(args[1], str, "the pattern of fromDateTime"))
+    parse = _spark_pattern(_lit(args[1], str, "the pattern of fromDateTime"))
+    text = parse.text(args[0].sql)
     tz = _zone_checked(args[2] if len(args) > 2 else None)
-    p = _str(pattern)
-    if zoned:
-        sql = f"unix_millis(try_to_timestamp({text}, {p}))"
+    p = _str(parse.pattern)
+    if parse.zoned:
+        sql = parse.to_named_day(args[0].sql, f"unix_millis(try_to_timestamp({text}, {p}))")
     else:
-        wall = _ntz_millis(f"to_timestamp_ntz({text}, {p})")
+        wall = parse.to_named_day(args[0].sql, _ntz_millis(f"to_timestamp_ntz({text}, {p})"))
         sql = (
             f"CASE WHEN try_to_timestamp({text}, {p}) IS NULL THEN NULL "
             f"ELSE {_from_local(wall, tz)} END"
@@ -332,8 +368,11 @@ def _unparsed(args: list[_Node]) -> str:
     """Where ``fromDateTime(text, pattern)`` throws in Pinot: Joda's ``parseMillis`` of
     text the pattern does not read (``DateTimePatternHandler.parseWithDstGapFallback``;
     only the form with a default catches it), judged by Spark's parse of the pattern."""
-    text, (pattern, _) = args[0].sql, _spark_pattern(_lit(args[1], str, "the pattern"))
-    return f"(({text}) IS NOT NULL AND try_to_timestamp({text}, {_str(pattern)}) IS NULL)"
+    parse = _spark_pattern(_lit(args[1], str, "the pattern"))
+    text = parse.text(args[0].sql)
+    return (
+        f"(({args[0].sql}) IS NOT NULL AND try_to_timestamp({text}, {_str(parse.pattern)}) IS NULL)"
+    )
 
 
 def _from_date_time_node(args: list[_Node]) -> _Node:
