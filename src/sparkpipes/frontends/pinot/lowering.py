@@ -149,8 +149,16 @@ def lower(
             every[f.name] = f.transform
     budget = Budget()  # spent as the model spent it checking: resolve, sources, filter
     made = chain.resolve(every, budget)
-    # what each transform stores: an array into a single-value column read as Pinot reads it
-    kept = {c: _single(e, schema.field(c)) if c in schema.names else e for c, e in made.items()}
+    # what each transform stores, converted as Pinot's DataTypeTransformer converts it (an
+    # array into a single-value column, text into a TIMESTAMP), and where that conversion
+    # throws: judged after the filter, as that transformer runs after it
+    kept = dict(made)
+    conversion: dict[str, str] = {}
+    for c in made:
+        if c in schema.names:
+            kept[c], fails = _converted(made[c], schema.field(c))
+            if fails is not None:
+                conversion[c] = fails
     # the columns they fill (the others make a field an aggregation or a transform reads)
     transforms = [c for c in every if c in schema.names]
     reads: list[str] = []
@@ -176,15 +184,20 @@ def lower(
         reads += runs.fields
         rejects.append((runs.fails, rejected(chain.where(col), every[col])))
     own_scalar = []
+    converting: list[str] = []  # where a conversion throws, the record's own value first
     for col in transforms:
         ddl = schema.field(col).ddl_type
-        expr = _stored(kept[col], ddl)
-        if own_typed and col not in rolled and not is_metadata_column(col):
-            if not (made[col].type or "").upper().startswith("ARRAY"):
-                own_scalar.append(col)
-            expr = own_first(col, expr, ddl)
-        else:
-            expr = first_existing(col, expr)  # the record's own value wins, as in Pinot
+        expr = kept[col]
+        own = own_typed and col not in rolled and not is_metadata_column(col)
+        if own and not (made[col].type or "").upper().startswith("ARRAY"):
+            own_scalar.append(col)
+        expr = _own_wins(col, expr, ddl, own)
+        if col in conversion:
+            converts = _own_wins(col, replace(kept[col], fails=conversion[col]), ddl, own).fails
+            if converts is not None:
+                converting.append(converts)
+                if cfg.continue_on_error:  # the default null value, as Pinot stores it
+                    expr = replace(expr, fails=_any(expr.fails, converts))
         if expr.fails is not None and cfg.continue_on_error:  # Pinot leaves it null
             expr = replace(expr, sql=f"(CASE WHEN {expr.fails} THEN NULL ELSE {expr.sql} END)")
         reads += expr.fields
@@ -216,6 +229,10 @@ def lower(
             rejects.append((expr.fails, rejected(what, cfg.filter)))
         elif expr.fails is not None:  # continueOnError: FilterTransformer keeps the record
             where = f"(coalesce({expr.fails}, false) OR {where})"
+    if converting and not cfg.continue_on_error:  # DataTypeTransformer: after the filter
+        kept_by_filter = (lambda c: c) if where is None else (lambda c: f"(({where}) AND {c})")
+        for fails in converting:
+            rejects.append((kept_by_filter(fails), CONVERSION))
     if cfg.row_time_check and cfg.time_column:  # after the filter, as Pinot checks (.timecheck)
         time_field = schema.field(cfg.time_column)
         assignments, checked = timecheck.lowered(
@@ -388,39 +405,50 @@ def _rolled_up(cfg: PinotTableConfig) -> dict[str, tuple[str, str | None]]:
     return {m.column: (m.function, m.source) for m in agg.metrics}
 
 
-def _single(expr: PinotExpr, field: FieldSpec) -> PinotExpr:
-    """An array a transform gives a single-value column, as Pinot's ``DataTypeTransformer``
-    reads it (``DataTypeTransformerUtils.standardize``): of its non-null elements, none is
-    null, one is that element (``JSONPATHARRAY(items, '$.length()')`` into an INT column),
-    more throw ("Cannot read single-value from Object[]": the record is dropped, or under
-    ``continueOnError`` the column null). A JSON column takes the array whole."""
+def _own_wins(col: str, expr: PinotExpr, ddl_type: str, own_typed: bool) -> PinotExpr:
+    """The record's own value of ``col`` wins over the transform's, as in Pinot: converted
+    as any column's value where the decoder converts it (``own_first``)."""
+    return own_first(col, expr, ddl_type) if own_typed else first_existing(col, expr)
+
+
+#: the reason a record whose transform's value does not convert to its column is dropped
+CONVERSION = (
+    "a transform's value does not convert to its column's type (Pinot's DataTypeTransformer "
+    "drops the record; continueOnError stores the default null value)"
+)
+
+
+def _converted(expr: PinotExpr, field: FieldSpec) -> tuple[PinotExpr, str | None]:
+    """``expr``'s value as Pinot's ``DataTypeTransformer`` stores it in ``field``, and
+    where that throws (None: it cannot). An array into a single-value column
+    (``DataTypeTransformerUtils.standardize``): of its non-null elements, none is null,
+    one is that element (``JSONPATHARRAY(items, '$.length()')`` into an INT column), more
+    throw ("Cannot read single-value from Object[]"); a JSON column takes the array
+    whole. Into a TIMESTAMP a number is epoch millis, and so is a text of digits
+    (``TimestampUtils`` reads a long's text as millis), other text a timestamp, text that
+    is none throws; BYTES into a STRING is hex."""
     t = (expr.type or "").upper()
-    if not t.startswith("ARRAY<") or not field.single_value or field.data_type == "JSON":
-        return expr
-    kept = f"filter({expr.sql}, x -> x IS NOT NULL)"
-    sql = f"CASE WHEN size({kept}) = 1 THEN element_at({kept}, 1) END"
-    many = f"coalesce(size({kept}) > 1, false)"
-    return replace(expr, sql=sql, type=t[len("ARRAY<") : -1], fails=_any(expr.fails, many))
-
-
-def _stored(expr: PinotExpr, ddl_type: str) -> PinotExpr:
-    """``expr`` as a column of ``ddl_type`` reads it where Pinot's conversion differs from
-    Spark's cast: a number into a TIMESTAMP is epoch millis, and so is a text of digits
-    (a record's field copied as it is: Pinot's ``TimestampUtils`` reads a long's text as
-    millis, any other text as a timestamp); BYTES into a STRING is hex."""
+    fails = None
+    if t.startswith("ARRAY<") and field.single_value and field.data_type != "JSON":
+        kept = f"filter({expr.sql}, x -> x IS NOT NULL)"
+        sql = f"CASE WHEN size({kept}) = 1 THEN element_at({kept}, 1) END"
+        fails = f"coalesce(size({kept}) > 1, false)"
+        expr = replace(expr, sql=sql, type=t[len("ARRAY<") : -1])
+    ddl_type = field.ddl_type
     if ddl_type == "TIMESTAMP" and expr.type in _NUMBERS:
         sql = millis_ts(f"CAST({expr.sql} AS BIGINT)")
-        return replace(expr, sql=sql, type="TIMESTAMP")
+        return replace(expr, sql=sql, type="TIMESTAMP"), fails
     if ddl_type == "TIMESTAMP" and expr.type in (None, "STRING"):
         v = expr.sql
         sql = (
             f"CASE WHEN trim({v}) RLIKE '^-?[0-9]+$' THEN "
-            f"{millis_ts(f'try_cast(trim({v}) AS BIGINT)')} ELSE CAST({v} AS TIMESTAMP) END"
+            f"{millis_ts(f'try_cast(trim({v}) AS BIGINT)')} ELSE try_cast({v} AS TIMESTAMP) END"
         )
-        return replace(expr, sql=sql, type="TIMESTAMP")
+        unread = f"(({v}) IS NOT NULL AND ({sql}) IS NULL)"
+        return replace(expr, sql=sql, type="TIMESTAMP"), _any(fails, unread)
     if ddl_type == "STRING" and expr.type == "BINARY":
-        return replace(expr, sql=f"lower(hex({expr.sql}))", type="STRING")
-    return expr
+        return replace(expr, sql=f"lower(hex({expr.sql}))", type="STRING"), fails
+    return expr, fails
 
 
 def _sink(schema: PinotSchema, cfg: PinotTableConfig) -> SinkSpec:

@@ -105,7 +105,7 @@ class DateTimeFormat:
                 size = parts[2] if len(parts) > 2 else "1"
                 return cls._epoch(unit, size, bad)
             if kind == "SIMPLE_DATE_FORMAT" and len(parts) >= 2:
-                _check_joda(parts[1], text, where)
+                _check_joda(parts[1], text, where, zoned=False)
                 return cls("SIMPLE_DATE_FORMAT", pattern="|".join(parts[1:]))
             raise bad
         parts = text.split(":", 3)
@@ -115,7 +115,7 @@ class DateTimeFormat:
         if kind == "EPOCH":
             return cls._epoch(unit, size, bad)
         if kind == "SIMPLE_DATE_FORMAT" and len(parts) == 4:
-            _check_joda(parts[3], text, where)
+            _check_joda(parts[3], text, where, zoned=True)
             return cls("SIMPLE_DATE_FORMAT", unit=unit, pattern=parts[3])
         if kind == "TIMESTAMP":
             return cls("TIMESTAMP")
@@ -132,15 +132,19 @@ class DateTimeFormat:
 _SDF_WITH_ZONE = re.compile(r"(.+)( tz[ ]*\((.+)\))[ ]*")
 
 
-def _check_joda(pattern: str, text: str, where: str) -> None:
+def _check_joda(pattern: str, text: str, where: str, *, zoned: bool) -> None:
     """Pinot's ``SchemaUtils.validateDateTimeFieldSpec``: a pattern Joda-Time refuses
-    makes the format invalid (``DateTimeFormatPatternSpec``, after its `` tz(zone)``)."""
-    zoned = _SDF_WITH_ZONE.match(pattern)
-    illegal = joda_illegal(zoned.group(1).strip() if zoned else pattern)
+    makes the format invalid (``DateTimeFormatPatternSpec``; the colon form's pattern
+    after its `` tz(zone)``, which the pipe form, given its zone apart, keeps)."""
+    with_zone = _SDF_WITH_ZONE.match(pattern) if zoned else None
+    pattern = with_zone.group(1).strip() if with_zone else pattern
+    illegal = "Pattern is null or empty" if not pattern else joda_illegal(pattern)
+    if illegal is not None and pattern:
+        illegal = f"Illegal pattern component: {illegal}"
     if illegal is not None:
         raise ConfigError(
             f"{where}: Invalid format: {text} (Pinot: Invalid SIMPLE_DATE_FORMAT pattern: "
-            f"{pattern}; Joda-Time: Illegal pattern component: {illegal}; quote literal "
+            f"{pattern}; Joda-Time: {illegal}; quote literal "
             "text: yyyy-MM-dd'T'HH:mm:ss)"
         )
 

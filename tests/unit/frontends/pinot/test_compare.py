@@ -132,3 +132,11 @@ LIKE = [
 @pytest.mark.parametrize(("pattern", "regex"), LIKE)
 def test_like_patterns_are_pinots_regular_expressions(pattern, regex):
     assert like_regex(pattern) == regex
+
+
+def test_only_the_special_numbers_java_reads_are_numbers(spark):  # noqa: F811
+    """``Double.parseDouble`` reads ``NaN`` and ``Infinity`` (signed), not Spark's ``inf``
+    or ``nan`` in any case: those throw in Pinot, so the record is dropped."""
+    record = {"a": "-Infinity", "b": "inf", "c": "nan", "d": " NaN "}
+    got = _values(spark, ["a < 0", "b > 0", "c = c", "d = d", "b + 1"], record)
+    assert got == [(True, False), (None, True), (None, True), (False, False), (None, True)]

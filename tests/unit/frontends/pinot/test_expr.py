@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from sparkpipes.frontends.pinot.expr import PinotExpr, filter_sql, translate
+from tests.unit.frontends.pinot.test_expr_parsing import _double
 
 TS = 1644586485807  # 2022-02-11T13:34:45.807Z, a Friday
 LONG_MIN = -(2**63)
@@ -494,11 +495,11 @@ def test_filter_sql_shape():
     expr = filter_sql("ts < 1589007600000", where="f")
     # Pinot's lessThan takes doubles in ingestion: text that is no number throws
     # (PolymorphicComparisonScalarFunction.getFunctionInfo(int): the DOUBLE variant)
+    ts = _double("ts")
     assert expr == PinotExpr(
-        "(NOT coalesce(((NOT isnan(try_cast(`@ts` AS DOUBLE)) AND "
-        "(try_cast(`@ts` AS DOUBLE) < 1589007600000.0D))), false))",
+        f"(NOT coalesce(((NOT isnan({ts}) AND ({ts} < 1589007600000.0D))), false))",
         ("ts",),
-        fails="((`@ts`) IS NOT NULL AND (try_cast(`@ts` AS DOUBLE)) IS NULL)",
+        fails=f"((`@ts`) IS NOT NULL AND ({ts}) IS NULL)",
     )
 
 
@@ -584,3 +585,31 @@ def test_from_date_time_reads_day_names_as_joda(spark):
     for pattern, text, millis in DAY_NAMES:
         _check(spark, [(f"fromDateTime(t, '{pattern}')", millis)], {"t": text})
     _check(spark, [("fromDateTime(t, 'EE, dd MMM yyyy', 'UTC', 5)", 5)], {"t": "27 Nov 2026"})
+
+
+#: more Joda-Time 2.14.1 parseMillis runs (UTC, ENGLISH): a day name read on the text's
+#: own date (a zone that crosses midnight UTC), a name joined to digits, fewer digits than
+#: the pattern's letters; None: Joda throws (the record is dropped)
+JODA_PARSES = [
+    ("EEE MMM dd HH:mm:ss zzz yyyy", "Wed Oct 10 20:19:24 PDT 2018", 1539227964000),
+    ("EEE MMM dd HH:mm:ss Z yyyy", "Wed Oct 10 20:19:24 -0500 2018", 1539220764000),
+    ("EEEdd-MM-yyyy", "Mon01-01-2024", 1704067200000),
+    ("yyyy-MM-dd", "2024-1-5", 1704412800000),
+    ("dd/MM/yyyy HH:mm", "1/2/2024 1:05", 1706749500000),
+    ("yyyy-MM-dd HH:mm:ss.SSS", "2024-01-05 10:00:00.12345", None),
+    ("yyyy-MM-dd HH:mm:ss.SSS", "2024-01-05 10:00:00.1", 1704448800100),
+    ("yyyyMMdd", "20240105", 1704412800000),
+    ("yyyy-MM-dd", "2024-123-5", None),
+    ("MM/dd/yyyy", "13/01/2024", None),
+]
+
+
+@pytest.mark.parametrize(("pattern", "text", "millis"), JODA_PARSES)
+def test_from_date_time_parses_as_joda(spark, pattern, text, millis):
+    expr = translate(f"fromDateTime(t, '{pattern}')", where="w")
+    row = (
+        _frame(spark, [{"t": text}])
+        .selectExpr(f"{expr.sql} AS v", f"coalesce({expr.fails}, false) AS f")
+        .first()
+    )
+    assert (row["v"], row["f"]) == (millis, millis is None)

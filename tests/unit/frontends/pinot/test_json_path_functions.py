@@ -365,7 +365,7 @@ def test_an_array_into_a_single_value_column_is_read_as_pinot_reads_it(spark):
     """[P] ``DataTypeTransformerUtils.standardize``: of an Object[] (``jsonPathArray``'s)
     a single-value column takes the one non-null element; none is null, more throw
     ("Cannot read single-value from Object[]"). A JSON column takes the array whole."""
-    from sparkpipes.frontends.pinot.lowering import _single
+    from sparkpipes.frontends.pinot.lowering import _converted
     from sparkpipes.frontends.pinot.schema import FieldSpec
 
     count = FieldSpec("productsOrdered", "INT", "metric")
@@ -390,8 +390,8 @@ def test_an_array_into_a_single_value_column_is_read_as_pinot_reads_it(spark):
     df = spark.createDataFrame([tuple(RECORD[n] for n in names)], schema)
     cols = []
     for i, (e, f, _, _) in enumerate(cases):
-        made = _single(translate(e, where="w"), f)
-        cols += [f"{made.sql} AS `v{i}`", f"coalesce({made.fails or 'false'}, false) AS `f{i}`"]
+        made, fails = _converted(translate(e, where="w"), f)
+        cols += [f"{made.sql} AS `v{i}`", f"coalesce({fails or 'false'}, false) AS `f{i}`"]
     row = df.selectExpr(*cols).first()
     got = [(row[2 * i], row[2 * i + 1]) for i in range(len(cases))]
     assert got == [(v, t) for _, _, v, t in cases]

@@ -395,6 +395,8 @@ def test_datetime_formats_and_units():
         "1:DAYS:SIMPLE_DATE_FORMAT:yyyy-MM-ddTHH:MM:ss",
         "SIMPLE_DATE_FORMAT|yyyy-MM-ddTHH:mm",
         "1:DAYS:SIMPLE_DATE_FORMAT:uuuu-MM-dd tz(UTC)",
+        # the pipe form gives its zone apart: ' tz(…)' is part of its pattern
+        "SIMPLE_DATE_FORMAT|yyyy tz(UTC)|UTC",
     ],
 )
 def test_a_pattern_joda_refuses_is_refused_in_pinots_words(fmt):
@@ -405,6 +407,12 @@ def test_a_pattern_joda_refuses_is_refused_in_pinots_words(fmt):
     assert f"dateTimeFieldSpecs[0]: Invalid format: {fmt}" in str(e.value)
     assert "Invalid SIMPLE_DATE_FORMAT pattern" in str(e.value)
     assert "Illegal pattern component: " in str(e.value)
+
+
+@pytest.mark.parametrize("fmt", ["1:DAYS:SIMPLE_DATE_FORMAT:", "SIMPLE_DATE_FORMAT||UTC"])
+def test_an_empty_pattern_is_refused_as_joda_refuses_it(fmt):
+    with pytest.raises(ConfigError, match="Pattern is null or empty"):
+        DateTimeFormat.parse(fmt, "dateTimeFieldSpecs[0]")
 
 
 def test_patterns_joda_reads_are_kept():

@@ -127,3 +127,57 @@ def test_with_continue_on_error_the_column_is_null_and_the_record_kept(spark):
         {"id": 3, "a": "x", "level": "x"},
         {"id": 4, "a": "x", "level": "hi"},
     ]
+
+
+CONVERTING_SCHEMA = {
+    "schemaName": "t",
+    "dimensionFieldSpecs": [{"name": "id", "dataType": "INT"}, {"name": "n", "dataType": "INT"}],
+    "dateTimeFieldSpecs": [
+        {
+            "name": "ts",
+            "dataType": "TIMESTAMP",
+            "format": "TIMESTAMP",
+            "granularity": "1:MILLISECONDS",
+        }
+    ],
+}
+
+
+def _converting(continue_on_error: bool) -> dict:
+    t = copy.deepcopy(TABLE)
+    t["ingestionConfig"] = {
+        "transformConfigs": [
+            {"columnName": "ts", "transformFunction": "jsonPathString(p, '$.when')"},
+            {"columnName": "n", "transformFunction": "jsonPathArray(p, '$.ns')"},
+        ],
+        "filterConfig": {"filterFunction": "jsonPathLong(p, '$.skip', 0) = 1"},
+        "continueOnError": continue_on_error,
+    }
+    return t
+
+
+@pytest.mark.parametrize("continue_on_error", [False, True])
+def test_a_value_that_does_not_convert_is_judged_after_the_filter(spark, continue_on_error):
+    """Pinot's ``DataTypeTransformer`` runs after the filter (``RecordTransformerUtils``):
+    text that is no timestamp (``TimestampUtils.toTimestamp`` throws) or an array of two
+    into a single-value column ("Cannot read single-value from Object[]") drops the
+    record, or under ``continueOnError`` stores the default; a record the filter drops
+    is never converted. Before, such text failed the whole batch (Spark's CAST)."""
+    from sparkpipes.engine.batch.transform import REJECT_COLUMN
+
+    records = [
+        {"id": 1, "p": {"when": "2024-01-02 03:04:05", "ns": [7]}},
+        {"id": 2, "p": {"when": "abc", "ns": [7]}},
+        {"id": 3, "p": {"when": "2024-01-02", "ns": [7, 8]}},
+        {"id": 4, "p": {"when": "abc", "ns": [7, 8], "skip": 1}},
+    ]
+    got = _rows(spark, _converting(continue_on_error), CONVERTING_SCHEMA, records, check=True)
+    rejected = sorted(r["id"] for r in got if r[REJECT_COLUMN] is not None)
+    kept = {r["id"]: r for r in got if r[REJECT_COLUMN] is None}
+    if continue_on_error:
+        assert rejected == [] and sorted(kept) == [1, 2, 3]
+        # the default null values (FieldSpec): TIMESTAMP 0, INT Integer.MIN_VALUE
+        assert str(kept[2]["ts"]) == "1970-01-01 00:00:00" and kept[3]["n"] == -(2**31)
+    else:
+        assert rejected == [2, 3] and sorted(kept) == [1]
+    assert kept[1]["n"] == 7 and str(kept[1]["ts"]).startswith("2024-01-02 03:04:05")

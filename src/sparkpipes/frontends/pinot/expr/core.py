@@ -125,6 +125,11 @@ def _operand_fails(given: Sequence[_Node], used: Sequence[_Node]) -> str | None:
     return _guarded(_any(*conv), given)
 
 
+#: the texts of infinities and NaN Spark's cast reads and ``Double.parseDouble`` does not
+#: (it reads ``NaN`` and ``Infinity``, signed, between blanks), made unreadable
+_SPARK_ONLY = _str(r"^\s*[+-]?(?!(Infinity|NaN)\s*$)(?i:inf|infinity|nan)\s*$")
+
+
 def _as(n: _Node, t: str) -> _Node:
     """``n`` converted to Spark type ``t`` the way Pinot converts an argument; the
     result fails where ``n`` does (the conversion's own failure is the caller's:
@@ -164,6 +169,10 @@ def _as_value(n: _Node, t: str) -> _Node:
             return _typed(f"CAST(unix_millis({x}) AS {t})", t)
         if _numeric(src) or src == "BOOLEAN":
             return _typed(f"CAST({x} AS {t})", t)
+        if t in _FRACTIONAL and src in (None, "STRING"):
+            # Spark also reads inf, infinity and nan in any case; Double.parseDouble only
+            # NaN and Infinity, signed or not
+            return _typed(f"try_cast(regexp_replace({x}, {_SPARK_ONLY}, 'x') AS {t})", t)
         return _typed(f"try_cast({x} AS {t})", t)
     if t == "STRING":
         if src is None:

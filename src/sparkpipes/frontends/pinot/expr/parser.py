@@ -4,6 +4,7 @@ the text and builds the typed SQL fragments, calling the functions in ``FUNCTION
 from __future__ import annotations
 
 import difflib
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -419,6 +420,8 @@ class _Parser:
         t = tok.text
         if re.fullmatch(r"\d+", t):
             v = int(t)
+            if v >= 10**38:
+                raise self.syntax(tok.pos, f"the number {t} has more digits than 38")
             if v >= 2**63:
                 return _Node(f"{v}BD", "DECIMAL(38,0)", _Literal(v), tok.pos)
             if v < 2**31:
@@ -428,7 +431,12 @@ class _Parser:
         sql = sql + "0" if sql.endswith(".") else sql
         if "e" not in sql.lower():
             sql += "D"
-        return _Node(sql, "DOUBLE", _Literal(float(t)), tok.pos)
+        value = float(t)
+        if math.isinf(value):
+            raise self.syntax(tok.pos, f"the number {t} is past a double's range")
+        if value == 0:
+            sql = "0.0D"  # a number below a double's range (Java: 0.0)
+        return _Node(sql, "DOUBLE", _Literal(value), tok.pos)
 
     def field(self, name: str, pos: int) -> _Node:
         self.fields.setdefault(name, None)

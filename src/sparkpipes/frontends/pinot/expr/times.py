@@ -288,11 +288,24 @@ _ZONE_LETTERS = {"Z": {1: "XX", 2: "XXX"}, "z": {}}
 
 
 #: the English day names Joda-Time reads for ``E`` (any case, short or long)
+#: the first English day name of a text, as Joda-Time reads ``E`` (any case, short or
+#: long, joined to what follows or not): group 1 what is before it, group 2 the name
 _DAY_NAME = (
-    "(?i)\\b(monday|tuesday|wednesday|thursday|friday|saturday|sunday"
-    "|mon|tue|wed|thu|fri|sat|sun)\\b"
+    "^(.*?)(?i:(monday|tuesday|wednesday|thursday|friday|saturday|sunday"
+    "|mon|tue|wed|thu|fri|sat|sun))"
 )
 _DAY = 86_400_000
+#: Joda-Time's numeric fields (``DateTimeFormat.isNumericToken``; ``M`` up to two letters)
+_NUMERIC = set("cCxyYdhHmsSeDFWwkK")
+#: Joda reads these from one digit up to two (``appendDecimal(field, n, 2)``); Spark's
+#: single letter reads one or two, its double letter exactly two
+_UP_TO_TWO = set("MdHhkKms")
+
+
+def _numeric_field(piece: str | tuple[str, int] | None) -> bool:
+    return isinstance(piece, tuple) and (
+        piece[0] in _NUMERIC or (piece[0] == "M" and piece[1] <= 2)
+    )
 
 
 @dataclass(frozen=True)
@@ -306,35 +319,47 @@ class _Parse:
     day_name: bool
 
     def text(self, sql: str) -> str:
-        return f"regexp_replace({sql}, {_str(_DAY_NAME)}, '')" if self.day_name else sql
+        return f"regexp_replace({sql}, {_str(_DAY_NAME)}, '$1')" if self.day_name else sql
 
-    def to_named_day(self, text: str, millis: str) -> str:
-        """``millis`` moved to the day the text names in its ISO week, as Joda sets the
-        parsed day of week after the day of month (``DateTimeParserBucket`` applies the
-        fields by range, largest first): a name that matches the date changes nothing."""
+    def to_named_day(self, text: str, millis: str, wall: str) -> str:
+        """``millis`` moved to the day the text names in the ISO week of its wall-clock
+        date ``wall`` (epoch millis of the text's own date and time, read as UTC), as Joda
+        sets the parsed day of week after the day of month (``DateTimeParserBucket``
+        applies the fields by range, largest first): a name that matches the date changes
+        nothing."""
         if not self.day_name:
             return millis
-        name = f"lower(substr(regexp_extract({text}, {_str(_DAY_NAME)}, 1), 1, 3))"
+        name = f"lower(substr(regexp_extract({text}, {_str(_DAY_NAME)}, 2), 1, 3))"
         days = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
         named = "CASE " + " ".join(f"WHEN {name} = '{d}' THEN {i}" for i, d in enumerate(days, 1))
-        iso = f"(pmod(floor(({millis}) / {_DAY}) + 3, 7) + 1)"
+        iso = f"(pmod(floor(({wall}) / {_DAY}) + 3, 7) + 1)"
         return f"(({millis}) + (({named} END) - {iso}) * {_DAY})"
 
 
 def _spark_pattern(pattern: str) -> _Parse:
-    """A Joda-Time pattern for parsing, in Spark's pattern letters."""
+    """A Joda-Time pattern for parsing, in Spark's pattern letters. Where Joda reads a
+    number of fewer digits than its letters (``2024-1-5`` by ``yyyy-MM-dd``: a field
+    next to no number field), Spark is given the letters that read as many: one for
+    ``MdHhkKms`` (one or two digits), ``y`` for a year (Joda: up to nine digits). A
+    fraction ``S…`` reads one digit up to its letters in both."""
     out, zoned, day_name = [], False, False
     same = set("GyDMdaKhHkmsS")
-    for piece in _joda(pattern):
+    pieces = _joda(pattern)
+    for i, piece in enumerate(pieces):
         if isinstance(piece, str):
             plain = not any(ch.isalpha() or ch == "'" for ch in piece)
             out.append(piece if plain else "'" + piece.replace("'", "''") + "'")
             continue
         c, n = piece
-        if c in same:
+        c = "y" if c == "Y" else c
+        # between no number fields (Spark reads adjacent ones by fixed widths)
+        free = not any(_numeric_field(pieces[j]) for j in (i - 1, i + 1) if 0 <= j < len(pieces))
+        if free and c in _UP_TO_TWO and n <= 2:
+            out.append(c)
+        elif free and c == "y" and n >= 3:
+            out.append("y")
+        elif c in same:
             out.append(c * n)
-        elif c == "Y":
-            out.append("y" * n)
         elif c == "E":
             day_name = True
         elif c == "Z":
@@ -353,14 +378,13 @@ def _from_date_time(args: list[_Node]) -> str:
     text = parse.text(args[0].sql)
     tz = _zone_checked(args[2] if len(args) > 2 else None)
     p = _str(parse.pattern)
+    wall = _ntz_millis(f"to_timestamp_ntz({text}, {p})")  # the text's own date and time
     if parse.zoned:
-        sql = parse.to_named_day(args[0].sql, f"unix_millis(try_to_timestamp({text}, {p}))")
+        value = parse.to_named_day(args[0].sql, f"unix_millis(try_to_timestamp({text}, {p}))", wall)
     else:
-        wall = parse.to_named_day(args[0].sql, _ntz_millis(f"to_timestamp_ntz({text}, {p})"))
-        sql = (
-            f"CASE WHEN try_to_timestamp({text}, {p}) IS NULL THEN NULL "
-            f"ELSE {_from_local(wall, tz)} END"
-        )
+        value = _from_local(parse.to_named_day(args[0].sql, wall, wall), tz)
+    # to_timestamp_ntz throws on text it cannot read: only read what try_to_timestamp reads
+    sql = f"CASE WHEN try_to_timestamp({text}, {p}) IS NULL THEN NULL ELSE {value} END"
     return f"coalesce({sql}, {_as(args[3], 'BIGINT').sql})" if len(args) > 3 else sql
 
 
@@ -369,10 +393,8 @@ def _unparsed(args: list[_Node]) -> str:
     text the pattern does not read (``DateTimePatternHandler.parseWithDstGapFallback``;
     only the form with a default catches it), judged by Spark's parse of the pattern."""
     parse = _spark_pattern(_lit(args[1], str, "the pattern"))
-    text = parse.text(args[0].sql)
-    return (
-        f"(({args[0].sql}) IS NOT NULL AND try_to_timestamp({text}, {_str(parse.pattern)}) IS NULL)"
-    )
+    text, pattern = parse.text(args[0].sql), _str(parse.pattern)
+    return f"(({args[0].sql}) IS NOT NULL AND try_to_timestamp({text}, {pattern}) IS NULL)"
 
 
 def _from_date_time_node(args: list[_Node]) -> _Node:
