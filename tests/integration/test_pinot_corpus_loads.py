@@ -12,8 +12,8 @@ richer where Pinot's reading differs from a plain copy (:func:`richer`): numbers
 JSON text, a real into a whole-number column, a field left out, one value given as a
 list of one, a single value into a multi-value field. The fields the transforms read are
 worked back from the transforms (:func:`inputs`); with an upsert ``deleteRecordColumn`` a
-deleted key's row is left out, as Pinot's queries leave it out. A pair whose run differs
-from Pinot's for a reason in the engine is in ``ENGINE_DIFFERENCES`` (a strict xfail)."""
+deleted key's row is left out, as Pinot's queries leave it out. Every pair run must
+load Pinot's values: none is expected to fail."""
 
 from __future__ import annotations
 
@@ -63,10 +63,6 @@ NOT_RUN: dict[str, str] = {
 
 #: pair → (how many records go to the errors view, why); none so far
 EXPECTED_ERRORS: dict[str, tuple[int, str]] = {}
-
-#: pairs whose run here differs from Pinot's for a reason in the engine (expected to fail,
-#: strictly: a fix shows), with the reproduction and Pinot's source
-ENGINE_DIFFERENCES: dict[str, str] = {}
 
 
 # -- the fields the transforms and aggregations read that the schema does not hold -----
@@ -450,12 +446,6 @@ def _read(item_id: str, key: str) -> dict:
 
 
 RUN = [i for i in ACCEPTED if _is_kafka_json(_read(i, "table"))]
-RUN_PARAMS = [
-    pytest.param(i, marks=pytest.mark.xfail(strict=True, reason=ENGINE_DIFFERENCES[i]))
-    if i in ENGINE_DIFFERENCES
-    else i
-    for i in RUN
-]
 _topics = itertools.count()
 
 
@@ -469,11 +459,10 @@ def engine(tmp_path_factory):
 def test_not_run_is_exactly_the_pairs_that_are_not_kafka_json():
     assert sorted(NOT_RUN) == sorted(set(ACCEPTED) - set(RUN))
     assert set(EXPECTED_ERRORS) <= set(RUN)
-    assert set(ENGINE_DIFFERENCES) <= set(RUN)
     assert len(RUN) + len(NOT_RUN) + len(GAPS) == len(ITEMS)
 
 
-@pytest.mark.parametrize("item_id", RUN_PARAMS)
+@pytest.mark.parametrize("item_id", RUN)
 def test_each_kafka_json_pair_loads_its_records(engine, broker, item_id):
     table, schema = _read(item_id, "table"), _read(item_id, "schema")
     topic = f"corpus{next(_topics)}_{uuid.uuid4().hex[:6]}"
